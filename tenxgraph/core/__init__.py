@@ -1,0 +1,1 @@
+"""The core of tenxgraph: state, models and the graph runtime."""

@@ -1,0 +1,1 @@
+"""The graph runtime: builder, run loop, Agent and ToolNode."""

@@ -1,0 +1,73 @@
+"""The model boundary: one request type and a one-method interface every adapter implements.
+
+Streaming is the primitive. ``ChatModel.stream`` yields zero or more delta
+messages (``delta=True``, never stored) and then exactly one complete message
+(``delta=False``). ``ChatModel.complete`` is that stream drained.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tenxgraph.core.state.message import Message
+
+__all__ = ["ChatModel", "ModelRequest", "ToolChoice", "ToolSpec"]
+
+ToolChoice = Literal["auto", "required", "none"] | str
+"""``auto``, ``required`` (some tool), ``none``, or the name of the one tool to call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments (an ``object`` schema)."""
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """Everything one model call needs, in provider-neutral terms.
+
+    ``messages`` is the full conversation as the model should see it, system
+    messages included (adapters move them where their provider wants them).
+    """
+
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    output_schema: dict[str, Any] | None = None
+    """JSON schema the answer must follow (structured output), or None."""
+    output_schema_name: str = "output"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific request parameters, passed through as they are."""
+
+
+class ChatModel(ABC):
+    """A chat model. Adapters implement ``stream``; everything else builds on it."""
+
+    provider: str = "custom"
+    """Short provider name, used in error messages."""
+    model: str = ""
+    """The provider's model name."""
+
+    @abstractmethod
+    def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        """Yield delta messages, then exactly one complete assistant message."""
+
+    async def complete(self, request: ModelRequest) -> Message:
+        """Return the complete message: the stream drained."""
+        final: Message | None = None
+        async for message in self.stream(request):
+            if not message.delta:
+                final = message
+        if final is None:
+            raise RuntimeError(f"{type(self).__name__}.stream ended without a complete message")
+        return final

@@ -1,0 +1,115 @@
+"""``AgentState``: the conversation plus the runtime's bookkeeping, as one pydantic model."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, JsonValue
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.reducers import add_messages
+from tenxgraph.errors import GraphBuildError
+from tenxgraph.utils.constants import START
+
+__all__ = ["RUNTIME_FIELDS", "AgentState", "ExecMeta", "ExecStatus", "Reducer", "field_reducers"]
+
+ExecStatus = Literal["idle", "running", "interrupted", "completed", "error", "stopped"]
+
+Reducer = Callable[[Any, Any], Any]
+
+RUNTIME_FIELDS = frozenset({"context", "context_summary", "execution_meta"})
+"""Fields owned by the runtime; the ``state`` key of an invoke input cannot set them."""
+
+
+class ExecMeta(BaseModel):
+    """Where a run is and how it is doing. Owned by the runtime."""
+
+    current_node: str = START
+    """The node running now, or the last one that ran."""
+    step: int = 0
+    """Number of node executions in the current run."""
+    status: ExecStatus = "idle"
+    """Lifecycle of the thread's latest run."""
+    error: str | None = None
+    """The error message when ``status == "error"``."""
+    stop_requested: bool = False
+    """Set by a stop request; the run stops at the next node boundary."""
+    next_node: str | None = None
+    """Where a paused run continues."""
+    interrupt_value: JsonValue = None
+    """What the pausing ``interrupt(...)`` call asked the human."""
+    resume_values: list[JsonValue] = Field(default_factory=list)
+    """Answers given so far to the interrupts of the paused node, in call order."""
+
+
+class AgentState(BaseModel):
+    """The default graph state: the context window, its summary, and run metadata."""
+
+    context: Annotated[list[Message], add_messages] = Field(default_factory=list)
+    """The messages the model sees on its next call, oldest first."""
+    context_summary: str | None = None
+    """A condensed record of messages summarized out of ``context``."""
+    execution_meta: ExecMeta = Field(default_factory=lambda: ExecMeta(current_node=START))
+    """Runtime bookkeeping; use the helper methods rather than editing it."""
+
+    def is_running(self) -> bool:
+        """True while a run is in progress."""
+        return self.execution_meta.status == "running"
+
+    def is_interrupted(self) -> bool:
+        """True while the thread is paused at an interrupt."""
+        return self.execution_meta.status == "interrupted"
+
+    def is_stopped_requested(self) -> bool:
+        """True when a stop was requested for the current run."""
+        return self.execution_meta.stop_requested
+
+    def advance_step(self) -> None:
+        """Count one more node execution."""
+        self.execution_meta.step += 1
+
+    def set_current_node(self, name: str) -> None:
+        """Record the node that is running."""
+        self.execution_meta.current_node = name
+
+    def complete(self) -> None:
+        """Mark the run completed."""
+        self.execution_meta.status = "completed"
+        self.execution_meta.next_node = None
+
+    def error(self, message: str) -> None:
+        """Mark the run failed with ``message``."""
+        self.execution_meta.status = "error"
+        self.execution_meta.error = message
+
+
+def field_reducers(state_class: type[BaseModel]) -> dict[str, Reducer]:
+    """Map each field that declares a reducer to it; check each takes two arguments."""
+    reducers: dict[str, Reducer] = {}
+    for name, info in state_class.model_fields.items():
+        for meta in info.metadata:
+            if callable(meta) and not isinstance(meta, type):
+                _check_arity(state_class, name, meta)
+                reducers[name] = meta
+    return reducers
+
+
+def _check_arity(state_class: type[BaseModel], name: str, reducer: Reducer) -> None:
+    try:
+        params = inspect.signature(reducer).parameters.values()
+    except (TypeError, ValueError):
+        return
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    if len(positional) != 2 and not (variadic and len(positional) < 2):
+        raise GraphBuildError(
+            f"{state_class.__name__}.{name}: reducer {getattr(reducer, '__name__', reducer)!r} "
+            f"must take exactly two arguments (current value, update), "
+            f"it takes {len(positional)}"
+        )

@@ -1,0 +1,307 @@
+"""``Message``: one turn of a conversation, made of typed content blocks."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import mimetypes
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, Field, TypeAdapter, field_validator
+
+from tenxgraph.core.state.message_block import (
+    AudioBlock,
+    ContentBlock,
+    DataBlock,
+    DocumentBlock,
+    ImageBlock,
+    MediaRef,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+)
+
+__all__ = [
+    "MAX_INLINE_BYTES",
+    "IdGenerator",
+    "Message",
+    "MessagesAdapter",
+    "Role",
+    "TokenUsages",
+    "new_message_id",
+]
+
+Role: TypeAlias = Literal["user", "assistant", "system", "tool"]
+
+IdGenerator: TypeAlias = Callable[[], "str | int"]
+"""Makes message ids. A graph holds its own; there is no process-wide one."""
+
+MAX_INLINE_BYTES = 5 * 1024 * 1024
+"""Largest file ``Message.from_file`` inlines as base64 (5 MiB, the smallest common
+provider limit for an inline image). Larger files belong in a media store, by URL."""
+
+_DOCUMENT_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/msword",
+        "application/rtf",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "application/vnd.oasis.opendocument.text",
+    }
+)
+
+# Leading bytes of common formats, for files whose name says nothing useful.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+)
+
+
+_id_bits = random.Random()  # a private generator: user seeding of `random` cannot repeat ids
+os.register_at_fork(after_in_child=_id_bits.seed)
+
+
+def new_message_id() -> str:
+    """Return a fresh unique 128-bit hex message id (the default id generator)."""
+    return f"{_id_bits.getrandbits(128):032x}"
+
+
+class TokenUsages(BaseModel):
+    """Token consumption of a single model response."""
+
+    completion_tokens: int
+    """Tokens generated in the response."""
+    prompt_tokens: int
+    """Tokens in the input prompt."""
+    total_tokens: int
+    """Sum of completion and prompt tokens."""
+    reasoning_tokens: int = 0
+    """Tokens spent on extended reasoning."""
+    cache_creation_input_tokens: int = 0
+    """Prompt-cache write tokens."""
+    cache_read_input_tokens: int = 0
+    """Prompt-cache read tokens."""
+    image_tokens: int | None = 0
+    """Image modality tokens."""
+    audio_tokens: int | None = 0
+    """Audio modality tokens."""
+
+
+class Message(BaseModel):
+    """One turn: a role, an ordered list of content blocks, and metadata."""
+
+    message_id: str | int = Field(default_factory=new_message_id)
+    """Unique id; a message whose id is already in context is not added twice."""
+    role: Role
+    """Who produced the message."""
+    content: list[ContentBlock]
+    """Ordered content blocks (any sequence is accepted and stored as a list)."""
+    delta: bool = False
+    """True for a streaming chunk; deltas are never stored in state."""
+    tools_calls: list[dict[str, Any]] | None = None
+    """Raw tool call dicts from a provider SDK; for adapters only."""
+    reasoning: str | None = None
+    """Reasoning trace (deprecated: use a ``ReasoningBlock`` in ``content``)."""
+    timestamp: float | None = Field(default_factory=time.time)
+    """UNIX time the message was created."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Arbitrary JSON-serializable metadata."""
+    usages: TokenUsages | None = None
+    """Token usage of the model call that produced this message."""
+    raw: dict[str, Any] | None = None
+    """The raw provider response."""
+    parsed_content: dict[str, Any] | BaseModel | None = None
+    """Structured output validated against the agent's ``output_schema``.
+    Stored as JSON: after a round trip through storage it is a dict."""
+
+    @field_validator("metadata", "raw", "tools_calls")
+    @classmethod
+    def _json_serializable(cls, value: Any) -> Any:
+        if value:
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"must be JSON-serializable: {exc}") from None
+        return value
+
+    def text(self) -> str:
+        """Concatenate the text of TextBlocks and the output of ToolResultBlocks."""
+        parts: list[str] = []
+        for block in self.content:
+            if isinstance(block, TextBlock):
+                parts.append(block.text)
+            elif isinstance(block, ToolResultBlock):
+                parts.append(_output_text(block.output))
+        return "".join(parts)
+
+    def tool_calls(self) -> list[ToolCallBlock]:
+        """The tool call blocks of this message, in order."""
+        return [block for block in self.content if isinstance(block, ToolCallBlock)]
+
+    def tool_results(self) -> list[ToolResultBlock]:
+        """The tool result blocks of this message, in order."""
+        return [block for block in self.content if isinstance(block, ToolResultBlock)]
+
+    @classmethod
+    def text_message(
+        cls,
+        text: str,
+        role: Role = "user",
+        message_id: str | int | None = None,
+        **fields: Any,
+    ) -> Message:
+        """Create a message holding one text block (a user message by default)."""
+        return cls._make(role, [TextBlock(text=text)], message_id, fields)
+
+    @classmethod
+    def tool_message(
+        cls,
+        content: Sequence[ContentBlock],
+        message_id: str | int | None = None,
+        **fields: Any,
+    ) -> Message:
+        """Create a tool-role message, usually holding ``ToolResultBlock`` entries."""
+        return cls._make("tool", list(content), message_id, fields)
+
+    @classmethod
+    def image_message(
+        cls,
+        image: str | MediaRef,
+        text: str | None = None,
+        role: Role = "user",
+        message_id: str | int | None = None,
+        *,
+        mime_type: str | None = None,
+        alt_text: str | None = None,
+        **fields: Any,
+    ) -> Message:
+        """Create a message with an image (a URL or a ``MediaRef``) and optional text."""
+        media = (
+            image
+            if isinstance(image, MediaRef)
+            else MediaRef(
+                kind="url", url=image, mime_type=mime_type or mimetypes.guess_type(image)[0]
+            )
+        )
+        blocks: list[ContentBlock] = [TextBlock(text=text)] if text else []
+        blocks.append(ImageBlock(media=media, alt_text=alt_text))
+        return cls._make(role, blocks, message_id, fields)
+
+    @classmethod
+    def multimodal_message(
+        cls,
+        content: Sequence[ContentBlock],
+        role: Role = "user",
+        message_id: str | int | None = None,
+        **fields: Any,
+    ) -> Message:
+        """Create a message from explicit blocks of any kinds."""
+        return cls._make(role, list(content), message_id, fields)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        text: str | None = None,
+        role: Role = "user",
+        message_id: str | int | None = None,
+        *,
+        mime_type: str | None = None,
+        max_inline_bytes: int = MAX_INLINE_BYTES,
+        **fields: Any,
+    ) -> Message:
+        """Create a message that inlines a local file, with the block kind its MIME type implies.
+
+        The MIME type comes from ``mime_type``, else the file name, else the
+        file's leading bytes. Files above ``max_inline_bytes`` are refused:
+        upload them and reference them by URL or file id instead.
+        """
+        file = Path(path)
+        size = file.stat().st_size
+        if size > max_inline_bytes:
+            raise ValueError(
+                f"{file} is {size} bytes, above the inline limit of {max_inline_bytes} bytes; "
+                "upload it and use MediaRef(kind='url' or 'file_id') instead"
+            )
+        data = file.read_bytes()
+        detected = mime_type or mimetypes.guess_type(file.name)[0] or _sniff(data)
+        media = MediaRef(
+            kind="data",
+            data_base64=base64.b64encode(data).decode("ascii"),
+            mime_type=detected,
+            size_bytes=size,
+            sha256=hashlib.sha256(data).hexdigest(),
+            filename=file.name,
+        )
+        blocks: list[ContentBlock] = [TextBlock(text=text)] if text else []
+        blocks.append(_block_for(media, detected))
+        return cls._make(role, blocks, message_id, fields)
+
+    @classmethod
+    def _make(
+        cls,
+        role: Role,
+        content: list[ContentBlock],
+        message_id: str | int | None,
+        fields: dict[str, Any],
+    ) -> Message:
+        if message_id is not None:
+            fields["message_id"] = message_id
+        return cls(role=role, content=content, **fields)
+
+
+def _sniff(data: bytes) -> str:
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data[4:8] == b"ftyp":
+        return "video/mp4"
+    try:
+        data[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return "application/octet-stream"
+    return "text/plain"
+
+
+def _block_for(media: MediaRef, mime: str) -> ContentBlock:
+    major = mime.split("/", 1)[0]
+    if major == "image":
+        return ImageBlock(media=media)
+    if major == "audio":
+        return AudioBlock(media=media)
+    if major == "video":
+        return VideoBlock(media=media)
+    if major == "text" or mime in _DOCUMENT_TYPES:
+        return DocumentBlock(media=media)
+    return DataBlock(mime_type=mime, media=media)
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    if isinstance(output, list) and all(isinstance(item, BaseModel) for item in output):
+        return "".join(getattr(item, "text", "") or "" for item in output)
+    return json.dumps(output, default=str)
+
+
+MessagesAdapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""Validates and serializes a whole list of messages in one call."""

@@ -1,0 +1,283 @@
+"""Typed content blocks: the parts a message is made of.
+
+Every block carries a ``type`` literal, so ``ContentBlock`` is one discriminated
+union and a list of blocks serializes and validates in one call. The model is
+provider-neutral: adapters in ``tenxgraph.core.llm`` translate to wire formats.
+"""
+
+from __future__ import annotations
+
+import binascii
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+__all__ = [
+    "AnnotationBlock",
+    "AnnotationRef",
+    "AudioBlock",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "ImageBlock",
+    "MediaRef",
+    "ReasoningBlock",
+    "RemoteToolCallBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "VideoBlock",
+]
+
+
+def check_base64(value: str, field: str) -> None:
+    """Raise ``ValueError`` naming ``field`` unless ``value`` is strict base64."""
+    try:
+        binascii.a2b_base64(value.encode("ascii"), strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        raise ValueError(f"{field} is not valid base64: {exc}") from None
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MediaRef(_Block):
+    """A reference to binary media: by URL, by provider file id, or inline base64."""
+
+    kind: Literal["url", "file_id", "data"]
+    """Which reference strategy is used; the matching field must be set."""
+    url: str | None = None
+    """HTTP(S) URL, or ``graph://media/{key}`` for offloaded media."""
+    file_id: str | None = None
+    """Provider-managed file id (OpenAI Files API, Gemini File API)."""
+    data_base64: str | None = None
+    """Base64-encoded content; only for small payloads."""
+    mime_type: str | None = None
+    """MIME type, e.g. ``image/jpeg``."""
+    size_bytes: int | None = None
+    """File size hint."""
+    sha256: str | None = None
+    """Content hash for integrity checks."""
+    filename: str | None = None
+    """Original file name."""
+    width: int | None = None
+    """Image width in pixels."""
+    height: int | None = None
+    """Image height in pixels."""
+    duration_ms: int | None = None
+    """Audio or video duration in milliseconds."""
+    page: int | None = None
+    """Page number, for documents."""
+
+    @model_validator(mode="after")
+    def _kind_field_present(self) -> MediaRef:
+        required = {"url": "url", "file_id": "file_id", "data": "data_base64"}[self.kind]
+        value = getattr(self, required)
+        if not value:
+            raise ValueError(f"MediaRef(kind={self.kind!r}) requires the field {required!r}")
+        if self.kind == "data":
+            check_base64(value, "data_base64")
+        return self
+
+
+class AnnotationRef(_Block):
+    """A citation target: a URL, a file, a page."""
+
+    url: str | None = None
+    """Source URL."""
+    file_id: str | None = None
+    """File reference."""
+    page: int | None = None
+    """Page number."""
+    index: int | None = None
+    """Index position in the source."""
+    title: str | None = None
+    """Display title."""
+
+
+class TextBlock(_Block):
+    """Plain text, with optional citations."""
+
+    type: Literal["text"] = "text"
+    """Discriminator."""
+    text: str
+    """The text content."""
+    annotations: list[AnnotationRef] = Field(default_factory=list)
+    """Citations or links embedded in the text."""
+
+
+class ImageBlock(_Block):
+    """An image."""
+
+    type: Literal["image"] = "image"
+    """Discriminator."""
+    media: MediaRef
+    """Reference to the image."""
+    alt_text: str | None = None
+    """Accessibility text."""
+    bbox: list[float] | None = None
+    """Bounding box ``[x1, y1, x2, y2]``."""
+
+
+class AudioBlock(_Block):
+    """An audio clip."""
+
+    type: Literal["audio"] = "audio"
+    """Discriminator."""
+    media: MediaRef
+    """Reference to the audio."""
+    transcript: str | None = None
+    """Transcript of the audio."""
+    sample_rate: int | None = None
+    """Sample rate in Hz."""
+    channels: int | None = None
+    """Number of audio channels."""
+
+
+class VideoBlock(_Block):
+    """A video clip."""
+
+    type: Literal["video"] = "video"
+    """Discriminator."""
+    media: MediaRef
+    """Reference to the video."""
+    thumbnail: MediaRef | None = None
+    """Thumbnail image reference."""
+
+
+class DocumentBlock(_Block):
+    """A document file (PDF, text, office formats)."""
+
+    type: Literal["document"] = "document"
+    """Discriminator."""
+    media: MediaRef
+    """Reference to the document file."""
+    text: str | None = None
+    """Extracted full text."""
+    pages: list[int] | None = None
+    """Relevant page numbers."""
+    excerpt: str | None = None
+    """Short excerpt or preview."""
+
+
+class DataBlock(_Block):
+    """Arbitrary typed data, inline or by reference."""
+
+    type: Literal["data"] = "data"
+    """Discriminator."""
+    mime_type: str
+    """MIME type of the data."""
+    data_base64: str | None = None
+    """Base64-encoded payload."""
+    media: MediaRef | None = None
+    """External media reference."""
+
+    @model_validator(mode="after")
+    def _valid_base64(self) -> DataBlock:
+        if self.data_base64 is not None:
+            check_base64(self.data_base64, "data_base64")
+        return self
+
+
+class ToolCallBlock(_Block):
+    """The model asks for a tool to be run; ``id`` links it to its result."""
+
+    type: Literal["tool_call"] = "tool_call"
+    """Discriminator."""
+    id: str = Field(min_length=1)
+    """Tool call id, matched by ``ToolResultBlock.call_id``."""
+    name: str
+    """Tool function name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments."""
+    tool_type: str | None = None
+    """Optional type hint, e.g. ``web_search`` or ``computer_use``."""
+
+
+class RemoteToolCallBlock(_Block):
+    """A tool call to be run by a remote client (e.g. in the browser)."""
+
+    type: Literal["remote_tool_call"] = "remote_tool_call"
+    """Discriminator."""
+    id: str = Field(min_length=1)
+    """Call id."""
+    name: str
+    """Configured remote tool name with a matching client handler."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments."""
+    tool_type: Literal["remote"] = "remote"
+    """Always ``remote``."""
+
+
+class ToolResultBlock(_Block):
+    """The result of running a tool call."""
+
+    type: Literal["tool_result"] = "tool_result"
+    """Discriminator."""
+    call_id: str = Field(min_length=1)
+    """The ``ToolCallBlock.id`` this answers."""
+    output: MediaRef | list[ContentBlock] | JsonValue = None
+    """What the tool returned: a string, JSON data, a ``MediaRef`` or a list of blocks."""
+    is_error: bool = False
+    """True when the tool failed."""
+    status: Literal["completed", "failed"] | None = None
+    """Status of the tool call."""
+
+
+class ReasoningBlock(_Block):
+    """The model's thinking trace, from reasoning models."""
+
+    type: Literal["reasoning"] = "reasoning"
+    """Discriminator."""
+    summary: str
+    """Summary of the reasoning."""
+    details: list[str] | None = None
+    """Detailed reasoning steps."""
+
+
+class AnnotationBlock(_Block):
+    """A structured citation or note attached to a response."""
+
+    type: Literal["annotation"] = "annotation"
+    """Discriminator."""
+    kind: Literal["citation", "note"] = "citation"
+    """Kind of annotation."""
+    refs: list[AnnotationRef] = Field(default_factory=list)
+    """Annotation references."""
+    spans: list[tuple[int, int]] | None = None
+    """Spans of the text covered by the annotation."""
+
+
+class ErrorBlock(_Block):
+    """An error that occurred during execution."""
+
+    type: Literal["error"] = "error"
+    """Discriminator."""
+    message: str
+    """Error message."""
+    code: str | None = None
+    """Optional error code."""
+    data: dict[str, Any] | None = None
+    """Additional error data."""
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextBlock
+    | ImageBlock
+    | AudioBlock
+    | VideoBlock
+    | DocumentBlock
+    | DataBlock
+    | ToolCallBlock
+    | RemoteToolCallBlock
+    | ToolResultBlock
+    | ReasoningBlock
+    | AnnotationBlock
+    | ErrorBlock,
+    Field(discriminator="type"),
+]
+"""Any content block, discriminated by its ``type`` field."""
+
+ToolResultBlock.model_rebuild()

@@ -1,0 +1,128 @@
+"""The one check of DESIGN.md invariant 2: a tool call and its result stay together.
+
+A *tool group* is an assistant message holding ``ToolCallBlock``s followed by
+the tool messages that answer them. A conversation is well paired when every
+call of a group is answered inside that group and every tool result answers a
+call of its group. Context managers cut only between groups; model adapters
+call ``repair_pairing`` before a request so a provider never sees an orphan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
+
+__all__ = [
+    "SYNTHETIC_RESULT_TEXT",
+    "PairingViolation",
+    "group_starts",
+    "is_paired",
+    "pairing_violations",
+    "repair_pairing",
+]
+
+SYNTHETIC_RESULT_TEXT = "[tenxgraph: no result was recorded for this tool call]"
+"""Output of the result ``repair_pairing`` adds for a call that has none."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairingViolation:
+    """One broken pair: ``index`` is the message where it shows."""
+
+    index: int
+    call_id: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.problem} (call id {self.call_id!r})"
+
+
+def pairing_violations(
+    messages: Sequence[Message], *, allow_pending_tail: bool = False
+) -> list[PairingViolation]:
+    """List every call without a result and every result without a call.
+
+    With ``allow_pending_tail``, calls of the last group that are not answered
+    yet are accepted: that is the state between a model turn and its tools.
+    """
+    violations: list[PairingViolation] = []
+    pending: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            for block in message.content:
+                if isinstance(block, ToolResultBlock) and pending.pop(block.call_id, None) is None:
+                    violations.append(
+                        PairingViolation(index, block.call_id, "tool result without its call")
+                    )
+            continue
+        _report_unanswered(pending, violations)
+        if message.role == "assistant":
+            pending = {call.id: index for call in message.tool_calls()}
+    if not allow_pending_tail:
+        _report_unanswered(pending, violations)
+    return violations
+
+
+def is_paired(messages: Sequence[Message], *, allow_pending_tail: bool = False) -> bool:
+    """True when ``pairing_violations`` finds nothing."""
+    return not pairing_violations(messages, allow_pending_tail=allow_pending_tail)
+
+
+def group_starts(messages: Sequence[Message]) -> list[int]:
+    """Indexes where a cut may fall: every message that is not a tool message."""
+    return [index for index, message in enumerate(messages) if message.role != "tool"]
+
+
+def repair_pairing(messages: Sequence[Message]) -> list[Message]:
+    """Return ``messages`` with orphan results dropped and missing results added.
+
+    A missing result becomes a failed ``ToolResultBlock`` whose output is
+    ``SYNTHETIC_RESULT_TEXT`` and whose message carries
+    ``metadata={"synthetic": True}``. Well-paired input is returned unchanged.
+    """
+    if is_paired(messages):
+        return list(messages)
+    repaired: list[Message] = []
+    pending: dict[str, None] = {}
+    for message in messages:
+        if message.role == "tool":
+            kept: list[ContentBlock] = []
+            for block in message.content:
+                if not isinstance(block, ToolResultBlock):
+                    kept.append(block)
+                elif block.call_id in pending:
+                    del pending[block.call_id]
+                    kept.append(block)
+            if any(isinstance(block, ToolResultBlock) for block in kept):
+                repaired.append(message.model_copy(update={"content": kept}))
+            continue
+        repaired.extend(_synthetic_results(pending))
+        pending = dict.fromkeys(call.id for call in message.tool_calls())
+        repaired.append(message)
+    repaired.extend(_synthetic_results(pending))
+    return repaired
+
+
+def _report_unanswered(pending: dict[str, int], violations: list[PairingViolation]) -> None:
+    for call_id, index in pending.items():
+        violations.append(PairingViolation(index, call_id, "tool call without its result"))
+    pending.clear()
+
+
+def _synthetic_results(pending: dict[str, None]) -> list[Message]:
+    results = [
+        Message.tool_message(
+            [
+                ToolResultBlock(
+                    call_id=call_id, output=SYNTHETIC_RESULT_TEXT, is_error=True, status="failed"
+                )
+            ],
+            metadata={"synthetic": True},
+        )
+        for call_id in pending
+    ]
+    pending.clear()
+    return results

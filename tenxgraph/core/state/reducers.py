@@ -1,0 +1,102 @@
+"""Reducers: plain two-argument functions that merge an update into a state field.
+
+Attach one to a field with ``Annotated[list[str], append_items]``. A field
+without a reducer is replaced by the update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock
+
+__all__ = [
+    "add_messages",
+    "append_items",
+    "remove_tool_messages",
+    "replace_messages",
+    "replace_value",
+]
+
+T = TypeVar("T")
+
+
+def add_messages(left: list[Message], right: list[Message]) -> list[Message]:
+    """Append ``right`` to ``left``, skipping ids already in ``left`` and delta chunks.
+
+    Returns a new list. The graph runtime applies the same rules incrementally
+    (``MessageIndex``) so a long history is neither copied nor rescanned.
+    """
+    left_ids = {message.message_id for message in left}
+    fresh = [m for m in right if m.message_id not in left_ids and m.delta is False]
+    return left + fresh
+
+
+def replace_messages(left: list[Message], right: list[Message]) -> list[Message]:
+    """Replace the whole list by ``right`` (delta chunks still never stored)."""
+    return [message for message in right if message.delta is False]
+
+
+def append_items(left: list[T], right: list[T]) -> list[T]:
+    """Append ``right`` to ``left``."""
+    return [*left, *right]
+
+
+def replace_value(left: Any, right: Any) -> Any:
+    """Keep the update: the same as having no reducer, but explicit."""
+    return right
+
+
+def remove_tool_messages(messages: Sequence[Message]) -> list[Message]:
+    """Drop every tool call with its result, as whole groups.
+
+    Tool-role messages go; assistant messages lose their ``ToolCallBlock``s and
+    go too when nothing else is left. The result is always well paired.
+    """
+    kept: list[Message] = []
+    for message in messages:
+        if message.role == "tool":
+            continue
+        calls = message.tool_calls()
+        if not calls:
+            kept.append(message)
+            continue
+        rest: list[ContentBlock] = [b for b in message.content if not isinstance(b, ToolCallBlock)]
+        if rest:
+            kept.append(message.model_copy(update={"content": rest, "tools_calls": None}))
+    return kept
+
+
+class MessageIndex:
+    """The ids of a growing message list, so merging one message costs O(1).
+
+    The runtime keeps one per run over ``state.context``. It notices when the
+    list was replaced or shrunk behind its back and rebuilds itself then.
+    """
+
+    __slots__ = ("_ids", "_list", "_size")
+
+    def __init__(self, messages: list[Message]) -> None:
+        self._reset(messages)
+
+    def _reset(self, messages: list[Message]) -> None:
+        self._list = messages
+        self._ids = {message.message_id for message in messages}
+        self._size = len(messages)
+
+    def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
+        """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
+        if messages is not self._list or len(messages) != self._size:
+            self._reset(messages)
+        ids = self._ids
+        added: list[Message] = []
+        for message in new:
+            if message.delta or message.message_id in ids:
+                continue
+            ids.add(message.message_id)
+            messages.append(message)
+            added.append(message)
+        self._size = len(messages)
+        return added

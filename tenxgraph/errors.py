@@ -1,0 +1,169 @@
+"""Every exception tenxgraph raises, under one root.
+
+    TenxGraphError
+    ├── GraphBuildError            the graph definition is wrong (raised by build/compile)
+    ├── MissingExtraError          an optional SDK is not installed (also an ImportError)
+    ├── StateError                 bad input for, or a bad update to, the graph state
+    ├── GraphRunError              something failed while a graph was running
+    │   ├── NodeError              a node raised or returned something it must not
+    │   ├── RecursionLimitError    a run took more steps than its limit allows
+    │   └── RunStoppedError        a run was stopped on request before it finished
+    ├── ToolError                  a tool could not be registered or called directly
+    ├── ModelError                 a model provider failed
+    │   ├── RateLimitError
+    │   ├── AuthenticationError
+    │   ├── ContextWindowExceededError
+    │   ├── BadRequestError
+    │   ├── ServerError
+    │   ├── ModelTimeoutError
+    │   └── OutputValidationError  structured output did not match its schema
+    └── StorageError               a checkpointer failed
+        ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
+        ├── ThreadNotFoundError
+        └── CorruptRecordError     a stored row failed validation
+
+Pydantic's ``ValidationError`` is raised unchanged for bad field values, so
+the message names the field that was wrong.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "ContextWindowExceededError",
+    "CorruptRecordError",
+    "GraphBuildError",
+    "GraphRunError",
+    "MissingExtraError",
+    "ModelError",
+    "ModelTimeoutError",
+    "NodeError",
+    "OutputValidationError",
+    "RateLimitError",
+    "RecursionLimitError",
+    "RunStoppedError",
+    "ServerError",
+    "StateError",
+    "StorageError",
+    "TenxGraphError",
+    "ThreadNotFoundError",
+    "ToolError",
+]
+
+
+class TenxGraphError(Exception):
+    """Root of every error raised by tenxgraph."""
+
+
+class GraphBuildError(TenxGraphError):
+    """The graph definition is invalid; raised while building, never while running."""
+
+
+class MissingExtraError(TenxGraphError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f'{package!r} is not installed. Install it with: pip install "tenxgraph[{extra}]"'
+        )
+        self.package = package
+        self.extra = extra
+
+
+class StateError(TenxGraphError):
+    """An input or an update does not fit the graph's state class."""
+
+
+class GraphRunError(TenxGraphError):
+    """Something failed while a graph was running."""
+
+
+class NodeError(GraphRunError):
+    """A node raised, or returned a value the runtime cannot merge."""
+
+    def __init__(self, node: str, message: str) -> None:
+        super().__init__(f"node {node!r}: {message}")
+        self.node = node
+
+
+class RecursionLimitError(GraphRunError):
+    """A run took more steps than its recursion limit; the message shows the path."""
+
+    def __init__(self, limit: int, path: list[str]) -> None:
+        shown = " -> ".join(path[-20:])
+        more = f"(last 20 of {len(path)}) " if len(path) > 20 else ""
+        super().__init__(f"recursion limit of {limit} steps reached; path {more}{shown}")
+        self.limit = limit
+        self.path = path
+
+
+class RunStoppedError(GraphRunError):
+    """A run was stopped on request before it finished."""
+
+
+class ToolError(TenxGraphError):
+    """A tool could not be registered, found or called directly."""
+
+
+class ModelError(TenxGraphError):
+    """A model provider failed. ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class RateLimitError(ModelError):
+    """The provider rate-limited the request (transient)."""
+
+
+class AuthenticationError(ModelError):
+    """The provider refused the credentials."""
+
+
+class ContextWindowExceededError(ModelError):
+    """The request does not fit the model's context window."""
+
+
+class BadRequestError(ModelError):
+    """The provider rejected the request as malformed."""
+
+
+class ServerError(ModelError):
+    """The provider failed on its side (transient)."""
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer in time (transient)."""
+
+
+class OutputValidationError(ModelError):
+    """Structured output still failed its schema after the retry."""
+
+
+class StorageError(TenxGraphError):
+    """A checkpointer failed."""
+
+
+class ConflictError(StorageError):
+    """Another writer saved the thread first; nothing was written by this call."""
+
+    def __init__(self, thread_id: str, expected: int, actual: int | None) -> None:
+        super().__init__(
+            f"thread {thread_id!r} was changed by another run "
+            f"(expected version {expected}, found {actual})"
+        )
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+
+
+class ThreadNotFoundError(StorageError):
+    """The thread does not exist for this user."""
+
+
+class CorruptRecordError(StorageError):
+    """A stored row failed validation; the message names the thread and the field."""

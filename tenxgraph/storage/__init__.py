@@ -1,0 +1,1 @@
+"""Persistence: the checkpointer contract and its backends."""

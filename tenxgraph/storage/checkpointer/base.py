@@ -1,0 +1,174 @@
+"""The checkpointer contract: a handful of typed async methods every backend implements.
+
+Storage layout (DESIGN.md invariant 1): a thread is an append-only log of
+messages, numbered from 0 (``seq``), plus one small state row holding the
+non-message fields (``values``), the context *window* (which log entries form
+``state.context``, as half-open ``[start, end)`` ranges of seqs) and a
+version. A save appends only the new messages and rewrites only the small
+row, so its cost does not grow with the thread.
+
+Every save is compare-and-swap on the version (invariant 7): a save whose
+``expected_version`` is not the stored one raises ``ConflictError`` and
+writes nothing. Stored data is JSON only (invariant 3).
+
+Sync callers use the ``get_state``-style wrappers of ``SyncCheckpointerMixin``;
+backends implement only the async methods.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenxgraph.core.state.message import Message
+
+__all__ = [
+    "DEFAULT_USER",
+    "Checkpoint",
+    "Checkpointer",
+    "StoredMessage",
+    "StoredThread",
+    "ThreadInfo",
+    "ThreadKey",
+    "ThreadWrite",
+    "Window",
+]
+
+DEFAULT_USER = "default"
+"""The tenant of threads saved without a ``user_id`` in the run config."""
+
+Window = list[tuple[int, int]]
+"""Half-open ranges of log seqs, in order, that make up ``state.context``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadKey:
+    """Identifies a thread inside one tenant. Every query is scoped by ``user_id``."""
+
+    thread_id: str
+    user_id: str = DEFAULT_USER
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ThreadKey:
+        """Read ``thread_id`` (required) and ``user_id`` from a run config."""
+        thread_id = config.get("thread_id")
+        if not thread_id:
+            raise ValueError("the run config has no 'thread_id'")
+        return cls(str(thread_id), str(config.get("user_id") or DEFAULT_USER))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message of the log with its position."""
+
+    seq: int
+    message: Message
+
+
+@dataclass(slots=True)
+class StoredThread:
+    """A thread as loaded: its state row plus the messages of its context window."""
+
+    key: ThreadKey
+    version: int
+    log_length: int
+    """Number of messages in the log; the next appended message gets this seq."""
+    values: dict[str, Any]
+    """Non-message state fields as JSON (``context_summary``, ``execution_meta``, custom)."""
+    window: Window
+    context: list[Message]
+    """The messages of ``window``, in order."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ThreadWrite:
+    """One compare-and-swap save: new log entries plus the new state row."""
+
+    expected_version: int
+    """The version this write was based on; 0 creates the thread."""
+    new_messages: list[Message]
+    """Appended to the log with seqs ``log_length, log_length + 1, ...``."""
+    values: dict[str, Any]
+    window: Window
+    node: str
+    """The node whose step this write records (the checkpoint's label)."""
+    step: int
+    metadata: dict[str, Any] | None = None
+    """Replaces the thread's metadata when not None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A past version of a thread: enough to rebuild its state at that point."""
+
+    version: int
+    node: str
+    step: int
+    log_length: int
+    values: dict[str, Any]
+    window: Window
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """A line of a thread listing."""
+
+    key: ThreadKey
+    version: int
+    log_length: int
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+class Checkpointer(ABC):
+    """Durable threads. Backends implement these async methods and nothing else."""
+
+    @abstractmethod
+    async def aload(self, key: ThreadKey) -> StoredThread | None:
+        """Load a thread's state row and context messages, or None if it does not exist."""
+
+    @abstractmethod
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+        """Apply ``write`` if the stored version is ``write.expected_version``; return the new one.
+
+        Raises ``ConflictError`` (and writes nothing) otherwise.
+        """
+
+    @abstractmethod
+    async def alist_messages(
+        self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """The thread's whole log in seq order, including messages outside the window."""
+
+    @abstractmethod
+    async def alist_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """The tenant's threads, newest first, whose metadata contains ``metadata``."""
+
+    @abstractmethod
+    async def adelete_thread(self, key: ThreadKey) -> bool:
+        """Delete a thread and everything of it; False if it did not exist."""
+
+    @abstractmethod
+    async def alist_checkpoints(
+        self, key: ThreadKey, *, limit: int | None = None
+    ) -> Sequence[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+
+    @abstractmethod
+    async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
+        """The log messages of ``window``, in order (used to rebuild a past checkpoint)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to close
+        """Release connections and files."""
