@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.reducers import add_messages
+from tenxgraph.core.state.reducers import MessageIndex, add_messages
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.utils.constants import START
 
@@ -53,6 +53,22 @@ class AgentState(BaseModel):
     """A condensed record of messages summarized out of ``context``."""
     execution_meta: ExecMeta = Field(default_factory=lambda: ExecMeta(current_node=START))
     """Runtime bookkeeping; use the helper methods rather than editing it."""
+
+    _index: MessageIndex | None = PrivateAttr(default=None)
+
+    def message_index(self) -> MessageIndex:
+        """The index of ``context`` (ids, system positions), rebuilt only when stale."""
+        index = self._index
+        if index is None or not index.covers(self.context):
+            index = self._index = MessageIndex(self.context)
+        return index
+
+    def append_messages(self, messages: Sequence[Message]) -> list[Message]:
+        """Merge ``messages`` into ``context`` in place by add_messages' rules; return those added.
+
+        Costs O(len(messages)), not O(len(context)): this is how the runtime merges.
+        """
+        return self.message_index().extend(self.context, messages)
 
     def is_running(self) -> bool:
         """True while a run is in progress."""

@@ -70,13 +70,15 @@ def remove_tool_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 class MessageIndex:
-    """The ids of a growing message list, so merging one message costs O(1).
+    """The ids and system-message positions of a growing message list.
 
-    The runtime keeps one per run over ``state.context``. It notices when the
-    list was replaced or shrunk behind its back and rebuilds itself then.
+    With it, merging one message into a long history costs O(1), and a context
+    manager finds the system messages without scanning. The runtime keeps one
+    per state (``AgentState.message_index``); it notices when the list was
+    replaced or changed length behind its back and rebuilds itself then.
     """
 
-    __slots__ = ("_ids", "_list", "_size")
+    __slots__ = ("_ids", "_list", "_size", "system_positions")
 
     def __init__(self, messages: list[Message]) -> None:
         self._reset(messages)
@@ -85,10 +87,18 @@ class MessageIndex:
         self._list = messages
         self._ids = {message.message_id for message in messages}
         self._size = len(messages)
+        self.system_positions = [i for i, m in enumerate(messages) if m.role == "system"]
+
+    def covers(self, messages: list[Message]) -> bool:
+        """True when this index describes ``messages`` as it is now."""
+        return messages is self._list and len(messages) == self._size
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._ids
 
     def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
         """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
-        if messages is not self._list or len(messages) != self._size:
+        if not self.covers(messages):
             self._reset(messages)
         ids = self._ids
         added: list[Message] = []
@@ -96,6 +106,8 @@ class MessageIndex:
             if message.delta or message.message_id in ids:
                 continue
             ids.add(message.message_id)
+            if message.role == "system":
+                self.system_positions.append(len(messages))
             messages.append(message)
             added.append(message)
         self._size = len(messages)

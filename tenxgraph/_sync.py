@@ -1,0 +1,84 @@
+"""Run a coroutine to completion from synchronous code: the one sync bridge.
+
+Every sync entry point (``invoke``, ``stream``, ``trim_context``,
+``get_state``...) is a thin wrapper over its async twin through this module,
+so there is one implementation of each operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from typing import Any, TypeVar
+
+__all__ = ["iterate_sync", "run_sync"]
+
+T = TypeVar("T")
+
+_local = threading.local()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """Return the calling thread's private loop, created once and reused (cheap re-entry)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _local.loop = loop
+    return loop
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` and return its result.
+
+    From plain sync code it runs on a private per-thread loop. Called from
+    inside a running loop (a sync node calling ``invoke``), it runs in a
+    helper thread so the caller's loop is never re-entered.
+    """
+    if not _in_running_loop():
+        return _loop().run_until_complete(coroutine)
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(run_sync(coroutine))
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=target, name="tenxgraph-run-sync")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def iterate_sync(iterator: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator from sync code, one item at a time."""
+    if _in_running_loop():
+        yield from run_sync(_collect(iterator))
+        return
+    loop = _loop()
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(iterator))
+            except StopAsyncIteration:
+                return
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            loop.run_until_complete(aclose())
+
+
+async def _collect(iterator: AsyncIterator[T]) -> list[T]:
+    return [item async for item in iterator]
