@@ -1,0 +1,197 @@
+"""Anthropic's Messages API through the official ``anthropic`` SDK (extra ``anthropic``).
+
+Structured output uses a forced tool: the request gets a tool named
+``request.output_schema_name`` whose input schema is the output schema, and
+the tool's input comes back as the message text (JSON), for the Agent to
+parse. Its arguments stream as text deltas. With other tools present the
+model must call one of them or the output tool (``tool_choice`` ``any``).
+Anthropic does not allow a forced tool together with extended thinking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.llm._convert_anthropic import (
+    PROVIDER,
+    from_wire_content,
+    to_wire,
+    usage_from_wire,
+)
+from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._wire import json_safe, provider_metadata
+from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.state.message import Message, new_message_id
+from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
+from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.errors import BadRequestError, MissingExtraError, ModelError
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["AnthropicModel"]
+
+# Error types a stream can report after its HTTP status was already 200.
+_ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicModel(ChatModel):
+    """A Claude model. ``defaults`` are request parameters sent on every call (e.g. ``thinking``).
+
+    The client made here does not retry (``max_retries=0``): retries belong to
+    ``RetryingModel``. Pass ``client`` to use one configured otherwise.
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 600.0,
+        **defaults: Any,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise MissingExtraError("anthropic", "anthropic") from exc
+        self.model = model
+        self.max_tokens = max_tokens
+        self.defaults = defaults
+        self.client = client or anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages = to_wire(repair_pairing(request.messages))
+        body: dict[str, Any] = dict(self.defaults)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        body.update(request.extra)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens or self.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            params["system"] = system
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+        choice = _tool_choice(request.tool_choice)
+        if request.output_schema is not None:
+            tools.append(_output_tool(request))
+            if request.tool_choice in ("auto", "required") and request.tools:
+                choice = {"type": "any"}
+            elif request.tool_choice in ("auto", "required", "none"):
+                choice = {"type": "tool", "name": request.output_schema_name}
+        if tools:
+            params["tools"] = tools
+            params["tool_choice"] = choice
+        if body:
+            params["extra_body"] = body
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        """Stream the answer: text and thinking deltas, then the complete message."""
+        import anthropic
+
+        output_tool = request.output_schema_name if request.output_schema is not None else None
+        message_id = new_message_id()
+        try:
+            async with self.client.messages.stream(**self._params(request)) as events:
+                open_block: str | None = None  # name of the tool whose input is streaming
+                async for event in events:
+                    if event.type == "content_block_start":
+                        open_block = getattr(event.content_block, "name", None)
+                    piece = _delta(
+                        event, in_output=open_block is not None and open_block == output_tool
+                    )
+                    if piece is not None:
+                        yield Message(
+                            message_id=message_id, role="assistant", content=[piece], delta=True
+                        )
+                final = await events.get_final_message()
+        except anthropic.APIStatusError as exc:
+            raise _model_error(exc) from exc
+        except anthropic.APIConnectionError as exc:  # includes APITimeoutError
+            raise timeout_error(str(exc), provider=PROVIDER) from exc
+        raw = json_safe(final)
+        content, opaque = from_wire_content(raw.get("content", []), output_tool=output_tool)
+        yield Message(
+            message_id=message_id,
+            role="assistant",
+            content=content,
+            usages=usage_from_wire(raw.get("usage", {})),
+            raw=raw,
+            metadata={"stop_reason": raw.get("stop_reason"), **provider_metadata(PROVIDER, opaque)},
+        )
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    return {"type": "tool", "name": choice}
+
+
+def _output_tool(request: ModelRequest) -> dict[str, Any]:
+    schema = request.output_schema or {}
+    name = request.output_schema_name
+    if schema.get("type") != "object":
+        raise BadRequestError(
+            f"{PROVIDER}: output_schema must describe a JSON object (type 'object'), "
+            f"got type {schema.get('type')!r}",
+            provider=PROVIDER,
+        )
+    if any(tool.name == name for tool in request.tools):
+        raise BadRequestError(
+            f"{PROVIDER}: output_schema_name {name!r} is also the name of a tool", provider=PROVIDER
+        )
+    return {
+        "name": name,
+        "description": "Give the final answer in this structure.",
+        "input_schema": schema,
+    }
+
+
+def _delta(event: Any, *, in_output: bool) -> ContentBlock | None:
+    """The visible piece one stream event adds: text, thinking, or structured-output JSON."""
+    if event.type == "text":
+        return TextBlock(text=event.text)
+    if event.type == "thinking":
+        return ReasoningBlock(summary=event.thinking)
+    if event.type == "input_json" and in_output and event.partial_json:
+        return TextBlock(text=event.partial_json)
+    return None
+
+
+def _model_error(exc: anthropic.APIStatusError) -> ModelError:
+    status = exc.status_code
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error")
+    if not isinstance(error, dict):
+        error = {}
+    message = str(error.get("message") or exc.message)
+    if status == 200:  # an error event in the middle of a stream
+        status = _ERROR_TYPE_STATUS.get(str(error.get("type")), 500)
+    overflow = status in (400, 413) and mentions_context_overflow(message)
+    return status_error(status, message, provider=PROVIDER, context_overflow=overflow)
