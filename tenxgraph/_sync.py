@@ -29,11 +29,7 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 
 def _in_running_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    return asyncio.events._get_running_loop() is not None  # no exception on the hot path
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -40,6 +40,8 @@ class ExecMeta(BaseModel):
     """Where a paused run continues."""
     interrupt_value: JsonValue = None
     """What the pausing ``interrupt(...)`` call asked the human."""
+    interrupt_kind: Literal["before", "after", "inside"] | None = None
+    """Whether the run paused before a node, after it, or inside it (``interrupt()``)."""
     resume_values: list[JsonValue] = Field(default_factory=list)
     """Answers given so far to the interrupts of the paused node, in call order."""
 
@@ -58,9 +60,10 @@ class AgentState(BaseModel):
 
     def message_index(self) -> MessageIndex:
         """The index of ``context`` (ids, system positions), rebuilt only when stale."""
-        index = self._index
+        private = self.__pydantic_private__  # direct dict access: this runs on every merge
+        index: MessageIndex | None = private["_index"]  # type: ignore[index]
         if index is None or not index.covers(self.context):
-            index = self._index = MessageIndex(self.context)
+            index = private["_index"] = MessageIndex(self.context)  # type: ignore[index]
         return index
 
     def append_messages(self, messages: Sequence[Message]) -> list[Message]:
@@ -69,6 +72,19 @@ class AgentState(BaseModel):
         Costs O(len(messages)), not O(len(context)): this is how the runtime merges.
         """
         return self.message_index().extend(self.context, messages)
+
+    def take_direct_additions(self) -> list[Message]:
+        """Messages put into ``context`` by direct list edits since the last merge.
+
+        The runtime calls this after each node, so messages a node appended
+        with ``state.context.append(...)`` are stored and streamed like returned ones.
+        """
+        private = self.__pydantic_private__
+        index: MessageIndex | None = private["_index"]  # type: ignore[index]
+        if index is None or index.covers(self.context):
+            return []
+        private["_index"] = None  # type: ignore[index]
+        return index.direct_additions(self.context)
 
     def is_running(self) -> bool:
         """True while a run is in progress."""

@@ -93,6 +93,14 @@ class MessageIndex:
         """True when this index describes ``messages`` as it is now."""
         return messages is self._list and len(messages) == self._size
 
+    def direct_additions(self, messages: list[Message]) -> list[Message]:
+        """Messages in ``messages`` that were added without this index (e.g. ``list.append``)."""
+        if self.covers(messages):
+            return []
+        if messages is self._list and len(messages) > self._size:
+            return messages[self._size :]
+        return [m for m in messages if m.message_id not in self._ids]
+
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
 

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenxgraph._sync import run_sync
+from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 
 __all__ = [
@@ -127,6 +129,26 @@ class ThreadInfo:
 
 class Checkpointer(ABC):
     """Durable threads. Backends implement these async methods and nothing else."""
+
+    state_class: type[AgentState] = AgentState
+    """The class ``get_state`` loads threads through; ``compile`` sets the graph's."""
+
+    async def aget_state(
+        self, config: Mapping[str, Any], state_class: type[AgentState] | None = None
+    ) -> AgentState | None:
+        """The thread's state (``config`` holds ``thread_id`` and optionally ``user_id``)."""
+        from tenxgraph.storage.checkpointer.state_codec import decode_state
+
+        stored = await self.aload(ThreadKey.from_config(config))
+        if stored is None:
+            return None
+        return decode_state(state_class or self.state_class, stored)
+
+    def get_state(
+        self, config: Mapping[str, Any], state_class: type[AgentState] | None = None
+    ) -> AgentState | None:
+        """Sync ``aget_state``."""
+        return run_sync(self.aget_state(config, state_class))
 
     @abstractmethod
     async def aload(self, key: ThreadKey) -> StoredThread | None:

@@ -1,0 +1,220 @@
+"""``StateGraph``: declare nodes and edges, then ``compile`` into a runnable graph.
+
+Building checks the whole definition, so a wrong graph fails here with a
+``GraphBuildError`` rather than halfway through a conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from tenxgraph.core.graph.node import FunctionNode, Node
+from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import IdGenerator, new_message_id
+from tenxgraph.errors import GraphBuildError
+from tenxgraph.utils.constants import END, START
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph.compiled import CompiledGraph
+    from tenxgraph.storage.checkpointer.base import Checkpointer
+
+__all__ = ["Branch", "StateGraph"]
+
+S = TypeVar("S", bound=AgentState)
+
+Router = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A conditional edge: ``router(state)`` picks the next node, through ``path_map``."""
+
+    router: Router
+    path_map: dict[Hashable, str] | None
+    """Router value -> node name; None when the router returns node names itself."""
+
+    def targets(self) -> list[str] | None:
+        """Every node this branch can lead to, or None when only the router knows."""
+        return None if self.path_map is None else list(self.path_map.values())
+
+
+class StateGraph(Generic[S]):
+    """A graph under construction over the state class ``S``."""
+
+    def __init__(
+        self,
+        state: type[S] | S = AgentState,  # type: ignore[assignment]
+        context_manager: Any = None,
+        *,
+        id_generator: IdGenerator = new_message_id,
+    ) -> None:
+        """Start a graph over a state class, or an instance whose values seed new threads.
+
+        ``context_manager`` (a ``BaseContextManager``) trims or summarizes the
+        context for Agents with ``trim_context=True`` and when a run ends.
+        ``id_generator`` makes the ids of messages this graph creates.
+        """
+        if isinstance(state, AgentState):
+            self.state_class: type[S] = type(state)
+            self.initial_state: S | None = state
+        elif isinstance(state, type) and issubclass(state, AgentState):
+            self.state_class = state
+            self.initial_state = None
+        else:
+            raise GraphBuildError(
+                f"StateGraph needs an AgentState subclass or instance, got {state!r}"
+            )
+        self.context_manager = context_manager
+        self.id_generator = id_generator
+        self.nodes: dict[str, Node] = {}
+        self.edges: dict[str, str] = {}
+        self.branches: dict[str, Branch] = {}
+        self.command_targets: dict[str, tuple[str, ...]] = {}
+
+    def add_node(
+        self,
+        name: str | Callable[..., Any] | Node,
+        node: Any = None,
+        *,
+        ends: Sequence[str] = (),
+    ) -> StateGraph[S]:
+        """Add a node: ``add_node("NAME", fn)``, or ``add_node(fn)`` named after the function.
+
+        ``ends`` declares the nodes a ``Command(goto=...)`` from this node may go
+        to, so they count as reachable and are checked when the graph is built.
+        """
+        if node is None:
+            node = name
+            name = str(getattr(node, "name", None) or getattr(node, "__name__", ""))
+        if not isinstance(name, str) or not name:
+            raise GraphBuildError(f"a node needs a non-empty string name, got {name!r}")
+        if name in (START, END):
+            raise GraphBuildError(f"{name!r} is reserved and cannot be a node name")
+        if name in self.nodes:
+            raise GraphBuildError(f"node {name!r} is already in the graph")
+        self.command_targets[name] = tuple(ends)
+        if isinstance(node, Node):
+            self.nodes[name] = node
+        elif callable(node):
+            self.nodes[name] = FunctionNode(name, node)
+        else:
+            raise GraphBuildError(f"node {name!r} must be a function or a Node, got {node!r}")
+        return self
+
+    def add_edge(self, source: str, target: str) -> StateGraph[S]:
+        """After ``source`` runs, go to ``target``."""
+        if source == END:
+            raise GraphBuildError("END has no outgoing edges")
+        if source in self.edges or source in self.branches:
+            raise GraphBuildError(
+                f"{source!r} already has an outgoing edge; use add_conditional_edges to branch"
+            )
+        self.edges[source] = target
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        router: Router,
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph[S]:
+        """After ``source`` runs, call ``router(state)`` and go where ``path_map`` says.
+
+        ``path_map`` maps router values to node names; a list of names (or None)
+        means the router returns node names itself.
+        """
+        if source in self.edges or source in self.branches:
+            raise GraphBuildError(f"{source!r} already has an outgoing edge")
+        if path_map is None:
+            mapping = None
+        elif isinstance(path_map, Mapping):
+            mapping = dict(path_map)
+        else:
+            mapping = {name: name for name in path_map}
+        self.branches[source] = Branch(router, mapping)
+        return self
+
+    def set_entry_point(self, name: str) -> StateGraph[S]:
+        """Start every run at ``name`` (the same as ``add_edge(START, name)``)."""
+        return self.add_edge(START, name)
+
+    def set_finish_point(self, name: str) -> StateGraph[S]:
+        """End the run after ``name`` (the same as ``add_edge(name, END)``)."""
+        return self.add_edge(name, END)
+
+    def compile(
+        self,
+        checkpointer: Checkpointer | None = None,
+        *,
+        interrupt_before: Iterable[str] = (),
+        interrupt_after: Iterable[str] = (),
+        recursion_limit: int = 25,
+    ) -> CompiledGraph[S]:
+        """Check the graph and return it runnable; every problem is a ``GraphBuildError``."""
+        from tenxgraph.core.graph.compiled import CompiledGraph
+
+        schema = StateSchema(self.state_class)
+        self._check_names(interrupt_before, interrupt_after)
+        self._check_reachable()
+        if (interrupt_before or interrupt_after) and checkpointer is None:
+            raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
+        if recursion_limit < 1:
+            raise GraphBuildError("recursion_limit must be at least 1")
+        for name, node in self.nodes.items():
+            node.attach(self, name)
+        return CompiledGraph(
+            builder=self,
+            schema=schema,
+            checkpointer=checkpointer,
+            interrupt_before=frozenset(interrupt_before),
+            interrupt_after=frozenset(interrupt_after),
+            recursion_limit=recursion_limit,
+        )
+
+    def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:
+        known = set(self.nodes)
+        for source, target in self.edges.items():
+            self._check_known(source, known | {START}, f"edge {source!r} -> {target!r}")
+            self._check_known(target, known | {END}, f"edge {source!r} -> {target!r}")
+        for source, branch in self.branches.items():
+            self._check_known(source, known | {START}, f"conditional edges from {source!r}")
+            for target in branch.targets() or ():
+                self._check_known(target, known | {END}, f"conditional edges from {source!r}")
+        for source, targets in self.command_targets.items():
+            for target in targets:
+                self._check_known(target, known | {END}, f"ends of node {source!r}")
+        for name in [*before, *after]:
+            self._check_known(name, known, "interrupt_before/interrupt_after")
+
+    @staticmethod
+    def _check_known(name: str, known: set[str], where: str) -> None:
+        if name not in known:
+            choices = ", ".join(sorted(known))
+            raise GraphBuildError(f"{where}: unknown node {name!r} (known: {choices})")
+
+    def _check_reachable(self) -> None:
+        if START not in self.edges and START not in self.branches:
+            raise GraphBuildError(
+                "the graph has no entry point: call set_entry_point(name) or add_edge(START, name)"
+            )
+        seen: set[str] = set()
+        todo = [START]
+        while todo:
+            name = todo.pop()
+            if name in seen or name == END:
+                continue
+            seen.add(name)
+            todo.extend(self.command_targets.get(name, ()))
+            if name in self.edges:
+                todo.append(self.edges[name])
+            elif name in self.branches:
+                targets = self.branches[name].targets()
+                if targets is None:  # the router may return any node name
+                    return
+                todo.extend(targets)
+        unreachable = sorted(set(self.nodes) - seen)
+        if unreachable:
+            raise GraphBuildError(f"node(s) {', '.join(unreachable)} cannot be reached from START")

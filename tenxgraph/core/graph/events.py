@@ -1,0 +1,83 @@
+"""Stream events: what ``astream`` yields. Each is a fresh immutable object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+
+__all__ = [
+    "ErrorEvent",
+    "InterruptEvent",
+    "MessageEvent",
+    "RunResult",
+    "StreamEvent",
+    "UpdateEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEvent:
+    """A message produced by a node: a streamed chunk (``message.delta``) or a complete one."""
+
+    node: str
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateEvent:
+    """A node finished: the fields it changed and the messages it added to context."""
+
+    node: str
+    step: int
+    messages: tuple[Message, ...]
+    values: dict[str, Any]
+    """Changed non-message fields, as JSON-ready data."""
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptEvent:
+    """The run paused for a human; resume with ``invoke({"resume": answer}, config)``."""
+
+    node: str
+    value: Any
+    when: str
+    """``before`` or ``after`` the node (``interrupt_before/after``), or ``inside`` it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """A node failed; the run raises ``NodeError`` right after this event."""
+
+    node: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """The last event of every run: what ``invoke`` returns, as a dict via ``as_dict``."""
+
+    messages: list[Message]
+    """Complete messages this run added, each once, in order (the input excluded)."""
+    state: AgentState
+    """The final state."""
+    interrupt: InterruptEvent | None = None
+    """Set when the run paused for a human."""
+    invocation_state: dict[str, Any] = field(default_factory=dict)
+    """The per-invocation dict given to ``invoke``, as tools and hooks left it."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``invoke`` result: ``messages``, ``state``, and ``interrupt`` when paused."""
+        result: dict[str, Any] = {
+            "messages": self.messages,
+            "state": self.state,
+            "invocation_state": self.invocation_state,
+        }
+        if self.interrupt is not None:
+            result["interrupt"] = self.interrupt
+        return result
+
+
+StreamEvent = MessageEvent | UpdateEvent | InterruptEvent | ErrorEvent | RunResult

@@ -1,0 +1,48 @@
+"""Human in the loop: ``interrupt(value)`` pauses the thread; a resume answers it.
+
+A node (or a tool) that calls ``interrupt`` is run again from its start when
+the thread resumes; this time the call returns the human's answer. Answers
+are matched to calls by order, so a node may ask several questions.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["GraphInterrupt", "InterruptScope", "interrupt"]
+
+
+class GraphInterrupt(Exception):
+    """Raised by ``interrupt`` to pause the run; the runtime catches it."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+@dataclass(slots=True)
+class InterruptScope:
+    """The answers available to the ``interrupt`` calls of one node execution."""
+
+    answers: list[Any] = field(default_factory=list)
+    asked: int = 0
+
+
+_scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)
+
+
+def interrupt(value: Any = None) -> Any:
+    """Pause the thread and show ``value`` to a human; return their answer on resume.
+
+    Only valid inside a node or a tool while a graph runs.
+    """
+    scope = _scope.get()
+    if scope is None:
+        raise RuntimeError("interrupt() can only be called inside a running graph node or tool")
+    index = scope.asked
+    scope.asked += 1
+    if index < len(scope.answers):
+        return scope.answers[index]
+    raise GraphInterrupt(value)

@@ -1,0 +1,104 @@
+"""Nodes: what the run loop executes. User functions are wrapped in ``FunctionNode``.
+
+Every node exposes one async generator, ``run(state, ctx)``: it may yield
+stream events (a model's delta messages) and ends by yielding a ``NodeOutput``
+with its return value. One protocol serves plain functions, Agents and ToolNodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.graph.events import MessageEvent
+from tenxgraph.core.graph.interrupt import InterruptScope, _scope
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import IdGenerator, new_message_id
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph.builder import StateGraph
+
+__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext"]
+
+
+@dataclass(slots=True)
+class RunContext:
+    """What a running node may use besides the state. Passed explicitly, never global."""
+
+    node: str
+    config: dict[str, Any]
+    invocation_state: dict[str, Any]
+    interrupt_scope: InterruptScope
+    id_generator: IdGenerator = new_message_id
+    context_manager: Any = None
+    """The graph's context manager (a ``BaseContextManager``), or None."""
+    run_sync_inline: bool = False
+    """True when the loop is private to a sync ``invoke``: sync code may run on it directly."""
+
+    async def call(
+        self, function: Callable[..., Any], *args: Any, is_async: bool | None = None, **kwargs: Any
+    ) -> Any:
+        """Call sync or async user code the right way, with ``interrupt`` answers in scope.
+
+        Async functions are awaited; sync ones run in a worker thread, or inline when
+        the loop belongs to a sync ``invoke`` and has nothing else to run.
+        ``is_async`` skips the check when the caller already knows.
+        """
+        if is_async is None:
+            is_async = inspect.iscoroutinefunction(function)
+        token = _scope.set(self.interrupt_scope)
+        try:
+            if is_async:
+                return await function(*args, **kwargs)
+            if self.run_sync_inline:
+                result = function(*args, **kwargs)
+            else:
+                result = await asyncio.to_thread(function, *args, **kwargs)
+            if inspect.isawaitable(result):
+                return await result
+            return result
+        finally:
+            _scope.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutput:
+    """The last item a node yields: its return value."""
+
+    value: Any
+
+
+class Node(ABC):
+    """A graph node: an async generator of stream events ending with a ``NodeOutput``."""
+
+    @abstractmethod
+    def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[MessageEvent | NodeOutput]:
+        """Run once over ``state``."""
+
+    def attach(self, graph: StateGraph[Any], name: str) -> None:  # noqa: B027 - optional hook
+        """Called by ``compile`` with the graph and this node's name; check the setup here."""
+
+
+class FunctionNode(Node):
+    """A plain function ``fn(state)`` or ``fn(state, config)``, sync or async."""
+
+    def __init__(self, name: str, function: Callable[..., Any]) -> None:
+        self.name = name
+        self.function = function
+        parameters = inspect.signature(function).parameters
+        self.wants_config = "config" in parameters
+        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - async callable objects
+        )
+
+    async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
+        """Call the function and yield what it returned."""
+        if self.wants_config:
+            value = await ctx.call(self.function, state, is_async=self.is_async, config=ctx.config)
+        else:
+            value = await ctx.call(self.function, state, is_async=self.is_async)
+        yield NodeOutput(value)

@@ -1,0 +1,123 @@
+"""A run's link to its stored thread: which log entry each context message is.
+
+Saving a step appends only the messages the step added and rewrites the
+small state row, so its cost does not depend on the thread's length. When
+the context was only appended to since the last save, the window is extended
+in O(1); after a trim or summary it is recomputed from the (short) context.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite, Window
+from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
+
+__all__ = ["ThreadSession"]
+
+S = TypeVar("S", bound=AgentState)
+
+
+class ThreadSession:
+    """Loads a thread, then saves it step by step with compare-and-swap."""
+
+    def __init__(self, checkpointer: Checkpointer, key: ThreadKey) -> None:
+        self.checkpointer = checkpointer
+        self.key = key
+        self.version = 0
+        self.log_length = 0
+        self.metadata: dict[str, Any] = {}
+        self._seq_of: dict[str | int, int] = {}
+        self._pending: list[Message] = []
+        self._window: Window = []
+        self._window_list: list[Message] | None = None
+        self._window_size = 0
+
+    async def load(self, state_class: type[S]) -> S | None:
+        """Load the thread's state, or None when the thread does not exist yet."""
+        stored = await self.checkpointer.aload(self.key)
+        if stored is None:
+            return None
+        state = decode_state(state_class, stored)
+        self.version = stored.version
+        self.log_length = stored.log_length
+        self.metadata = stored.metadata
+        seqs = (seq for start, end in stored.window for seq in range(start, end))
+        self._seq_of = {m.message_id: seq for m, seq in zip(state.context, seqs, strict=False)}
+        self._remember_window(state.context, stored.window)
+        return state
+
+    def record(self, messages: list[Message]) -> None:
+        """Queue messages added to the thread; the next save appends them to the log."""
+        self._pending.extend(messages)
+
+    async def save(self, state: AgentState, node: str, step: int) -> None:
+        """Write the queued messages and the state row as one compare-and-swap step."""
+        new = self._pending
+        base = self.log_length
+        window = self._extended_window(state.context, new, base)
+        if window is None:
+            window = self._full_window(state.context, new, base)
+        else:
+            self._assign_seqs(new, base)
+        version = await self.checkpointer.asave(
+            self.key,
+            ThreadWrite(
+                expected_version=self.version,
+                new_messages=new,
+                values=encode_values(state),
+                window=window,
+                node=node,
+                step=step,
+            ),
+        )
+        self.version = version
+        self.log_length = base + len(new)
+        self._pending = []
+        self._remember_window(state.context, window)
+
+    def _assign_seqs(self, new: list[Message], base: int) -> None:
+        seq_of = self._seq_of
+        for offset, message in enumerate(new):
+            seq_of[message.message_id] = base + offset
+
+    def _extended_window(
+        self, context: list[Message], new: list[Message], base: int
+    ) -> Window | None:
+        """O(len(new)): the window when ``context`` only grew by ``new`` since the last save."""
+        if context is not self._window_list or len(context) != self._window_size + len(new):
+            return None
+        if new and context[-1] is not new[-1]:
+            return None
+        window = list(self._window)
+        if not new:
+            return window
+        if window and window[-1][1] == base:
+            window[-1] = (window[-1][0], base + len(new))
+        else:
+            window.append((base, base + len(new)))
+        return window
+
+    def _full_window(self, context: list[Message], new: list[Message], base: int) -> Window:
+        """O(len(context)): map every context message to its seq, logging unseen ones."""
+        self._assign_seqs(new, base)
+        seq_of = self._seq_of
+        for message in context:
+            if message.message_id not in seq_of:
+                seq_of[message.message_id] = base + len(new)
+                new.append(message)
+        window: Window = []
+        for message in context:
+            seq = seq_of[message.message_id]
+            if window and window[-1][1] == seq:
+                window[-1] = (window[-1][0], seq + 1)
+            else:
+                window.append((seq, seq + 1))
+        return window
+
+    def _remember_window(self, context: list[Message], window: Window) -> None:
+        self._window = [(start, end) for start, end in window]
+        self._window_list = context
+        self._window_size = len(context)

@@ -1,0 +1,134 @@
+"""Merging what a node returns into the state, field by field through each field's reducer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from tenxgraph.core.state.agent_state import RUNTIME_FIELDS, AgentState, Reducer, field_reducers
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.reducers import add_messages
+from tenxgraph.errors import StateError
+
+__all__ = ["Applied", "StateSchema"]
+
+
+class Applied:
+    """What one update changed: messages added to context and other fields set."""
+
+    __slots__ = ("messages", "values")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.values: dict[str, Any] = {}
+
+
+class StateSchema:
+    """The graph's state class, with its reducers and a validator per field, built once."""
+
+    def __init__(self, state_class: type[AgentState]) -> None:
+        self.state_class = state_class
+        self.reducers: dict[str, Reducer] = field_reducers(state_class)
+        self._validators: dict[str, TypeAdapter[Any]] = {}
+
+    def validate_field(self, name: str, value: Any, where: str) -> Any:
+        """Validate ``value`` for field ``name``; the error names ``where`` and the field."""
+        adapter = self._validators.get(name)
+        if adapter is None:
+            info = self.state_class.model_fields[name]
+            constraints = [m for m in info.metadata if not callable(m)]
+            annotation = (
+                Annotated[info.annotation, *constraints] if constraints else info.annotation
+            )
+            adapter = self._validators[name] = TypeAdapter(annotation)
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as exc:
+            raise StateError(f"{where}: invalid value for field {name!r}: {exc}") from None
+
+    def apply_input(self, state: AgentState, values: Mapping[str, Any]) -> Applied:
+        """Merge the ``state`` key of an invoke input; runtime-owned fields are refused."""
+        owned = sorted(RUNTIME_FIELDS.intersection(values))
+        if owned:
+            raise StateError(
+                f"invoke input 'state' cannot set {', '.join(owned)}: these fields belong to "
+                "the runtime (send messages under 'messages')"
+            )
+        return self.apply(state, dict(values), "invoke input 'state'")
+
+    def apply(self, state: AgentState, update: Any, where: str) -> Applied:
+        """Merge a node's return (messages, a dict, a state object, or None) into ``state``."""
+        applied = Applied()
+        if update is None:
+            pass
+        elif isinstance(update, Message):
+            applied.messages = state.append_messages((update,))
+        elif isinstance(update, list) and all(isinstance(m, Message) for m in update):
+            applied.messages = state.append_messages(update)
+        elif isinstance(update, dict):
+            self._apply_dict(state, update, where, applied)
+        elif isinstance(update, BaseModel) and update is not state:
+            if not isinstance(update, self.state_class):
+                raise StateError(
+                    f"{where}: returned a {type(update).__name__}, "
+                    f"but the graph's state class is {self.state_class.__name__}"
+                )
+            self._apply_state_object(state, update, where, applied)
+        elif update is not state:
+            raise StateError(
+                f"{where}: returned {type(update).__name__} {_preview(update)}; a node may return "
+                "a Message, a list of Messages, a dict of state fields, a state object, "
+                "a Command, or None"
+            )
+        applied.messages.extend(state.take_direct_additions())
+        return applied
+
+    def _apply_dict(
+        self, state: AgentState, update: dict[str, Any], where: str, applied: Applied
+    ) -> None:
+        fields = self.state_class.model_fields
+        unknown = sorted(set(update) - set(fields))
+        if unknown:
+            raise StateError(
+                f"{where}: unknown state field(s) {', '.join(map(repr, unknown))} for "
+                f"{self.state_class.__name__} (fields: {', '.join(fields)})"
+            )
+        if "execution_meta" in update:
+            raise StateError(f"{where}: execution_meta belongs to the runtime; use state helpers")
+        for name, value in update.items():
+            if name == "context":
+                applied.messages.extend(self._merge_context(state, value, where))
+                continue
+            value = self.validate_field(name, value, where)
+            reducer = self.reducers.get(name)
+            new = reducer(getattr(state, name), value) if reducer else value
+            setattr(state, name, new)
+            applied.values[name] = new
+
+    def _apply_state_object(
+        self, state: AgentState, other: AgentState, where: str, applied: Applied
+    ) -> None:
+        changed = {
+            name: getattr(other, name)
+            for name in other.model_fields_set - {"execution_meta"}
+            if getattr(other, name) != getattr(state, name)
+        }
+        self._apply_dict(state, changed, where, applied)
+
+    def _merge_context(self, state: AgentState, value: Any, where: str) -> list[Message]:
+        messages: Sequence[Message] = [value] if isinstance(value, Message) else value
+        if not isinstance(messages, list) or not all(isinstance(m, Message) for m in messages):
+            raise StateError(f"{where}: 'context' must be a list of Message objects")
+        reducer = self.reducers.get("context", add_messages)
+        if reducer is add_messages:
+            return state.append_messages(messages)
+        before = state.message_index()
+        state.context = reducer(state.context, messages)
+        return [m for m in state.context if m.message_id not in before]
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,39 @@
+"""State <-> stored JSON: the non-message fields go to the state row, messages to the log.
+
+Loading always goes through the graph's declared state class (DESIGN.md
+invariant 3): stored rows never name a class to import.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.errors import CorruptRecordError
+from tenxgraph.storage.checkpointer.base import StoredThread
+
+__all__ = ["decode_state", "encode_values"]
+
+S = TypeVar("S", bound=AgentState)
+
+
+def encode_values(state: AgentState) -> dict[str, Any]:
+    """The state's non-message fields as JSON-ready data."""
+    return state.model_dump(mode="json", exclude={"context"})
+
+
+def decode_state(state_class: type[S], stored: StoredThread) -> S:
+    """Rebuild a state from a stored thread; a bad row raises ``CorruptRecordError``."""
+    try:
+        state = state_class.model_validate({**stored.values, "context": stored.context})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise CorruptRecordError(
+            f"thread {stored.key.thread_id!r} (user {stored.key.user_id!r}): stored state "
+            f"does not fit {state_class.__name__}: field {where!r}: {error['msg']}"
+        ) from None
+    state.message_index()
+    return state
