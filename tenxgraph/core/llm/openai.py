@@ -1,0 +1,102 @@
+"""OpenAI Chat Completions, and any server that speaks it (vLLM, Ollama, llama.cpp's server)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
+from tenxgraph.core.llm._openai_errors import map_openai_error
+from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import AuthenticationError, MissingExtraError
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIChatModel"]
+
+_PLACEHOLDER_KEY = "not-needed"
+"""Sent to self-hosted servers that need no key (the SDK insists on one)."""
+
+
+class OpenAIChatModel(ChatModel):
+    """A Chat Completions model, streamed.
+
+    Without ``base_url`` it talks to OpenAI (key from ``api_key`` or
+    ``OPENAI_API_KEY``). With ``base_url`` it talks to any OpenAI-compatible
+    server; the key may then be omitted. ``defaults`` are request parameters
+    sent on every call (``top_p=0.9``, ``seed=1``...); a request's own fields
+    and ``ModelRequest.extra`` override them. ``max_retries`` is the SDK's own
+    retry count; use ``RetryingModel`` for tenxgraph's retries.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        provider: str = "openai",
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        stream_usage: bool = True,
+        **defaults: Any,
+    ) -> None:
+        self.model = model
+        self.provider = provider
+        self.defaults = defaults
+        self.stream_usage = stream_usage
+        """Ask for usage in the stream (``stream_options.include_usage``)."""
+        official = base_url is None or "api.openai.com" in base_url
+        self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
+        self._client = client or _make_client(api_key, base_url, timeout, max_retries, provider)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        """Stream one completion: text and reasoning deltas, then the complete message."""
+        import openai
+
+        params = chat_params(
+            request,
+            provider=self.provider,
+            defaults=self.defaults,
+            max_tokens_key=self._max_tokens_key,
+        )
+        params["model"] = self.model
+        params["stream"] = True
+        if self.stream_usage:
+            params.setdefault("stream_options", {"include_usage": True})
+        accumulator = ChatStreamAccumulator()
+        try:
+            async with await self._client.chat.completions.create(**params) as chunks:
+                async for chunk in chunks:
+                    for delta in accumulator.feed(chunk.model_dump(mode="json")):
+                        yield delta
+        except openai.OpenAIError as exc:
+            raise map_openai_error(exc, self.provider) from exc
+        yield accumulator.message()
+
+
+def _make_client(
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    provider: str,
+) -> AsyncOpenAI:
+    try:
+        import openai
+    except ImportError:
+        raise MissingExtraError("openai", "openai") from None
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if key is None and base_url is not None:
+        key = _PLACEHOLDER_KEY
+    if key is None:
+        raise AuthenticationError(
+            f"{provider}: no API key: pass api_key= or set OPENAI_API_KEY", provider=provider
+        )
+    return openai.AsyncOpenAI(
+        api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+    )
