@@ -17,6 +17,7 @@ from typing import Any
 
 from tenxgraph.core.llm._wire import (
     decoded_text,
+    output_blocks,
     output_text,
     provider_blocks,
     unsupported,
@@ -134,8 +135,9 @@ def _tool_result_blocks(message: Message, where: str) -> list[Wire]:
 def _tool_output(output: Any, where: str) -> str | list[Wire]:
     if isinstance(output, MediaRef):
         return [_media_block(output, where)]
-    if isinstance(output, list) and output and all(hasattr(item, "type") for item in output):
-        return [_user_block(item, f"{where} output {i}") for i, item in enumerate(output)]
+    blocks = output_blocks(output)
+    if blocks is not None:
+        return [_user_block(item, f"{where} output {i}") for i, item in enumerate(blocks)]
     return output_text(output)
 
 

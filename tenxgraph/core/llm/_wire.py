@@ -17,18 +17,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import MediaRef
+from tenxgraph.core.state.message_block import ContentBlock, MediaRef
 from tenxgraph.errors import BadRequestError, ModelError
 
 __all__ = [
     "PROVIDER_DATA_KEY",
     "decoded_text",
     "json_safe",
+    "output_blocks",
     "output_text",
     "parse_arguments",
     "provider_blocks",
@@ -55,6 +56,13 @@ def provider_metadata(provider: str, blocks: dict[int, dict[str, Any]]) -> dict[
         return {}
     stored = {str(index): value for index, value in sorted(blocks.items())}
     return {PROVIDER_DATA_KEY: {"provider": provider, "blocks": stored}}
+
+
+def output_blocks(output: Any) -> list[ContentBlock] | None:
+    """The blocks of a tool output given as a list of content blocks, else None."""
+    if isinstance(output, list) and output and all(isinstance(item, BaseModel) for item in output):
+        return cast(list[ContentBlock], output)
+    return None
 
 
 def output_text(output: Any) -> str:
