@@ -1,4 +1,14 @@
-"""Checkpointers: durable threads behind one small contract."""
+"""Checkpointers: durable threads behind one small contract.
+
+``InMemoryCheckpointer`` and ``SqliteCheckpointer`` need only the standard
+library; ``PgCheckpointer`` (extra ``postgres``) and ``RedisThreadCache``
+(extra ``redis``) are imported on first access, so importing this package
+never needs psycopg or redis.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -11,11 +21,21 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
 )
+from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
+from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
+
+if TYPE_CHECKING:
+    from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
+    from tenxgraph.storage.checkpointer.redis_cache import RedisThreadCache
 
 __all__ = [
     "DEFAULT_USER",
     "Checkpoint",
     "Checkpointer",
+    "InMemoryCheckpointer",
+    "PgCheckpointer",
+    "RedisThreadCache",
+    "SqliteCheckpointer",
     "StoredMessage",
     "StoredThread",
     "ThreadInfo",
@@ -23,3 +43,17 @@ __all__ = [
     "ThreadWrite",
     "Window",
 ]
+
+_LAZY = {
+    "PgCheckpointer": "tenxgraph.storage.checkpointer.postgres",
+    "RedisThreadCache": "tenxgraph.storage.checkpointer.redis_cache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the Postgres and Redis backends on first access."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,220 @@
+"""``InMemoryCheckpointer``: the contract in one process's memory, for tests and short scripts.
+
+Messages are kept as their JSON bytes, not as live objects: nothing a caller
+mutates after a save can change stored data, and a message costs its JSON
+size plus a few dozen bytes. One lock per instance makes every method
+atomic for concurrent tasks and threads; decoding happens outside it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer._codec import (
+    check_page,
+    check_window,
+    decode_json_object,
+    decode_messages,
+    decode_window,
+    encode_write,
+    json_contains,
+)
+from tenxgraph.storage.checkpointer.base import (
+    DEFAULT_USER,
+    Checkpoint,
+    Checkpointer,
+    StoredMessage,
+    StoredThread,
+    ThreadInfo,
+    ThreadKey,
+    ThreadWrite,
+    Window,
+)
+
+__all__ = ["InMemoryCheckpointer"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    version: int
+    node: str
+    step: int
+    log_length: int
+    values: str
+    window: str
+    created_at: float
+
+
+@dataclass(slots=True)
+class _Thread:
+    version: int
+    values: str
+    window: str
+    metadata: str
+    created_at: float
+    updated_at: float
+    log: list[bytes] = field(default_factory=list)
+    checkpoints: deque[_Checkpoint] = field(default_factory=deque)
+    """Oldest first, so retention pops from the left."""
+
+
+class InMemoryCheckpointer(Checkpointer):
+    """Threads in memory, with the same semantics as the durable backends."""
+
+    def __init__(self, *, keep_checkpoints: int | None = None) -> None:
+        """Create an empty store; ``keep_checkpoints`` keeps only the newest N per thread."""
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+        self._keep = keep_checkpoints
+        self._lock = threading.Lock()
+        self._tenants: dict[str, dict[str, _Thread]] = {}
+
+    def _get(self, key: ThreadKey) -> _Thread | None:
+        return self._tenants.get(key.user_id, {}).get(key.thread_id)
+
+    async def aload(self, key: ThreadKey) -> StoredThread | None:
+        """Load the state row and the window's messages."""
+        with self._lock:
+            thread = self._get(key)
+            if thread is None:
+                return None
+            version, log_length = thread.version, len(thread.log)
+            values, window_text, metadata = thread.values, thread.window, thread.metadata
+            window = decode_window(key, window_text)
+            seqs, bodies = _window_rows(thread.log, window)
+        return StoredThread(
+            key=key,
+            version=version,
+            log_length=log_length,
+            values=decode_json_object(key, "values", values),
+            window=window,
+            context=decode_messages(key, seqs, bodies),
+            metadata=decode_json_object(key, "metadata", metadata),
+        )
+
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+        """Append the new messages and replace the state row, if the version still matches."""
+        encoded = encode_write(key, write)
+        bodies = [row.body.encode() for row in encoded.messages]
+        now = time.time()
+        with self._lock:
+            thread = self._get(key)
+            actual = None if thread is None else thread.version
+            if (actual or 0) != write.expected_version:  # versions start at 1; 0 means "absent"
+                raise ConflictError(key.thread_id, write.expected_version, actual)
+            log_length = (0 if thread is None else len(thread.log)) + len(bodies)
+            check_window(key, write.window, log_length)
+            if thread is None:
+                thread = _Thread(0, "", "", encoded.metadata or "{}", now, now)
+                self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
+            elif encoded.metadata is not None:
+                thread.metadata = encoded.metadata
+            thread.version = write.expected_version + 1
+            thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
+            thread.log.extend(bodies)
+            thread.checkpoints.append(
+                _Checkpoint(
+                    thread.version,
+                    write.node,
+                    write.step,
+                    log_length,
+                    encoded.values,
+                    encoded.window,
+                    now,
+                )
+            )
+            while self._keep is not None and len(thread.checkpoints) > self._keep:
+                thread.checkpoints.popleft()
+            return thread.version
+
+    async def alist_messages(
+        self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """The whole log in seq order, paginated; empty for an unknown thread."""
+        check_page(offset, limit)
+        with self._lock:
+            thread = self._get(key)
+            log = [] if thread is None else thread.log
+            end = len(log) if limit is None else min(len(log), offset + limit)
+            bodies = log[offset:end]
+        seqs = range(offset, offset + len(bodies))
+        messages = decode_messages(key, seqs, bodies)
+        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+
+    async def alist_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """The tenant's threads, most recently updated first, filtered by metadata containment."""
+        check_page(offset, limit)
+        with self._lock:
+            rows = [
+                (thread_id, t.version, len(t.log), t.metadata, t.created_at, t.updated_at)
+                for thread_id, t in self._tenants.get(user_id, {}).items()
+            ]
+        rows.sort(key=lambda row: (-row[5], row[0]))
+        infos = []
+        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
+            key = ThreadKey(thread_id, user_id)
+            data = decode_json_object(key, "metadata", metadata_text)
+            if metadata is None or json_contains(data, metadata):
+                infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
+        return infos[offset:] if limit is None else infos[offset : offset + limit]
+
+    async def adelete_thread(self, key: ThreadKey) -> bool:
+        """Forget the thread, its log and its checkpoints."""
+        with self._lock:
+            return self._tenants.get(key.user_id, {}).pop(key.thread_id, None) is not None
+
+    async def alist_checkpoints(
+        self, key: ThreadKey, *, limit: int | None = None
+    ) -> Sequence[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+        check_page(0, limit)
+        with self._lock:
+            thread = self._get(key)
+            stored = [] if thread is None else list(reversed(thread.checkpoints))
+        return [
+            Checkpoint(
+                version=cp.version,
+                node=cp.node,
+                step=cp.step,
+                log_length=cp.log_length,
+                values=decode_json_object(key, "checkpoint values", cp.values),
+                window=decode_window(key, cp.window, "checkpoint window"),
+                created_at=cp.created_at,
+            )
+            for cp in (stored if limit is None else stored[:limit])
+        ]
+
+    async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
+        """The log messages of ``window``, in window order."""
+        with self._lock:
+            thread = self._get(key)
+            if thread is None:
+                raise ThreadNotFoundError(
+                    f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
+                )
+            check_window(key, window, len(thread.log))
+            seqs, bodies = _window_rows(thread.log, window)
+        return decode_messages(key, seqs, bodies)
+
+
+def _window_rows(log: list[bytes], window: Window) -> tuple[list[int], list[bytes]]:
+    seqs: list[int] = []
+    bodies: list[bytes] = []
+    for start, end in window:
+        seqs.extend(range(start, end))
+        bodies.extend(log[start:end])
+    return seqs, bodies

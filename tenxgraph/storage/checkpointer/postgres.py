@@ -1,0 +1,530 @@
+"""``PgCheckpointer``: threads in PostgreSQL (psycopg 3, async pool), optionally cached in Redis.
+
+The tables and semantics are SQLite's: a state row per thread, one row per
+log message, one row per checkpoint, all scoped by ``user_id``. A save is
+one transaction whose first statement is the compare-and-swap
+``UPDATE ... WHERE version = %s`` (or the ``INSERT`` of a new thread), so
+of two concurrent saves of one thread the second finds the new version and
+raises ``ConflictError``. A load reads the state row and the window's
+messages in one repeatable-read snapshot.
+
+Tables live in their own schema (``tenxgraph`` by default). Migrations are
+ordered, recorded in ``schema_version`` and applied under a transaction-level
+advisory lock, so processes starting together apply each one exactly once.
+
+The pool is async and bound to the event loop that first uses it; use the
+checkpointer from one loop (the sync wrappers of ``tenxgraph`` run on one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, MissingExtraError, StorageError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer._codec import (
+    EncodedWrite,
+    check_page,
+    check_window,
+    decode_json_object,
+    decode_messages,
+    decode_window,
+    decode_window_messages,
+    encode_json,
+    encode_write,
+    window_seqs,
+    window_size,
+)
+from tenxgraph.storage.checkpointer.base import (
+    DEFAULT_USER,
+    Checkpoint,
+    Checkpointer,
+    StoredMessage,
+    StoredThread,
+    ThreadInfo,
+    ThreadKey,
+    ThreadWrite,
+    Window,
+)
+from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["MIGRATIONS", "PgCheckpointer"]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE {schema}.threads (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            version bigint NOT NULL,
+            log_length bigint NOT NULL,
+            "values" jsonb NOT NULL,
+            "window" jsonb NOT NULL,
+            metadata jsonb NOT NULL,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            PRIMARY KEY (user_id, thread_id)
+        )""",
+        "CREATE INDEX threads_recent ON {schema}.threads (user_id, updated_at DESC, thread_id)",
+        "CREATE INDEX threads_metadata ON {schema}.threads USING gin (metadata jsonb_path_ops)",
+        """CREATE TABLE {schema}.messages (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            seq bigint NOT NULL,
+            message_id text NOT NULL,
+            role text NOT NULL,
+            usage jsonb,
+            body json NOT NULL,
+            PRIMARY KEY (user_id, thread_id, seq)
+        )""",
+        """CREATE TABLE {schema}.checkpoints (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            version bigint NOT NULL,
+            node text NOT NULL,
+            step bigint NOT NULL,
+            log_length bigint NOT NULL,
+            "values" jsonb NOT NULL,
+            "window" jsonb NOT NULL,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (user_id, thread_id, version)
+        )""",
+    ),
+)
+"""Ordered schema changes (``{schema}`` is the quoted schema name). Append only.
+
+Message bodies are ``json`` (kept as written, read back as text for one
+pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
+``@>`` and a GIN index).
+"""
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    thread: StoredThread
+    entry: CachedThread
+
+
+class PgCheckpointer(Checkpointer):
+    """Durable threads in PostgreSQL; ``redis`` adds a verified hot cache of loaded threads."""
+
+    def __init__(
+        self,
+        conninfo: str | AsyncConnectionPool,
+        *,
+        redis: str | Any | RedisThreadCache | None = None,
+        keep_checkpoints: int | None = None,
+        schema: str = "tenxgraph",
+        pool_size: int = 10,
+    ) -> None:
+        """Connect with a DSN (an owned pool of ``pool_size``) or an ``AsyncConnectionPool``.
+
+        ``redis`` is a ``redis://`` URL, a ``redis.asyncio.Redis`` client or a
+        configured ``RedisThreadCache``. ``keep_checkpoints`` keeps only the
+        newest N checkpoints per thread. ``schema`` holds the tables.
+        """
+        try:
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError:
+            raise MissingExtraError("psycopg", "postgres") from None
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
+            )
+        self._owns_pool = isinstance(conninfo, str)
+        self._pool: AsyncConnectionPool = (
+            AsyncConnectionPool(
+                conninfo,
+                min_size=1,
+                max_size=pool_size,
+                open=False,
+                kwargs={"autocommit": True},
+            )
+            if isinstance(conninfo, str)
+            else conninfo
+        )
+        self._cache = (
+            redis
+            if redis is None or isinstance(redis, RedisThreadCache)
+            else RedisThreadCache(redis)
+        )
+        self._keep = keep_checkpoints
+        self.schema = schema
+        self._s = f'"{schema}"'
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+
+    async def _connected(self) -> AsyncConnectionPool:
+        """The pool, opened and migrated on first use."""
+        if not self._ready:
+            async with self._ready_lock:
+                if not self._ready:
+                    if self._owns_pool:
+                        await self._pool.open()
+                    await self._migrate()
+                    self._ready = True
+        return self._pool
+
+    async def _migrate(self) -> None:
+        """Apply missing migrations; the advisory lock makes concurrent starters take turns."""
+        s = self._s
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tenxgraph:{self.schema}",)
+            )
+            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {s}.schema_version "
+                "(version integer PRIMARY KEY, applied_at double precision NOT NULL)"
+            )
+            cursor = await conn.execute(f"SELECT coalesce(max(version), 0) FROM {s}.schema_version")
+            row = await cursor.fetchone()
+            current = int(row[0]) if row else 0
+            if current > len(MIGRATIONS):
+                raise StorageError(
+                    f"schema {self.schema!r} is at version {current}, newer than this tenxgraph "
+                    f"({len(MIGRATIONS)}); upgrade tenxgraph"
+                )
+            for number in range(current + 1, len(MIGRATIONS) + 1):
+                for statement in MIGRATIONS[number - 1]:
+                    await conn.execute(statement.format(schema=s))
+                await conn.execute(
+                    f"INSERT INTO {s}.schema_version VALUES (%s, %s)", (number, time.time())
+                )
+
+    async def aload(self, key: ThreadKey) -> StoredThread | None:
+        """The state row and window messages, from Redis when it matches Postgres' version."""
+        pool = await self._connected()
+        if self._cache is None:
+            loaded = await self._load(pool, key)
+            return None if loaded is None else loaded.thread
+        cached, identity = await asyncio.gather(self._cache.get(key), self._identity(pool, key))
+        if identity is None:
+            if cached is not None:
+                await self._cache.evict(key)
+            return None
+        if cached is not None and (cached.version, cached.created_at) == identity:
+            thread = _from_cache(key, cached)
+            if thread is not None:
+                return thread
+        loaded = await self._load(pool, key)
+        if loaded is None:
+            return None
+        await self._cache.put(key, loaded.entry)
+        return loaded.thread
+
+    async def _identity(
+        self, pool: AsyncConnectionPool, key: ThreadKey
+    ) -> tuple[int, float] | None:
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT version, created_at FROM {self._s}.threads "
+                "WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else (int(row[0]), float(row[1]))
+
+    async def _load(self, pool: AsyncConnectionPool, key: ThreadKey) -> _Loaded | None:
+        async with pool.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor = await conn.execute(
+                'SELECT version, log_length, "values"::text, "window"::text, metadata::text, '
+                f"created_at FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            version, log_length, values, window_text, metadata, created_at = row
+            window = decode_window(key, window_text)
+            rows = await self._window_rows(conn, key, window)
+        thread = StoredThread(
+            key=key,
+            version=version,
+            log_length=log_length,
+            values=decode_json_object(key, "values", values),
+            window=window,
+            context=decode_window_messages(key, window, rows),
+            metadata=decode_json_object(key, "metadata", metadata),
+        )
+        entry = CachedThread(
+            version=version,
+            created_at=created_at,
+            log_length=log_length,
+            values=values.encode(),
+            window=window_text.encode(),
+            metadata=metadata.encode(),
+            bodies=[body.encode() for _, body in rows],
+        )
+        return _Loaded(thread, entry)
+
+    async def _window_rows(
+        self, conn: AsyncConnection[Any], key: ThreadKey, window: Window
+    ) -> list[tuple[int, str]]:
+        cursor = await conn.execute(
+            "SELECT m.seq, m.body::text "
+            "FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS w(lo, hi, i) "
+            f"JOIN {self._s}.messages AS m ON m.user_id = %s AND m.thread_id = %s "
+            "AND m.seq >= w.lo AND m.seq < w.hi ORDER BY w.i, m.seq",
+            (
+                [start for start, _ in window],
+                [end for _, end in window],
+                key.user_id,
+                key.thread_id,
+            ),
+        )
+        return await cursor.fetchall()
+
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+        """One transaction: CAS the state row, append the messages, record the checkpoint."""
+        encoded = encode_write(key, write)
+        pool = await self._connected()
+        try:
+            base, created_at = await self._write(pool, key, write, encoded)
+        except ConflictError:
+            if self._cache is not None:
+                await self._cache.evict(key)
+            raise
+        if self._cache is not None:
+            await self._cache.after_save(key, write, encoded, base, created_at)
+        return write.expected_version + 1
+
+    async def _write(
+        self, pool: AsyncConnectionPool, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
+    ) -> tuple[int, float]:
+        """Apply the write in one transaction; return the previous log length and creation time."""
+        s, user, thread = self._s, key.user_id, key.thread_id
+        added = len(encoded.messages)
+        version = write.expected_version + 1
+        now = time.time()
+        async with pool.connection() as conn, conn.transaction():
+            if write.expected_version == 0:
+                cursor = await conn.execute(
+                    f"INSERT INTO {s}.threads VALUES (%s, %s, 1, %s, "
+                    "%s::jsonb, %s::jsonb, %s::jsonb, %s, %s) ON CONFLICT DO NOTHING",
+                    (
+                        user,
+                        thread,
+                        added,
+                        encoded.values,
+                        encoded.window,
+                        encoded.metadata or "{}",
+                        now,
+                        now,
+                    ),
+                )
+                if cursor.rowcount == 0:
+                    raise ConflictError(thread, 0, await self._version(conn, key))
+                base, created_at = 0, now
+            else:
+                cursor = await conn.execute(
+                    f"UPDATE {s}.threads SET version = version + 1, log_length = log_length + %s, "
+                    '"values" = %s::jsonb, "window" = %s::jsonb, '
+                    "metadata = coalesce(%s::jsonb, metadata), updated_at = %s "
+                    "WHERE user_id = %s AND thread_id = %s AND version = %s "
+                    "RETURNING log_length, created_at",
+                    (
+                        added,
+                        encoded.values,
+                        encoded.window,
+                        encoded.metadata,
+                        now,
+                        user,
+                        thread,
+                        write.expected_version,
+                    ),
+                )
+                row = await cursor.fetchone()
+                if row is None:
+                    actual = await self._version(conn, key)
+                    raise ConflictError(thread, write.expected_version, actual)
+                base, created_at = int(row[0]) - added, float(row[1])
+            check_window(key, write.window, base + added)
+            if added:
+                await conn.execute(
+                    f"INSERT INTO {s}.messages "
+                    "SELECT %s, %s, %s + t.ord - 1, t.message_id, t.role, t.usage::jsonb, "
+                    "t.body::json FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+                    "WITH ORDINALITY AS t(message_id, role, usage, body, ord)",
+                    (
+                        user,
+                        thread,
+                        base,
+                        [row.message_id for row in encoded.messages],
+                        [row.role for row in encoded.messages],
+                        [row.usage for row in encoded.messages],
+                        [row.body for row in encoded.messages],
+                    ),
+                )
+            await conn.execute(
+                f"INSERT INTO {s}.checkpoints VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)",
+                (
+                    user,
+                    thread,
+                    version,
+                    write.node,
+                    write.step,
+                    base + added,
+                    encoded.values,
+                    encoded.window,
+                    now,
+                ),
+            )
+            if self._keep is not None:
+                await conn.execute(
+                    f"DELETE FROM {s}.checkpoints "
+                    "WHERE user_id = %s AND thread_id = %s AND version <= %s",
+                    (user, thread, version - self._keep),
+                )
+        return base, created_at
+
+    async def _version(self, conn: AsyncConnection[Any], key: ThreadKey) -> int | None:
+        cursor = await conn.execute(
+            f"SELECT version FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
+            (key.user_id, key.thread_id),
+        )
+        row = await cursor.fetchone()
+        return None if row is None else int(row[0])
+
+    async def alist_messages(
+        self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """The whole log in seq order, paginated by seq; empty for an unknown thread."""
+        check_page(offset, limit)
+        pool = await self._connected()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT seq, body::text FROM {self._s}.messages "
+                "WHERE user_id = %s AND thread_id = %s AND seq >= %s ORDER BY seq LIMIT %s",
+                (key.user_id, key.thread_id, offset, limit),
+            )
+            rows = await cursor.fetchall()
+        seqs = [seq for seq, _ in rows]
+        messages = decode_messages(key, seqs, [body for _, body in rows])
+        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+
+    async def alist_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter."""
+        check_page(offset, limit)
+        wanted = encode_json(ThreadKey("*", user_id), "metadata filter", dict(metadata or {}))
+        pool = await self._connected()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "
+                f"FROM {self._s}.threads WHERE user_id = %s AND metadata @> %s::jsonb "
+                'ORDER BY updated_at DESC, thread_id COLLATE "C" OFFSET %s LIMIT %s',
+                (user_id, wanted, offset, limit),
+            )
+            rows = await cursor.fetchall()
+        infos = []
+        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
+            key = ThreadKey(thread_id, user_id)
+            data = decode_json_object(key, "metadata", metadata_text)
+            infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
+        return infos
+
+    async def adelete_thread(self, key: ThreadKey) -> bool:
+        """Delete the state row, the log and the checkpoints in one transaction, then evict."""
+        pool = await self._connected()
+        where = (key.user_id, key.thread_id)
+        async with pool.connection() as conn, conn.transaction():
+            for table in ("messages", "checkpoints", "threads"):
+                cursor = await conn.execute(
+                    f"DELETE FROM {self._s}.{table} WHERE user_id = %s AND thread_id = %s", where
+                )
+            deleted = cursor.rowcount > 0
+        if self._cache is not None:
+            await self._cache.evict(key)
+        return deleted
+
+    async def alist_checkpoints(
+        self, key: ThreadKey, *, limit: int | None = None
+    ) -> Sequence[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+        check_page(0, limit)
+        pool = await self._connected()
+        async with pool.connection() as conn:
+            cursor = await conn.execute(
+                'SELECT version, node, step, log_length, "values"::text, "window"::text, '
+                f"created_at FROM {self._s}.checkpoints WHERE user_id = %s AND thread_id = %s "
+                "ORDER BY version DESC LIMIT %s",
+                (key.user_id, key.thread_id, limit),
+            )
+            rows = await cursor.fetchall()
+        return [
+            Checkpoint(
+                version=version,
+                node=node,
+                step=step,
+                log_length=log_length,
+                values=decode_json_object(key, "checkpoint values", values),
+                window=decode_window(key, window, "checkpoint window"),
+                created_at=created_at,
+            )
+            for version, node, step, log_length, values, window, created_at in rows
+        ]
+
+    async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
+        """The log messages of ``window``, in window order."""
+        pool = await self._connected()
+        async with pool.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor = await conn.execute(
+                f"SELECT log_length FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise ThreadNotFoundError(
+                    f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
+                )
+            check_window(key, window, int(row[0]))
+            rows = await self._window_rows(conn, key, window)
+        return decode_window_messages(key, window, rows)
+
+    async def aclose(self) -> None:
+        """Close the pool and the Redis client if this checkpointer created them."""
+        if self._owns_pool:
+            await self._pool.close()
+        if self._cache is not None:
+            await self._cache.aclose()
+
+
+def _from_cache(key: ThreadKey, entry: CachedThread) -> StoredThread | None:
+    """Decode a verified cache entry; None (a miss) if it does not decode."""
+    try:
+        window = decode_window(key, entry.window)
+        if len(entry.bodies) != window_size(window):
+            return None
+        return StoredThread(
+            key=key,
+            version=entry.version,
+            log_length=entry.log_length,
+            values=decode_json_object(key, "values", entry.values),
+            window=window,
+            context=decode_messages(key, window_seqs(window), entry.bodies),
+            metadata=decode_json_object(key, "metadata", entry.metadata),
+        )
+    except (StorageError, ValueError):
+        return None

@@ -1,0 +1,411 @@
+"""``SqliteCheckpointer``: the embedded default, one SQLite file in WAL mode.
+
+One connection per instance, guarded by a lock: the async methods run the
+blocking sqlite3 calls in a worker thread (``asyncio.to_thread``), one at a
+time per instance. Other processes share the file safely: every save is one
+``BEGIN IMMEDIATE`` transaction that takes SQLite's write lock (waiting up
+to ``timeout`` seconds for another writer) and then compares versions, so
+of two processes saving the same thread exactly one wins.
+
+``synchronous=NORMAL`` (the usual WAL setting): a committed save survives a
+killed process; after a power cut the last few commits may be lost. Needs
+SQLite >= 3.35 (``RETURNING``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, StorageError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer._codec import (
+    check_page,
+    check_window,
+    decode_json_object,
+    decode_messages,
+    decode_window,
+    decode_window_messages,
+    encode_json,
+    encode_write,
+    json_contains,
+)
+from tenxgraph.storage.checkpointer.base import (
+    DEFAULT_USER,
+    Checkpoint,
+    Checkpointer,
+    StoredMessage,
+    StoredThread,
+    ThreadInfo,
+    ThreadKey,
+    ThreadWrite,
+    Window,
+)
+
+__all__ = ["SqliteCheckpointer"]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE threads (
+            user_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            log_length INTEGER NOT NULL,
+            "values" TEXT NOT NULL,
+            "window" TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (user_id, thread_id)
+        )""",
+        "CREATE INDEX threads_recent ON threads (user_id, updated_at DESC, thread_id)",
+        """CREATE TABLE messages (
+            user_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            message_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            usage TEXT,
+            body TEXT NOT NULL,
+            PRIMARY KEY (user_id, thread_id, seq)
+        )""",
+        """CREATE TABLE checkpoints (
+            user_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            node TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            log_length INTEGER NOT NULL,
+            "values" TEXT NOT NULL,
+            "window" TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (user_id, thread_id, version)
+        )""",
+    ),
+)
+"""Ordered schema changes; ``schema_version`` records how many were applied. Append only."""
+
+_WINDOW_QUERY = """
+    SELECT m.seq, m.body FROM json_each(?) AS w CROSS JOIN messages AS m
+    WHERE m.user_id = ? AND m.thread_id = ?
+      AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')
+    ORDER BY w.key, m.seq
+"""
+
+
+class SqliteCheckpointer(Checkpointer):
+    """Durable threads in one SQLite file, safe across threads and processes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        keep_checkpoints: int | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        """Use (and create on first use) the database at ``path``.
+
+        ``keep_checkpoints`` keeps only the newest N checkpoints per thread;
+        ``timeout`` is how long a save waits for another process's write lock.
+        """
+        if keep_checkpoints is not None and keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+        self.path = os.fspath(path)
+        self._keep = keep_checkpoints
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The instance's connection, held exclusively; opened and migrated on first use."""
+        with self._lock:
+            if self._conn is None:
+                self._conn = _open(self.path, self._timeout)
+            yield self._conn
+
+    async def aload(self, key: ThreadKey) -> StoredThread | None:
+        """One query for the state row, one for the window's messages (one read snapshot)."""
+        return await asyncio.to_thread(self._load, key)
+
+    def _load(self, key: ThreadKey) -> StoredThread | None:
+        with self._connection() as conn, _transaction(conn, "DEFERRED"):
+            row = conn.execute(
+                'SELECT version, log_length, "values", "window", metadata FROM threads '
+                "WHERE user_id = ? AND thread_id = ?",
+                (key.user_id, key.thread_id),
+            ).fetchone()
+            if row is None:
+                return None
+            version, log_length, values, window_text, metadata = row
+            window = decode_window(key, window_text)
+            rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
+        return StoredThread(
+            key=key,
+            version=version,
+            log_length=log_length,
+            values=decode_json_object(key, "values", values),
+            window=window,
+            context=decode_window_messages(key, window, rows),
+            metadata=decode_json_object(key, "metadata", metadata),
+        )
+
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+        """One ``BEGIN IMMEDIATE`` transaction: CAS the state row, append, record a checkpoint."""
+        return await asyncio.to_thread(self._save, key, write)
+
+    def _save(self, key: ThreadKey, write: ThreadWrite) -> int:
+        encoded = encode_write(key, write)
+        added = len(encoded.messages)
+        version = write.expected_version + 1
+        now = time.time()
+        user, thread = key.user_id, key.thread_id
+        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+            if write.expected_version == 0:
+                inserted = conn.execute(
+                    "INSERT INTO threads VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (
+                        user,
+                        thread,
+                        added,
+                        encoded.values,
+                        encoded.window,
+                        encoded.metadata or "{}",
+                        now,
+                        now,
+                    ),
+                ).rowcount
+                if not inserted:
+                    raise ConflictError(thread, 0, _version(conn, key))
+                base = 0
+            else:
+                row = conn.execute(
+                    "UPDATE threads SET version = version + 1, log_length = log_length + ?, "
+                    '"values" = ?, "window" = ?, metadata = coalesce(?, metadata), updated_at = ? '
+                    "WHERE user_id = ? AND thread_id = ? AND version = ? RETURNING log_length",
+                    (
+                        added,
+                        encoded.values,
+                        encoded.window,
+                        encoded.metadata,
+                        now,
+                        user,
+                        thread,
+                        write.expected_version,
+                    ),
+                ).fetchone()
+                if row is None:
+                    raise ConflictError(thread, write.expected_version, _version(conn, key))
+                base = row[0] - added
+            check_window(key, write.window, base + added)
+            conn.executemany(
+                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (user, thread, base + index, r.message_id, r.role, r.usage, r.body)
+                    for index, r in enumerate(encoded.messages)
+                ],
+            )
+            conn.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    user,
+                    thread,
+                    version,
+                    write.node,
+                    write.step,
+                    base + added,
+                    encoded.values,
+                    encoded.window,
+                    now,
+                ),
+            )
+            if self._keep is not None:
+                conn.execute(
+                    "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version <= ?",
+                    (user, thread, version - self._keep),
+                )
+        return version
+
+    async def alist_messages(
+        self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """The whole log in seq order, paginated by seq; empty for an unknown thread."""
+        check_page(offset, limit)
+        return await asyncio.to_thread(self._list_messages, key, offset, limit)
+
+    def _list_messages(self, key: ThreadKey, offset: int, limit: int | None) -> list[StoredMessage]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT seq, body FROM messages WHERE user_id = ? AND thread_id = ? AND seq >= ? "
+                "ORDER BY seq LIMIT ?",
+                (key.user_id, key.thread_id, offset, -1 if limit is None else limit),
+            ).fetchall()
+        seqs = [seq for seq, _ in rows]
+        messages = decode_messages(key, seqs, [body for _, body in rows])
+        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+
+    async def alist_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """The tenant's threads, most recently updated first.
+
+        The metadata filter (``jsonb @>`` containment) runs in Python over the
+        tenant's threads; without a filter, paging happens in SQL.
+        """
+        check_page(offset, limit)
+        return await asyncio.to_thread(self._list_threads, user_id, metadata, offset, limit)
+
+    def _list_threads(
+        self, user_id: str, wanted: Mapping[str, Any] | None, offset: int, limit: int | None
+    ) -> list[ThreadInfo]:
+        query = (
+            "SELECT thread_id, version, log_length, metadata, created_at, updated_at FROM threads "
+            "WHERE user_id = ? ORDER BY updated_at DESC, thread_id"
+        )
+        params: tuple[Any, ...] = (user_id,)
+        if wanted is None:
+            query += " LIMIT ? OFFSET ?"
+            params += (-1 if limit is None else limit, offset)
+        with self._connection() as conn:
+            rows = conn.execute(query, params).fetchall()
+        infos = []
+        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
+            key = ThreadKey(thread_id, user_id)
+            data = decode_json_object(key, "metadata", metadata_text)
+            if wanted is None or json_contains(data, wanted):
+                infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
+        if wanted is None:
+            return infos
+        return infos[offset:] if limit is None else infos[offset : offset + limit]
+
+    async def adelete_thread(self, key: ThreadKey) -> bool:
+        """Delete the state row, the log and the checkpoints in one transaction."""
+        return await asyncio.to_thread(self._delete, key)
+
+    def _delete(self, key: ThreadKey) -> bool:
+        where = (key.user_id, key.thread_id)
+        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+            conn.execute("DELETE FROM messages WHERE user_id = ? AND thread_id = ?", where)
+            conn.execute("DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ?", where)
+            deleted = conn.execute("DELETE FROM threads WHERE user_id = ? AND thread_id = ?", where)
+            return deleted.rowcount > 0
+
+    async def alist_checkpoints(
+        self, key: ThreadKey, *, limit: int | None = None
+    ) -> Sequence[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+        check_page(0, limit)
+        return await asyncio.to_thread(self._list_checkpoints, key, limit)
+
+    def _list_checkpoints(self, key: ThreadKey, limit: int | None) -> list[Checkpoint]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                'SELECT version, node, step, log_length, "values", "window", created_at '
+                "FROM checkpoints WHERE user_id = ? AND thread_id = ? "
+                "ORDER BY version DESC LIMIT ?",
+                (key.user_id, key.thread_id, -1 if limit is None else limit),
+            ).fetchall()
+        return [
+            Checkpoint(
+                version=version,
+                node=node,
+                step=step,
+                log_length=log_length,
+                values=decode_json_object(key, "checkpoint values", values),
+                window=decode_window(key, window, "checkpoint window"),
+                created_at=created_at,
+            )
+            for version, node, step, log_length, values, window, created_at in rows
+        ]
+
+    async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
+        """The log messages of ``window``, in window order."""
+        return await asyncio.to_thread(self._load_messages, key, window)
+
+    def _load_messages(self, key: ThreadKey, window: Window) -> list[Message]:
+        window_text = encode_json(key, "window", [[start, end] for start, end in window])
+        with self._connection() as conn, _transaction(conn, "DEFERRED"):
+            log_length = _log_length(conn, key)
+            check_window(key, window, log_length)
+            rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
+        return decode_window_messages(key, window, rows)
+
+    async def aclose(self) -> None:
+        """Close the connection; a later call opens it again."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _open(path: str, timeout: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        _migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the missing migrations; the write lock makes two starting processes take turns."""
+    with _transaction(conn, "IMMEDIATE"):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        (current,) = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+        if current > len(MIGRATIONS):
+            raise StorageError(
+                f"the database is at schema version {current}, newer than this tenxgraph "
+                f"({len(MIGRATIONS)}); upgrade tenxgraph"
+            )
+        for number in range(current + 1, len(MIGRATIONS) + 1):
+            for statement in MIGRATIONS[number - 1]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, mode: str) -> Iterator[None]:
+    conn.execute(f"BEGIN {mode}")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _version(conn: sqlite3.Connection, key: ThreadKey) -> int | None:
+    row = conn.execute(
+        "SELECT version FROM threads WHERE user_id = ? AND thread_id = ?",
+        (key.user_id, key.thread_id),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> int:
+    row = conn.execute(
+        "SELECT log_length FROM threads WHERE user_id = ? AND thread_id = ?",
+        (key.user_id, key.thread_id),
+    ).fetchone()
+    if row is None:
+        raise ThreadNotFoundError(
+            f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
+        )
+    return int(row[0])

@@ -1,0 +1,102 @@
+"""Backends for the conformance suite: memory, SQLite, Postgres, Postgres + Redis.
+
+``make_checkpointer(**options)`` opens a checkpointer of the parametrized
+kind; the durable instances made in one test share their storage (SQLite
+file, Postgres schema, Redis prefix), all of it created for the test and
+removed afterwards, so the suite can run again and again against the shared servers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    SqliteCheckpointer,
+)
+
+PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+BACKENDS = [
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("postgres+redis", marks=[pytest.mark.postgres, pytest.mark.redis]),
+]
+
+MakeCheckpointer = Callable[..., Checkpointer]
+
+
+async def drop_schema(schema: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def drop_redis_keys(prefix: str) -> None:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+def pg_schema() -> str:
+    return f"tg_test_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return f"tg-test-{uuid.uuid4().hex[:12]}:"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def make_checkpointer(
+    backend: str, tmp_path: Path, pg_schema: str, redis_prefix: str
+) -> AsyncIterator[MakeCheckpointer]:
+    made: list[Checkpointer] = []
+
+    def make(**options: Any) -> Checkpointer:
+        checkpointer: Checkpointer
+        if backend == "memory":
+            checkpointer = InMemoryCheckpointer(**options)
+        elif backend == "sqlite":
+            checkpointer = SqliteCheckpointer(tmp_path / "threads.db", **options)
+        else:
+            from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache
+
+            redis = RedisThreadCache(REDIS_URL, prefix=redis_prefix) if "redis" in backend else None
+            checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema, redis=redis, **options)
+        made.append(checkpointer)
+        return checkpointer
+
+    yield make
+    for checkpointer in made:
+        await checkpointer.aclose()
+    if backend.startswith("postgres"):
+        await drop_schema(pg_schema)
+    if "redis" in backend:
+        await drop_redis_keys(redis_prefix)
+
+
+@pytest.fixture
+def checkpointer(make_checkpointer: MakeCheckpointer) -> Checkpointer:
+    return make_checkpointer()
