@@ -1,5 +1,6 @@
 """The graph runtime: builder, run loop, Agent and ToolNode."""
 
+from tenxgraph.core.graph.agent import Agent
 from tenxgraph.core.graph.builder import StateGraph
 from tenxgraph.core.graph.command import Command
 from tenxgraph.core.graph.compiled import CompiledGraph
@@ -13,8 +14,12 @@ from tenxgraph.core.graph.events import (
 )
 from tenxgraph.core.graph.interrupt import GraphInterrupt, interrupt
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph.prebuilt import create_agent, tools_condition
+from tenxgraph.core.graph.tool_node import ToolNode
+from tenxgraph.core.graph.tools import Tool, tool
 
 __all__ = [
+    "Agent",
     "Command",
     "CompiledGraph",
     "ErrorEvent",
@@ -27,6 +32,11 @@ __all__ = [
     "RunResult",
     "StateGraph",
     "StreamEvent",
+    "Tool",
+    "ToolNode",
     "UpdateEvent",
+    "create_agent",
     "interrupt",
+    "tool",
+    "tools_condition",
 ]

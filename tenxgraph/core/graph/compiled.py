@@ -23,7 +23,7 @@ from tenxgraph.core.graph.events import (
     UpdateEvent,
 )
 from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph.node import NodeOutput, RunContext
+from tenxgraph.core.graph.node import NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.updates import StateSchema
 from tenxgraph.core.state.agent_state import AgentState
@@ -204,6 +204,8 @@ class CompiledGraph(Generic[S]):
                     async for item in self.nodes[node_name].run(state, run.ctx):
                         if isinstance(item, NodeOutput):
                             output = item.value
+                        elif isinstance(item, SaveProgress):
+                            await self._save(run, [], node_name)
                         else:
                             yield item
                 except GraphInterrupt as signal:
@@ -334,7 +336,7 @@ class CompiledGraph(Generic[S]):
         branch = self.branches.get(node)
         if branch is None:
             return END
-        value = await run.ctx.call(branch.router, run.state)
+        value = await run.ctx.call(branch.router, (run.state,))
         if branch.path_map is None:
             target = value
         elif value in branch.path_map:

@@ -22,7 +22,7 @@ from tenxgraph.core.state.message import IdGenerator, new_message_id
 if TYPE_CHECKING:
     from tenxgraph.core.graph.builder import StateGraph
 
-__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext"]
+__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress"]
 
 
 @dataclass(slots=True)
@@ -40,21 +40,30 @@ class RunContext:
     """True when the loop is private to a sync ``invoke``: sync code may run on it directly."""
 
     async def call(
-        self, function: Callable[..., Any], *args: Any, is_async: bool | None = None, **kwargs: Any
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        is_async: bool | None = None,
+        scope: InterruptScope | None = None,
+        concurrent: bool = False,
     ) -> Any:
         """Call sync or async user code the right way, with ``interrupt`` answers in scope.
 
-        Async functions are awaited; sync ones run in a worker thread, or inline when
-        the loop belongs to a sync ``invoke`` and has nothing else to run.
-        ``is_async`` skips the check when the caller already knows.
+        Async functions are awaited. Sync ones run in a worker thread, or inline
+        when the loop belongs to a sync ``invoke`` and nothing else must run
+        meanwhile (``concurrent=False``). ``is_async`` skips the check when the
+        caller already knows; ``scope`` replaces the node's interrupt answers.
         """
         if is_async is None:
             is_async = inspect.iscoroutinefunction(function)
-        token = _scope.set(self.interrupt_scope)
+        kwargs = kwargs or {}
+        token = _scope.set(scope or self.interrupt_scope)
         try:
             if is_async:
                 return await function(*args, **kwargs)
-            if self.run_sync_inline:
+            if self.run_sync_inline and not concurrent:
                 result = function(*args, **kwargs)
             else:
                 result = await asyncio.to_thread(function, *args, **kwargs)
@@ -72,11 +81,18 @@ class NodeOutput:
     value: Any
 
 
+@dataclass(frozen=True, slots=True)
+class SaveProgress:
+    """Yielded by a node mid-step: save the state as it is now (e.g. a tool ledger entry)."""
+
+
 class Node(ABC):
     """A graph node: an async generator of stream events ending with a ``NodeOutput``."""
 
     @abstractmethod
-    def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[MessageEvent | NodeOutput]:
+    def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
 
     def attach(self, graph: StateGraph[Any], name: str) -> None:  # noqa: B027 - optional hook
@@ -97,8 +113,5 @@ class FunctionNode(Node):
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
         """Call the function and yield what it returned."""
-        if self.wants_config:
-            value = await ctx.call(self.function, state, is_async=self.is_async, config=ctx.config)
-        else:
-            value = await ctx.call(self.function, state, is_async=self.is_async)
-        yield NodeOutput(value)
+        kwargs = {"config": ctx.config} if self.wants_config else None
+        yield NodeOutput(await ctx.call(self.function, (state,), kwargs, is_async=self.is_async))

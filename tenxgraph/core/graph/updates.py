@@ -12,7 +12,16 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import add_messages
 from tenxgraph.errors import StateError
 
-__all__ = ["Applied", "StateSchema"]
+__all__ = ["Applied", "StateSchema", "Updates"]
+
+
+class Updates:
+    """Several updates from one node, merged in order (``where`` names each in errors)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[tuple[str, Any]]) -> None:
+        self.items = items
 
 
 class Applied:
@@ -63,6 +72,11 @@ class StateSchema:
         applied = Applied()
         if update is None:
             pass
+        elif isinstance(update, Updates):
+            for label, item in update.items:
+                part = self.apply(state, item, f"{where}, {label}")
+                applied.messages.extend(part.messages)
+                applied.values.update(part.values)
         elif isinstance(update, Message):
             applied.messages = state.append_messages((update,))
         elif isinstance(update, list) and all(isinstance(m, Message) for m in update):

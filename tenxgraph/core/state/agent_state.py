@@ -44,6 +44,9 @@ class ExecMeta(BaseModel):
     """Whether the run paused before a node, after it, or inside it (``interrupt()``)."""
     resume_values: list[JsonValue] = Field(default_factory=list)
     """Answers given so far to the interrupts of the paused node, in call order."""
+    tool_ledger: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Results of tool calls that finished while their step was still running, by call id,
+    so a crash or an interrupt in a sibling call never runs a finished tool twice."""
 
 
 class AgentState(BaseModel):

@@ -1,0 +1,178 @@
+"""``Agent``: the graph node that calls a chat model over the state.
+
+Each call builds the request as 001 documents (system prompt, then the
+``context_summary``, then the context), streams the answer (delta messages
+go out as stream events, never into state), and returns the complete
+assistant message with its usages. Tool calls in the answer are run by a
+``ToolNode``; ``create_agent`` wires the two into a loop.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from tenxgraph.core.graph.events import MessageEvent
+from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph.tool_node import ToolNode
+from tenxgraph.core.graph.tools import Tool, as_tools
+from tenxgraph.core.llm.base import ChatModel, ModelRequest, ToolChoice, ToolSpec
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.context.injection import messages_for_model
+from tenxgraph.core.state.context.overflow import areduce_on_overflow
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ContextWindowExceededError, GraphBuildError, OutputValidationError
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.llm.retry import RetryPolicy
+
+__all__ = ["Agent"]
+
+
+class Agent(Node):
+    """Call a chat model with the conversation; return its answer as one assistant message."""
+
+    def __init__(
+        self,
+        model: str | ChatModel,
+        *,
+        provider: str | None = None,
+        system_prompt: str | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
+        tool_node: str | None = None,
+        tool_choice: ToolChoice = "auto",
+        output_schema: type[BaseModel] | None = None,
+        trim_context: bool = False,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        retry: RetryPolicy | None = None,
+        **model_options: Any,
+    ) -> None:
+        """Describe the agent; the model itself is resolved on first use.
+
+        ``model`` is a ``ChatModel`` or a model name (``gpt-*``, ``claude-*``,
+        ``gemini-*``...; ``provider`` overrides the guess). ``tools`` are
+        described to the model; alternatively ``tool_node`` names a ``ToolNode``
+        of the graph whose tools are used. ``trim_context=True`` runs the
+        graph's context manager before each model call.
+        """
+        self._model_ref = model
+        self._provider = provider
+        self._model_options = model_options
+        self._retry = retry
+        self._model: ChatModel | None = None
+        self.system_prompt = system_prompt
+        self.tools = as_tools(tools)
+        self.tool_node = tool_node
+        self.tool_choice = tool_choice
+        self.output_schema = output_schema
+        self.trim_context = trim_context
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    @property
+    def model(self) -> ChatModel:
+        """The chat model, resolved from its name the first time it is needed."""
+        if self._model is None:
+            from tenxgraph.core.llm.resolve import resolve_model
+
+            model = resolve_model(self._model_ref, provider=self._provider, **self._model_options)
+            if self._retry is not None:
+                from tenxgraph.core.llm.retry import RetryingModel
+
+                model = RetryingModel(model, self._retry)
+            self._model = model
+        return self._model
+
+    def attach(self, graph: StateGraph[Any], name: str) -> None:
+        """Check the setup when the graph compiles: a named ToolNode, a context manager."""
+        if self.tool_node is not None:
+            node = graph.nodes.get(self.tool_node)
+            if not isinstance(node, ToolNode):
+                raise GraphBuildError(
+                    f"Agent {name!r}: tool_node={self.tool_node!r} is not a ToolNode of the graph"
+                )
+            self.tools = {**node.tools, **self.tools}
+        if self.trim_context and graph.context_manager is None:
+            warnings.warn(
+                f"Agent {name!r} has trim_context=True but the graph has no context manager; "
+                "the context will not be trimmed (pass context_manager= to StateGraph)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """What the model is told about the tools."""
+        return [tool.spec() for tool in self.tools.values()]
+
+    async def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[MessageEvent | NodeOutput]:
+        """Trim if asked, call the model (streaming), validate structured output, return it."""
+        manager = ctx.context_manager if self.trim_context else None
+        if manager is not None:
+            await manager.atrim_context(state)
+        answer: Message | None = None
+        overflowed = False
+        while answer is None:
+            try:
+                async for message in self.model.stream(self._request(state)):
+                    if message.delta:
+                        yield MessageEvent(ctx.node, message)
+                    else:
+                        answer = message
+            except ContextWindowExceededError:
+                if overflowed or not await areduce_on_overflow(state, manager):
+                    raise
+                overflowed = True
+        if answer is None:  # pragma: no cover - adapters always end with a complete message
+            raise RuntimeError(f"model {self.model.model!r} returned no complete message")
+        if self.output_schema is not None:
+            answer = await self._parse(state, answer)
+        yield NodeOutput(answer.model_copy(update={"message_id": ctx.id_generator()}))
+
+    def _request(self, state: AgentState, extra: Sequence[Message] = ()) -> ModelRequest:
+        schema = self.output_schema
+        return ModelRequest(
+            messages=[*messages_for_model(state, self.system_prompt or ()), *extra],
+            tools=self.tool_specs(),
+            tool_choice=self.tool_choice,
+            output_schema=schema.model_json_schema() if schema is not None else None,
+            output_schema_name=schema.__name__ if schema is not None else "output",
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+        )
+
+    async def _parse(self, state: AgentState, answer: Message) -> Message:
+        """Validate the answer against ``output_schema``; on failure ask once more, then raise."""
+        assert self.output_schema is not None
+        adapter = TypeAdapter(self.output_schema)
+        parsed, error = _parse(adapter, answer)
+        if error:
+            correction = Message.text_message(
+                f"Your answer did not match the required JSON schema: {error}. "
+                "Answer again with only a JSON object that matches the schema."
+            )
+            answer = await self.model.complete(self._request(state, [answer, correction]))
+            parsed, error = _parse(adapter, answer)
+            if error:
+                raise OutputValidationError(
+                    f"structured output for {self.output_schema.__name__} failed twice: {error}",
+                    provider=self.model.provider,
+                )
+        return answer.model_copy(update={"parsed_content": parsed})
+
+
+def _parse(adapter: TypeAdapter[Any], answer: Message) -> tuple[Any, str]:
+    """The validated object and no error, or None and what was wrong."""
+    try:
+        return adapter.validate_json(answer.text().strip()), ""
+    except ValidationError as exc:
+        problems = (
+            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+        )
+        return None, "; ".join(problems)

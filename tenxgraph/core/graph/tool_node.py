@@ -1,0 +1,163 @@
+"""``ToolNode``: runs the tool calls of the last assistant message, concurrently.
+
+Every call gets exactly one tool message holding one ``ToolResultBlock``, in
+the order of the calls. Bad arguments, unknown tools, timeouts and tools that
+raise become failed results the model can read, never a dead run. A call
+that finished is written to the tool ledger at once, so a crash or an
+interrupt elsewhere in the step never runs it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
+from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph.tools import Tool, as_tools
+from tenxgraph.core.graph.updates import Updates
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import MediaRef, ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state.tool_result import ToolResult
+
+__all__ = ["ToolNode", "execute_tool"]
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """A finished call, in the ledger's JSON shape."""
+
+    output: Any
+    is_error: bool
+    update: dict[str, Any]
+
+    def entry(self) -> dict[str, Any]:
+        return {"output": self.output, "is_error": self.is_error, "update": self.update}
+
+
+class ToolNode(Node):
+    """Run the tool calls of the last assistant message and append their results."""
+
+    def __init__(
+        self, tools: Sequence[Callable[..., Any] | Tool], *, timeout: float | None = None
+    ) -> None:
+        """``timeout`` (seconds) applies to each call unless its ``Tool`` sets its own."""
+        self.tools = as_tools(tools)
+        self.timeout = timeout
+
+    async def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[SaveProgress | NodeOutput]:
+        """Execute pending calls concurrently; yield one ordered update with all results."""
+        calls = _last_calls(state.context)
+        ledger = state.execution_meta.tool_ledger
+        pending = [call for call in calls if call.id not in ledger]
+        interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
+
+        async def settle(call: ToolCallBlock, scope: InterruptScope) -> None:
+            try:
+                outcome = await execute_tool(self.tools, call, state, ctx, scope, self.timeout)
+            except GraphInterrupt as signal:
+                interrupts.append((call, signal))
+                return
+            ledger[call.id] = outcome.entry()
+
+        holder = pending[0].id if pending else None
+        await asyncio.gather(
+            *(
+                settle(call, ctx.interrupt_scope if call.id == holder else InterruptScope())
+                for call in pending
+            )
+        )
+        if interrupts:
+            yield SaveProgress()
+            call, signal = min(interrupts, key=lambda item: calls.index(item[0]))
+            if call.id != holder:
+                state.execution_meta.resume_values = []
+            raise signal
+        updates: list[tuple[str, Any]] = []
+        for call in calls:
+            entry = ledger.pop(call.id, None)
+            if entry is None:  # answered in an earlier step
+                continue
+            result = ToolResultBlock(
+                call_id=call.id,
+                output=entry["output"],
+                is_error=entry["is_error"],
+                status="failed" if entry["is_error"] else "completed",
+            )
+            message = Message(role="tool", content=[result], message_id=ctx.id_generator())
+            updates.append((f"tool {call.name!r} (call {call.id})", [message]))
+            if entry["update"]:
+                updates.append((f"tool {call.name!r} ToolResult.state", entry["update"]))
+        yield NodeOutput(Updates(updates))
+
+
+async def execute_tool(
+    tools: dict[str, Tool],
+    call: ToolCallBlock,
+    state: AgentState,
+    ctx: RunContext,
+    scope: InterruptScope | None = None,
+    default_timeout: float | None = None,
+) -> _Outcome:
+    """Run one call; every failure becomes an error outcome (only interrupts propagate)."""
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        return _Outcome(f"unknown tool {call.name!r}; available tools: {known}", True, {})
+    try:
+        kwargs = tool.validate(call.args)
+    except ValueError as exc:
+        return _Outcome(str(exc), True, {})
+    injected = {
+        "state": state,
+        "config": ctx.config,
+        "tool_call_id": call.id,
+        "invocation_state": ctx.invocation_state,
+    }
+    kwargs.update({name: injected[name] for name in tool.injected})
+    timeout = tool.timeout or default_timeout
+    try:
+        running = ctx.call(
+            tool.function, (), kwargs, is_async=tool.is_async, scope=scope, concurrent=True
+        )
+        value = await asyncio.wait_for(running, timeout) if timeout else await running
+    except GraphInterrupt:
+        raise
+    except TimeoutError:
+        return _Outcome(f"tool {call.name!r} timed out after {timeout} seconds", True, {})
+    except Exception as exc:
+        return _Outcome(f"tool {call.name!r} failed: {type(exc).__name__}: {exc}", True, {})
+    if isinstance(value, ToolResult):
+        return _Outcome(_model_output(value.message), False, dict(value.state))
+    return _Outcome(_model_output(value), False, {})
+
+
+def _last_calls(context: list[Message]) -> list[ToolCallBlock]:
+    for message in reversed(context):
+        if message.role == "assistant":
+            return message.tool_calls()
+        if message.role != "tool":
+            break
+    return []
+
+
+def _model_output(value: Any) -> Any:
+    """Turn a tool's return value into something a ToolResultBlock stores as JSON."""
+    if value is None or isinstance(value, str | int | float | bool | MediaRef):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
+        return value
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return str(value)
