@@ -52,7 +52,13 @@ class OpenAIChatModel(ChatModel):
         """Ask for usage in the stream (``stream_options.include_usage``)."""
         official = base_url is None or "api.openai.com" in base_url
         self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
+        self._owns_client = client is None
         self._client = client or _make_client(api_key, base_url, timeout, max_retries, provider)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model created (a client passed in is the caller's)."""
+        if self._owns_client:
+            await self._client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Stream one completion: text and reasoning deltas, then the complete message."""
