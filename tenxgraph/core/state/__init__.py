@@ -4,6 +4,21 @@ No I/O and no provider code lives here.
 """
 
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta, field_reducers
+from tenxgraph.core.state.context import (
+    DEFAULT_SUMMARY_PROMPT,
+    BaseContextManager,
+    CharEstimateCounter,
+    MessageContextManager,
+    SlidingWindowContextManager,
+    SummaryContextManager,
+    TiktokenCounter,
+    TokenBudgetContextManager,
+    TokenCounter,
+    areduce_on_overflow,
+    messages_for_model,
+    summary_message,
+    truncate_largest_tool_results,
+)
 from tenxgraph.core.state.message import (
     MAX_INLINE_BYTES,
     IdGenerator,
@@ -40,11 +55,14 @@ from tenxgraph.core.state.reducers import (
 from tenxgraph.core.state.tool_result import ToolResult
 
 __all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
     "MAX_INLINE_BYTES",
     "AgentState",
     "AnnotationBlock",
     "AnnotationRef",
     "AudioBlock",
+    "BaseContextManager",
+    "CharEstimateCounter",
     "ContentBlock",
     "DataBlock",
     "DocumentBlock",
@@ -54,10 +72,16 @@ __all__ = [
     "ImageBlock",
     "MediaRef",
     "Message",
+    "MessageContextManager",
     "MessagesAdapter",
     "ReasoningBlock",
     "RemoteToolCallBlock",
+    "SlidingWindowContextManager",
+    "SummaryContextManager",
     "TextBlock",
+    "TiktokenCounter",
+    "TokenBudgetContextManager",
+    "TokenCounter",
     "TokenUsages",
     "ToolCallBlock",
     "ToolResult",
@@ -65,12 +89,16 @@ __all__ = [
     "VideoBlock",
     "add_messages",
     "append_items",
+    "areduce_on_overflow",
     "field_reducers",
     "is_paired",
+    "messages_for_model",
     "new_message_id",
     "pairing_violations",
     "remove_tool_messages",
     "repair_pairing",
     "replace_messages",
     "replace_value",
+    "summary_message",
+    "truncate_largest_tool_results",
 ]

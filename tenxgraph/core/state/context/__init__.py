@@ -1,0 +1,44 @@
+"""Context managers: keep ``state.context`` within the model's window.
+
+Trimming (``MessageContextManager``), summarizing (``SummaryContextManager``),
+a token budget (``TokenBudgetContextManager``) and a sliding window
+(``SlidingWindowContextManager``), plus token counters and overflow
+recovery. Every cut keeps tool calls with their results (DESIGN.md
+invariant 2); dropped messages stay in the thread's message log.
+"""
+
+from tenxgraph.core.state.context.base import BaseContextManager
+from tenxgraph.core.state.context.injection import (
+    SUMMARY_MESSAGE_ID,
+    messages_for_model,
+    summary_message,
+)
+from tenxgraph.core.state.context.overflow import (
+    areduce_on_overflow,
+    truncate_largest_tool_results,
+)
+from tenxgraph.core.state.context.render import render_transcript
+from tenxgraph.core.state.context.sliding_window import SlidingWindowContextManager
+from tenxgraph.core.state.context.summary import DEFAULT_SUMMARY_PROMPT, SummaryContextManager
+from tenxgraph.core.state.context.tiktoken_counter import TiktokenCounter
+from tenxgraph.core.state.context.token_budget import TokenBudgetContextManager
+from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
+from tenxgraph.core.state.context.trimming import MessageContextManager
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "SUMMARY_MESSAGE_ID",
+    "BaseContextManager",
+    "CharEstimateCounter",
+    "MessageContextManager",
+    "SlidingWindowContextManager",
+    "SummaryContextManager",
+    "TiktokenCounter",
+    "TokenBudgetContextManager",
+    "TokenCounter",
+    "areduce_on_overflow",
+    "messages_for_model",
+    "render_transcript",
+    "summary_message",
+    "truncate_largest_tool_results",
+]
