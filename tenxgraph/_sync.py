@@ -49,6 +49,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
             result.append(run_sync(coroutine))
         except BaseException as exc:
             error.append(exc)
+        finally:
+            _loop().close()  # the helper thread ends here; its private loop must not leak
 
     thread = threading.Thread(target=target, name="tenxgraph-run-sync")
     thread.start()
