@@ -28,12 +28,14 @@ from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.updates import StateSchema
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import NodeError, RecursionLimitError, StateError, TenxGraphError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph.tools import Tool
 
 __all__ = ["CompiledGraph"]
 
@@ -141,6 +143,49 @@ class CompiledGraph(Generic[S]):
     def get_state(self, config: Mapping[str, Any]) -> S | None:
         """Sync ``aget_state``."""
         return run_sync(self.aget_state(config))
+
+    def tools(self) -> dict[str, Tool]:
+        """Every tool of the graph's ToolNodes and Agents, by name."""
+        found: dict[str, Tool] = {}
+        for node in self.nodes.values():
+            found.update(getattr(node, "tools", {}))
+        return found
+
+    async def acall_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        record: bool = True,
+        invocation_state: dict[str, Any] | None = None,
+    ) -> ToolResultBlock:
+        """Call tool ``name`` directly, outside the model loop, on the thread of ``config``.
+
+        With ``record=True`` (the default) the call and its result are added to
+        the thread's history and a ``ToolResult.state`` update is merged and
+        saved; ``record=False`` leaves the thread untouched. Tool failures come
+        back as a result with ``is_error=True``, as the model would see them.
+        """
+        from tenxgraph.core.graph.direct import acall_tool
+
+        return await acall_tool(
+            self, name, args or {}, config, record=record, invocation_state=invocation_state
+        )
+
+    def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        record: bool = True,
+        invocation_state: dict[str, Any] | None = None,
+    ) -> ToolResultBlock:
+        """Sync ``acall_tool``."""
+        return run_sync(
+            self.acall_tool(name, args, config, record=record, invocation_state=invocation_state)
+        )
 
     def stop(self, config: Mapping[str, Any] | None = None) -> bool:
         """Ask the thread's running run to stop; False when none is running here.

@@ -111,21 +111,37 @@ def _arguments_model(
 ) -> type[BaseModel]:
     try:
         hints = get_type_hints(function)
-    except (NameError, TypeError) as exc:
-        raise ToolError(f"tool {name!r}: cannot read its type hints: {exc}") from None
+    except (NameError, TypeError):
+        hints = {}  # resolved one by one below; injected parameters need no hint
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
         if param.name in injected:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
-        annotation = hints.get(param.name, Any)
+        annotation = hints.get(param.name) or _resolve_hint(name, function, param)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, Field(default, description=docs.get(param.name)))
     model: type[BaseModel] = create_model(
         f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model
+
+
+def _resolve_hint(name: str, function: Callable[..., Any], param: inspect.Parameter) -> Any:
+    annotation = param.annotation
+    if annotation is param.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(
+            annotation, getattr(function, "__globals__", {})
+        )  # a type hint, in the tool's own module
+    except Exception as exc:
+        raise ToolError(
+            f"tool {name!r}: cannot resolve the type hint {annotation!r} of {param.name!r}: {exc}"
+        ) from None
 
 
 _GOOGLE_SECTION = re.compile(r"^(Args|Arguments|Parameters):\s*$", re.MULTILINE)
