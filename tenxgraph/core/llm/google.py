@@ -1,0 +1,178 @@
+"""Gemini through the official ``google-genai`` SDK (extra ``google``).
+
+Structured output sets ``response_mime_type="application/json"`` and
+``response_json_schema``; the answer text is the JSON. Tools are declared
+with ``parameters_json_schema``, so any JSON schema is accepted as it is.
+To use another endpoint (a proxy, a local server), pass ``base_url``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.llm._convert_google import (
+    PROVIDER,
+    from_wire_parts,
+    merge_part,
+    to_wire,
+    usage_from_wire,
+)
+from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._wire import json_safe, provider_metadata
+from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.state.message import Message, new_message_id
+from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
+from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.errors import MissingExtraError, ModelError
+
+if TYPE_CHECKING:
+    from google import genai
+
+__all__ = ["GoogleModel"]
+
+_TRANSPORT_ERRORS = {
+    ("httpx", "TransportError"),
+    ("httpx2", "TransportError"),
+    ("aiohttp", "ClientConnectionError"),
+}
+
+
+class GoogleModel(ChatModel):
+    """A Gemini model. ``defaults`` are ``GenerateContentConfig`` fields sent on every call.
+
+    For example ``GoogleModel("gemini-2.5-flash", thinking_config={"include_thoughts": True})``.
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        client: genai.Client | None = None,
+        base_url: str | None = None,
+        **defaults: Any,
+    ) -> None:
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError as exc:
+            raise MissingExtraError("google-genai", "google") from exc
+        self.model = model
+        self.defaults = defaults
+        if client is None:
+            options = (
+                types.HttpOptions(base_url=base_url, api_version="v1beta") if base_url else None
+            )
+            client = genai.Client(api_key=api_key, http_options=options)
+        self.client = client
+
+    def _config(self, request: ModelRequest, system: list[dict[str, Any]]) -> dict[str, Any]:
+        config: dict[str, Any] = {**self.defaults, **request.extra}
+        if system:
+            config["system_instruction"] = {"parts": system}
+        if request.tools:
+            declarations = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters_json_schema": t.parameters,
+                }
+                for t in request.tools
+            ]
+            config["tools"] = [{"function_declarations": declarations}]
+            config["tool_config"] = {
+                "function_calling_config": _calling_config(request.tool_choice)
+            }
+        if request.output_schema is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.output_schema
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            config["max_output_tokens"] = request.max_tokens
+        return config
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        """Stream the answer: text and thought deltas, then the complete message."""
+        from google.genai import errors, types
+
+        system, contents = to_wire(repair_pairing(request.messages))
+        config = self._config(request, system)
+        message_id = new_message_id()
+        parts: list[dict[str, Any]] = []
+        last: dict[str, Any] = {}
+        candidate: dict[str, Any] = {}
+        try:
+            chunks = await self.client.aio.models.generate_content_stream(
+                model=self.model,
+                contents=contents,
+                config=types.GenerateContentConfig.model_validate(config),
+            )
+            async for chunk in chunks:
+                last = json_safe(chunk)
+                last.pop("sdk_http_response", None)  # transport headers, not the answer
+                candidates = last.get("candidates") or [{}]
+                candidate = {**candidate, **candidates[0]}
+                for part in (candidates[0].get("content") or {}).get("parts") or []:
+                    merge_part(parts, part)
+                    piece = _delta(part)
+                    if piece is not None:
+                        yield Message(
+                            message_id=message_id, role="assistant", content=[piece], delta=True
+                        )
+        except errors.APIError as exc:
+            raise _model_error(exc) from exc
+        except Exception as exc:
+            if _is_transport_error(exc):
+                raise timeout_error(str(exc) or type(exc).__name__, provider=PROVIDER) from exc
+            raise
+        candidate["content"] = {"role": "model", "parts": parts}
+        raw = {**last, "candidates": [candidate]}
+        content, opaque = from_wire_parts(parts, candidate)
+        yield Message(
+            message_id=message_id,
+            role="assistant",
+            content=content,
+            usages=usage_from_wire(last.get("usage_metadata") or {}),
+            raw=raw,
+            metadata={
+                "finish_reason": candidate.get("finish_reason"),
+                **provider_metadata(PROVIDER, opaque),
+            },
+        )
+
+
+def _calling_config(choice: str) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"mode": choice.upper()}
+    if choice == "required":
+        return {"mode": "ANY"}
+    return {"mode": "ANY", "allowed_function_names": [choice]}
+
+
+def _delta(part: dict[str, Any]) -> ContentBlock | None:
+    """The visible piece a streamed part adds: answer text or thought text."""
+    text = part.get("text")
+    if not text:
+        return None
+    return ReasoningBlock(summary=text) if part.get("thought") else TextBlock(text=text)
+
+
+def _is_transport_error(exc: Exception) -> bool:
+    """True for the HTTP library's connection and timeout errors, whichever one the SDK uses."""
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    return any(
+        (cls.__module__.split(".")[0], cls.__name__) in _TRANSPORT_ERRORS
+        for cls in type(exc).__mro__
+    )
+
+
+def _model_error(exc: Any) -> ModelError:
+    status = exc.code if isinstance(exc.code, int) else None
+    message = str(exc.message or exc)
+    overflow = status in (400, 413) and mentions_context_overflow(message)
+    return status_error(status, message, provider=PROVIDER, context_overflow=overflow)
