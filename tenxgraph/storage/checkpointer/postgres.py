@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -177,6 +178,31 @@ class PgCheckpointer(Checkpointer):
                     self._ready = True
         return self._pool
 
+    @asynccontextmanager
+    async def _connection(
+        self, *, transaction: bool = False, snapshot: bool = False
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection, in a transaction if asked (``snapshot``: repeatable read).
+
+        Driver errors surface as ``StorageError``; the original is the cause.
+        """
+        import psycopg
+
+        try:
+            pool = await self._connected()
+            async with pool.connection() as conn:
+                if not (transaction or snapshot):
+                    yield conn
+                    return
+                async with conn.transaction():
+                    if snapshot:
+                        await conn.execute(
+                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                        )
+                    yield conn
+        except psycopg.Error as exc:
+            raise StorageError(f"postgres ({self.schema}): {exc}") from exc
+
     async def _migrate(self) -> None:
         """Apply missing migrations; the advisory lock makes concurrent starters take turns."""
         s = self._s
@@ -206,11 +232,10 @@ class PgCheckpointer(Checkpointer):
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """The state row and window messages, from Redis when it matches Postgres' version."""
-        pool = await self._connected()
         if self._cache is None:
-            loaded = await self._load(pool, key)
+            loaded = await self._load(key)
             return None if loaded is None else loaded.thread
-        cached, identity = await asyncio.gather(self._cache.get(key), self._identity(pool, key))
+        cached, identity = await asyncio.gather(self._cache.get(key), self._identity(key))
         if identity is None:
             if cached is not None:
                 await self._cache.evict(key)
@@ -219,16 +244,14 @@ class PgCheckpointer(Checkpointer):
             thread = _from_cache(key, cached)
             if thread is not None:
                 return thread
-        loaded = await self._load(pool, key)
+        loaded = await self._load(key)
         if loaded is None:
             return None
         await self._cache.put(key, loaded.entry)
         return loaded.thread
 
-    async def _identity(
-        self, pool: AsyncConnectionPool, key: ThreadKey
-    ) -> tuple[int, float] | None:
-        async with pool.connection() as conn:
+    async def _identity(self, key: ThreadKey) -> tuple[int, float] | None:
+        async with self._connection() as conn:
             cursor = await conn.execute(
                 f"SELECT version, created_at FROM {self._s}.threads "
                 "WHERE user_id = %s AND thread_id = %s",
@@ -237,9 +260,8 @@ class PgCheckpointer(Checkpointer):
             row = await cursor.fetchone()
         return None if row is None else (int(row[0]), float(row[1]))
 
-    async def _load(self, pool: AsyncConnectionPool, key: ThreadKey) -> _Loaded | None:
-        async with pool.connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    async def _load(self, key: ThreadKey) -> _Loaded | None:
+        async with self._connection(snapshot=True) as conn:
             cursor = await conn.execute(
                 'SELECT version, log_length, "values"::text, "window"::text, metadata::text, '
                 f"created_at FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
@@ -291,9 +313,8 @@ class PgCheckpointer(Checkpointer):
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
         """One transaction: CAS the state row, append the messages, record the checkpoint."""
         encoded = encode_write(key, write)
-        pool = await self._connected()
         try:
-            base, created_at = await self._write(pool, key, write, encoded)
+            base, created_at = await self._write(key, write, encoded)
         except ConflictError:
             if self._cache is not None:
                 await self._cache.evict(key)
@@ -303,14 +324,14 @@ class PgCheckpointer(Checkpointer):
         return write.expected_version + 1
 
     async def _write(
-        self, pool: AsyncConnectionPool, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
+        self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
     ) -> tuple[int, float]:
         """Apply the write in one transaction; return the previous log length and creation time."""
         s, user, thread = self._s, key.user_id, key.thread_id
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
-        async with pool.connection() as conn, conn.transaction():
+        async with self._connection(transaction=True) as conn:
             if write.expected_version == 0:
                 cursor = await conn.execute(
                     f"INSERT INTO {s}.threads VALUES (%s, %s, 1, %s, "
@@ -405,8 +426,7 @@ class PgCheckpointer(Checkpointer):
     ) -> list[StoredMessage]:
         """The whole log in seq order, paginated by seq; empty for an unknown thread."""
         check_page(offset, limit)
-        pool = await self._connected()
-        async with pool.connection() as conn:
+        async with self._connection() as conn:
             cursor = await conn.execute(
                 f"SELECT seq, body::text FROM {self._s}.messages "
                 "WHERE user_id = %s AND thread_id = %s AND seq >= %s ORDER BY seq LIMIT %s",
@@ -428,8 +448,7 @@ class PgCheckpointer(Checkpointer):
         """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter."""
         check_page(offset, limit)
         wanted = encode_json(ThreadKey("*", user_id), "metadata filter", dict(metadata or {}))
-        pool = await self._connected()
-        async with pool.connection() as conn:
+        async with self._connection() as conn:
             cursor = await conn.execute(
                 "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "
                 f"FROM {self._s}.threads WHERE user_id = %s AND metadata @> %s::jsonb "
@@ -446,9 +465,8 @@ class PgCheckpointer(Checkpointer):
 
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict."""
-        pool = await self._connected()
         where = (key.user_id, key.thread_id)
-        async with pool.connection() as conn, conn.transaction():
+        async with self._connection(transaction=True) as conn:
             for table in ("messages", "checkpoints", "threads"):
                 cursor = await conn.execute(
                     f"DELETE FROM {self._s}.{table} WHERE user_id = %s AND thread_id = %s", where
@@ -463,8 +481,7 @@ class PgCheckpointer(Checkpointer):
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
         check_page(0, limit)
-        pool = await self._connected()
-        async with pool.connection() as conn:
+        async with self._connection() as conn:
             cursor = await conn.execute(
                 'SELECT version, node, step, log_length, "values"::text, "window"::text, '
                 f"created_at FROM {self._s}.checkpoints WHERE user_id = %s AND thread_id = %s "
@@ -487,9 +504,7 @@ class PgCheckpointer(Checkpointer):
 
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
-        pool = await self._connected()
-        async with pool.connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        async with self._connection(snapshot=True) as conn:
             cursor = await conn.execute(
                 f"SELECT log_length FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),

@@ -124,11 +124,17 @@ class SqliteCheckpointer(Checkpointer):
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        """The instance's connection, held exclusively; opened and migrated on first use."""
+        """The instance's connection, held exclusively; opened and migrated on first use.
+
+        sqlite3 errors surface as ``StorageError``; the original is the cause.
+        """
         with self._lock:
-            if self._conn is None:
-                self._conn = _open(self.path, self._timeout)
-            yield self._conn
+            try:
+                if self._conn is None:
+                    self._conn = _open(self.path, self._timeout)
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StorageError(f"sqlite ({self.path}): {exc}") from exc
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """One query for the state row, one for the window's messages (one read snapshot)."""

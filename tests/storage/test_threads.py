@@ -1,0 +1,67 @@
+"""One in-process checkpointer shared by OS threads, each running its own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    SqliteCheckpointer,
+    ThreadKey,
+    ThreadWrite,
+)
+
+THREADS = 6
+SAVES = 20
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Checkpointer:
+    if request.param == "memory":
+        return InMemoryCheckpointer()
+    return SqliteCheckpointer(tmp_path / "threads.db")
+
+
+def test_threads_appending_with_retries_lose_nothing(shared: Checkpointer) -> None:
+    """Every thread retries on conflict: all messages end up in the log, each exactly once."""
+    key = ThreadKey("busy", "alice")
+    conflicts = []
+
+    async def worker(number: int) -> None:
+        for index in range(SAVES):
+            message = Message.text_message(f"{number}-{index}")
+            while True:
+                stored = await shared.aload(key)
+                version, length = (0, 0) if stored is None else (stored.version, stored.log_length)
+                write = ThreadWrite(version, [message], {}, [(0, length + 1)], node="w", step=0)
+                try:
+                    await shared.asave(key, write)
+                    break
+                except ConflictError:
+                    conflicts.append(number)
+
+    threads = [
+        threading.Thread(target=asyncio.run, args=(worker(number),)) for number in range(THREADS)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    async def check() -> None:
+        log = [m.message.text() for m in await shared.alist_messages(key)]
+        assert sorted(log) == sorted(f"{n}-{i}" for n in range(THREADS) for i in range(SAVES))
+        stored = await shared.aload(key)
+        assert stored is not None
+        assert stored.version == THREADS * SAVES
+        assert len(stored.context) == THREADS * SAVES
+        await shared.aclose()
+
+    asyncio.run(check())
