@@ -135,7 +135,7 @@ def _text_only(blocks: Sequence[ContentBlock], role: str) -> str:
             texts.append(block.text)
         else:
             raise _Unsupported(
-                f"block {position}: a {block.type} block cannot be sent in a {role} message "
+                f"block {position}: {block.type} content cannot be sent in a {role} message "
                 "here; only text is accepted"
             )
     return "\n".join(texts)
@@ -157,7 +157,7 @@ def _assistant_to_wire(blocks: Sequence[ContentBlock], strings_only: bool) -> di
             )
         else:
             raise _Unsupported(
-                f"block {position}: a {block.type} block cannot be sent in an assistant message"
+                f"block {position}: {block.type} content cannot be sent in an assistant message"
             )
     wire: dict[str, Any] = {"role": "assistant"}
     wire["content"] = "".join(texts) if texts or strings_only else None
@@ -185,8 +185,8 @@ def _output_text(output: Any) -> str:
         for item in output:
             if not isinstance(item, TextBlock):
                 raise _Unsupported(
-                    f"a tool result holding a {getattr(item, 'type', type(item).__name__)} "
-                    "block cannot be sent; return text or JSON"
+                    f"a tool result holding {getattr(item, 'type', type(item).__name__)} content "
+                    "cannot be sent; return text or JSON"
                 )
             texts.append(item.text)
         return "".join(texts)
@@ -216,7 +216,7 @@ def _part_to_wire(position: int, block: ContentBlock) -> dict[str, Any]:
             kind="data", data_base64=block.data_base64 or "", mime_type=block.mime_type
         )
         return {"type": "file", "file": _file(position, media, block.mime_type)}
-    raise _Unsupported(f"block {position}: a {block.type} block cannot be sent in a user message")
+    raise _Unsupported(f"block {position}: {block.type} content cannot be sent in a user message")
 
 
 def _url_or_data_url(media: MediaRef) -> str:

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.llm import ModelRequest, OpenAIChatModel, ToolSpec
+from tenxgraph.core.llm._convert_openai import chat_params, message_from_completion
 from tenxgraph.core.state import Message
 from tenxgraph.core.state.message_block import (
     AnnotationBlock,
     AudioBlock,
+    DataBlock,
     DocumentBlock,
     ImageBlock,
     MediaRef,
@@ -602,3 +604,91 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(MissingExtraError, match=r"pip install \"tenxgraph\[openai\]\""):
         OpenAIChatModel("gpt-4o", api_key="sk-x")
+
+
+# --- the converter on its own: shapes the replay tests above do not reach -----------
+
+
+def test_strings_only_wire_for_plain_chat_templates() -> None:
+    history = [
+        Message.text_message("Weather?"),
+        Message(role="assistant", content=[ToolCallBlock(id="c1", name="get_weather")]),
+        Message.tool_message([ToolResultBlock(call_id="c1", output=[TextBlock(text="Sunny")])]),
+    ]
+    params = chat_params(
+        ModelRequest(messages=history, output_schema={"type": "object"}),
+        provider="local",
+        schema_style="json_object",
+        strings_only=True,
+    )
+    assert params["messages"][1]["content"] == ""  # never null: templates concatenate it
+    assert params["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": "Sunny"}
+    assert params["response_format"] == {"type": "json_object", "schema": {"type": "object"}}
+    image = Message(
+        role="user", content=[ImageBlock(media=MediaRef(kind="url", url="https://x/i.png"))]
+    )
+    with pytest.raises(BadRequestError, match=r"local: message 0 \(user\): block 0: image content"):
+        chat_params(ModelRequest(messages=[image]), provider="local", strings_only=True)
+
+
+def test_tool_output_with_media_is_refused() -> None:
+    history = [
+        Message(role="assistant", content=[ToolCallBlock(id="c1", name="snap")]),
+        Message.tool_message(
+            [ToolResultBlock(call_id="c1", output=MediaRef(kind="url", url="https://x/i.png"))]
+        ),
+    ]
+    with pytest.raises(BadRequestError, match=r"message 1 \(tool\): a tool result holding media"):
+        chat_params(ModelRequest(messages=history), provider="openai")
+
+
+def test_data_blocks_and_mp3_audio() -> None:
+    message = Message(
+        role="user",
+        content=[
+            DataBlock(mime_type="text/csv", data_base64="YSxiCg=="),
+            AudioBlock(media=MediaRef(kind="data", data_base64="SUQz", mime_type="audio/mpeg")),
+        ],
+    )
+    (wire,) = chat_params(ModelRequest(messages=[message]), provider="openai")["messages"]
+    assert wire["content"] == [
+        {
+            "type": "file",
+            "file": {"filename": "file", "file_data": "data:text/csv;base64,YSxiCg=="},
+        },
+        {"type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}},
+    ]
+
+
+def test_complete_response_with_audio_output() -> None:
+    completion = {
+        "id": "chatcmpl-9",
+        "object": "chat.completion",
+        "model": "gpt-4o-audio-preview",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "audio": {
+                        "id": "audio_1",
+                        "data": "UklGRg==",
+                        "format": "wav",
+                        "transcript": "Hello",
+                    },
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12},
+    }
+    message = message_from_completion(completion, message_id="m1")
+    (audio,) = message.content
+    assert isinstance(audio, AudioBlock)
+    assert audio.transcript == "Hello"
+    assert audio.media.mime_type == "audio/wav"
+    assert message.message_id == "m1"
+    assert message.raw == completion
+    assert message.usages is not None
+    assert message.usages.total_tokens == 12
