@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
+from tenxgraph.core.graph import history
 from tenxgraph.core.graph.command import Command
 from tenxgraph.core.graph.events import (
     ErrorEvent,
@@ -132,17 +133,80 @@ class CompiledGraph(Generic[S]):
         """Sync ``ainvoke``."""
         return run_sync(_drain(self._run(input, config, invocation_state, inline_sync=True)))
 
-    async def aget_state(self, config: Mapping[str, Any]) -> S | None:
-        """The thread's saved state, loaded through this graph's state class."""
-        if self.checkpointer is None:
-            raise StateError("this graph has no checkpointer, so threads are not saved")
-        return await ThreadSession(self.checkpointer, ThreadKey.from_config(config)).load(
-            self.builder.state_class
+    async def aget_state(
+        self, config: Mapping[str, Any], *, version: int | None = None
+    ) -> S | None:
+        """The thread's saved state (or its state at checkpoint ``version``); None if new."""
+        checkpointer = self._require_checkpointer()
+        key = history.thread_key(config)
+        if version is not None:
+            return await history.state_at(checkpointer, key, self.builder.state_class, version)
+        return await ThreadSession(checkpointer, key).load(self.builder.state_class)
+
+    def get_state(self, config: Mapping[str, Any], *, version: int | None = None) -> S | None:
+        """Sync ``aget_state``."""
+        return run_sync(self.aget_state(config, version=version))
+
+    async def aget_state_history(
+        self, config: Mapping[str, Any], *, limit: int | None = None
+    ) -> list[history.StateSnapshot[S]]:
+        """The thread's checkpoints, newest first, each with the state it recorded."""
+        return await history.state_history(
+            self._require_checkpointer(),
+            history.thread_key(config),
+            self.builder.state_class,
+            limit,
         )
 
-    def get_state(self, config: Mapping[str, Any]) -> S | None:
-        """Sync ``aget_state``."""
-        return run_sync(self.aget_state(config))
+    def get_state_history(
+        self, config: Mapping[str, Any], *, limit: int | None = None
+    ) -> list[history.StateSnapshot[S]]:
+        """Sync ``aget_state_history``."""
+        return run_sync(self.aget_state_history(config, limit=limit))
+
+    async def aupdate_state(
+        self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
+    ) -> int:
+        """Merge ``values`` (anything a node may return) into the thread as a new checkpoint.
+
+        Returns the new version. The run status is kept, so a paused thread can be
+        corrected and then resumed.
+        """
+        return await history.update_state(
+            self._require_checkpointer(), history.thread_key(config), self.schema, values, as_node
+        )
+
+    def update_state(
+        self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
+    ) -> int:
+        """Sync ``aupdate_state``."""
+        return run_sync(self.aupdate_state(config, values, as_node=as_node))
+
+    async def afork(
+        self, config: Mapping[str, Any], new_thread_id: str, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Copy the thread (as it is, or as it was at ``version``) into a new thread.
+
+        Returns the new thread's config; invoke it to continue from there while the
+        original thread stays as it was.
+        """
+        source = history.thread_key(config)
+        target = ThreadKey(new_thread_id, source.user_id)
+        await history.fork_thread(
+            self._require_checkpointer(), source, version, target, self.builder.state_class
+        )
+        return {**config, "thread_id": new_thread_id}
+
+    def fork(
+        self, config: Mapping[str, Any], new_thread_id: str, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Sync ``afork``."""
+        return run_sync(self.afork(config, new_thread_id, version=version))
+
+    def _require_checkpointer(self) -> Checkpointer:
+        if self.checkpointer is None:
+            raise StateError("this graph has no checkpointer, so threads are not saved")
+        return self.checkpointer
 
     def tools(self) -> dict[str, Tool]:
         """Every tool of the graph's ToolNodes and Agents, by name."""

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tenxgraph.core.graph import CompiledGraph, StateGraph
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.errors import StateError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
+
+
+class Notes(AgentState):
+    topic: str = ""
+
+
+def echo(state: Notes) -> list[Message]:
+    return [Message.text_message(f"echo {state.context[-1].text()}", role="assistant")]
+
+
+def build(path: Path, **compile_options: Any) -> CompiledGraph[Notes]:
+    graph = StateGraph(Notes)
+    graph.add_node("echo", echo)
+    graph.set_entry_point("echo")
+    return graph.compile(SqliteCheckpointer(path / "t.sqlite"), **compile_options)
+
+
+def test_history_update_and_fork(tmp_path: Path) -> None:
+    app = build(tmp_path)
+    config = {"thread_id": "main"}
+    app.invoke({"messages": [Message.text_message("one")]}, config)
+    app.invoke({"messages": [Message.text_message("two")]}, config)
+
+    history = app.get_state_history(config)
+    versions = [snapshot.version for snapshot in history]
+    assert versions == sorted(versions, reverse=True)
+    texts = [[m.text() for m in snapshot.state.context] for snapshot in history]
+    assert texts[0] == ["one", "echo one", "two", "echo two"]
+    assert ["one", "echo one"] in texts
+    first_turn = next(
+        s for s in history if [m.text() for m in s.state.context] == ["one", "echo one"]
+    )
+
+    version = app.update_state(config, {"topic": "cats"})
+    assert version == history[0].version + 1
+    assert app.get_state(config).topic == "cats"
+    assert app.get_state_history(config)[0].node == "update_state"
+
+    fork = app.fork(config, "branch", version=first_turn.version)
+    forked = app.invoke({"messages": [Message.text_message("other")]}, fork)
+    assert [m.text() for m in forked["state"].context] == ["one", "echo one", "other", "echo other"]
+    original = app.get_state(config)
+    assert [m.text() for m in original.context] == ["one", "echo one", "two", "echo two"]
+    past = app.get_state(config, version=first_turn.version)
+    assert [m.text() for m in past.context] == ["one", "echo one"]
+
+    with pytest.raises(StateError, match="already exists"):
+        app.fork(config, "branch")
+    with pytest.raises(ThreadNotFoundError, match="no checkpoint 999"):
+        app.get_state(config, version=999)
+    with pytest.raises(StateError, match="unknown state field"):
+        app.update_state(config, {"nope": 1})
+
+
+def test_update_state_on_a_paused_thread_then_resume(tmp_path: Path) -> None:
+    app = build(tmp_path, interrupt_before=["echo"])
+    config = {"thread_id": "paused"}
+    app.invoke({"messages": [Message.text_message("draft")]}, config)
+    app.update_state(config, [Message.text_message("corrected")])
+    assert app.get_state(config).is_interrupted()
+    done = app.invoke({"resume": None}, config)
+    assert [m.text() for m in done["state"].context] == ["draft", "corrected", "echo corrected"]
+
+
+def test_retention_keeps_a_paused_run_resumable(tmp_path: Path) -> None:
+    graph = StateGraph(Notes)
+    graph.add_node("echo", echo)
+    graph.set_entry_point("echo")
+    checkpointer = SqliteCheckpointer(tmp_path / "r.sqlite", keep_checkpoints=2)
+    app = graph.compile(checkpointer, interrupt_after=["echo"])
+    config = {"thread_id": "r"}
+    for i in range(5):
+        app.invoke({"messages": [Message.text_message(f"m{i}")]}, config)
+        app.invoke({"resume": None}, config)
+    app.invoke({"messages": [Message.text_message("last")]}, config)
+    assert len(app.get_state_history(config)) == 2
+    done = app.invoke({"resume": None}, config)
+    assert done["state"].execution_meta.status == "completed"
+    assert done["state"].context[-1].text() == "echo last"
