@@ -15,7 +15,8 @@ import gzip
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from tenxgraph.core.state.context.tokens import (
@@ -130,9 +131,12 @@ def _load_encoding(name: str) -> Any:
     """Build the tiktoken encoding once per process (parsing the ranks takes a moment)."""
     tiktoken = _import_tiktoken()
     spec = _ENCODINGS[name]
-    try:
-        packed = (resources.files("bpe_openai.data") / f"{name}.tiktoken.gz").read_bytes()
-    except (ModuleNotFoundError, FileNotFoundError):
+    try:  # located through the package metadata: importing bpe_openai would load every encoding
+        path = metadata.distribution("bpe-openai").locate_file(
+            f"bpe_openai/data/{name}.tiktoken.gz"
+        )
+        packed = Path(str(path)).read_bytes()
+    except (metadata.PackageNotFoundError, FileNotFoundError):
         raise MissingExtraError("bpe-openai", "tokens") from None
     data = gzip.decompress(packed)
     if hashlib.sha256(data).hexdigest() != spec.sha256:

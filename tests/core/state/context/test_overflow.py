@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tenxgraph.core.state import (
+    MessageContextManager,
+    ToolResultBlock,
+    areduce_on_overflow,
+    is_paired,
+    truncate_largest_tool_results,
+)
+from tenxgraph.core.state.context.overflow import TRUNCATION_MARKER
+
+from .convo import calls, ids, results, state_of, tool_turn, user
+
+
+def outputs(messages: list) -> list[object]:  # type: ignore[type-arg]
+    return [b.output for m in messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def test_the_largest_outputs_are_shortened_first() -> None:
+    history = [
+        user("q"),
+        calls("big", "mid", "small"),
+        results("big", output="B" * 10_000),
+        results("mid", output="M" * 3_000),
+        results("small", output="S" * 100),
+    ]
+    before = [m.model_dump() for m in history]
+    shortened = truncate_largest_tool_results(history)
+    big, mid, small = outputs(shortened)
+    assert isinstance(big, str) and isinstance(mid, str)
+    assert big.startswith("B" * 500) and big.endswith(TRUNCATION_MARKER.format(total=10_000))
+    assert mid == "M" * 3_000  # the cap chosen still fits it
+    assert small == "S" * 100
+    assert len(big) + len(mid) + len(small) <= (10_000 + 3_000 + 100) // 2 + 100
+    assert shortened[2].metadata["truncated"] is True
+    assert "truncated" not in shortened[3].metadata
+    assert shortened[3] is history[3] and shortened[0] is history[0]
+    assert [m.model_dump() for m in history] == before  # nothing edited in place
+    assert is_paired(shortened)
+
+
+def test_several_large_outputs_share_one_cap() -> None:
+    history = [calls("a", "b"), results("a", output="A" * 8_000), results("b", output="B" * 6_000)]
+    a, b = outputs(truncate_largest_tool_results(history, keep_ratio=0.5))
+    assert isinstance(a, str) and isinstance(b, str)
+    assert a.startswith("A" * 3_500) and b.startswith("B" * 3_500)
+    assert "[tenxgraph: tool output truncated from 8000 characters]" in a
+
+
+def test_json_outputs_are_shortened_as_text() -> None:
+    data = {"rows": list(range(3_000))}
+    (short,) = outputs(truncate_largest_tool_results([calls("j"), _json_result("j", data)]))
+    assert isinstance(short, str)
+    assert short.startswith(json.dumps(data)[:500]) and "truncated from" in short
+
+
+def test_small_outputs_are_left_alone() -> None:
+    history = [calls("a"), results("a", output="x" * 400)]
+    assert all(a is b for a, b in zip(truncate_largest_tool_results(history), history, strict=True))
+    with pytest.raises(ValueError, match="keep_ratio"):
+        truncate_largest_tool_results(history, keep_ratio=1.5)
+
+
+async def test_without_a_manager_overflow_recovery_only_shortens_tool_outputs() -> None:
+    history = [*tool_turn(0), user("read it"), calls("f"), results("f", output="z" * 20_000)]
+    state = state_of(history)
+    assert await areduce_on_overflow(state, None)
+    assert ids(state.context) == ids(history)  # no turn dropped
+    assert len(str(outputs(state.context)[-1])) < 11_000
+    assert is_paired(state.context)
+
+
+async def test_with_a_manager_its_reduction_runs() -> None:
+    history = [m for n in range(4) for m in tool_turn(n)]
+    state = state_of(history)
+    manager = MessageContextManager(max_messages=10)
+    assert await areduce_on_overflow(state, manager)
+    assert ids(state.context) == ids(history[8:])  # half of the 4 turns
+    assert manager.reduce_context(state)
+    assert ids(state.context) == ids(history[12:])
+    # one short turn left: nothing more to remove
+    assert not await areduce_on_overflow(state, manager)
+    assert ids(state.context) == ids(history[12:])
+
+
+async def test_one_turn_left_then_tool_outputs_are_shortened() -> None:
+    turn = [user("read"), calls("f"), results("f", output="z" * 20_000)]
+    state = state_of(turn)
+    assert await MessageContextManager().areduce_context(state)
+    assert ids(state.context) == ids(turn)
+    assert state.context[-1].metadata["truncated"] is True
+
+
+def _json_result(call_id: str, data: object):  # type: ignore[no-untyped-def]
+    from tenxgraph.core.state import Message
+
+    return Message.tool_message([ToolResultBlock(call_id=call_id, output=data)])  # type: ignore[arg-type]
