@@ -69,12 +69,20 @@ class ToolNode(Node):
             ledger[call.id] = outcome.entry()
 
         holder = pending[0].id if pending else None
-        await asyncio.gather(
-            *(
+        tasks = [
+            asyncio.ensure_future(
                 settle(call, ctx.interrupt_scope if call.id == holder else InterruptScope())
-                for call in pending
             )
-        )
+            for call in pending
+        ]
+        try:
+            for finished, done in enumerate(asyncio.as_completed(tasks), start=1):
+                await done
+                if finished < len(tasks) and not interrupts:
+                    yield SaveProgress()  # the ledger entry is durable before the step ends
+        finally:
+            for task in tasks:
+                task.cancel()
         if interrupts:
             yield SaveProgress()
             call, signal = min(interrupts, key=lambda item: calls.index(item[0]))
