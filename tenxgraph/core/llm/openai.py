@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
 from tenxgraph.core.llm._openai_errors import map_openai_error
@@ -30,6 +33,10 @@ class OpenAIChatModel(ChatModel):
     sent on every call (``top_p=0.9``, ``seed=1``...); a request's own fields
     and ``ModelRequest.extra`` override them. ``max_retries`` is the SDK's own
     retry count; use ``RetryingModel`` for tenxgraph's retries.
+
+    An HTTP client's connections belong to one event loop, so the model makes
+    one client per loop it is used on (two ``asyncio.run`` calls work). A
+    ``client`` passed in is used as it is, on the caller's loop.
     """
 
     def __init__(
@@ -52,13 +59,32 @@ class OpenAIChatModel(ChatModel):
         """Ask for usage in the stream (``stream_options.include_usage``)."""
         official = base_url is None or "api.openai.com" in base_url
         self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
-        self._owns_client = client is None
-        self._client = client or _make_client(api_key, base_url, timeout, max_retries, provider)
+        self._given_client = client
+        self._client_options = (
+            {} if client is not None else _client_options(api_key, base_url, provider)
+        )
+        self._client_options.update(timeout=timeout, max_retries=max_retries)
+        self._clients: WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
+            WeakKeyDictionary()
+        )
+
+    def _client(self) -> AsyncOpenAI:
+        """The caller's client, or this model's client for the running loop."""
+        if self._given_client is not None:
+            return self._given_client
+        import openai
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = openai.AsyncOpenAI(**self._client_options)
+        return client
 
     async def aclose(self) -> None:
-        """Close the HTTP client this model created (a client passed in is the caller's)."""
-        if self._owns_client:
-            await self._client.close()
+        """Close the client made for the running loop (a client passed in is the caller's)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Stream one completion: text and reasoning deltas, then the complete message."""
@@ -76,7 +102,7 @@ class OpenAIChatModel(ChatModel):
             params.setdefault("stream_options", {"include_usage": True})
         accumulator = ChatStreamAccumulator()
         try:
-            async with await self._client.chat.completions.create(**params) as chunks:
+            async with await self._client().chat.completions.create(**params) as chunks:
                 async for chunk in chunks:
                     for delta in accumulator.feed(chunk.model_dump(mode="json")):
                         yield delta
@@ -85,17 +111,10 @@ class OpenAIChatModel(ChatModel):
         yield accumulator.message()
 
 
-def _make_client(
-    api_key: str | None,
-    base_url: str | None,
-    timeout: float,
-    max_retries: int,
-    provider: str,
-) -> AsyncOpenAI:
-    try:
-        import openai
-    except ImportError:
-        raise MissingExtraError("openai", "openai") from None
+def _client_options(api_key: str | None, base_url: str | None, provider: str) -> dict[str, Any]:
+    """Check the SDK is installed and a key is known; return the client's arguments."""
+    if importlib.util.find_spec("openai") is None:
+        raise MissingExtraError("openai", "openai")
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if key is None and base_url is not None:
         key = _PLACEHOLDER_KEY
@@ -103,6 +122,14 @@ def _make_client(
         raise AuthenticationError(
             f"{provider}: no API key: pass api_key= or set OPENAI_API_KEY", provider=provider
         )
-    return openai.AsyncOpenAI(
-        api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
-    )
+    return {"api_key": key, "base_url": base_url}
+
+
+def _make_client(
+    api_key: str | None, base_url: str | None, timeout: float, max_retries: int, provider: str
+) -> AsyncOpenAI:
+    """One SDK client (used by the Responses adapter), checked like ``OpenAIChatModel``'s."""
+    import openai
+
+    options = _client_options(api_key, base_url, provider)
+    return openai.AsyncOpenAI(**options, timeout=timeout, max_retries=max_retries)

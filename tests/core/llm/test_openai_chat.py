@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -692,3 +693,19 @@ def test_complete_response_with_audio_output() -> None:
     assert message.raw == completion
     assert message.usages is not None
     assert message.usages.total_tokens == 12
+
+
+def test_one_model_serves_several_event_loops(server: ReplayServer) -> None:
+    model = OpenAIChatModel("gpt-test", base_url=server.url + "/v1", max_retries=0)
+
+    async def once() -> str:
+        try:
+            return (await model.complete(ask())).text()
+        finally:
+            await model.aclose()
+
+    answers = []
+    for text in ("first", "second"):
+        server.stream([chunk({"content": text}, finish="stop"), "[DONE]"])
+        answers.append(asyncio.run(once()))
+    assert answers == ["first", "second"]
