@@ -51,6 +51,8 @@ def conversations(draw: st.DrawFn) -> list[Message]:
                     messages.extend(results(i, output="r" * size) for i in order)
                 else:
                     messages.append(results(*order, output="r" * size))
+    if draw(st.booleans()):  # a run paused between the model's tool call and the tool
+        messages.append(calls("pending"))
     return messages
 
 
@@ -79,7 +81,10 @@ MANAGERS: dict[str, Callable[[int], BaseContextManager]] = {
 
 def check_invariants(before: list[Message], state: AgentState) -> None:
     after = state.context
-    assert is_paired(after)
+    pending = bool(before) and _pending(before[-1])
+    assert is_paired(after, allow_pending_tail=pending)
+    if pending:
+        assert after[-1] is before[-1]  # the pending call waits for its result
     position = {m.message_id: i for i, m in enumerate(before)}
     kept = [position[m.message_id] for m in after]
     assert kept == sorted(kept) and len(set(kept)) == len(kept)  # an ordered subsequence
@@ -91,6 +96,10 @@ def check_invariants(before: list[Message], state: AgentState) -> None:
     last_user = last_user_index(before)
     if last_user is not None:
         assert before[last_user] in after
+
+
+def _pending(message: Message) -> bool:
+    return any(call.id == "pending" for call in message.tool_calls())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from tenxgraph._sync import run_sync
 from tenxgraph.core.state import (
     BaseContextManager,
     MessageContextManager,
@@ -138,3 +139,28 @@ async def test_async_and_sync_entry_points_agree() -> None:
     via_async = await manager.atrim_context(state_of(history))
     via_sync = manager.trim_context(state_of(history))  # from inside a running loop too
     assert ids(via_async.context) == ids(via_sync.context) == ids(history[8:])
+
+
+def test_the_001_preserving_facts_example_runs_as_written() -> None:
+    from tenxgraph.core.state import AgentState
+
+    class CustomState(AgentState):
+        user_profile: str  # Static facts about the user
+        decisions_made: list[str]  # Extracted decisions
+
+    context_manager = MessageContextManager(max_messages=10)
+
+    async def extract_decision(state: CustomState) -> CustomState:
+        # After the model's response, extract and store the decision
+        last_msg = state.context[-1]
+        if "decided" in last_msg.text():
+            state.decisions_made.append(last_msg.text())
+        return state
+
+    state = CustomState(user_profile="lives in Oslo", decisions_made=[])
+    for n in range(12):
+        state.append_messages([user(f"q{n}"), assistant(f"I decided on option {n}")])
+        run_sync(extract_decision(state))
+        context_manager.trim_context(state)
+    assert sum(m.role == "user" for m in state.context) == 10
+    assert len(state.decisions_made) == 12 and state.user_profile == "lives in Oslo"
