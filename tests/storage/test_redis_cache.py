@@ -39,8 +39,19 @@ async def stores(pg_schema: str, redis_prefix: str) -> AsyncIterator[tuple[Any, 
     await drop_redis_keys(redis_prefix)
 
 
-def entry_key(cached: Any) -> str:
-    return str(cached._cache.key(KEY))
+def entry_keys(cached: Any) -> tuple[str, str]:
+    state, context = cached._cache.keys(KEY)
+    return str(state), str(context)
+
+
+async def read_entry(client: Any, cached: Any) -> tuple[dict[bytes, bytes], list[str]]:
+    state, context = entry_keys(cached)
+    bodies = await client.lrange(context, 0, -1)
+    return await client.hgetall(state), [Message.model_validate_json(b).text() for b in bodies]
+
+
+async def cached_entry_count(client: Any, cached: Any) -> int:
+    return int(await client.exists(*entry_keys(cached)))
 
 
 def step(
@@ -52,23 +63,24 @@ def step(
 
 async def test_saves_write_through(stores: tuple[Any, Any, Any]) -> None:
     cached, _, client = stores
-    await cached.asave(KEY, step(0, ["a", "b"], [(0, 2)], n=1))
-    entry = await client.hgetall(entry_key(cached))
-    assert int(entry[b"version"]) == 1
-    assert entry[b"context"].count(b"\x00") == 1  # two bodies
-    await cached.asave(KEY, step(1, ["c"], [(1, 3)], n=2))
-    entry = await client.hgetall(entry_key(cached))
-    assert (int(entry[b"version"]), int(entry[b"log_length"])) == (2, 3)
-    assert entry[b"window"] == b"[[1,3]]"
-    assert [Message.model_validate_json(b).text() for b in entry[b"context"].split(b"\x00")] == [
-        "b",
-        "c",
-    ]
+    await cached.asave(KEY, step(0, ["a", "b", "c"], [(1, 3)], n=1))
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), int(header[b"log_length"])) == (1, 3)
+    assert context == ["b", "c"]
+    await cached.asave(KEY, step(1, ["d"], [(1, 4)], n=2))  # appends: the entry follows
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), int(header[b"log_length"])) == (2, 4)
+    assert header[b"window"] == b"[[1,4]]"
+    assert context == ["b", "c", "d"]
+    await cached.asave(KEY, step(2, ["e", "f"], [(1, 4), (4, 6)], n=3))  # split ranges, same seqs
+    header, context = await read_entry(client, cached)
+    assert int(header[b"version"]) == 3
+    assert context == ["b", "c", "d", "e", "f"]
     stored = await cached.aload(KEY)
     assert (stored.version, stored.values, [m.text() for m in stored.context]) == (
-        2,
-        {"n": 2},
-        ["b", "c"],
+        3,
+        {"n": 3},
+        ["b", "c", "d", "e", "f"],
     )
 
 
@@ -78,14 +90,15 @@ async def test_a_matching_entry_is_served_and_a_stale_one_is_not(
     cached, direct, client = stores
     await cached.asave(KEY, step(0, ["a"], [(0, 1)], n=1))
     # Same version as Postgres: the entry is what a load returns (proof the cache is used).
-    await client.hset(entry_key(cached), "values", b'{"served": "from redis"}')
+    await client.hset(entry_keys(cached)[0], "values", b'{"served": "from redis"}')
     assert (await cached.aload(KEY)).values == {"served": "from redis"}
     # Another writer moves Postgres on: the entry no longer matches and is not trusted.
     await direct.asave(KEY, step(1, ["b"], [(0, 2)], n=2))
     stored = await cached.aload(KEY)
     assert (stored.version, stored.values) == (2, {"n": 2})
     assert [m.text() for m in stored.context] == ["a", "b"]
-    assert int((await client.hgetall(entry_key(cached)))[b"version"]) == 2  # refilled
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (2, ["a", "b"])  # refilled
 
 
 async def test_a_recreated_thread_is_not_confused_with_the_old_one(
@@ -103,24 +116,29 @@ async def test_conflict_and_delete_evict(stores: tuple[Any, Any, Any]) -> None:
     cached, direct, client = stores
     await cached.asave(KEY, step(0, ["a"], [(0, 1)]))
     await direct.asave(KEY, step(1, ["b"], [(0, 2)]))
-    assert await client.exists(entry_key(cached)) == 1
+    assert await cached_entry_count(client, cached) == 2
     with pytest.raises(ConflictError):
         await cached.asave(KEY, step(1, ["lost"], [(0, 2)]))
-    assert await client.exists(entry_key(cached)) == 0
+    assert await cached_entry_count(client, cached) == 0
     assert (await cached.aload(KEY)).version == 2
-    assert await client.exists(entry_key(cached)) == 1
+    assert await cached_entry_count(client, cached) == 2
     assert await cached.adelete_thread(KEY) is True
-    assert await client.exists(entry_key(cached)) == 0
+    assert await cached_entry_count(client, cached) == 0
     assert await cached.aload(KEY) is None
 
 
 async def test_a_save_the_entry_cannot_follow_evicts(stores: tuple[Any, Any, Any]) -> None:
     cached, _, client = stores
-    await cached.asave(KEY, step(0, ["a", "b", "c"], [(2, 3)]))
-    # the new window reaches back to messages the cached context does not hold
-    await cached.asave(KEY, step(1, [], [(0, 3)]))
-    assert await client.exists(entry_key(cached)) == 0
-    assert [m.text() for m in (await cached.aload(KEY)).context] == ["a", "b", "c"]
+    await cached.asave(KEY, step(0, ["a", "b", "c"], [(0, 3)]))
+    assert await cached_entry_count(client, cached) == 2
+    await cached.asave(KEY, step(1, ["d"], [(0, 1), (2, 4)]))  # a trim: not an append
+    assert await cached_entry_count(client, cached) == 0
+    assert [m.text() for m in (await cached.aload(KEY)).context] == ["a", "c", "d"]
+    assert await cached_entry_count(client, cached) == 2  # the load refilled it
+    await client.hset(entry_keys(cached)[0], "created_at", b"1.5")  # not the version replaced
+    await cached.asave(KEY, step(2, ["e"], [(0, 1), (2, 5)]))
+    assert await cached_entry_count(client, cached) == 0
+    assert [m.text() for m in (await cached.aload(KEY)).context] == ["a", "c", "d", "e"]
 
 
 async def test_postgres_keeps_working_when_redis_is_down(
@@ -151,14 +169,14 @@ async def test_a_plain_redis_client_is_used_and_left_open(pg_schema: str) -> Non
 
     client = Redis.from_url(REDIS_URL)
     key = ThreadKey(f"plain-client-{uuid.uuid4().hex}", "alice")
-    name = f"tenxgraph:thread:5:alice:{key.thread_id}"  # the default prefix
+    names = [f"tenxgraph:{kind}:5:alice:{key.thread_id}" for kind in ("state", "context")]
     checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema, redis=client)
     try:
         await checkpointer.asave(key, step(0, ["a"], [(0, 1)]))
-        assert await client.exists(name) == 1
+        assert await client.exists(*names) == 2  # the default prefix
         await checkpointer.aclose()
         assert await client.ping() is True  # not closed: the caller owns it
     finally:
-        await client.delete(name)
+        await client.delete(*names)
         await client.aclose()
         await drop_schema(pg_schema)

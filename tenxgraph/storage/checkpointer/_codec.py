@@ -35,6 +35,7 @@ __all__ = [
     "encode_json",
     "encode_write",
     "json_contains",
+    "window_reach",
     "window_seqs",
     "window_size",
 ]
@@ -119,6 +120,13 @@ def check_window(key: ThreadKey, window: Window, log_length: int) -> None:
                 f"thread {key.thread_id!r}: window[{index}] = ({start}, {end}) is not a range "
                 f"of the log (0 <= start <= end <= {log_length})"
             )
+
+
+def window_reach(key: ThreadKey, window: Window) -> int:
+    """Check ``0 <= start <= end`` for every range; return the largest end (0 if none)."""
+    reach = max((end for _, end in window), default=0)
+    check_window(key, window, reach)
+    return reach
 
 
 def check_page(offset: int, limit: int | None) -> None:

@@ -38,6 +38,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
+    window_reach,
     window_seqs,
     window_size,
 )
@@ -107,6 +108,53 @@ pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
 ``@>`` and a GIN index).
 """
 
+_CLAIM_NEW = """
+    INSERT INTO {schema}.threads VALUES (%(user)s, %(thread)s, 1, %(added)s, %(values)s::jsonb,
+        %(window)s::jsonb, coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
+    ON CONFLICT DO NOTHING
+    RETURNING 0::bigint AS base, created_at"""
+"""Claims a new thread: inserts its state row unless the key exists."""
+
+_CLAIM_NEXT = """
+    UPDATE {schema}.threads SET version = version + 1, log_length = log_length + %(added)s,
+        "values" = %(values)s::jsonb, "window" = %(window)s::jsonb,
+        metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
+    WHERE user_id = %(user)s AND thread_id = %(thread)s AND version = %(expected)s
+        AND log_length + %(added)s >= %(reach)s
+    RETURNING log_length - %(added)s AS base, created_at"""
+"""Claims the next version: the compare-and-swap (the window must fit the grown log)."""
+
+_SAVE = """
+WITH claimed AS ({claim}),
+appended AS (
+    INSERT INTO {schema}.messages
+    SELECT %(user)s, %(thread)s, claimed.base + t.ord - 1, t.message_id, t.role,
+        t.usage::jsonb, t.body::json
+    FROM claimed, unnest(%(message_ids)s::text[], %(roles)s::text[], %(usages)s::text[],
+        %(bodies)s::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
+),
+recorded AS (
+    INSERT INTO {schema}.checkpoints
+    SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
+        %(values)s::jsonb, %(window)s::jsonb, %(now)s
+    FROM claimed
+){prune}
+SELECT base, created_at FROM claimed"""
+
+_PRUNE = """,
+pruned AS (
+    DELETE FROM {schema}.checkpoints
+    WHERE user_id = %(user)s AND thread_id = %(thread)s AND version <= %(prune_upto)s
+        AND EXISTS (SELECT FROM claimed)
+)"""
+"""Retention: drops checkpoints older than the newest ``keep_checkpoints`` (never the new one)."""
+
+
+def _save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> str:
+    prune = "" if keep_checkpoints is None else _PRUNE.format(schema=schema)
+    return _SAVE.format(claim=claim.format(schema=schema), schema=schema, prune=prune)
+
+
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -166,6 +214,8 @@ class PgCheckpointer(Checkpointer):
         self._s = f'"{schema}"'
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._create_statement = _save_statement(self._s, _CLAIM_NEW, keep_checkpoints)
+        self._save_statement = _save_statement(self._s, _CLAIM_NEXT, keep_checkpoints)
 
     async def _connected(self) -> AsyncConnectionPool:
         """The pool, opened and migrated on first use."""
@@ -311,7 +361,7 @@ class PgCheckpointer(Checkpointer):
         return await cursor.fetchall()
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
-        """One transaction: CAS the state row, append the messages, record the checkpoint."""
+        """One statement: CAS the state row, append the messages, record the checkpoint."""
         encoded = encode_write(key, write)
         try:
             base, created_at = await self._write(key, write, encoded)
@@ -326,92 +376,52 @@ class PgCheckpointer(Checkpointer):
     async def _write(
         self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
     ) -> tuple[int, float]:
-        """Apply the write in one transaction; return the previous log length and creation time."""
-        s, user, thread = self._s, key.user_id, key.thread_id
+        """Apply the write as one statement; return the previous log length and creation time.
+
+        One statement is one transaction and one round trip: the ``claimed``
+        CTE is the compare-and-swap, and the inserts read from it, so when it
+        claims nothing they write nothing.
+        """
         added = len(encoded.messages)
-        version = write.expected_version + 1
-        now = time.time()
-        async with self._connection(transaction=True) as conn:
-            if write.expected_version == 0:
-                cursor = await conn.execute(
-                    f"INSERT INTO {s}.threads VALUES (%s, %s, 1, %s, "
-                    "%s::jsonb, %s::jsonb, %s::jsonb, %s, %s) ON CONFLICT DO NOTHING",
-                    (
-                        user,
-                        thread,
-                        added,
-                        encoded.values,
-                        encoded.window,
-                        encoded.metadata or "{}",
-                        now,
-                        now,
-                    ),
-                )
-                if cursor.rowcount == 0:
-                    raise ConflictError(thread, 0, await self._version(conn, key))
-                base, created_at = 0, now
-            else:
-                cursor = await conn.execute(
-                    f"UPDATE {s}.threads SET version = version + 1, log_length = log_length + %s, "
-                    '"values" = %s::jsonb, "window" = %s::jsonb, '
-                    "metadata = coalesce(%s::jsonb, metadata), updated_at = %s "
-                    "WHERE user_id = %s AND thread_id = %s AND version = %s "
-                    "RETURNING log_length, created_at",
-                    (
-                        added,
-                        encoded.values,
-                        encoded.window,
-                        encoded.metadata,
-                        now,
-                        user,
-                        thread,
-                        write.expected_version,
-                    ),
-                )
-                row = await cursor.fetchone()
-                if row is None:
-                    actual = await self._version(conn, key)
-                    raise ConflictError(thread, write.expected_version, actual)
-                base, created_at = int(row[0]) - added, float(row[1])
-            check_window(key, write.window, base + added)
-            if added:
-                await conn.execute(
-                    f"INSERT INTO {s}.messages "
-                    "SELECT %s, %s, %s + t.ord - 1, t.message_id, t.role, t.usage::jsonb, "
-                    "t.body::json FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
-                    "WITH ORDINALITY AS t(message_id, role, usage, body, ord)",
-                    (
-                        user,
-                        thread,
-                        base,
-                        [row.message_id for row in encoded.messages],
-                        [row.role for row in encoded.messages],
-                        [row.usage for row in encoded.messages],
-                        [row.body for row in encoded.messages],
-                    ),
-                )
-            await conn.execute(
-                f"INSERT INTO {s}.checkpoints VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)",
-                (
-                    user,
-                    thread,
-                    version,
-                    write.node,
-                    write.step,
-                    base + added,
-                    encoded.values,
-                    encoded.window,
-                    now,
-                ),
+        reach = window_reach(key, write.window)
+        if write.expected_version == 0:
+            check_window(key, write.window, added)
+        params = {
+            "user": key.user_id,
+            "thread": key.thread_id,
+            "expected": write.expected_version,
+            "version": write.expected_version + 1,
+            "added": added,
+            "reach": reach,
+            "values": encoded.values,
+            "window": encoded.window,
+            "metadata": encoded.metadata,
+            "now": time.time(),
+            "node": write.node,
+            "step": write.step,
+            "message_ids": [row.message_id for row in encoded.messages],
+            "roles": [row.role for row in encoded.messages],
+            "usages": [row.usage for row in encoded.messages],
+            "bodies": [row.body for row in encoded.messages],
+            "prune_upto": write.expected_version + 1 - (self._keep or 0),
+        }
+        statement = self._create_statement if write.expected_version == 0 else self._save_statement
+        async with self._connection() as conn:
+            cursor = await conn.execute(statement, params)
+            row = await cursor.fetchone()
+            if row is not None:
+                return int(row[0]), float(row[1])
+            cursor = await conn.execute(
+                f"SELECT version, log_length FROM {self._s}.threads "
+                "WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
             )
-            if self._keep is not None:
-                await conn.execute(
-                    f"DELETE FROM {s}.checkpoints "
-                    "WHERE user_id = %s AND thread_id = %s AND version <= %s",
-                    (user, thread, version - self._keep),
-                )
-        return base, created_at
+            found = await cursor.fetchone()
+        if found is not None and found[0] == write.expected_version:  # the version matched,
+            check_window(key, write.window, int(found[1]) + added)  # so the window did not
+        raise ConflictError(
+            key.thread_id, write.expected_version, None if found is None else int(found[0])
+        )
 
     async def _version(self, conn: AsyncConnection[Any], key: ThreadKey) -> int | None:
         cursor = await conn.execute(

@@ -1,12 +1,17 @@
 """``RedisThreadCache``: a hot copy of loaded threads in Redis, in front of Postgres.
 
-An entry is a Redis hash holding one thread's state row and the JSON of its
-context messages, tagged with the thread's version and creation time. The
-cache is never trusted alone: ``PgCheckpointer`` serves an entry only when
-Postgres reports the same version and creation time for the thread (one
-cheap indexed read, sent alongside the Redis read), so a stale or lost
-update can cost a miss but never a wrong answer. Writes update the entry
-after the Postgres commit; conflicts and deletes evict it.
+An entry is two keys per thread: a hash holding the state row (version,
+creation time, log length, values, window, metadata) and a list holding the
+JSON of the context messages in window order. Both always change together,
+inside one MULTI/EXEC.
+
+The cache is never trusted alone: ``PgCheckpointer`` serves an entry only
+when Postgres reports the same version and creation time for the thread (a
+cheap indexed read sent alongside the Redis read), so a stale or lost
+update can cost a miss but never a wrong answer. After a committed save the
+entry follows incrementally when the save only appended to the context
+(WATCH on the hash makes that a compare-and-swap too); any other change
+evicts it and the next load refills it. Conflicts and deletes evict.
 
 Redis failures are logged and treated as misses: Postgres stays the source
 of truth and keeps working without its cache.
@@ -20,14 +25,11 @@ from typing import Any
 
 from tenxgraph.errors import MissingExtraError, StorageError
 from tenxgraph.storage.checkpointer._codec import EncodedWrite, decode_window, window_seqs
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadWrite, Window
 
 __all__ = ["CachedThread", "RedisThreadCache"]
 
 logger = logging.getLogger(__name__)
-
-_SEPARATOR = b"\x00"
-"""Joins message bodies: a NUL byte never occurs in JSON text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,36 +48,41 @@ class CachedThread:
 
 
 class RedisThreadCache:
-    """Thread entries in Redis under ``prefix``, expiring after ``ttl`` seconds unused."""
+    """Thread entries in Redis under ``prefix``, expiring ``ttl`` seconds after their last write."""
 
     def __init__(self, redis: Any, *, prefix: str = "tenxgraph:", ttl: int | None = 86_400) -> None:
         """Use a ``redis.asyncio.Redis`` client or a ``redis://`` URL (then owned and closed)."""
         try:
             from redis.asyncio import Redis
-            from redis.exceptions import RedisError
+            from redis.exceptions import RedisError, WatchError
         except ImportError:
             raise MissingExtraError("redis", "redis") from None
         self._owned = isinstance(redis, str)
         self._client: Any = Redis.from_url(redis) if isinstance(redis, str) else redis
         self._errors: tuple[type[BaseException], ...] = (RedisError, OSError)
+        self._watch_error: type[BaseException] = WatchError
         self.prefix = prefix
         self.ttl = ttl
 
-    def key(self, key: ThreadKey) -> str:
-        """The Redis key of a thread; the user id's length keeps any two keys apart."""
-        return f"{self.prefix}thread:{len(key.user_id)}:{key.user_id}:{key.thread_id}"
+    def keys(self, key: ThreadKey) -> tuple[str, str]:
+        """The thread's state hash and context list; the user id's length keeps keys apart."""
+        name = f"{len(key.user_id)}:{key.user_id}:{key.thread_id}"
+        return f"{self.prefix}state:{name}", f"{self.prefix}context:{name}"
 
     async def get(self, key: ThreadKey) -> CachedThread | None:
         """The cached entry, or None on a miss, a malformed entry or a Redis failure."""
+        state, context = self.keys(key)
         try:
-            fields: dict[bytes, bytes] = await self._client.hgetall(self.key(key))
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hgetall(state)
+                pipe.lrange(context, 0, -1)
+                fields, bodies = await pipe.execute()
         except self._errors as exc:
             logger.warning("redis cache read failed, using Postgres: %s", exc)
             return None
         if not fields:
             return None
         try:
-            context = fields[b"context"]
             return CachedThread(
                 version=int(fields[b"version"]),
                 created_at=float(fields[b"created_at"]),
@@ -83,34 +90,31 @@ class RedisThreadCache:
                 values=fields[b"values"],
                 window=fields[b"window"],
                 metadata=fields[b"metadata"],
-                bodies=context.split(_SEPARATOR) if context else [],
+                bodies=bodies,
             )
         except (KeyError, ValueError):
-            logger.warning("malformed redis cache entry %r, evicting it", self.key(key))
+            logger.warning("malformed redis cache entry %r, evicting it", state)
             await self.evict(key)
             return None
 
     async def put(self, key: ThreadKey, entry: CachedThread) -> None:
-        """Store ``entry``, replacing whatever the key held."""
-        name = self.key(key)
-        mapping = {
+        """Store ``entry``, replacing whatever the keys held."""
+        state, context = self.keys(key)
+        header = {
             "version": entry.version,
             "created_at": repr(entry.created_at),
             "log_length": entry.log_length,
             "values": entry.values,
             "window": entry.window,
             "metadata": entry.metadata,
-            "context": _SEPARATOR.join(entry.bodies),
         }
         try:
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.delete(name)
-                pipe.hset(name, mapping=mapping)
-                if self.ttl is not None:
-                    pipe.expire(name, self.ttl)
+                pipe.delete(state, context)
+                self._queue_write(pipe, key, header, entry.bodies)
                 await pipe.execute()
         except self._errors as exc:
-            logger.warning("redis cache write failed for %r: %s", name, exc)
+            logger.warning("redis cache write failed for %r: %s", state, exc)
 
     async def after_save(
         self,
@@ -120,53 +124,95 @@ class RedisThreadCache:
         base: int,
         created_at: float,
     ) -> None:
-        """Follow a committed save: build the new entry from the previous one, or evict.
+        """Follow a committed save: append to the entry it extends, else evict.
 
-        The new context is the previous entry's context plus the new
-        messages, picked by the new window; when the previous entry is not
-        the version this save replaced, or the window reaches messages it
-        does not hold, the entry is dropped and the next load refills it.
+        The entry follows only if it holds exactly the version this save
+        replaced (checked under WATCH) and the new window is the old one
+        plus the new messages; a trim or summary evicts it instead.
         """
-        new_bodies = {base + index: row.body.encode() for index, row in enumerate(encoded.messages)}
-        metadata = None if encoded.metadata is None else encoded.metadata.encode()
-        known: dict[int, bytes] = {}
-        if write.expected_version > 0:
-            old = await self.get(key)
-            if old is None or (old.version, old.created_at) != (write.expected_version, created_at):
-                await self.evict(key)
-                return
-            try:
-                old_seqs = window_seqs(decode_window(key, old.window))
-                known.update(zip(old_seqs, old.bodies, strict=True))
-            except (StorageError, ValueError):
-                await self.evict(key)
-                return
-            metadata = metadata or old.metadata
-        known.update(new_bodies)
+        state, _ = self.keys(key)
+        new_bodies = [row.body.encode() for row in encoded.messages]
+        header: dict[str, Any] = {
+            "version": write.expected_version + 1,
+            "created_at": repr(created_at),
+            "log_length": base + len(new_bodies),
+            "values": encoded.values,
+            "window": encoded.window,
+        }
+        if encoded.metadata is not None:
+            header["metadata"] = encoded.metadata
         try:
-            bodies = [known[seq] for seq in window_seqs(write.window)]
-        except KeyError:
-            await self.evict(key)
-            return
-        entry = CachedThread(
-            version=write.expected_version + 1,
-            created_at=created_at,
-            log_length=base + len(new_bodies),
-            values=encoded.values.encode(),
-            window=encoded.window.encode(),
-            metadata=metadata or b"{}",
-            bodies=bodies,
-        )
-        await self.put(key, entry)
+            async with self._client.pipeline(transaction=True) as pipe:
+                if write.expected_version == 0:
+                    header.setdefault("metadata", "{}")
+                    pipe.multi()
+                    self._queue_write(
+                        pipe, key, header, [new_bodies[seq] for seq in window_seqs(write.window)]
+                    )
+                    await pipe.execute()
+                    return
+                await pipe.watch(state)
+                version, cached_at, window = await pipe.hmget(
+                    state, ["version", "created_at", "window"]
+                )
+                expected = (str(write.expected_version).encode(), repr(created_at).encode())
+                if (version, cached_at) != expected or not _appends(
+                    key, window, write.window, base, len(new_bodies)
+                ):
+                    await pipe.unwatch()
+                    await self.evict(key)
+                    return
+                pipe.multi()
+                self._queue_write(pipe, key, header, new_bodies)
+                await pipe.execute()
+        except self._watch_error:
+            await self.evict(key)  # another writer touched the entry meanwhile
+        except self._errors as exc:
+            logger.warning("redis cache update failed for %r: %s", state, exc)
+
+    def _queue_write(
+        self, pipe: Any, key: ThreadKey, header: dict[str, Any], bodies: list[bytes]
+    ) -> None:
+        state, context = self.keys(key)
+        pipe.hset(state, mapping=header)
+        if bodies:
+            pipe.rpush(context, *bodies)
+        if self.ttl is not None:
+            pipe.expire(state, self.ttl)
+            pipe.expire(context, self.ttl)
 
     async def evict(self, key: ThreadKey) -> None:
-        """Drop a thread's entry (after a conflict, a delete or a write it cannot follow)."""
+        """Drop a thread's entry (after a conflict, a delete or a change it cannot follow)."""
         try:
-            await self._client.delete(self.key(key))
+            await self._client.delete(*self.keys(key))
         except self._errors as exc:
-            logger.warning("redis cache eviction failed for %r: %s", self.key(key), exc)
+            logger.warning("redis cache eviction failed for %r: %s", self.keys(key)[0], exc)
 
     async def aclose(self) -> None:
         """Close the client if this cache created it from a URL."""
         if self._owned:
             await self._client.aclose()
+
+
+def _appends(key: ThreadKey, old: bytes | None, new: Window, base: int, added: int) -> bool:
+    """True if window ``new`` is window ``old`` followed by the ``added`` messages from ``base``."""
+    if old is None:
+        return False
+    try:
+        previous = decode_window(key, old)
+    except StorageError:
+        return False
+    return _merged(new) == _merged([*previous, (base, base + added)])
+
+
+def _merged(window: Window) -> Window:
+    """The same seqs with empty ranges dropped and touching ranges joined."""
+    merged: Window = []
+    for start, end in window:
+        if start == end:
+            continue
+        if merged and merged[-1][1] == start:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged

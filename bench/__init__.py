@@ -1,0 +1,1 @@
+"""Benchmarks for the budgets of DESIGN.md; each module has ``run() -> dict``."""
