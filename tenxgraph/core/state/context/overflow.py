@@ -11,6 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.cuts import (
     count_user_messages,
@@ -116,7 +118,7 @@ def _output_text(output: Any) -> str | None:
     if isinstance(output, str):
         return output
     if isinstance(output, dict) or (
-        isinstance(output, list) and not any(hasattr(item, "model_dump") for item in output)
+        isinstance(output, list) and not any(isinstance(item, BaseModel) for item in output)
     ):
         return json.dumps(output, ensure_ascii=False)
     return None
