@@ -1,0 +1,207 @@
+"""``tenxgraph chat``: a conversation on a stored thread, tokens printed as they stream.
+
+The graph is one ``Agent`` node over ``AgentState``, saved after every turn,
+so ``--thread ID`` resumes a conversation in a later session. Slash commands
+inspect the thread while chatting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tenxgraph.cli.errors import CliError
+from tenxgraph.cli.locations import describe_location, open_checkpointer
+from tenxgraph.cli.models import chat_model
+from tenxgraph.cli.render import Console
+from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
+from tenxgraph.cli.turns import stream_turn
+from tenxgraph.core.graph.agent import Agent
+from tenxgraph.core.graph.builder import StateGraph
+from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.llm.base import ChatModel
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.context.base import BaseContextManager
+from tenxgraph.core.state.context.summary import SummaryContextManager
+from tenxgraph.core.state.context.trimming import MessageContextManager
+from tenxgraph.core.state.message import Message
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+
+__all__ = ["COMMANDS", "ChatOptions", "build_chat_graph", "chat", "context_manager"]
+
+ContextChoice = Literal["trim", "summary", "none"]
+
+COMMANDS = {
+    "/history": "the whole thread log; * marks the messages in the context window",
+    "/state": "run status, state fields and the context window",
+    "/summary": "the context summary (with --context summary)",
+    "/threads": "the threads in the database",
+    "/new": "start a new thread",
+    "/quit": "leave (Ctrl-D works too)",
+    "/help": "this list",
+}
+
+Reader = Callable[[str], Awaitable[str]]
+"""Reads one line of input after printing a prompt; raises EOFError at the end."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """What ``tenxgraph chat`` was asked for on the command line."""
+
+    model: str = "local"
+    provider: str | None = None
+    thread: str | None = None
+    db: str = "tenxgraph.sqlite"
+    user: str | None = None
+    context: ContextChoice = "trim"
+    max_messages: int | None = None
+    max_tokens: int = 256
+    system: str = "You are a helpful assistant. Answer briefly."
+
+
+def context_manager(
+    choice: ContextChoice, max_messages: int | None, model: ChatModel
+) -> BaseContextManager | None:
+    """The manager ``--context`` names; ``max_messages`` defaults to 10 (trim) or 20 (summary)."""
+    if choice == "none":
+        return None
+    if choice == "trim":
+        return MessageContextManager(max_messages=max_messages or 10)
+    limit = max_messages or 20
+    return SummaryContextManager(model, max_messages=limit, keep_recent=max(2, limit // 2))
+
+
+def build_chat_graph(
+    model: ChatModel,
+    checkpointer: Checkpointer,
+    manager: BaseContextManager | None,
+    system: str,
+    max_tokens: int,
+) -> CompiledGraph[AgentState]:
+    """One Agent node, trimming (or summarizing) before each call when a manager is given."""
+    graph: StateGraph[AgentState] = StateGraph(AgentState, context_manager=manager)
+    graph.add_node(
+        "chat",
+        Agent(
+            model,
+            system_prompt=system,
+            trim_context=manager is not None,
+            max_tokens=max_tokens,
+        ),
+    )
+    graph.set_entry_point("chat")
+    return graph.compile(checkpointer)
+
+
+async def read_line(prompt: str) -> str:
+    """``input()`` in a worker thread, so the event loop stays free."""
+    return await asyncio.to_thread(input, prompt)
+
+
+async def chat(options: ChatOptions, console: Console, read: Reader = read_line) -> None:
+    """Run the conversation until ``/quit`` or end of input."""
+    model = chat_model(options.model, options.provider, max_tokens=options.max_tokens)
+    manager = context_manager(options.context, options.max_messages, model)
+    async with open_checkpointer(options.db) as checkpointer:
+        app = build_chat_graph(model, checkpointer, manager, options.system, options.max_tokens)
+        session = _Session(checkpointer, console, options.user, options.thread or _new_id())
+        console.line(
+            f"tenxgraph chat - model {model.model or options.model} ({model.provider}), "
+            f"database {describe_location(options.db)}",
+            "bold",
+        )
+        console.note(f"context: {manager!r}" if manager else "context: everything (no manager)")
+        await session.announce()
+        console.note("type a message, or /help for commands")
+        while True:
+            try:
+                text = (await read("you> ")).strip()
+            except EOFError:
+                console.line()
+                return
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not await session.command(text):
+                    return
+                continue
+            await stream_turn(
+                app, {"messages": [Message.text_message(text)]}, session.config, console
+            )
+
+
+class _Session:
+    """The current thread and the slash commands that inspect it."""
+
+    def __init__(
+        self, checkpointer: Checkpointer, console: Console, user: str | None, thread: str
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.console = console
+        self.user = user
+        self.thread = thread
+
+    @property
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"thread_id": self.thread}
+        if self.user:
+            config["user_id"] = self.user
+        return config
+
+    @property
+    def key(self) -> ThreadKey:
+        return ThreadKey.from_config(self.config)
+
+    async def announce(self) -> None:
+        stored = await self.checkpointer.aload(self.key)
+        if stored is None:
+            self.console.line(f"new thread {self.thread}")
+        else:
+            self.console.line(
+                f"resuming thread {self.thread}: {stored.log_length} messages in the log"
+            )
+
+    async def command(self, text: str) -> bool:
+        """Run a slash command; False means leave."""
+        name = text.split()[0].lower()
+        console = self.console
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/help":
+            for command, help_text in COMMANDS.items():
+                console.line(f"  {command:<10} {help_text}")
+        elif name == "/new":
+            self.thread = _new_id()
+            console.line(f"new thread {self.thread}")
+        elif name == "/threads":
+            await list_threads(self.checkpointer, self.key.user_id, console)
+        elif name in ("/history", "/state", "/summary"):
+            stored = await self.checkpointer.aload(self.key)
+            if stored is None:
+                console.note(f"thread {self.thread} has no messages yet")
+            elif name == "/history":
+                await show_log(self.checkpointer, stored, console)
+            elif name == "/state":
+                console.line(f"thread {self.thread}, {stored.log_length} messages in the log")
+                show_state(stored, console)
+            else:
+                show_summary(stored, console)
+        else:
+            console.line(f"unknown command {name}; /help lists them", "yellow")
+        return True
+
+
+def _new_id() -> str:
+    return f"chat-{secrets.token_hex(4)}"
+
+
+def check_options(options: ChatOptions) -> None:
+    """Reject option combinations that cannot work, before anything loads."""
+    if options.max_messages is not None and options.max_messages < 1:
+        raise CliError(f"--max-messages must be at least 1, got {options.max_messages}")
+    if options.max_tokens < 1:
+        raise CliError(f"--max-tokens must be at least 1, got {options.max_tokens}")

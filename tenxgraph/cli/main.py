@@ -1,0 +1,175 @@
+"""The ``tenxgraph`` command: argument parsing and dispatch to one module per subcommand.
+
+Errors print one line on stderr and exit with status 1 (2 for usage
+errors, 130 for Ctrl-C); ``--debug`` shows the full traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tenxgraph.cli.locations import DEFAULT_DB
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog="tenxgraph",
+        description="Build AI agents as graphs over typed, durable conversation state.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="a tour on the local model (offline, < 1 minute)")
+    demo.add_argument("--db", help="SQLite file to keep the demo thread in (default: a temp dir)")
+
+    chat = commands.add_parser("chat", help="chat on a stored thread, tokens streamed")
+    chat.add_argument(
+        "--model",
+        default="local",
+        help="model name: local (SmolLM2, default), gpt-*, claude-*, gemini-*, a .gguf path; "
+        "test-echo answers with your message (a testing aid)",
+    )
+    chat.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
+    chat.add_argument("--thread", help="thread id to resume (default: a new thread)")
+    _location(chat)
+    chat.add_argument(
+        "--context",
+        choices=["trim", "summary", "none"],
+        default="trim",
+        help="keep the last user turns (trim, default), summarize older messages, or keep all",
+    )
+    chat.add_argument(
+        "--max-messages",
+        type=int,
+        help="trim: user turns kept (default 10); summary: messages before summarizing (20)",
+    )
+    chat.add_argument("--max-tokens", type=int, default=256, help="answer length limit")
+    chat.add_argument("--system", help="system prompt")
+
+    threads = commands.add_parser("threads", help="list, show, export or delete stored threads")
+    actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _location(actions.add_parser("list", help="the threads of a user, newest first"))
+    show = actions.add_parser("show", help="print a thread: state, summary, log and window")
+    show.add_argument("thread", help="thread id")
+    _location(show)
+    export = actions.add_parser("export", help="write a thread as JSON")
+    export.add_argument("thread", help="thread id")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    _location(export)
+    delete = actions.add_parser("delete", help="delete a thread and its history")
+    delete.add_argument("thread", help="thread id")
+    _location(delete)
+
+    run = commands.add_parser("run", help="run a graph from your code: module:attribute")
+    run.add_argument("target", help="module:attribute naming a StateGraph or CompiledGraph")
+    run.add_argument("--input", required=True, help="the user message")
+    run.add_argument("--thread", help="thread id (a StateGraph is then saved to --db)")
+    _location(run)
+    return parser
+
+
+def _location(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        help=f"SQLite file or postgresql:// DSN (default: ./{DEFAULT_DB})",
+    )
+    parser.add_argument("--user", help="tenant (user_id) of the threads (default: default)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (the console script exits with it)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(_dispatch(args))
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        from tenxgraph.cli.render import Console
+
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        Console(sys.stderr).error(message)
+        return 1
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    from tenxgraph.cli.render import Console
+
+    console = Console()
+    if args.command == "demo":
+        from tenxgraph.cli.demo import run_demo
+
+        await run_demo(args.db, console)
+    elif args.command == "chat":
+        from tenxgraph.cli.chat import ChatOptions, chat, check_options
+
+        options = ChatOptions(
+            model=args.model,
+            provider=args.provider,
+            thread=args.thread,
+            db=args.db,
+            user=args.user,
+            context=args.context,
+            max_messages=args.max_messages,
+            max_tokens=args.max_tokens,
+            **({"system": args.system} if args.system else {}),
+        )
+        check_options(options)
+        await chat(options, console)
+    elif args.command == "threads":
+        await _threads(args, console)
+    elif args.command == "run":
+        from tenxgraph.cli.run import run_graph
+
+        await run_graph(
+            args.target,
+            args.input,
+            thread_id=args.thread,
+            user_id=args.user,
+            db=args.db,
+            console=console,
+        )
+    return 0
+
+
+async def _threads(args: argparse.Namespace, console: Any) -> None:
+    from tenxgraph.cli import threads
+    from tenxgraph.cli.locations import open_checkpointer
+    from tenxgraph.storage.checkpointer.base import DEFAULT_USER, ThreadKey
+
+    user = args.user or DEFAULT_USER
+    async with open_checkpointer(args.db, create=False) as checkpointer:
+        if args.action == "list":
+            await threads.list_threads(checkpointer, user, console)
+            return
+        key = ThreadKey(args.thread, user)
+        if args.action == "show":
+            await threads.show_thread(checkpointer, key, console)
+        elif args.action == "export":
+            data = json.dumps(await threads.export_thread(checkpointer, key), indent=2)
+            if args.output:
+                await asyncio.to_thread(Path(args.output).write_text, data + "\n", "utf-8")
+                console.note(f"wrote thread {key.thread_id} to {args.output}")
+            else:
+                console.stream.write(data + "\n")
+        else:
+            await threads.delete_thread(checkpointer, key)
+            console.line(f"deleted thread {key.thread_id}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""``tenxgraph threads``: list, show, export and delete the threads of a checkpointer.
+
+These commands read stored data only, so they work without the graph or
+its state class: custom state fields are shown as the JSON they are saved as.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from tenxgraph.cli.errors import CliError
+from tenxgraph.cli.render import Console
+from tenxgraph.core.state.message import MessagesAdapter
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+
+__all__ = [
+    "delete_thread",
+    "export_thread",
+    "list_threads",
+    "load_thread",
+    "show_log",
+    "show_state",
+    "show_summary",
+    "show_thread",
+]
+
+_RUNTIME_VALUES = ("context_summary", "execution_meta")
+
+
+async def list_threads(checkpointer: Checkpointer, user: str, console: Console) -> int:
+    """Print the user's threads, newest first; return how many there are."""
+    threads = await checkpointer.alist_threads(user)
+    if not threads:
+        console.note(f"no threads for user {user!r}")
+        return 0
+    console.line(f"{'thread':<24} {'messages':>8} {'version':>7}  updated", "bold")
+    for info in threads:
+        updated = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.updated_at))
+        console.line(f"{info.key.thread_id:<24} {info.log_length:>8} {info.version:>7}  {updated}")
+    return len(threads)
+
+
+async def load_thread(checkpointer: Checkpointer, key: ThreadKey) -> StoredThread:
+    """The stored thread, or a ``CliError`` naming the thread and the user."""
+    stored = await checkpointer.aload(key)
+    if stored is None:
+        raise CliError(f"no thread {key.thread_id!r} for user {key.user_id!r}")
+    return stored
+
+
+def window_seqs(stored: StoredThread) -> set[int]:
+    """The log seqs that make up the context window."""
+    return {seq for start, end in stored.window for seq in range(start, end)}
+
+
+async def show_thread(checkpointer: Checkpointer, key: ThreadKey, console: Console) -> None:
+    """Print the thread: its state, its summary and the whole log, marking the window."""
+    stored = await load_thread(checkpointer, key)
+    in_window = window_seqs(stored)
+    console.line(
+        f"thread {key.thread_id} (user {key.user_id}) - version {stored.version}, "
+        f"{stored.log_length} messages in the log, {len(in_window)} in the context window",
+        "bold",
+    )
+    show_state(stored, console)
+    show_summary(stored, console)
+    console.line()
+    await show_log(checkpointer, stored, console)
+
+
+async def show_log(checkpointer: Checkpointer, stored: StoredThread, console: Console) -> None:
+    """Print every message of the log with its seq, marking those in the context window."""
+    in_window = window_seqs(stored)
+    console.note("* = in the context window (what the model sees next); . = only in the log")
+    for item in await checkpointer.alist_messages(stored.key):
+        mark = console.paint("*", "green") if item.seq in in_window else console.paint(".", "dim")
+        console.message(item.message, prefix=f"{item.seq:>4} {mark} ")
+
+
+def show_state(stored: StoredThread, console: Console) -> None:
+    """Print the run status and the custom state fields."""
+    meta = stored.values.get("execution_meta") or {}
+    status = f"status {meta.get('status', '?')}, last node {meta.get('current_node', '?')}"
+    if meta.get("error"):
+        status += f", error: {meta['error']}"
+    console.line(status)
+    custom = {k: v for k, v in stored.values.items() if k not in _RUNTIME_VALUES}
+    if custom:
+        console.line(
+            "state: "
+            + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in custom.items())
+        )
+    console.line(f"window: log seqs {_ranges(stored.window)}")
+
+
+def show_summary(stored: StoredThread, console: Console) -> None:
+    """Print the context summary, or say there is none."""
+    summary = stored.values.get("context_summary")
+    if summary:
+        console.line("summary:", "bold")
+        for line in str(summary).splitlines():
+            console.line(f"  {line}")
+    else:
+        console.note("summary: (none)")
+
+
+async def export_thread(checkpointer: Checkpointer, key: ThreadKey) -> dict[str, Any]:
+    """The thread as JSON-ready data: the whole log with seqs, the window and the state."""
+    stored = await load_thread(checkpointer, key)
+    log = await checkpointer.alist_messages(key)
+    return {
+        "thread_id": key.thread_id,
+        "user_id": key.user_id,
+        "version": stored.version,
+        "metadata": stored.metadata,
+        "values": stored.values,
+        "window": [list(pair) for pair in stored.window],
+        "seqs": [item.seq for item in log],
+        "messages": MessagesAdapter.dump_python([item.message for item in log], mode="json"),
+    }
+
+
+async def delete_thread(checkpointer: Checkpointer, key: ThreadKey) -> None:
+    """Delete the thread; a missing thread is a ``CliError``."""
+    if not await checkpointer.adelete_thread(key):
+        raise CliError(f"no thread {key.thread_id!r} for user {key.user_id!r}")
+
+
+def _ranges(window: list[tuple[int, int]]) -> str:
+    if not window:
+        return "(empty)"
+    return ", ".join(
+        f"{start}-{end - 1}" if end - start > 1 else str(start) for start, end in window
+    )
