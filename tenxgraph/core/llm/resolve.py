@@ -27,7 +27,7 @@ _ADAPTERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
 """Provider name -> (module in ``tenxgraph.core.llm``, adapter class)."""
 
 _NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(gpt-|chatgpt-|o\d)"), "openai"),
+    (re.compile(r"^(ft:)?(gpt-|chatgpt-|o\d)"), "openai"),
     (re.compile(r"^claude-"), "anthropic"),
     (re.compile(r"^gemini-"), "google"),
     (re.compile(r"^local$|\.gguf$"), "local"),
@@ -43,9 +43,9 @@ def resolve_model(
 ) -> ChatModel:
     """Return a ChatModel for ``model``: a model instance as is, or a name resolved to an adapter.
 
-    Names map to providers by prefix: ``gpt-*``, ``chatgpt-*`` and ``o1``/``o3``/
-    ``o4``... to OpenAI, ``claude-*`` to Anthropic, ``gemini-*`` to Google,
-    ``"local"`` or a ``*.gguf`` path to the in-process local model.
+    Names map to providers by prefix: ``gpt-*``, ``chatgpt-*``, ``o1``/``o3``/
+    ``o4``... and fine-tuned ``ft:gpt-*`` to OpenAI, ``claude-*`` to Anthropic,
+    ``gemini-*`` to Google, ``"local"`` or a ``*.gguf`` path to the in-process local model.
     ``provider=`` overrides the guess (``"openai-compatible"`` needs
     ``base_url=``). ``kwargs`` go to the adapter's constructor; with ``retry``
     the model is wrapped in a ``RetryingModel``.

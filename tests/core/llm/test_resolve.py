@@ -24,7 +24,16 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["gpt-4o", "gpt-4.1-mini", "o1", "o3-mini", "o4-mini", "chatgpt-4o-latest"]
+    "name",
+    [
+        "gpt-4o",
+        "gpt-4.1-mini",
+        "o1",
+        "o3-mini",
+        "o4-mini",
+        "chatgpt-4o-latest",
+        "ft:gpt-4o-mini:acme::abc123",
+    ],
 )
 def test_openai_names(name: str) -> None:
     model = resolve_model(name)
