@@ -427,7 +427,7 @@ class ChatStreamAccumulator:
     def feed(self, chunk: dict[str, Any]) -> list[Message]:
         """Take one chunk; return the delta messages it produces (text and reasoning)."""
         for key in ("id", "created", "model", "system_fingerprint"):
-            if chunk.get(key) is not None and key not in self._header:
+            if chunk.get(key) and key not in self._header:  # Azure sends a first empty chunk
                 self._header[key] = chunk[key]
         if chunk.get("usage"):
             self._usage = chunk["usage"]

@@ -18,7 +18,7 @@ from tenxgraph.core.llm import ModelRequest, OpenAIChatModel, ToolSpec
 from tenxgraph.core.llm.local import LocalLlamaModel, default_model_path
 from tenxgraph.core.state import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
-from tenxgraph.errors import ContextWindowExceededError, MissingExtraError
+from tenxgraph.errors import ContextWindowExceededError, MissingExtraError, ModelError
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
 
@@ -270,3 +270,12 @@ async def test_server_forced_tool_call(served: OpenAIChatModel) -> None:
     assert isinstance(call.args.get("city"), str)
     raw_calls = final.tools_calls or []
     assert raw_calls[0]["function"]["name"] == "get_weather"  # the repeated name is not doubled
+
+
+async def test_the_model_file_is_loaded_lazily(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a gguf file at all")
+    model = LocalLlamaModel(bogus)  # nothing is loaded yet, so no error
+    assert model.model == "bogus"
+    with pytest.raises(ModelError, match=r"^local: "):
+        await model.complete(ask("hi"))
