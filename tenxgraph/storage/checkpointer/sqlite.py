@@ -360,6 +360,8 @@ def _open(path: str, timeout: float) -> sqlite3.Connection:
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint=256")
+        conn.execute("PRAGMA journal_size_limit=1048576")
         _migrate(conn)
     except BaseException:
         conn.close()
