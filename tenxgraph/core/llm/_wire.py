@@ -46,7 +46,9 @@ def provider_blocks(message: Message, provider: str) -> dict[int, dict[str, Any]
     data = message.metadata.get(PROVIDER_DATA_KEY)
     if not isinstance(data, dict) or data.get("provider") != provider:
         return {}
-    blocks = data.get("blocks") or {}
+    blocks = data.get("blocks")
+    if not isinstance(blocks, dict):
+        return {}
     return {int(index): value for index, value in blocks.items() if isinstance(value, dict)}
 
 

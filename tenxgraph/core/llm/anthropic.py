@@ -10,9 +10,11 @@ Anthropic does not allow a forced tool together with extended thinking.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_anthropic import (
     PROVIDER,
     from_wire_content,
@@ -25,7 +27,7 @@ from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
-from tenxgraph.errors import BadRequestError, MissingExtraError, ModelError
+from tenxgraph.errors import AuthenticationError, BadRequestError, MissingExtraError, ModelError
 
 if TYPE_CHECKING:
     import anthropic
@@ -48,8 +50,10 @@ _ERROR_TYPE_STATUS = {
 class AnthropicModel(ChatModel):
     """A Claude model. ``defaults`` are request parameters sent on every call (e.g. ``thinking``).
 
-    The client made here does not retry (``max_retries=0``): retries belong to
-    ``RetryingModel``. Pass ``client`` to use one configured otherwise.
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY`` (optional with
+    ``base_url``). ``max_retries`` is the SDK's own retry count; use
+    ``RetryingModel`` for tenxgraph's retries. The model makes one SDK client
+    per event loop it runs on; a ``client`` passed in is used as it is.
     """
 
     provider = PROVIDER
@@ -63,6 +67,7 @@ class AnthropicModel(ChatModel):
         client: anthropic.AsyncAnthropic | None = None,
         max_tokens: int = 1024,
         timeout: float = 600.0,
+        max_retries: int = 2,
         **defaults: Any,
     ) -> None:
         try:
@@ -72,9 +77,26 @@ class AnthropicModel(ChatModel):
         self.model = model
         self.max_tokens = max_tokens
         self.defaults = defaults
-        self.client = client or anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if client is None and key is None and base_url is None:
+            raise AuthenticationError(
+                f"{PROVIDER}: no API key: pass api_key= or set ANTHROPIC_API_KEY",
+                provider=PROVIDER,
+            )
+        self._clients = LoopClients(
+            lambda: anthropic.AsyncAnthropic(
+                api_key=key or "not-needed",
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+            ),
+            lambda made: made.close(),
+            given=client,
         )
+
+    async def aclose(self) -> None:
+        """Close the client made for the running loop (a client passed in is the caller's)."""
+        await self._clients.aclose()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_wire(repair_pairing(request.messages))
@@ -114,7 +136,7 @@ class AnthropicModel(ChatModel):
         output_tool = request.output_schema_name if request.output_schema is not None else None
         message_id = new_message_id()
         try:
-            async with self.client.messages.stream(**self._params(request)) as events:
+            async with self._clients.get().messages.stream(**self._params(request)) as events:
                 open_block: str | None = None  # name of the tool whose input is streaming
                 async for event in events:
                     if event.type == "content_block_start":

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_google import (
     PROVIDER,
     from_wire_parts,
@@ -24,7 +25,7 @@ from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
-from tenxgraph.errors import MissingExtraError, ModelError
+from tenxgraph.errors import AuthenticationError, MissingExtraError, ModelError
 
 if TYPE_CHECKING:
     from google import genai
@@ -42,6 +43,10 @@ class GoogleModel(ChatModel):
     """A Gemini model. ``defaults`` are ``GenerateContentConfig`` fields sent on every call.
 
     For example ``GoogleModel("gemini-2.5-flash", thinking_config={"include_thoughts": True})``.
+    The key comes from ``api_key`` or ``GEMINI_API_KEY``/``GOOGLE_API_KEY``.
+    ``max_retries`` is the SDK's own retry count (``timeout`` is in seconds);
+    use ``RetryingModel`` for tenxgraph's retries. The model makes one SDK
+    client per event loop it runs on; a ``client`` passed in is used as it is.
     """
 
     provider = PROVIDER
@@ -53,6 +58,8 @@ class GoogleModel(ChatModel):
         api_key: str | None = None,
         client: genai.Client | None = None,
         base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
         **defaults: Any,
     ) -> None:
         try:
@@ -62,12 +69,26 @@ class GoogleModel(ChatModel):
             raise MissingExtraError("google-genai", "google") from exc
         self.model = model
         self.defaults = defaults
+        options = types.HttpOptions(
+            base_url=base_url,
+            api_version="v1beta" if base_url else None,
+            timeout=int(timeout * 1000),
+            retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
+        )
+
+        def make() -> genai.Client:
+            try:
+                return genai.Client(api_key=api_key, http_options=options)
+            except ValueError as exc:  # no key given and none in the environment
+                raise AuthenticationError(f"{PROVIDER}: {exc}", provider=PROVIDER) from exc
+
         if client is None:
-            options = (
-                types.HttpOptions(base_url=base_url, api_version="v1beta") if base_url else None
-            )
-            client = genai.Client(api_key=api_key, http_options=options)
-        self.client = client
+            make()  # fail now, not at the first call, when no key is known
+        self._clients = LoopClients(make, lambda made: made.aio.aclose(), given=client)
+
+    async def aclose(self) -> None:
+        """Close the client made for the running loop (a client passed in is the caller's)."""
+        await self._clients.aclose()
 
     def _config(self, request: ModelRequest, system: list[dict[str, Any]]) -> dict[str, Any]:
         config: dict[str, Any] = {**self.defaults, **request.extra}
@@ -105,8 +126,9 @@ class GoogleModel(ChatModel):
         parts: list[dict[str, Any]] = []
         last: dict[str, Any] = {}
         candidate: dict[str, Any] = {}
+        citations: list[dict[str, Any]] = []  # each chunk cites the text it carries
         try:
-            chunks = await self.client.aio.models.generate_content_stream(
+            chunks = await self._clients.get().aio.models.generate_content_stream(
                 model=self.model,
                 contents=contents,
                 config=types.GenerateContentConfig.model_validate(config),
@@ -116,6 +138,8 @@ class GoogleModel(ChatModel):
                 last.pop("sdk_http_response", None)  # transport headers, not the answer
                 candidates = last.get("candidates") or [{}]
                 candidate = {**candidate, **candidates[0]}
+                cited = candidates[0].get("citation_metadata") or {}
+                citations.extend(cited.get("citations") or [])
                 for part in (candidates[0].get("content") or {}).get("parts") or []:
                     merge_part(parts, part)
                     piece = _delta(part)
@@ -130,6 +154,8 @@ class GoogleModel(ChatModel):
                 raise timeout_error(str(exc) or type(exc).__name__, provider=PROVIDER) from exc
             raise
         candidate["content"] = {"role": "model", "parts": parts}
+        if citations:
+            candidate["citation_metadata"] = {"citations": citations}
         raw = {**last, "candidates": [candidate]}
         content, opaque = from_wire_parts(parts, candidate)
         yield Message(

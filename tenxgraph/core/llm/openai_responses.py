@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai_responses import (
     OPAQUE_KEY,
     PROVIDER,
@@ -23,10 +24,11 @@ from tenxgraph.core.llm._errors import mentions_context_overflow, status_error
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm._wire import json_safe, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.openai import _client_options as client_options
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
-from tenxgraph.errors import MissingExtraError, ModelError
+from tenxgraph.errors import ModelError
 
 if TYPE_CHECKING:
     import openai
@@ -45,8 +47,10 @@ _CODE_STATUS = {
 class OpenAIResponsesModel(ChatModel):
     """A model behind the Responses API. ``defaults`` are request parameters sent on every call.
 
-    The client made here does not retry (``max_retries=0``): retries belong to
-    ``RetryingModel``. Pass ``client`` to use one configured otherwise.
+    The key comes from ``api_key`` or ``OPENAI_API_KEY`` (optional with
+    ``base_url``). ``max_retries`` is the SDK's own retry count; use
+    ``RetryingModel`` for tenxgraph's retries. The model makes one SDK client
+    per event loop it runs on; a ``client`` passed in is used as it is.
     """
 
     provider = PROVIDER
@@ -58,17 +62,25 @@ class OpenAIResponsesModel(ChatModel):
         api_key: str | None = None,
         base_url: str | None = None,
         client: openai.AsyncOpenAI | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
         **defaults: Any,
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:
-            raise MissingExtraError("openai", "openai") from exc
         self.model = model
         self.defaults = defaults
-        self.client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0
-        )
+        options = {} if client is not None else client_options(api_key, base_url, PROVIDER)
+        options.update(timeout=timeout, max_retries=max_retries)
+
+        def make() -> openai.AsyncOpenAI:
+            import openai
+
+            return openai.AsyncOpenAI(**options)
+
+        self._clients = LoopClients(make, lambda made: made.close(), given=client)
+
+    async def aclose(self) -> None:
+        """Close the client made for the running loop (a client passed in is the caller's)."""
+        await self._clients.aclose()
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -119,7 +131,7 @@ class OpenAIResponsesModel(ChatModel):
         message_id = new_message_id()
         response: dict[str, Any] | None = None
         try:
-            events = await self.client.responses.create(**self._params(request))
+            events = await self._clients.get().responses.create(**self._params(request))
             async for event in events:
                 piece = _delta(event)
                 if piece is not None:

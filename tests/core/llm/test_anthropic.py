@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -23,7 +26,11 @@ from tenxgraph.core.state.message_block import (
 )
 from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
 from tenxgraph.errors import (
+    AuthenticationError,
+    BadRequestError,
     ContextWindowExceededError,
+    MissingExtraError,
+    ModelTimeoutError,
     RateLimitError,
     ServerError,
 )
@@ -574,3 +581,68 @@ async def test_overloaded_error_event_mid_stream_is_a_server_error(
         await model.complete(ask())
 
     assert caught.value.status == 529
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_unreachable_server_raises_model_timeout_error() -> None:
+    model = AnthropicModel(
+        MODEL, api_key="test", base_url=f"http://127.0.0.1:{closed_port()}", max_retries=0
+    )
+
+    with pytest.raises(ModelTimeoutError) as caught:
+        await model.complete(ask())
+
+    assert caught.value.provider == "anthropic"
+    await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "error"),
+    [
+        (401, AuthenticationError, "authentication_error"),
+        (404, BadRequestError, "not_found_error"),
+        (500, ServerError, "api_error"),
+        (529, ServerError, "overloaded_error"),
+    ],
+)
+async def test_http_statuses_map_to_library_errors(
+    server: ReplayServer, model: AnthropicModel, status: int, kind: type[Exception], error: str
+) -> None:
+    server.reply({"type": "error", "error": {"type": error, "message": "nope"}}, status=status)
+
+    with pytest.raises(kind):
+        await model.complete(ask())
+
+
+def test_missing_key_is_an_authentication_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
+        AnthropicModel(MODEL)
+
+
+def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+
+    with pytest.raises(MissingExtraError, match=r"tenxgraph\[anthropic\]"):
+        AnthropicModel(MODEL, api_key="test")
+
+
+def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -> None:
+    model = AnthropicModel(MODEL, api_key="test", base_url=server.url, max_retries=0)
+
+    async def call() -> str:
+        try:
+            return (await model.complete(ask())).text()
+        finally:
+            await model.aclose()
+
+    server.stream(text_stream("first"))
+    server.stream(text_stream("second"))
+
+    assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]

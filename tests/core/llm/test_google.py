@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
+import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -24,7 +27,14 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
-from tenxgraph.errors import ContextWindowExceededError, RateLimitError, ServerError
+from tenxgraph.errors import (
+    AuthenticationError,
+    ContextWindowExceededError,
+    MissingExtraError,
+    ModelTimeoutError,
+    RateLimitError,
+    ServerError,
+)
 from tests.core.llm.replay import ReplayServer
 
 MODEL = "gemini-2.5-flash"
@@ -45,9 +55,9 @@ def server() -> Iterator[ReplayServer]:
 
 @pytest.fixture
 async def model(server: ReplayServer) -> AsyncIterator[GoogleModel]:
-    model = GoogleModel(MODEL, api_key="test", base_url=server.url)
+    model = GoogleModel(MODEL, api_key="test", base_url=server.url, max_retries=0)
     yield model
-    await model.client.aio.aclose()
+    await model.aclose()
 
 
 def chunk(
@@ -407,31 +417,32 @@ async def test_structured_output_uses_json_mime_type_and_schema(
     assert config["responseJsonSchema"] == schema
 
 
-async def test_citations_become_an_annotation_block(
+async def test_citations_of_every_chunk_become_one_annotation_block(
     server: ReplayServer, model: GoogleModel
 ) -> None:
-    citations = {
-        "citationSources": [
-            {"startIndex": 0, "endIndex": 19, "uri": "https://example.com/grass", "title": "Grass"}
-        ]
-    }
+    def cited(start: int, end: int, uri: str) -> dict[str, Any]:
+        return {"citationSources": [{"startIndex": start, "endIndex": end, "uri": uri}]}
+
     server.stream(
         [
             chunk(
                 [{"text": "The grass is green."}],
-                finish="STOP",
-                usage=USAGE,
-                citationMetadata=citations,
-            )
+                citationMetadata=cited(0, 19, "https://a.example"),
+            ),
+            chunk([{"text": " The sky is blue."}]),
+            chunk(
+                [], finish="STOP", usage=USAGE, citationMetadata=cited(20, 36, "https://b.example")
+            ),
         ]
     )
 
     final = await model.complete(ask())
 
+    assert final.text() == "The grass is green. The sky is blue."
     annotation = final.content[-1]
     assert isinstance(annotation, AnnotationBlock)
-    assert [(r.url, r.title) for r in annotation.refs] == [("https://example.com/grass", "Grass")]
-    assert annotation.spans == [(0, 19)]
+    assert [r.url for r in annotation.refs] == ["https://a.example", "https://b.example"]
+    assert annotation.spans == [(0, 19), (20, 36)]
 
 
 async def test_input_token_count_exceeded_raises_context_window_exceeded(
@@ -492,3 +503,54 @@ async def test_unavailable_raises_server_error(server: ReplayServer, model: Goog
 
     with pytest.raises(ServerError):
         await model.complete(ask())
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_unreachable_server_raises_model_timeout_error() -> None:
+    model = GoogleModel(
+        MODEL, api_key="test", base_url=f"http://127.0.0.1:{closed_port()}", max_retries=0
+    )
+
+    with pytest.raises(ModelTimeoutError) as caught:
+        await model.complete(ask())
+
+    assert caught.value.provider == "google"
+    await model.aclose()
+
+
+def test_missing_key_is_an_authentication_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(name, raising=False)
+
+    with pytest.raises(AuthenticationError):
+        GoogleModel(MODEL)
+
+
+def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import google
+
+    monkeypatch.setitem(sys.modules, "google.genai", None)
+    monkeypatch.delattr(google, "genai", raising=False)
+
+    with pytest.raises(MissingExtraError, match=r"tenxgraph\[google\]"):
+        GoogleModel(MODEL, api_key="test")
+
+
+def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -> None:
+    model = GoogleModel(MODEL, api_key="test", base_url=server.url, max_retries=0)
+
+    async def call() -> str:
+        try:
+            return (await model.complete(ask())).text()
+        finally:
+            await model.aclose()
+
+    server.stream(text_stream("first"))
+    server.stream(text_stream("second"))
+
+    assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -26,6 +29,8 @@ from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
 from tenxgraph.errors import (
     BadRequestError,
     ContextWindowExceededError,
+    MissingExtraError,
+    ModelTimeoutError,
     RateLimitError,
     ServerError,
 )
@@ -552,3 +557,59 @@ async def test_failed_response_in_the_stream_is_mapped(
 
     with pytest.raises(ServerError, match="server had an error"):
         await model.complete(ask())
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_unreachable_server_raises_model_timeout_error() -> None:
+    model = OpenAIResponsesModel(
+        MODEL, base_url=f"http://127.0.0.1:{closed_port()}/v1", max_retries=0
+    )
+
+    with pytest.raises(ModelTimeoutError) as caught:
+        await model.complete(ask())
+
+    assert caught.value.provider == "openai"
+    await model.aclose()
+
+
+async def test_error_event_in_the_stream_is_mapped(
+    server: ReplayServer, model: OpenAIResponsesModel
+) -> None:
+    events = Events().created()
+    events.add(
+        "error",
+        code="rate_limit_exceeded",
+        message="Rate limit reached for gpt-5.1.",
+        param=None,
+    )
+    server.stream(events.events)
+
+    with pytest.raises(RateLimitError):
+        await model.complete(ask())
+
+
+def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+
+    with pytest.raises(MissingExtraError, match=r"tenxgraph\[openai\]"):
+        OpenAIResponsesModel(MODEL, api_key="test")
+
+
+def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -> None:
+    model = OpenAIResponsesModel(MODEL, base_url=server.url + "/v1", max_retries=0)
+
+    async def call() -> str:
+        try:
+            return (await model.complete(ask())).text()
+        finally:
+            await model.aclose()
+
+    server.stream(text_answer("first"))
+    server.stream(text_answer("second"))
+
+    assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]
