@@ -1,0 +1,106 @@
+"""Postgres specifics: caller-owned pools, schema names, errors, missing extras."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, MissingExtraError, StorageError
+from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tests.storage.conftest import PG_DSN, drop_schema
+
+KEY = ThreadKey("t", "alice")
+
+
+def step(expected: int, text: str) -> ThreadWrite:
+    return ThreadWrite(
+        expected, [Message.text_message(text)], {}, [(0, expected + 1)], node="n", step=0
+    )
+
+
+@pytest.mark.postgres
+async def test_a_caller_pool_without_autocommit_works_and_stays_open(pg_schema: str) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    pool = AsyncConnectionPool(PG_DSN, min_size=1, max_size=2, open=False)
+    await pool.open()
+    checkpointer = PgCheckpointer(pool, schema=pg_schema)
+    try:
+        await checkpointer.asave(KEY, step(0, "a"))
+        await checkpointer.asave(KEY, step(1, "b"))
+        with pytest.raises(ConflictError):
+            await checkpointer.asave(KEY, step(1, "lost"))
+        stored = await checkpointer.aload(KEY)
+        assert stored is not None
+        assert [m.text() for m in stored.context] == ["a", "b"]
+        await checkpointer.aclose()
+        async with pool.connection() as conn:  # still open: the caller owns it
+            cursor = await conn.execute(f'SELECT count(*) FROM "{pg_schema}".messages')
+            assert await cursor.fetchone() == (2,)
+    finally:
+        await pool.close()
+        await drop_schema(pg_schema)
+
+
+@pytest.mark.postgres
+async def test_a_newer_schema_is_refused(pg_schema: str) -> None:
+    import psycopg
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA "{pg_schema}"')
+        await conn.execute(
+            f'CREATE TABLE "{pg_schema}".schema_version (version integer, applied_at float8)'
+        )
+        await conn.execute(f'INSERT INTO "{pg_schema}".schema_version VALUES (99, 0)')
+    checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+    try:
+        with pytest.raises(StorageError, match="version 99"):
+            await checkpointer.aload(KEY)
+    finally:
+        await checkpointer.aclose()
+        await drop_schema(pg_schema)
+
+
+async def test_driver_errors_become_storage_errors() -> None:
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    pool = AsyncConnectionPool(
+        "postgresql://postgres@127.0.0.1:1/test", min_size=1, open=False, timeout=0.5
+    )
+    await pool.open(wait=False)
+    checkpointer = PgCheckpointer(pool)
+    try:
+        with pytest.raises(StorageError, match="postgres") as raised:
+            await checkpointer.aload(KEY)
+        assert isinstance(raised.value.__cause__, psycopg.Error)
+    finally:
+        await pool.close()
+
+
+def test_bad_options_are_refused() -> None:
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    with pytest.raises(ValueError, match="plain identifier"):
+        PgCheckpointer(PG_DSN, schema='x"; DROP TABLE y; --')
+    with pytest.raises(ValueError, match="keep_checkpoints"):
+        PgCheckpointer(PG_DSN, keep_checkpoints=0)
+
+
+def test_missing_extras_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache
+
+    monkeypatch.setitem(sys.modules, "psycopg_pool", None)
+    with pytest.raises(MissingExtraError, match=r"tenxgraph\[postgres\]"):
+        PgCheckpointer(PG_DSN)
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    with pytest.raises(MissingExtraError, match=r"tenxgraph\[redis\]"):
+        RedisThreadCache("redis://127.0.0.1:6379/0")
