@@ -144,7 +144,11 @@ class ScriptedModel(_TestModel):
 
 
 class FunctionModel(_TestModel):
-    """Answers each request by calling ``function(request)`` (sync or async)."""
+    """Answers each request by calling ``function(request)``.
+
+    An async function is awaited; a sync one is called on the event loop, so
+    it should be quick (it is a test double, not a place for blocking work).
+    """
 
     def __init__(
         self, function: ModelFunction, *, model: str = "function", provider: str = "test"
