@@ -104,3 +104,22 @@ def test_missing_extras_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "redis.asyncio", None)
     with pytest.raises(MissingExtraError, match=r"tenxgraph\[redis\]"):
         RedisThreadCache("redis://127.0.0.1:6379/0")
+
+
+@pytest.mark.postgres
+def test_bound_to_the_loop_that_first_used_it(pg_schema: str) -> None:
+    import asyncio
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+    first = asyncio.new_event_loop()
+    try:
+        assert first.run_until_complete(checkpointer.aload(KEY)) is None
+        with pytest.raises(StorageError, match="event loop"):
+            asyncio.run(checkpointer.aload(KEY))
+        assert first.run_until_complete(checkpointer.aload(KEY)) is None
+    finally:
+        first.run_until_complete(checkpointer.aclose())
+        first.close()
+        asyncio.run(drop_schema(pg_schema))

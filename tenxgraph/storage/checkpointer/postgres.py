@@ -214,11 +214,20 @@ class PgCheckpointer(Checkpointer):
         self._s = f'"{schema}"'
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._create_statement = _save_statement(self._s, _CLAIM_NEW, keep_checkpoints)
         self._save_statement = _save_statement(self._s, _CLAIM_NEXT, keep_checkpoints)
 
     async def _connected(self) -> AsyncConnectionPool:
-        """The pool, opened and migrated on first use."""
+        """The pool, opened and migrated on first use, in the loop that first used it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise StorageError(
+                "this PgCheckpointer's connection pool belongs to the event loop that first "
+                "used it; use it from that loop only (or make one checkpointer per loop)"
+            )
         if not self._ready:
             async with self._ready_lock:
                 if not self._ready:
