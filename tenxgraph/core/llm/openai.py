@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
+from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
@@ -59,32 +58,22 @@ class OpenAIChatModel(ChatModel):
         """Ask for usage in the stream (``stream_options.include_usage``)."""
         official = base_url is None or "api.openai.com" in base_url
         self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
-        self._given_client = client
-        self._client_options = (
-            {} if client is not None else _client_options(api_key, base_url, provider)
-        )
-        self._client_options.update(timeout=timeout, max_retries=max_retries)
-        self._clients: WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
-            WeakKeyDictionary()
-        )
+        options = {} if client is not None else _client_options(api_key, base_url, provider)
+        options.update(timeout=timeout, max_retries=max_retries)
 
-    def _client(self) -> AsyncOpenAI:
-        """The caller's client, or this model's client for the running loop."""
-        if self._given_client is not None:
-            return self._given_client
-        import openai
+        def make() -> AsyncOpenAI:
+            import openai
 
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = openai.AsyncOpenAI(**self._client_options)
-        return client
+            return openai.AsyncOpenAI(**options)
+
+        async def close(sdk_client: AsyncOpenAI) -> None:
+            await sdk_client.close()
+
+        self._clients = LoopClients(make, close, given=client)
 
     async def aclose(self) -> None:
         """Close the client made for the running loop (a client passed in is the caller's)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        await self._clients.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Stream one completion: text and reasoning deltas, then the complete message."""
@@ -102,7 +91,7 @@ class OpenAIChatModel(ChatModel):
             params.setdefault("stream_options", {"include_usage": True})
         accumulator = ChatStreamAccumulator()
         try:
-            async with await self._client().chat.completions.create(**params) as chunks:
+            async with await self._clients.get().chat.completions.create(**params) as chunks:
                 async for chunk in chunks:
                     for delta in accumulator.feed(chunk.model_dump(mode="json")):
                         yield delta
@@ -112,7 +101,10 @@ class OpenAIChatModel(ChatModel):
 
 
 def _client_options(api_key: str | None, base_url: str | None, provider: str) -> dict[str, Any]:
-    """Check the SDK is installed and a key is known; return the client's arguments."""
+    """Check the SDK is installed and a key is known; return the client arguments.
+
+    Shared with the Responses adapter, so both check keys the same way.
+    """
     if importlib.util.find_spec("openai") is None:
         raise MissingExtraError("openai", "openai")
     key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -123,13 +115,3 @@ def _client_options(api_key: str | None, base_url: str | None, provider: str) ->
             f"{provider}: no API key: pass api_key= or set OPENAI_API_KEY", provider=provider
         )
     return {"api_key": key, "base_url": base_url}
-
-
-def _make_client(
-    api_key: str | None, base_url: str | None, timeout: float, max_retries: int, provider: str
-) -> AsyncOpenAI:
-    """One SDK client (used by the Responses adapter), checked like ``OpenAIChatModel``'s."""
-    import openai
-
-    options = _client_options(api_key, base_url, provider)
-    return openai.AsyncOpenAI(**options, timeout=timeout, max_retries=max_retries)
