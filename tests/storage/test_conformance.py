@@ -185,6 +185,8 @@ async def test_window_outside_the_log_is_rejected_before_writing(
         await checkpointer.asave(KEY, write(1, [msg("x")], [(0, 2), (2, 4)]))
     with pytest.raises(StateError, match="window"):
         await checkpointer.asave(KEY, write(1, [], [(1, 0)]))
+    with pytest.raises(StateError, match="window"):
+        await checkpointer.asave(KEY, write(1, [], [(0, 1.0)]))  # type: ignore[list-item]
     stored = await load(checkpointer)
     assert (stored.version, stored.log_length) == (1, 2)
     assert len(await checkpointer.alist_messages(KEY)) == 2

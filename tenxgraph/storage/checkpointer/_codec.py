@@ -113,9 +113,9 @@ def _dump(message: Message) -> str:
 
 
 def check_window(key: ThreadKey, window: Window, log_length: int) -> None:
-    """Every range must be ``0 <= start <= end <= log_length``; ranges may come in any order."""
+    """Every range must be ints ``0 <= start <= end <= log_length``; any order is fine."""
     for index, (start, end) in enumerate(window):
-        if not (0 <= start <= end <= log_length):
+        if type(start) is not int or type(end) is not int or not 0 <= start <= end <= log_length:
             raise StateError(
                 f"thread {key.thread_id!r}: window[{index}] = ({start}, {end}) is not a range "
                 f"of the log (0 <= start <= end <= {log_length})"
