@@ -27,6 +27,8 @@ __all__ = [
 ]
 
 _RUNTIME_VALUES = ("context_summary", "execution_meta")
+_EMPTY: tuple[Any, ...] = (None, "", {}, [])
+"""State values not worth a line (unset fields); ``export`` still includes them."""
 
 
 async def list_threads(checkpointer: Checkpointer, user: str, console: Console) -> int:
@@ -80,13 +82,15 @@ async def show_log(checkpointer: Checkpointer, stored: StoredThread, console: Co
 
 
 def show_state(stored: StoredThread, console: Console) -> None:
-    """Print the run status and the custom state fields."""
+    """Print the run status and the state fields that are set."""
     meta = stored.values.get("execution_meta") or {}
     status = f"status {meta.get('status', '?')}, last node {meta.get('current_node', '?')}"
     if meta.get("error"):
         status += f", error: {meta['error']}"
     console.line(status)
-    custom = {k: v for k, v in stored.values.items() if k not in _RUNTIME_VALUES}
+    custom = {
+        k: v for k, v in stored.values.items() if k not in _RUNTIME_VALUES and v not in _EMPTY
+    }
     if custom:
         console.line(
             "state: "

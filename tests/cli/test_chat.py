@@ -1,0 +1,156 @@
+"""``tenxgraph chat`` through a pseudo-terminal, as a user types it."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tenxgraph.cli.chat import ChatOptions, chat
+from tenxgraph.cli.render import Console
+from tests.cli.conftest import REPO
+
+ESCAPE = "\x1b["
+
+
+def spawn(*args: str, color: bool = True, timeout: float = 30) -> pexpect.spawn:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    if not color:
+        env["NO_COLOR"] = "1"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "tenxgraph.cli", "chat", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=timeout,
+        dimensions=(50, 200),
+    )
+    child.expect_exact("you> ")
+    return child
+
+
+def say(child: pexpect.spawn, text: str) -> str:
+    """Send a line; return everything printed until the next prompt."""
+    child.sendline(text)
+    child.expect_exact("you> ")
+    return str(child.before)
+
+
+def quit_chat(child: pexpect.spawn) -> None:
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_chat_streams_answers_and_slash_commands_inspect_the_thread(tmp_path: Path) -> None:
+    db = str(tmp_path / "chat.sqlite")
+    child = spawn("--model", "test-echo", "--db", db, "--thread", "t1")
+    assert "new thread t1" in str(child.before)
+    assert ESCAPE in str(child.before)  # a terminal gets colors
+    assert "echo: hello there" in say(child, "hello there")
+    history = say(child, "/history")
+    assert "0 * user      hello there" in _plain(history)
+    assert "1 * assistant echo: hello there" in _plain(history)
+    state = _plain(say(child, "/state"))
+    assert "thread t1, 2 messages in the log" in state
+    assert "status completed, last node chat" in state
+    assert "summary: (none)" in _plain(say(child, "/summary"))
+    assert "t1 " in _plain(say(child, "/threads"))
+    assert "unknown command /bogus" in _plain(say(child, "/bogus"))
+    assert "/history" in say(child, "/help")
+    assert "new thread chat-" in _plain(say(child, "/new"))
+    assert "echo: on a new thread" in say(child, "on a new thread")
+    quit_chat(child)
+
+    again = spawn("--model", "test-echo", "--db", db, "--thread", "t1", color=False)
+    assert "resuming thread t1: 2 messages in the log" in str(again.before)
+    assert ESCAPE not in str(again.before)  # NO_COLOR is respected
+    assert "echo: and again" in say(again, "and again")
+    assert "2 * user      and again" in say(again, "/history")
+    again.sendeof()
+    again.expect(pexpect.EOF)
+    again.close()
+    assert again.exitstatus == 0
+
+
+def test_chat_with_summary_context_keeps_a_summary(tmp_path: Path) -> None:
+    db = str(tmp_path / "chat.sqlite")
+    child = spawn(
+        "--model", "test-echo", "--db", db, "--thread", "s", "--context", "summary",
+        "--max-messages", "3", color=False,
+    )  # fmt: skip
+    for text in ("first fact: the sky is green", "second", "third"):
+        say(child, text)
+    summary = say(child, "/summary")
+    assert "summary:" in summary
+    assert "the sky is green" in summary  # the echo summarizer repeats the transcript
+    history = say(child, "/history")
+    assert "0 . user      first fact" in history  # summarized away, still in the log
+    quit_chat(child)
+
+
+def test_chat_bad_option_is_one_error_line(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "tenxgraph.cli", "chat", "--max-messages", "0", "--db", str(tmp_path / "x")],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert "--max-messages must be at least 1, got 0" in str(child.before)
+    assert "Traceback" not in str(child.before)
+
+
+async def test_tokens_are_written_as_they_stream(tmp_path: Path) -> None:
+    writes: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return super().write(text)
+
+    lines = iter(["one two three four", "/quit"])
+
+    async def read(prompt: str) -> str:
+        return next(lines)
+
+    options = ChatOptions(model="test-echo", db=str(tmp_path / "c.sqlite"), thread="w")
+    await chat(options, Console(Recording()), read)
+    # the answer arrived word by word: one write per streamed delta
+    assert [w for w in writes if w.strip() in ("echo:", "one", "two", "three", "four")] == [
+        "echo: ",
+        "one ",
+        "two ",
+        "three ",
+        "four",
+    ]
+
+
+@pytest.mark.local_model
+def test_chat_on_the_real_local_model(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
+    db = str(tmp_path / "chat.sqlite")
+    child = spawn("--db", db, "--thread", "real", "--max-tokens", "12", color=False, timeout=90)
+    assert "SmolLM2" in str(child.before)
+    answer = say(child, "What is the capital of France?")
+    assert "assistant" in answer
+    assert "completion" in answer  # the usage line of a real answer
+    assert "1 * assistant" in say(child, "/history")
+    quit_chat(child)
+
+
+def _plain(text: str) -> str:
+    """Text without ANSI color codes."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

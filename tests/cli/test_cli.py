@@ -1,0 +1,232 @@
+"""``tenxgraph threads``, ``run`` and error reporting, on real SQLite and Postgres threads."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tenxgraph.cli.main import main
+from tenxgraph.core.state import MessagesAdapter
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
+from tests.cli.conftest import SUMMARY, run_cli
+
+LOG_LINE = re.compile(r"^\s*(\d+) ([*.]) (user|assistant|tool|system)\b")
+
+
+def stored(path: Path, thread: str = "trip"):  # type: ignore[no-untyped-def]
+    async def load():  # type: ignore[no-untyped-def]
+        checkpointer = SqliteCheckpointer(path)
+        try:
+            return (
+                await checkpointer.aload(ThreadKey(thread)),
+                await checkpointer.alist_messages(ThreadKey(thread)),
+            )
+        finally:
+            await checkpointer.aclose()
+
+    return asyncio.run(load())
+
+
+def test_threads_list(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["threads", "list", "--db", str(trip_db)]) == 0
+    out = capsys.readouterr().out
+    thread, _log = stored(trip_db)
+    (row,) = [line for line in out.splitlines() if line.startswith("trip ")]
+    assert row.split()[1:3] == [str(thread.log_length), str(thread.version)]
+    assert "\x1b[" not in out  # not a terminal: no colors
+
+
+def test_threads_show_marks_the_window_and_shows_summary_tools_usage(
+    trip_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["threads", "show", "trip", "--db", str(trip_db)]) == 0
+    out = capsys.readouterr().out
+    thread, log = stored(trip_db)
+    marks = {int(m[1]): m[2] for m in map(LOG_LINE.match, out.splitlines()) if m}
+    assert sorted(marks) == [item.seq for item in log]
+    in_window = {seq for start, end in thread.window for seq in range(start, end)}
+    assert {seq for seq, mark in marks.items() if mark == "*"} == in_window
+    assert 0 < len(in_window) < len(log)  # the summary moved the window
+    assert SUMMARY in out
+    assert 'state: selected_city="Lisbon"' in out
+    assert '-> call select_city(city="Lisbon")  [id c1]' in out
+    assert "<- result: City set to Lisbon.  [for c1]" in out
+    assert "usage: " in out
+    assert f"{thread.log_length} messages in the log, {len(in_window)} in the context window" in out
+
+
+def test_threads_export_writes_the_log_window_and_values(trip_db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "trip.json"
+    assert main(["threads", "export", "trip", "--db", str(trip_db), "-o", str(target)]) == 0
+    data = json.loads(target.read_text())
+    thread, log = stored(trip_db)
+    messages = MessagesAdapter.validate_python(data["messages"])
+    assert [m.message_id for m in messages] == [item.message.message_id for item in log]
+    assert data["seqs"] == [item.seq for item in log]
+    assert data["window"] == [list(pair) for pair in thread.window]
+    assert data["values"]["selected_city"] == "Lisbon"
+    assert data["values"]["context_summary"] == SUMMARY
+
+
+def test_threads_export_to_stdout_is_json(
+    trip_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["threads", "export", "trip", "--db", str(trip_db)]) == 0
+    assert json.loads(capsys.readouterr().out)["thread_id"] == "trip"
+
+
+def test_threads_delete(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["threads", "delete", "trip", "--db", str(trip_db)]) == 0
+    assert stored(trip_db)[0] is None
+    assert main(["threads", "delete", "trip", "--db", str(trip_db)]) == 1
+    assert "no thread 'trip'" in capsys.readouterr().err
+
+
+def test_threads_are_scoped_by_user(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["threads", "list", "--db", str(trip_db), "--user", "someone-else"]) == 0
+    assert "no threads for user 'someone-else'" in capsys.readouterr().out
+    assert main(["threads", "show", "trip", "--db", str(trip_db), "--user", "someone-else"]) == 1
+
+
+def test_an_error_is_one_line_without_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite"
+    result = run_cli("threads", "show", "x", "--db", str(missing))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"tenxgraph: error: no database at {missing} (pass --db PATH or a postgresql:// DSN)"
+    ]
+    assert not missing.exists()  # reading never creates a database
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = run_cli("--debug", "threads", "show", "x", "--db", str(tmp_path / "missing.sqlite"))
+    assert result.returncode != 0
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "CliError: no database" in result.stderr
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    result = run_cli("threads", "explode")
+    assert result.returncode == 2
+    assert "invalid choice: 'explode'" in result.stderr
+
+
+GRAPH_MODULE = """
+from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.state import AgentState, Message
+
+
+def reply(state: AgentState) -> list[Message]:
+    users = [m for m in state.context if m.role == "user"]
+    return [Message.text_message(f"heard {len(users)}: {users[-1].text()}", role="assistant")]
+
+
+graph = StateGraph(AgentState)
+graph.add_node("reply", reply)
+graph.set_entry_point("reply")
+compiled = graph.compile()
+not_a_graph = 42
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    name = f"usergraph_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(GRAPH_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_run_a_compiled_graph(user_module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", f"{user_module}:compiled", "--input", "hello"]) == 0
+    assert "assistant heard 1: hello" in capsys.readouterr().out
+
+
+def test_run_a_state_graph_on_a_saved_thread(
+    user_module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "run.sqlite")
+    for text in ("one", "two"):
+        assert (
+            main(["run", f"{user_module}:graph", "--input", text, "--thread", "t", "--db", db]) == 0
+        )
+    out = capsys.readouterr().out
+    assert "heard 1: one" in out
+    assert "heard 2: two" in out  # the second run saw the first, loaded from the file
+    _thread, log = stored(Path(db), "t")
+    assert [item.message.text() for item in log] == ["one", "heard 1: one", "two", "heard 2: two"]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("no_colon", "expected module:graph"),
+        ("{m}:missing", "has no attribute 'missing'"),
+        ("{m}:not_a_graph", "is a int, not a StateGraph or a CompiledGraph"),
+        ("no_such_module_xyz:graph", "cannot import module 'no_such_module_xyz'"),
+    ],
+)
+def test_run_reports_bad_targets(
+    user_module: str, target: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", target.format(m=user_module), "--input", "x"]) == 1
+    err = capsys.readouterr().err
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.postgres
+def test_threads_against_postgres(capsys: pytest.CaptureFixture[str]) -> None:
+    from tenxgraph.core.graph import StateGraph
+    from tenxgraph.core.state import AgentState, Message
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    dsn = "postgresql://postgres@127.0.0.1:5432/test"
+    user = f"cli-{uuid.uuid4().hex[:8]}"
+
+    def reply(state: AgentState) -> list[Message]:
+        return [Message.text_message("pong", role="assistant")]
+
+    async def make() -> None:
+        checkpointer = PgCheckpointer(dsn)
+        graph = StateGraph(AgentState)
+        graph.add_node("reply", reply)
+        graph.set_entry_point("reply")
+        app = graph.compile(checkpointer)
+        await app.ainvoke(
+            {"messages": [Message.text_message("ping")]}, {"thread_id": "pg", "user_id": user}
+        )
+        await checkpointer.aclose()
+
+    asyncio.run(make())
+    assert main(["threads", "show", "pg", "--db", dsn, "--user", user]) == 0
+    out = capsys.readouterr().out
+    assert "0 * user      ping" in out
+    assert "1 * assistant pong" in out
+    assert main(["threads", "delete", "pg", "--db", dsn, "--user", user]) == 0
+    assert main(["threads", "list", "--db", dsn, "--user", user]) == 0
+    assert f"no threads for user '{user}'" in capsys.readouterr().out
+
+
+def test_demo_without_llama_cpp_says_how_to_install_it(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.modules['llama_cpp'] = None\n"  # as if the extra were not installed
+        "from tenxgraph.cli.main import main\n"
+        f"sys.exit(main(['demo', '--db', {str(tmp_path / 'd.sqlite')!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "tenxgraph: error: 'llama-cpp-python' is not installed. "
+        'Install it with: pip install "tenxgraph[local]"'
+    )
