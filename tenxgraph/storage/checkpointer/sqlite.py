@@ -8,8 +8,9 @@ to ``timeout`` seconds for another writer) and then compares versions, so
 of two processes saving the same thread exactly one wins.
 
 ``synchronous=NORMAL`` (the usual WAL setting): a committed save survives a
-killed process; after a power cut the last few commits may be lost. Needs
-SQLite >= 3.35 (``RETURNING``).
+killed process; after a power cut the last few commits may be lost. The WAL
+is folded into the file every 256 pages and truncated to 1 MB, so the files
+stay small while open. Needs SQLite >= 3.35 (``RETURNING``).
 """
 
 from __future__ import annotations
@@ -348,7 +349,10 @@ class SqliteCheckpointer(Checkpointer):
         return decode_window_messages(key, window, rows)
 
     async def aclose(self) -> None:
-        """Close the connection; a later call opens it again."""
+        """Close the connection (after the call in progress); a later call opens it again."""
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
