@@ -74,8 +74,17 @@ def to_wire(messages: list[Message]) -> tuple[list[Wire], list[Wire]]:
 
 
 def _visible(message: Message) -> list[tuple[int, ContentBlock]]:
-    # Annotation blocks describe an earlier answer; they are not model input.
-    return [(i, b) for i, b in enumerate(message.content) if not isinstance(b, AnnotationBlock)]
+    """The blocks to send, with their indexes.
+
+    Annotation blocks describe an earlier answer and Anthropic rejects empty
+    text blocks, so neither is sent.
+    """
+    return [
+        (index, block)
+        for index, block in enumerate(message.content)
+        if not isinstance(block, AnnotationBlock)
+        and not (isinstance(block, TextBlock) and not block.text)
+    ]
 
 
 def _system_blocks(message: Message, where: str) -> list[Wire]:
@@ -92,8 +101,7 @@ def _assistant_blocks(message: Message, where: str) -> list[Wire]:
     blocks: list[Wire] = []
     for index, block in _visible(message):
         if isinstance(block, TextBlock):
-            if block.text:
-                blocks.append({"type": "text", "text": block.text})
+            blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolCallBlock | RemoteToolCallBlock):
             blocks.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.args}

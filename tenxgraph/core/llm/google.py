@@ -166,6 +166,11 @@ class GoogleModel(ChatModel):
             raw=raw,
             metadata={
                 "finish_reason": candidate.get("finish_reason"),
+                **(
+                    {"prompt_feedback": last["prompt_feedback"]}
+                    if "prompt_feedback" in last
+                    else {}
+                ),
                 **provider_metadata(PROVIDER, opaque),
             },
         )

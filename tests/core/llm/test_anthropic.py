@@ -12,8 +12,10 @@ from typing import Any
 import anthropic
 import pytest
 
+from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm.anthropic import AnthropicModel
 from tenxgraph.core.llm.base import ModelRequest, ToolSpec
+from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (
     DocumentBlock,
@@ -25,6 +27,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
+from tenxgraph.core.state.tool_result import ToolResult
 from tenxgraph.errors import (
     AuthenticationError,
     BadRequestError,
@@ -34,6 +37,7 @@ from tenxgraph.errors import (
     RateLimitError,
     ServerError,
 )
+from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tests.core.llm.replay import ReplayServer
 
 MODEL = "claude-opus-4-7"
@@ -646,3 +650,54 @@ def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -
     server.stream(text_stream("second"))
 
     assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]
+
+
+def tool_use_stream(call_id: str, item: str) -> list[Any]:
+    return [
+        start(),
+        block_start(0, {"type": "tool_use", "id": call_id, "name": "add_item", "input": {}}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": '{"item": '}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": f'"{item}"}}'}),
+        block_stop(0),
+        *finish("tool_use", 15),
+    ]
+
+
+async def test_tool_agent_runs_a_multi_turn_conversation_on_a_thread(
+    server: ReplayServer, model: AnthropicModel
+) -> None:
+    class Cart(AgentState):
+        items: list[str] = []
+
+    def add_item(item: str, state: Cart) -> ToolResult:
+        """Add an item to the cart."""
+        return ToolResult(message=f"added {item}", state={"items": [*state.items, item]})
+
+    server.stream(tool_use_stream("toolu_1", "tea"))
+    server.stream(text_stream("Added tea."))
+    server.stream(tool_use_stream("toolu_2", "milk"))
+    server.stream(text_stream("Added milk."))
+    app = create_agent(
+        model, [add_item], state=Cart, checkpointer=InMemoryCheckpointer(), system_prompt="Shop."
+    )
+    config = {"thread_id": "cart"}
+
+    await app.ainvoke({"messages": [Message.text_message("add tea")]}, config)
+    result = await app.ainvoke({"messages": [Message.text_message("and milk")]}, config)
+
+    assert result["state"].items == ["tea", "milk"]
+    assert result["messages"][-1].text() == "Added milk."
+    last = server.requests[-1].body
+    assert last["system"] == [{"type": "text", "text": "Shop."}]
+    shape = [(turn["role"], [b["type"] for b in turn["content"]]) for turn in last["messages"]]
+    assert shape == [
+        ("user", ["text"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["text"]),
+        ("user", ["text"]),
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+    ]
+    assert last["messages"][-1]["content"][0]["tool_use_id"] == "toolu_2"
+    assert last["tools"][0]["name"] == "add_item"

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm.base import ModelRequest, ToolSpec
 from tenxgraph.core.llm.google import GoogleModel
+from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (
     AnnotationBlock,
@@ -27,6 +29,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
+from tenxgraph.core.state.tool_result import ToolResult
 from tenxgraph.errors import (
     AuthenticationError,
     ContextWindowExceededError,
@@ -35,6 +38,7 @@ from tenxgraph.errors import (
     RateLimitError,
     ServerError,
 )
+from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tests.core.llm.replay import ReplayServer
 
 MODEL = "gemini-2.5-flash"
@@ -554,3 +558,63 @@ def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -
     server.stream(text_stream("second"))
 
     assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]
+
+
+class Cart(AgentState):
+    items: list[str] = []
+
+
+def add_item(item: str, state: Cart) -> ToolResult:
+    """Add an item to the cart."""
+    return ToolResult(message=f"added {item}", state={"items": [*state.items, item]})
+
+
+def add_item_call(item: str) -> list[dict[str, Any]]:
+    call = {"functionCall": {"name": "add_item", "args": {"item": item}}}
+    return [chunk([call], finish="STOP", usage=USAGE)]
+
+
+async def test_tool_agent_runs_a_multi_turn_conversation_on_a_thread(
+    server: ReplayServer, model: GoogleModel
+) -> None:
+    server.stream(add_item_call("tea"))
+    server.stream(text_stream("Added tea."))
+    server.stream(add_item_call("milk"))
+    server.stream(text_stream("Added milk."))
+    app = create_agent(
+        model, [add_item], state=Cart, checkpointer=InMemoryCheckpointer(), system_prompt="Shop."
+    )
+    config = {"thread_id": "cart"}
+
+    await app.ainvoke({"messages": [Message.text_message("add tea")]}, config)
+    result = await app.ainvoke({"messages": [Message.text_message("and milk")]}, config)
+
+    assert result["state"].items == ["tea", "milk"]
+    assert result["messages"][-1].text() == "Added milk."
+    body = sent_body(server, 3)
+    assert body["systemInstruction"] == {"parts": [{"text": "Shop."}]}
+    assert body["contents"] == [
+        {"role": "user", "parts": [{"text": "add tea"}]},
+        {
+            "role": "model",
+            "parts": [{"functionCall": {"name": "add_item", "args": {"item": "tea"}}}],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "add_item", "response": {"output": "added tea"}}}
+            ],
+        },
+        {"role": "model", "parts": [{"text": "Added tea."}]},
+        {"role": "user", "parts": [{"text": "and milk"}]},
+        {
+            "role": "model",
+            "parts": [{"functionCall": {"name": "add_item", "args": {"item": "milk"}}}],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "add_item", "response": {"output": "added milk"}}}
+            ],
+        },
+    ]

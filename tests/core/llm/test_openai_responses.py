@@ -12,8 +12,10 @@ from typing import Any
 import openai
 import pytest
 
+from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm.base import ModelRequest, ToolSpec
 from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
+from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (
     AudioBlock,
@@ -26,6 +28,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 from tenxgraph.core.state.pairing import SYNTHETIC_RESULT_TEXT
+from tenxgraph.core.state.tool_result import ToolResult
 from tenxgraph.errors import (
     BadRequestError,
     ContextWindowExceededError,
@@ -34,6 +37,7 @@ from tenxgraph.errors import (
     RateLimitError,
     ServerError,
 )
+from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tests.core.llm.replay import ReplayServer
 
 MODEL = "gpt-5.1"
@@ -613,3 +617,65 @@ def test_one_model_serves_calls_on_different_event_loops(server: ReplayServer) -
     server.stream(text_answer("second"))
 
     assert [asyncio.run(call()), asyncio.run(call())] == ["first", "second"]
+
+
+class Cart(AgentState):
+    items: list[str] = []
+
+
+def add_item(item: str, state: Cart) -> ToolResult:
+    """Add an item to the cart."""
+    return ToolResult(message=f"added {item}", state={"items": [*state.items, item]})
+
+
+def add_item_call(call_id: str, item: str) -> list[Any]:
+    events = Events().created()
+    call = {
+        "id": f"fc_{call_id}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": "add_item",
+        "arguments": json.dumps({"item": item}),
+    }
+    events.add("response.output_item.added", output_index=0, item={**call, "arguments": ""})
+    events.add(
+        "response.function_call_arguments.delta",
+        item_id=call["id"],
+        output_index=0,
+        delta=call["arguments"],
+    )
+    events.add("response.output_item.done", output_index=0, item=call)
+    return events.completed([call])
+
+
+async def test_tool_agent_runs_a_multi_turn_conversation_on_a_thread(
+    server: ReplayServer, model: OpenAIResponsesModel
+) -> None:
+    server.stream(add_item_call("call_1", "tea"))
+    server.stream(text_answer("Added tea."))
+    server.stream(add_item_call("call_2", "milk"))
+    server.stream(text_answer("Added milk."))
+    app = create_agent(
+        model, [add_item], state=Cart, checkpointer=InMemoryCheckpointer(), system_prompt="Shop."
+    )
+    config = {"thread_id": "cart"}
+
+    await app.ainvoke({"messages": [Message.text_message("add tea")]}, config)
+    result = await app.ainvoke({"messages": [Message.text_message("and milk")]}, config)
+
+    assert result["state"].items == ["tea", "milk"]
+    assert result["messages"][-1].text() == "Added milk."
+    items = server.requests[-1].body["input"]
+    assert [(item["type"], item.get("role")) for item in items] == [
+        ("message", "system"),
+        ("message", "user"),
+        ("function_call", None),
+        ("function_call_output", None),
+        ("message", "assistant"),
+        ("message", "user"),
+        ("function_call", None),
+        ("function_call_output", None),
+    ]
+    assert items[2]["id"] == "fc_call_1"
+    assert [items[3]["call_id"], items[7]["call_id"]] == ["call_1", "call_2"]
