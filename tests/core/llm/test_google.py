@@ -51,10 +51,19 @@ WEATHER = ToolSpec(
 SIGNATURE = base64.b64encode(b"opaque-thought-signature").decode()
 
 
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
+@pytest.fixture(scope="module")
+def replay() -> Iterator[ReplayServer]:
     with ReplayServer() as replay:
         yield replay
+
+
+@pytest.fixture
+def server(replay: ReplayServer) -> Iterator[ReplayServer]:
+    """The module's replay server, emptied for each test; every queued reply must be used."""
+    replay.replies.clear()
+    replay.requests.clear()
+    yield replay
+    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 @pytest.fixture

@@ -55,10 +55,19 @@ USAGE = {
 }
 
 
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
+@pytest.fixture(scope="module")
+def replay() -> Iterator[ReplayServer]:
     with ReplayServer() as replay:
         yield replay
+
+
+@pytest.fixture
+def server(replay: ReplayServer) -> Iterator[ReplayServer]:
+    """The module's replay server, emptied for each test; every queued reply must be used."""
+    replay.replies.clear()
+    replay.requests.clear()
+    yield replay
+    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 @pytest.fixture
