@@ -19,6 +19,7 @@ from tenxgraph.core.graph.events import MessageEvent
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph.tool_node import ToolNode
 from tenxgraph.core.graph.tools import Tool, as_tools
+from tenxgraph.core.graph.updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ModelRequest, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
@@ -131,9 +132,19 @@ class Agent(Node):
                 overflowed = True
         if answer is None:  # pragma: no cover - adapters always end with a complete message
             raise RuntimeError(f"model {self.model.model!r} returned no complete message")
-        if self.output_schema is not None:
-            answer = await self._parse(state, answer)
-        yield NodeOutput(answer.model_copy(update={"message_id": ctx.id_generator()}))
+        answer = answer.model_copy(update={"message_id": ctx.id_generator()})
+        if self.output_schema is None:
+            yield NodeOutput([answer])
+            return
+        answer = await self._parse(state, answer)
+        yield NodeOutput(
+            Updates(
+                [
+                    ("the answer", [answer]),
+                    ("structured output", {"structured_response": answer.parsed_content}),
+                ]
+            )
+        )
 
     def _request(self, state: AgentState, extra: Sequence[Message] = ()) -> ModelRequest:
         schema = self.output_schema

@@ -69,7 +69,11 @@ class RunResult:
     """The per-invocation dict given to ``invoke``, as tools and hooks left it."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``invoke`` result: ``messages``, ``state``, and ``interrupt`` when paused."""
+        """The ``invoke`` result as a dict.
+
+        Keys: ``messages``, ``state``, ``invocation_state``, plus ``interrupt``
+        when paused and ``structured_response`` when an Agent produced one.
+        """
         result: dict[str, Any] = {
             "messages": self.messages,
             "state": self.state,
@@ -77,6 +81,8 @@ class RunResult:
         }
         if self.interrupt is not None:
             result["interrupt"] = self.interrupt
+        if self.state.structured_response is not None:
+            result["structured_response"] = self.state.structured_response
         return result
 
 

@@ -8,11 +8,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tenxgraph.core.state.agent_state import RUNTIME_FIELDS, AgentState, Reducer, field_reducers
+from tenxgraph.core.state.edits import RemoveMessage, ReplaceMessage, apply_edits
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import add_messages
 from tenxgraph.errors import StateError
 
 __all__ = ["Applied", "StateSchema", "Updates"]
+
+_MESSAGE_ITEMS = (Message, RemoveMessage, ReplaceMessage)
 
 
 class Updates:
@@ -81,6 +84,8 @@ class StateSchema:
             applied.messages = state.append_messages((update,))
         elif isinstance(update, list) and all(isinstance(m, Message) for m in update):
             applied.messages = state.append_messages(update)
+        elif isinstance(update, list) and all(isinstance(m, _MESSAGE_ITEMS) for m in update):
+            applied.messages = apply_edits(state, update)
         elif isinstance(update, dict):
             self._apply_dict(state, update, where, applied)
         elif isinstance(update, BaseModel) and update is not state:
@@ -93,8 +98,8 @@ class StateSchema:
         elif update is not state:
             raise StateError(
                 f"{where}: returned {type(update).__name__} {_preview(update)}; a node may return "
-                "a Message, a list of Messages, a dict of state fields, a state object, "
-                "a Command, or None"
+                "a Message, a list of Messages and edits, a dict of state fields, a state "
+                "object, a Command, or None"
             )
         applied.messages.extend(state.take_direct_additions())
         return applied
@@ -132,12 +137,16 @@ class StateSchema:
         self._apply_dict(state, changed, where, applied)
 
     def _merge_context(self, state: AgentState, value: Any, where: str) -> list[Message]:
-        messages: Sequence[Message] = [value] if isinstance(value, Message) else value
-        if not isinstance(messages, list) or not all(isinstance(m, Message) for m in messages):
-            raise StateError(f"{where}: 'context' must be a list of Message objects")
+        messages: Sequence[Any] = [value] if isinstance(value, Message) else value
+        if not isinstance(messages, list) or not all(
+            isinstance(m, _MESSAGE_ITEMS) for m in messages
+        ):
+            raise StateError(f"{where}: 'context' must be a list of Message objects or edits")
         reducer = self.reducers.get("context", add_messages)
         if reducer is add_messages:
-            return state.append_messages(messages)
+            if all(isinstance(m, Message) for m in messages):
+                return state.append_messages(messages)
+            return apply_edits(state, messages)
         before = state.message_index()
         state.context = reducer(state.context, messages)
         return [m for m in state.context if m.message_id not in before]

@@ -4,6 +4,7 @@ No I/O and no provider code lives here.
 """
 
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta, field_reducers
+from tenxgraph.core.state.app_state import AppState
 from tenxgraph.core.state.context import (
     DEFAULT_SUMMARY_PROMPT,
     BaseContextManager,
@@ -18,6 +19,12 @@ from tenxgraph.core.state.context import (
     messages_for_model,
     summary_message,
     truncate_largest_tool_results,
+)
+from tenxgraph.core.state.edits import (
+    REMOVE_ALL_MESSAGES,
+    MessageEdit,
+    RemoveMessage,
+    ReplaceMessage,
 )
 from tenxgraph.core.state.message import (
     MAX_INLINE_BYTES,
@@ -57,9 +64,11 @@ from tenxgraph.core.state.tool_result import ToolResult
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "MAX_INLINE_BYTES",
+    "REMOVE_ALL_MESSAGES",
     "AgentState",
     "AnnotationBlock",
     "AnnotationRef",
+    "AppState",
     "AudioBlock",
     "BaseContextManager",
     "CharEstimateCounter",
@@ -73,9 +82,12 @@ __all__ = [
     "MediaRef",
     "Message",
     "MessageContextManager",
+    "MessageEdit",
     "MessagesAdapter",
     "ReasoningBlock",
     "RemoteToolCallBlock",
+    "RemoveMessage",
+    "ReplaceMessage",
     "SlidingWindowContextManager",
     "SummaryContextManager",
     "TextBlock",

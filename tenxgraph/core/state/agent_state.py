@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
+from tenxgraph.core.state.app_state import AppState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex, add_messages
 from tenxgraph.errors import GraphBuildError
@@ -19,7 +20,7 @@ ExecStatus = Literal["idle", "running", "interrupted", "completed", "error", "st
 
 Reducer = Callable[[Any, Any], Any]
 
-RUNTIME_FIELDS = frozenset({"context", "context_summary", "execution_meta"})
+RUNTIME_FIELDS = frozenset({"context", "context_summary", "execution_meta", "structured_response"})
 """Fields owned by the runtime; the ``state`` key of an invoke input cannot set them."""
 
 
@@ -58,6 +59,11 @@ class AgentState(BaseModel):
     """A condensed record of messages summarized out of ``context``."""
     execution_meta: ExecMeta = Field(default_factory=lambda: ExecMeta(current_node=START))
     """Runtime bookkeeping; use the helper methods rather than editing it."""
+    app_state: AppState = Field(default_factory=AppState)
+    """JSON key-value data of the thread (004's agent state); never sent to the model."""
+    structured_response: Any = None
+    """The last ``output_schema`` answer of an Agent (003's structured_response); set by the
+    runtime, not by invoke input. Stored as JSON: after a reload it is a dict."""
 
     _index: MessageIndex | None = PrivateAttr(default=None)
 
