@@ -8,12 +8,12 @@ providers or storage backends: nodes and the checkpointer contract do.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
-from tenxgraph.core.graph import history
+from tenxgraph.core.graph import history, snapshots
 from tenxgraph.core.graph.command import Command
 from tenxgraph.core.graph.events import (
     ErrorEvent,
@@ -202,6 +202,56 @@ class CompiledGraph(Generic[S]):
     ) -> dict[str, Any]:
         """Sync ``afork``."""
         return run_sync(self.afork(config, new_thread_id, version=version))
+
+    async def asnapshot(self, config: Mapping[str, Any]) -> snapshots.ThreadSnapshot:
+        """A point-in-time copy of the thread's state and context window (JSON data)."""
+        return await snapshots.take_snapshot(
+            self._require_checkpointer(), history.thread_key(config)
+        )
+
+    def snapshot(self, config: Mapping[str, Any]) -> snapshots.ThreadSnapshot:
+        """Sync ``asnapshot``."""
+        return run_sync(self.asnapshot(config))
+
+    async def arestore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
+        """Make ``snapshot`` the thread's current state, as a new checkpoint; return the version."""
+        return await snapshots.restore_snapshot(
+            self._require_checkpointer(),
+            history.thread_key(config),
+            snapshot,
+            self.builder.state_class,
+        )
+
+    def restore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
+        """Sync ``arestore``."""
+        return run_sync(self.arestore(config, snapshot))
+
+    async def acreate_thread(
+        self,
+        config: Mapping[str, Any],
+        messages: Sequence[Message],
+        state: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Start a thread from an existing conversation (and custom field values).
+
+        The messages must be well paired (every tool call answered, no result
+        without its call); the thread must not exist yet. Returns its version.
+        """
+        initial = self._fresh_state()
+        if state:
+            self.schema.apply_input(initial, state)
+        return await snapshots.create_thread(
+            self._require_checkpointer(), history.thread_key(config), messages, initial
+        )
+
+    def create_thread(
+        self,
+        config: Mapping[str, Any],
+        messages: Sequence[Message],
+        state: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Sync ``acreate_thread``."""
+        return run_sync(self.acreate_thread(config, messages, state))
 
     def _require_checkpointer(self) -> Checkpointer:
         if self.checkpointer is None:
@@ -427,12 +477,15 @@ class CompiledGraph(Generic[S]):
             session = ThreadSession(self.checkpointer, ThreadKey.from_config(config))
             state = await session.load(self.builder.state_class)
         if state is None:
-            initial = self.builder.initial_state
-            state = (
-                initial.model_copy(deep=True) if initial is not None else self.builder.state_class()
-            )
-            state.message_index()
+            state = self._fresh_state()
         return session, state
+
+    def _fresh_state(self) -> S:
+        """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
+        initial = self.builder.initial_state
+        state = initial.model_copy(deep=True) if initial is not None else self.builder.state_class()
+        state.message_index()
+        return state
 
     def _entry(self, state: S) -> str:
         if START in self.edges:

@@ -171,3 +171,53 @@ def test_app_state_from_invoke_input_is_validated() -> None:
     assert result["state"].app_state.get("theme") == "dark"
     with pytest.raises(StateError, match="app_state"):
         app.invoke({"state": {"app_state": {"bad": object()}}})
+
+
+def test_snapshot_and_restore_through_every_checkpointer(tmp_path: Any) -> None:
+    from tenxgraph.core.graph.snapshots import ThreadSnapshot
+    from tenxgraph.storage.checkpointer import SqliteCheckpointer
+
+    class Prefs(AgentState):
+        theme: str = ""
+
+    for checkpointer in (InMemoryCheckpointer(), SqliteCheckpointer(tmp_path / "s.sqlite")):
+        graph = StateGraph(Prefs)
+        graph.add_node("echo", lambda s: [Message.text_message("echo", role="assistant")])
+        graph.set_entry_point("echo")
+        app = graph.compile(checkpointer)
+        config = {"thread_id": "snap"}
+        app.invoke({"messages": [Message.text_message("one")], "state": {"theme": "dark"}}, config)
+        snapshot = app.snapshot(config)
+        restored_copy = ThreadSnapshot.model_validate_json(snapshot.model_dump_json())
+        app.invoke({"messages": [Message.text_message("two")], "state": {"theme": "light"}}, config)
+        app.restore(config, restored_copy)
+        state = app.get_state(config)
+        assert state is not None
+        assert state.theme == "dark"
+        assert [m.text() for m in state.context] == ["one", "echo"]
+        after = app.invoke({"messages": [Message.text_message("three")]}, config)
+        assert [m.text() for m in after["state"].context] == ["one", "echo", "three", "echo"]
+
+    in_memory = ThreadSnapshot.of(Prefs(theme="x"))
+    assert in_memory.to_state(Prefs).theme == "x"
+
+
+def test_create_thread_from_existing_conversation() -> None:
+    app = create_agent(
+        ScriptedModel(["Your name is Strands."]), checkpointer=InMemoryCheckpointer()
+    )
+    config = {"thread_id": "initial"}
+    app.create_thread(
+        config,
+        [
+            Message.text_message("Hello, my name is Strands!"),
+            Message.text_message("Hi there! How can I help you today?", role="assistant"),
+        ],
+    )
+    result = app.invoke({"messages": [Message.text_message("What's my name?")]}, config)
+    assert len(result["state"].context) == 4
+    with pytest.raises(StateError, match="already exists"):
+        app.create_thread(config, [])
+    orphan = [Message(role="assistant", content=[ToolCallBlock(id="c", name="f")])]
+    with pytest.raises(StateError, match="tool call without its result"):
+        app.create_thread({"thread_id": "other"}, orphan)

@@ -1,0 +1,89 @@
+"""Thread snapshots (004) and threads started from an existing conversation.
+
+A ``ThreadSnapshot`` is plain JSON data: the state's non-message fields and
+the messages of its context window at one moment. Restoring one writes it as
+a new checkpoint (compare-and-swap like every save); messages the log does
+not have yet are appended to it, so the log stays append-only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.pairing import pairing_violations
+from tenxgraph.errors import StateError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
+
+__all__ = ["ThreadSnapshot", "create_thread", "restore_snapshot", "take_snapshot"]
+
+S = TypeVar("S", bound=AgentState)
+
+
+class ThreadSnapshot(BaseModel):
+    """A point-in-time copy of a thread's state and context window, as JSON data."""
+
+    values: dict[str, Any]
+    """The non-message state fields."""
+    context: list[Message]
+    """The context window's messages."""
+    taken_at: float = Field(default_factory=time.time)
+    """UNIX time the snapshot was taken."""
+    version: int = 0
+    """The thread version it was taken from (0 for a state that was never saved)."""
+
+    @classmethod
+    def of(cls, state: AgentState, version: int = 0) -> ThreadSnapshot:
+        """Snapshot a state object (no checkpointer needed)."""
+        return cls(values=encode_values(state), context=list(state.context), version=version)
+
+    def to_state(self, state_class: type[S]) -> S:
+        """Rebuild the state through ``state_class`` (never a class named in the data)."""
+        stored = StoredThread(ThreadKey("snapshot"), self.version, 0, self.values, [], self.context)
+        return decode_state(state_class, stored)
+
+
+async def take_snapshot(checkpointer: Checkpointer, key: ThreadKey) -> ThreadSnapshot:
+    """Snapshot a saved thread."""
+    stored = await checkpointer.aload(key)
+    if stored is None:
+        raise ThreadNotFoundError(f"thread {key.thread_id!r} does not exist for {key.user_id!r}")
+    return ThreadSnapshot(values=stored.values, context=stored.context, version=stored.version)
+
+
+async def restore_snapshot(
+    checkpointer: Checkpointer, key: ThreadKey, snapshot: ThreadSnapshot, state_class: type[S]
+) -> int:
+    """Make ``snapshot`` the thread's current state (a new checkpoint); return the version."""
+    state = snapshot.to_state(state_class)
+    session = ThreadSession(checkpointer, key)
+    await session.load(state_class)
+    await session.save(state, "restore_snapshot", state.execution_meta.step)
+    return session.version
+
+
+async def create_thread(
+    checkpointer: Checkpointer,
+    key: ThreadKey,
+    messages: Sequence[Message],
+    state: S,
+) -> int:
+    """Start thread ``key`` from an existing conversation, checked for tool-call pairing."""
+    problems = pairing_violations(messages)
+    if problems:
+        raise StateError(
+            "initial messages break tool-call pairing: " + "; ".join(map(str, problems))
+        )
+    session = ThreadSession(checkpointer, key)
+    if await session.load(type(state)) is not None:
+        raise StateError(f"thread {key.thread_id!r} already exists")
+    session.record(state.append_messages(messages))
+    await session.save(state, "initial_messages", 0)
+    return session.version
