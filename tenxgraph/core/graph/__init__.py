@@ -13,13 +13,22 @@ from tenxgraph.core.graph.events import (
     UpdateEvent,
 )
 from tenxgraph.core.graph.interrupt import GraphInterrupt, interrupt
+from tenxgraph.core.graph.middleware import (
+    AgentMiddleware,
+    after_agent,
+    after_model,
+    before_agent,
+    before_model,
+)
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph.prebuilt import create_agent, tools_condition
-from tenxgraph.core.graph.tool_node import ToolNode
+from tenxgraph.core.graph.snapshots import ThreadSnapshot
+from tenxgraph.core.graph.tool_node import ToolNode, ToolOutcome
 from tenxgraph.core.graph.tools import Tool, tool
 
 __all__ = [
     "Agent",
+    "AgentMiddleware",
     "Command",
     "CompiledGraph",
     "ErrorEvent",
@@ -32,9 +41,15 @@ __all__ = [
     "RunResult",
     "StateGraph",
     "StreamEvent",
+    "ThreadSnapshot",
     "Tool",
     "ToolNode",
+    "ToolOutcome",
     "UpdateEvent",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
     "create_agent",
     "interrupt",
     "tool",

@@ -119,7 +119,7 @@ class StateGraph(Generic[S]):
         self,
         source: str,
         router: Router,
-        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+        path_map: Mapping[Any, str] | Sequence[str] | None = None,
     ) -> StateGraph[S]:
         """After ``source`` runs, call ``router(state)`` and go where ``path_map`` says.
 

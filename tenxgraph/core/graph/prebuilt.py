@@ -1,17 +1,26 @@
-"""``create_agent``: the common tool-calling loop, model <-> tools until the model answers."""
+"""``create_agent``: the common tool-calling loop, model <-> tools until the model answers.
+
+With middleware the loop becomes::
+
+    START -> before_agent hooks -> before_model hooks -> agent -> after_model hooks
+          -> tools (-> before_model hooks ...) | after_agent hooks -> END
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any, TypeVar
 
 from tenxgraph.core.graph.agent import Agent
 from tenxgraph.core.graph.builder import StateGraph
 from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.graph.middleware import AgentMiddleware, HookNode, merge_state_schemas
 from tenxgraph.core.graph.tool_node import ToolNode
 from tenxgraph.core.graph.tools import Tool
 from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.errors import GraphBuildError
 from tenxgraph.storage.checkpointer.base import Checkpointer
 from tenxgraph.utils.constants import END
 
@@ -38,20 +47,62 @@ def create_agent(
     state: type[S] | S = AgentState,  # type: ignore[assignment]
     checkpointer: Checkpointer | None = None,
     context_manager: Any = None,
+    middleware: Sequence[AgentMiddleware] = (),
     tool_timeout: float | None = None,
     recursion_limit: int = 25,
     **agent_options: Any,
-) -> CompiledGraph[S]:
-    """Build and compile ``agent -> tools -> agent ...`` ending when the model stops calling tools.
+) -> CompiledGraph[Any]:
+    """Build and compile the agent loop, ending when the model stops calling tools.
 
     ``agent_options`` go to ``Agent`` (``system_prompt``, ``output_schema``,
-    ``trim_context``, ``provider``...).
+    ``trim_context``, ``provider``...). ``middleware`` adds hooks around the
+    loop (see ``tenxgraph.core.graph.middleware``).
     """
-    graph: StateGraph[S] = StateGraph(state, context_manager=context_manager)
+    base = state if isinstance(state, type) else type(state)
+    merged = merge_state_schemas(base, middleware)
+    seed: Any = merged if isinstance(state, type) else merged(**state.model_dump())
+    graph: StateGraph[Any] = StateGraph(seed, context_manager=context_manager)
+    chains = {hook: _hooks(middleware, hook) for hook in ("before_agent", "before_model")}
+    chains["after_model"] = _hooks(list(reversed(middleware)), "after_model")
+    chains["after_agent"] = _hooks(list(reversed(middleware)), "after_agent")
+    model_entry = _first(chains["before_model"], AGENT_NODE)
+    finish = _first(chains["after_agent"], END)
+    targets = {"model": AGENT_NODE, "tools": TOOL_NODE, "end": finish}
+    for hook, chain in chains.items():
+        for name, middle in chain:
+            allowed = tuple(middle.can_jump_to) if hook in ("before_model", "after_model") else ()
+            if "tools" in allowed and not tools:
+                raise GraphBuildError(f"{name}: can_jump_to 'tools' but the agent has no tools")
+            jumps: dict[str, str] = {target: targets[target] for target in allowed}
+            graph.add_node(name, HookNode(middle, hook, jumps), ends=list(jumps.values()))
+    wrappers = [m.wrap_tool_call for m in middleware if m.overrides("wrap_tool_call")]
     graph.add_node(AGENT_NODE, Agent(model, tools=tools, **agent_options))
-    graph.set_entry_point(AGENT_NODE)
     if tools:
-        graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout))
-        graph.add_conditional_edges(AGENT_NODE, tools_condition, {TOOL_NODE: TOOL_NODE, END: END})
-        graph.add_edge(TOOL_NODE, AGENT_NODE)
+        graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=wrappers))
+        graph.add_edge(TOOL_NODE, model_entry)
+    path = [
+        *chains["before_agent"],
+        *chains["before_model"],
+        (AGENT_NODE, None),
+        *chains["after_model"],
+    ]
+    graph.set_entry_point(path[0][0])
+    for (name, _), (after, _) in pairwise(path):
+        graph.add_edge(name, after)
+
+    def after_loop(current: AgentState) -> str:
+        return TOOL_NODE if tools_condition(current) == TOOL_NODE else finish
+
+    routes = {TOOL_NODE: TOOL_NODE, finish: finish} if tools else {finish: finish}
+    graph.add_conditional_edges(path[-1][0], after_loop, routes)
+    for (name, _), (after, _) in pairwise(chains["after_agent"]):
+        graph.add_edge(name, after)
     return graph.compile(checkpointer, recursion_limit=recursion_limit)
+
+
+def _hooks(middleware: Sequence[AgentMiddleware], hook: str) -> list[tuple[str, AgentMiddleware]]:
+    return [(f"{m.name}.{hook}", m) for m in middleware if m.overrides(hook)]
+
+
+def _first(chain: list[tuple[str, AgentMiddleware]], default: str) -> str:
+    return chain[0][0] if chain else default

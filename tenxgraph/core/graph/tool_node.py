@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,30 +26,46 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import MediaRef, ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.tool_result import ToolResult
 
-__all__ = ["ToolNode", "execute_tool"]
+__all__ = ["ToolCallWrapper", "ToolNode", "ToolOutcome", "execute_tool"]
 
 
 @dataclass(slots=True)
-class _Outcome:
-    """A finished call, in the ledger's JSON shape."""
+class ToolOutcome:
+    """A finished tool call: what the model reads, and the state update it asks for."""
 
     output: Any
-    is_error: bool
-    update: dict[str, Any]
+    is_error: bool = False
+    update: dict[str, Any] = field(default_factory=dict)
 
     def entry(self) -> dict[str, Any]:
+        """The tool ledger's JSON shape."""
         return {"output": self.output, "is_error": self.is_error, "update": self.update}
+
+
+ToolCallWrapper = Callable[
+    [ToolCallBlock, Callable[[ToolCallBlock], Awaitable[ToolOutcome]]], Awaitable[ToolOutcome]
+]
+"""``async def wrap(call, handler) -> ToolOutcome``: runs around each call (middleware)."""
 
 
 class ToolNode(Node):
     """Run the tool calls of the last assistant message and append their results."""
 
     def __init__(
-        self, tools: Sequence[Callable[..., Any] | Tool], *, timeout: float | None = None
+        self,
+        tools: Sequence[Callable[..., Any] | Tool],
+        *,
+        timeout: float | None = None,
+        wrappers: Sequence[ToolCallWrapper] = (),
     ) -> None:
-        """``timeout`` (seconds) applies to each call unless its ``Tool`` sets its own."""
+        """``timeout`` (seconds) applies to each call unless its ``Tool`` sets its own.
+
+        ``wrappers`` run around every call, the first outermost (middleware's
+        ``wrap_tool_call``); each may change the call or answer it itself.
+        """
         self.tools = as_tools(tools)
         self.timeout = timeout
+        self.wrappers = tuple(wrappers)
 
     async def run(
         self, state: AgentState, ctx: RunContext
@@ -61,8 +77,14 @@ class ToolNode(Node):
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
 
         async def settle(call: ToolCallBlock, scope: InterruptScope) -> None:
+            async def innermost(wanted: ToolCallBlock) -> ToolOutcome:
+                return await execute_tool(self.tools, wanted, state, ctx, scope, self.timeout)
+
+            handler: Callable[[ToolCallBlock], Awaitable[ToolOutcome]] = innermost
+            for wrapper in reversed(self.wrappers):
+                handler = _around(wrapper, handler)
             try:
-                outcome = await execute_tool(self.tools, call, state, ctx, scope, self.timeout)
+                outcome = await handler(call)
             except GraphInterrupt as signal:
                 interrupts.append((call, signal))
                 return
@@ -114,16 +136,16 @@ async def execute_tool(
     ctx: RunContext,
     scope: InterruptScope | None = None,
     default_timeout: float | None = None,
-) -> _Outcome:
+) -> ToolOutcome:
     """Run one call; every failure becomes an error outcome (only interrupts propagate)."""
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return _Outcome(f"unknown tool {call.name!r}; available tools: {known}", True, {})
+        return ToolOutcome(f"unknown tool {call.name!r}; available tools: {known}", True, {})
     try:
         kwargs = tool.validate(call.args)
     except ValueError as exc:
-        return _Outcome(str(exc), True, {})
+        return ToolOutcome(str(exc), True, {})
     injected = {
         "state": state,
         "config": ctx.config,
@@ -140,12 +162,21 @@ async def execute_tool(
     except GraphInterrupt:
         raise
     except TimeoutError:
-        return _Outcome(f"tool {call.name!r} timed out after {timeout} seconds", True, {})
+        return ToolOutcome(f"tool {call.name!r} timed out after {timeout} seconds", True, {})
     except Exception as exc:
-        return _Outcome(f"tool {call.name!r} failed: {type(exc).__name__}: {exc}", True, {})
+        return ToolOutcome(f"tool {call.name!r} failed: {type(exc).__name__}: {exc}", True, {})
     if isinstance(value, ToolResult):
-        return _Outcome(_model_output(value.message), False, dict(value.state))
-    return _Outcome(_model_output(value), False, {})
+        return ToolOutcome(_model_output(value.message), False, dict(value.state))
+    return ToolOutcome(_model_output(value), False, {})
+
+
+def _around(
+    wrapper: ToolCallWrapper, inner: Callable[[ToolCallBlock], Awaitable[ToolOutcome]]
+) -> Callable[[ToolCallBlock], Awaitable[ToolOutcome]]:
+    async def call(wanted: ToolCallBlock) -> ToolOutcome:
+        return await wrapper(wanted, inner)
+
+    return call
 
 
 def _last_calls(context: list[Message]) -> list[ToolCallBlock]:
