@@ -66,14 +66,13 @@ class EncodedWrite:
     """None keeps the stored metadata."""
 
 
-def encode_json(key: ThreadKey, field: str, value: Any) -> str:
-    """Compact JSON text; a value that is not plain JSON data raises ``StateError``."""
+def encode_json(what: str, value: Any) -> str:
+    """Compact JSON text; anything but plain JSON data raises ``StateError`` naming ``what``."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise StateError(
-            f"thread {key.thread_id!r}: {field} must be JSON data (str, number, bool, None, "
-            f"list, dict): {exc}"
+            f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}"
         ) from None
 
 
@@ -95,11 +94,14 @@ def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
             )
         usage = message.usages.model_dump_json() if message.usages is not None else None
         rows.append(MessageRow(str(message.message_id), message.role, usage, _dump(message)))
+    where = f"thread {key.thread_id!r}:"
     return EncodedWrite(
         messages=rows,
-        values=encode_json(key, "values", write.values),
-        window=encode_json(key, "window", [[start, end] for start, end in write.window]),
-        metadata=None if write.metadata is None else encode_json(key, "metadata", write.metadata),
+        values=encode_json(f"{where} values", write.values),
+        window=encode_json(f"{where} window", [[start, end] for start, end in write.window]),
+        metadata=None
+        if write.metadata is None
+        else encode_json(f"{where} metadata", write.metadata),
     )
 
 

@@ -466,7 +466,7 @@ class PgCheckpointer(Checkpointer):
     ) -> list[ThreadInfo]:
         """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter."""
         check_page(offset, limit)
-        wanted = encode_json(ThreadKey("*", user_id), "metadata filter", dict(metadata or {}))
+        wanted = encode_json("the metadata filter", dict(metadata or {}))
         async with self._connection() as conn:
             cursor = await conn.execute(
                 "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "

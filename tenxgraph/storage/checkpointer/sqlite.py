@@ -341,7 +341,7 @@ class SqliteCheckpointer(Checkpointer):
         return await asyncio.to_thread(self._load_messages, key, window)
 
     def _load_messages(self, key: ThreadKey, window: Window) -> list[Message]:
-        window_text = encode_json(key, "window", [[start, end] for start, end in window])
+        window_text = encode_json("the window", [[start, end] for start, end in window])
         with self._connection() as conn, _transaction(conn, "DEFERRED"):
             log_length = _log_length(conn, key)
             check_window(key, window, log_length)
