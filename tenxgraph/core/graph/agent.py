@@ -126,8 +126,15 @@ class Agent(Node):
                         yield MessageEvent(ctx.node, message)
                     else:
                         answer = message
-            except ContextWindowExceededError:
-                if overflowed or not await areduce_on_overflow(state, manager):
+            except ContextWindowExceededError as exc:
+                if overflowed:
+                    raise ContextWindowExceededError(
+                        f"the request still does not fit the model's context window after "
+                        f"reducing the context once ({len(state.context)} messages left): {exc}",
+                        status=exc.status,
+                        provider=exc.provider,
+                    ) from exc
+                if not await areduce_on_overflow(state, manager):
                     raise
                 overflowed = True
         if answer is None:  # pragma: no cover - adapters always end with a complete message
