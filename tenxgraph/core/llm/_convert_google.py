@@ -16,6 +16,8 @@ Gemini as if Gemini had chosen it. Citations and grounding sources become an
 from __future__ import annotations
 
 import base64
+import itertools
+import re
 from typing import Any
 
 from tenxgraph.core.llm._wire import (
@@ -193,20 +195,89 @@ def _media(media: MediaRef, where: str) -> Wire:
 
 
 def merge_part(parts: list[Wire], part: Wire) -> None:
-    """Add one streamed part: text continues the previous text part of the same kind."""
+    """Add one streamed part to ``parts``.
+
+    Text continues the previous text part of the same kind; a function call
+    streamed in pieces (Vertex AI's ``partial_args``) continues its call.
+    """
     last = parts[-1] if parts else None
-    if (
-        last is not None
-        and "text" in part
+    if last is None:
+        pass
+    elif "function_call" in part and (last.get("function_call") or {}).get("will_continue"):
+        _continue_call(last["function_call"], part["function_call"])
+        _keep_signature(last, part)
+        return
+    elif (
+        "text" in part
         and "text" in last
         and bool(part.get("thought")) == bool(last.get("thought"))
         and "thought_signature" not in last
     ):
         last["text"] += part["text"]
-        if "thought_signature" in part:
-            last["thought_signature"] = part["thought_signature"]
+        _keep_signature(last, part)
         return
-    parts.append(dict(part))
+    part = dict(part)
+    if "function_call" in part:
+        piece, part["function_call"] = part["function_call"], {}
+        _continue_call(part["function_call"], piece)
+    parts.append(part)
+
+
+def _keep_signature(target: Wire, part: Wire) -> None:
+    if "thought_signature" in part:
+        target["thought_signature"] = part["thought_signature"]
+
+
+def _continue_call(call: Wire, piece: Wire) -> None:
+    """Fold one piece of a streamed function call into ``call`` (its args assembled)."""
+    for key in ("id", "name"):
+        if piece.get(key):
+            call[key] = piece[key]
+    args = call.setdefault("args", {})
+    args.update(piece.get("args") or {})
+    for partial in piece.get("partial_args") or []:
+        _set_partial(args, partial)
+    if piece.get("will_continue"):
+        call["will_continue"] = True
+    else:
+        call.pop("will_continue", None)
+
+
+def _set_partial(args: Wire, partial: Wire) -> None:
+    """Set the value a ``partial_arg`` carries at its JSON path; string pieces concatenate."""
+    path = str(partial.get("json_path") or "$")
+    steps: list[str | int] = [
+        int(index) if index else key
+        for key, index in re.findall(r"\.([^.\[\]]+)|\[(\d+)\]", path.removeprefix("$"))
+    ]
+    if not steps:
+        return
+    if "string_value" in partial:
+        value: Any = partial["string_value"]
+    elif "number_value" in partial:
+        value = partial["number_value"]
+    elif "bool_value" in partial:
+        value = partial["bool_value"]
+    else:
+        value = None
+    container: Any = args
+    for step, following in itertools.pairwise(steps):
+        container = _slot(container, step, [] if isinstance(following, int) else {})
+    current = _slot(container, steps[-1], None)
+    if isinstance(value, str) and isinstance(current, str):
+        value = current + value
+    container[steps[-1]] = value
+
+
+def _slot(container: Any, step: str | int, default: Any) -> Any:
+    """``container[step]``, set to ``default`` first when it is missing."""
+    if isinstance(step, int):
+        container.extend([None] * (step + 1 - len(container)))
+        if container[step] is None:
+            container[step] = default
+    elif container.get(step) is None:
+        container[step] = default
+    return container[step]
 
 
 def from_wire_parts(

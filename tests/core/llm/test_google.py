@@ -254,6 +254,45 @@ async def test_function_call_gets_an_id_and_the_result_is_sent_by_name(
     ]
 
 
+async def test_function_call_arguments_streamed_in_pieces_are_assembled(
+    server: ReplayServer, model: GoogleModel
+) -> None:
+    """Vertex AI streams arguments as ``partialArgs`` by JSON path when asked to."""
+
+    def piece(*partials: dict[str, Any], more: bool = True) -> dict[str, Any]:
+        return chunk([{"functionCall": {"partialArgs": list(partials), "willContinue": more}}])
+
+    server.stream(
+        [
+            chunk([{"functionCall": {"id": "fc-1", "name": "plan_trip", "willContinue": True}}]),
+            piece({"jsonPath": "$.city", "stringValue": "Par", "willContinue": True}),
+            piece({"jsonPath": "$.city", "stringValue": "is"}),
+            piece({"jsonPath": "$.days", "numberValue": 3}),
+            piece(
+                {"jsonPath": "$.stops[0].name", "stringValue": "Louvre"},
+                {"jsonPath": "$.stops[1].name", "stringValue": "Orsay"},
+                {"jsonPath": "$.budget", "nullValue": "NULL_VALUE"},
+            ),
+            chunk([{"functionCall": {}}], finish="STOP", usage=USAGE),
+        ]
+    )
+
+    final = await model.complete(ask("Plan Paris"))
+
+    assert final.tool_calls() == [
+        ToolCallBlock(
+            id="fc-1",
+            name="plan_trip",
+            args={
+                "city": "Paris",
+                "days": 3,
+                "stops": [{"name": "Louvre"}, {"name": "Orsay"}],
+                "budget": None,
+            },
+        )
+    ]
+
+
 async def test_function_call_ids_from_gemini_are_kept_and_sent_back(
     server: ReplayServer, model: GoogleModel
 ) -> None:
