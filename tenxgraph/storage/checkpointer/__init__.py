@@ -4,6 +4,13 @@
 library; ``PgCheckpointer`` (extra ``postgres``) and ``RedisThreadCache``
 (extra ``redis``) are imported on first access, so importing this package
 never needs psycopg or redis.
+
+Retention: ``keep_checkpoints=N`` (every backend) deletes, on each save,
+the thread's checkpoints older than its newest N. The newest checkpoint is
+always kept, and resuming a run paused at an interrupt needs only the
+thread's state row (values and window), which is never pruned; the log of
+messages is never pruned either. Only time travel to older checkpoints is
+lost.
 """
 
 from __future__ import annotations
