@@ -5,7 +5,9 @@ Structured output uses a forced tool: the request gets a tool named
 the tool's input comes back as the message text (JSON), for the Agent to
 parse. Its arguments stream as text deltas. With other tools present the
 model must call one of them or the output tool (``tool_choice`` ``any``).
-Anthropic does not allow a forced tool together with extended thinking.
+Anthropic forbids forcing a tool while extended thinking is on: then the
+output tool is only offered (``auto``), and an answer given as plain text is
+returned as it is, for the Agent's validation (and its one retry).
 """
 
 from __future__ import annotations
@@ -118,7 +120,9 @@ class AnthropicModel(ChatModel):
         choice = _tool_choice(request.tool_choice)
         if request.output_schema is not None:
             tools.append(_output_tool(request))
-            if request.tool_choice in ("auto", "required") and request.tools:
+            if (body.get("thinking") or {}).get("type", "disabled") != "disabled":
+                choice = {"type": "auto"}  # thinking forbids forcing a tool
+            elif request.tool_choice in ("auto", "required") and request.tools:
                 choice = {"type": "any"}
             elif request.tool_choice in ("auto", "required", "none"):
                 choice = {"type": "tool", "name": request.output_schema_name}

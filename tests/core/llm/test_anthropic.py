@@ -532,6 +532,26 @@ async def test_structured_output_uses_a_forced_tool_and_returns_json_text(
     assert body["tool_choice"] == {"type": "tool", "name": "Sum"}
 
 
+async def test_structured_output_with_thinking_offers_the_tool_without_forcing_it(
+    server: ReplayServer,
+) -> None:
+    client = anthropic.AsyncAnthropic(api_key="test", base_url=server.url, max_retries=0)
+    model = AnthropicModel(MODEL, client=client, thinking={"type": "adaptive"})
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}}
+    server.stream(text_stream('{"answer": 4}'))
+
+    final = await model.complete(
+        ModelRequest(messages=[Message.text_message("2+2?")], output_schema=schema)
+    )
+
+    assert final.text() == '{"answer": 4}'
+    body = server.requests[0].body
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["tool_choice"] == {"type": "auto"}
+    assert [tool["name"] for tool in body["tools"]] == ["output"]
+    await client.close()
+
+
 async def test_prompt_too_long_raises_context_window_exceeded(
     server: ReplayServer, model: AnthropicModel
 ) -> None:
