@@ -112,6 +112,15 @@ async def test_a_recreated_thread_is_not_confused_with_the_old_one(
     assert [m.text() for m in (await cached.aload(KEY)).context] == ["new"]
 
 
+async def test_creating_over_a_lingering_entry_replaces_it(stores: tuple[Any, Any, Any]) -> None:
+    cached, direct, client = stores
+    await cached.asave(KEY, step(0, ["old", "older"], [(0, 2)]))
+    await direct.adelete_thread(KEY)  # no cache there: the entry lingers
+    await cached.asave(KEY, step(0, ["new"], [(0, 1)]))
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (1, ["new"])
+
+
 async def test_conflict_and_delete_evict(stores: tuple[Any, Any, Any]) -> None:
     cached, direct, client = stores
     await cached.asave(KEY, step(0, ["a"], [(0, 1)]))

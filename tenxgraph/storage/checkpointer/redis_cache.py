@@ -146,6 +146,7 @@ class RedisThreadCache:
                 if write.expected_version == 0:
                     header.setdefault("metadata", "{}")
                     pipe.multi()
+                    pipe.delete(*self.keys(key))  # a deleted thread's entry may linger
                     self._queue_write(
                         pipe, key, header, [new_bodies[seq] for seq in window_seqs(write.window)]
                     )
