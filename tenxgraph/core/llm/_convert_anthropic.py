@@ -55,15 +55,13 @@ def to_wire(messages: list[Message]) -> tuple[list[Wire], list[Wire]]:
         if message.role == "system":
             system.extend(_system_blocks(message, where))
             continue
+        role = "assistant" if message.role == "assistant" else "user"
         if message.role == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message, where)
+            blocks = _assistant_blocks(message, where)
         elif message.role == "tool":
-            role, blocks = "user", _tool_result_blocks(message, where)
+            blocks = _tool_result_blocks(message, where)
         else:
-            role, blocks = (
-                "user",
-                [_user_block(b, f"{where} block {i}") for i, b in _visible(message)],
-            )
+            blocks = [_user_block(b, f"{where} block {i}") for i, b in _visible(message)]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:

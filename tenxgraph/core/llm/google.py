@@ -83,7 +83,7 @@ class GoogleModel(ChatModel):
                 raise AuthenticationError(f"{PROVIDER}: {exc}", provider=PROVIDER) from exc
 
         if client is None:
-            make()  # fail now, not at the first call, when no key is known
+            make().close()  # fail now, not at the first call, when no key is known
         self._clients = LoopClients(make, lambda made: made.aio.aclose(), given=client)
 
     async def aclose(self) -> None:
