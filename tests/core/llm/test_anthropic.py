@@ -472,6 +472,40 @@ async def test_tool_results_merge_into_one_user_turn(
     ]
 
 
+async def test_tool_results_with_media_are_sent_as_content_blocks(
+    server: ReplayServer, model: AnthropicModel
+) -> None:
+    server.stream(text_stream("A rising chart."))
+    chart = MediaRef(kind="data", data_base64="iVBORw0KGgo=", mime_type="image/png")
+    history = [
+        Message.text_message("Plot it."),
+        Message(role="assistant", content=[ToolCallBlock(id="toolu_3", name="plot", args={})]),
+        Message.tool_message(
+            [
+                ToolResultBlock(
+                    call_id="toolu_3", output=[TextBlock(text="chart:"), ImageBlock(media=chart)]
+                )
+            ]
+        ),
+    ]
+
+    await model.complete(ModelRequest(messages=history))
+
+    assert server.requests[0].body["messages"][2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_3",
+            "content": [
+                {"type": "text", "text": "chart:"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                },
+            ],
+        }
+    ]
+
+
 async def test_orphan_tool_call_is_repaired_before_sending(
     server: ReplayServer, model: AnthropicModel
 ) -> None:

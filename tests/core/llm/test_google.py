@@ -422,6 +422,40 @@ async def test_images_and_documents_inline_and_by_uri(
     ]
 
 
+async def test_tool_results_with_media_are_sent_as_function_response_parts(
+    server: ReplayServer, model: GoogleModel
+) -> None:
+    server.stream(text_stream("A rising chart."))
+    chart = MediaRef(kind="data", data_base64="iVBORw0KGgo=", mime_type="image/png")
+    history = [
+        Message.text_message("Plot it."),
+        Message(role="assistant", content=[ToolCallBlock(id="fc-3", name="plot", args={})]),
+        Message.tool_message(
+            [
+                ToolResultBlock(
+                    call_id="fc-3", output=[TextBlock(text="chart:"), ImageBlock(media=chart)]
+                )
+            ]
+        ),
+    ]
+
+    await model.complete(ModelRequest(messages=history))
+
+    assert sent_body(server)["contents"][2] == {
+        "role": "user",
+        "parts": [
+            {
+                "functionResponse": {
+                    "id": "fc-3",
+                    "name": "plot",
+                    "response": {"output": "chart:"},
+                    "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}],
+                }
+            }
+        ],
+    }
+
+
 async def test_orphan_tool_call_is_repaired_before_sending(
     server: ReplayServer, model: GoogleModel
 ) -> None:

@@ -467,6 +467,39 @@ async def test_conversation_with_tool_results(
     ]
 
 
+async def test_tool_results_with_media_are_sent_as_input_parts(
+    server: ReplayServer, model: OpenAIResponsesModel
+) -> None:
+    server.stream(text_answer("A rising chart."))
+    chart = MediaRef(kind="data", data_base64="iVBORw0KGgo=", mime_type="image/png")
+    history = [
+        Message.text_message("Plot it."),
+        Message(role="assistant", content=[ToolCallBlock(id="call_3", name="plot", args={})]),
+        Message.tool_message(
+            [
+                ToolResultBlock(
+                    call_id="call_3", output=[TextBlock(text="chart:"), ImageBlock(media=chart)]
+                )
+            ]
+        ),
+    ]
+
+    await model.complete(ModelRequest(messages=history))
+
+    assert server.requests[0].body["input"][2] == {
+        "type": "function_call_output",
+        "call_id": "call_3",
+        "output": [
+            {"type": "input_text", "text": "chart:"},
+            {
+                "type": "input_image",
+                "detail": "auto",
+                "image_url": "data:image/png;base64,iVBORw0KGgo=",
+            },
+        ],
+    }
+
+
 async def test_orphan_tool_call_is_repaired_before_sending(
     server: ReplayServer, model: OpenAIResponsesModel
 ) -> None:
