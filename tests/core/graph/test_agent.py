@@ -173,7 +173,7 @@ def test_overflow_twice_raises() -> None:
     graph.add_node("main", Agent(model=model, trim_context=True))
     graph.set_entry_point("main")
     seed = [Message.text_message(f"q{i}") for i in range(6)]
-    with pytest.raises(ContextWindowExceededError, match="still does not fit .* after reducing"):
+    with pytest.raises(ContextWindowExceededError, match=r"still does not fit .* after reducing"):
         graph.compile().invoke({"messages": seed})
 
 
