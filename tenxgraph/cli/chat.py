@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from tenxgraph.core.state.context.base import BaseContextManager
 from tenxgraph.core.state.context.summary import SummaryContextManager
 from tenxgraph.core.state.context.trimming import MessageContextManager
 from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ModelError, NodeError, ToolError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
 
 __all__ = ["COMMANDS", "ChatOptions", "build_chat_graph", "chat", "context_manager"]
@@ -129,9 +131,13 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
                 if not await session.command(text):
                     return
                 continue
-            await stream_turn(
-                app, {"messages": [Message.text_message(text)]}, session.config, console
-            )
+            try:
+                await stream_turn(
+                    app, {"messages": [Message.text_message(text)]}, session.config, console
+                )
+            except (ModelError, ToolError, NodeError) as exc:
+                # the turn failed (saved with status "error"); the conversation goes on
+                Console(sys.stderr).error(str(exc))
 
 
 class _Session:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tenxgraph.cli.locations import open_checkpointer
-from tenxgraph.cli.render import Console
+from tenxgraph.cli.render import Console, Spinner
 from tenxgraph.cli.turns import stream_turn
 from tenxgraph.core.graph.agent import Agent
 from tenxgraph.core.graph.builder import StateGraph
@@ -85,8 +85,10 @@ class ObservedModel(ChatModel):
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Print the request, then stream the inner model's answer."""
         self.console.note(f"  [{self.label}] model sees {self.describe(request)}")
-        async for message in self.inner.stream(request):
-            yield message
+        with Spinner(f"{self.label}: {self.model} is working...") as spinner:
+            async for message in self.inner.stream(request):
+                spinner.stop()
+                yield message
 
 
 def describe_request(request: ModelRequest) -> str:

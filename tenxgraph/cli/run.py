@@ -37,7 +37,9 @@ def load_graph(target: str) -> CompiledGraph[Any] | StateGraph[Any]:
             raise CliError(f"module {module_name!r} has no attribute {attribute!r}")
         graph = getattr(graph, part)
     if not isinstance(graph, (CompiledGraph, StateGraph)):
-        raise CliError(f"{target} is a {type(graph).__name__}, not a StateGraph or a CompiledGraph")
+        raise CliError(
+            f"{target} is not a StateGraph or a CompiledGraph (it is {type(graph).__name__})"
+        )
     return graph
 
 

@@ -154,3 +154,25 @@ def _plain(text: str) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+async def test_a_failed_turn_is_reported_and_the_chat_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tenxgraph.cli import chat as chat_module
+    from tenxgraph.core.llm import ScriptedModel
+    from tenxgraph.errors import ServerError
+
+    model = ScriptedModel([ServerError("upstream is down", status=503), "back again"])
+    monkeypatch.setattr(chat_module, "chat_model", lambda *args, **kwargs: model)
+    lines = iter(["first", "second", "/quit"])
+
+    async def read(prompt: str) -> str:
+        return next(lines)
+
+    out = io.StringIO()
+    options = ChatOptions(db=str(tmp_path / "c.sqlite"), thread="f", context="none")
+    await chat(options, Console(out), read)
+    assert "tenxgraph: error: upstream is down" in capsys.readouterr().err
+    assert "assistant back again" in out.getvalue()
+    model.assert_consumed()

@@ -170,7 +170,7 @@ def test_run_a_state_graph_on_a_saved_thread(
     [
         ("no_colon", "expected module:graph"),
         ("{m}:missing", "has no attribute 'missing'"),
-        ("{m}:not_a_graph", "is a int, not a StateGraph or a CompiledGraph"),
+        ("{m}:not_a_graph", "is not a StateGraph or a CompiledGraph (it is int)"),
         ("no_such_module_xyz:graph", "cannot import module 'no_such_module_xyz'"),
     ],
 )
