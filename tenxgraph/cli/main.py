@@ -26,7 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build AI agents as graphs over typed, durable conversation state.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(  # also accepted after the subcommand, where users tend to type it
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_parser_with(debug)
+    )
 
     demo = commands.add_parser("demo", help="a tour on the local model (offline, < 1 minute)")
     demo.add_argument("--db", help="SQLite file to keep the demo thread in (default: a temp dir)")
@@ -56,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--system", help="system prompt")
 
     threads = commands.add_parser("threads", help="list, show, export or delete stored threads")
-    actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = threads.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=_parser_with(debug)
+    )
     _location(actions.add_parser("list", help="the threads of a user, newest first"))
     show = actions.add_parser("show", help="print a thread: state, summary, log and window")
     show.add_argument("thread", help="thread id")
@@ -75,6 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--thread", help="thread id (a StateGraph is then saved to --db)")
     _location(run)
     return parser
+
+
+def _parser_with(parent: argparse.ArgumentParser) -> type[argparse.ArgumentParser]:
+    """A parser class whose instances inherit ``parent``'s options (for subcommands)."""
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["parents"] = [*kwargs.get("parents", ()), parent]
+            super().__init__(*args, **kwargs)
+
+    return Parser
 
 
 def _location(parser: argparse.ArgumentParser) -> None:

@@ -105,8 +105,10 @@ def test_an_error_is_one_line_without_traceback(tmp_path: Path) -> None:
     assert not missing.exists()  # reading never creates a database
 
 
-def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    result = run_cli("--debug", "threads", "show", "x", "--db", str(tmp_path / "missing.sqlite"))
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_shows_the_traceback(tmp_path: Path, where: str) -> None:
+    args = ["threads", "show", "x", "--db", str(tmp_path / "missing.sqlite")]
+    result = run_cli(*(["--debug", *args] if where == "before" else [*args, "--debug"]))
     assert result.returncode != 0
     assert "Traceback (most recent call last)" in result.stderr
     assert "CliError: no database" in result.stderr
