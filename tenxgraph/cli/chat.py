@@ -8,8 +8,10 @@ inspect the thread while chatting.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -100,8 +102,41 @@ def build_chat_graph(
 
 
 async def read_line(prompt: str) -> str:
-    """``input()`` in a worker thread, so the event loop stays free."""
-    return await asyncio.to_thread(input, prompt)
+    """``input()`` in a daemon thread: the event loop stays free, and Ctrl-C never waits for it.
+
+    (A thread of the default executor would keep the process alive after
+    Ctrl-C until the user pressed Enter.)
+    """
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def settle(value: str, error: BaseException | None) -> None:
+        if answer.done():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(value)
+
+    def work() -> None:
+        error: BaseException | None = None
+        value = ""
+        try:
+            value = input(prompt)
+        except BaseException as exc:  # EOFError (Ctrl-D) and friends go to the awaiting task
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="tenxgraph-chat-input", daemon=True).start()
+    return await answer
+
+
+def _forgive_cancel() -> None:
+    """Ctrl-C cancelled the chat's task; undo that so the chat decides what happens next."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        task.uncancel()
 
 
 async def chat(options: ChatOptions, console: Console, read: Reader = read_line) -> None:
@@ -122,7 +157,8 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
         while True:
             try:
                 text = (await read("you> ")).strip()
-            except EOFError:
+            except (EOFError, asyncio.CancelledError):  # Ctrl-D or Ctrl-C at the prompt: leave
+                _forgive_cancel()
                 console.line()
                 return
             if not text:
@@ -138,6 +174,10 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
             except (ModelError, ToolError, NodeError) as exc:
                 # the turn failed (saved with status "error"); the conversation goes on
                 Console(sys.stderr).error(str(exc))
+            except asyncio.CancelledError:  # Ctrl-C during an answer: back to the prompt
+                _forgive_cancel()
+                console.line()
+                console.note("(interrupted: the answer was not saved; Ctrl-C again to leave)")
 
 
 class _Session:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -136,23 +137,39 @@ async def test_tokens_are_written_as_they_stream(tmp_path: Path) -> None:
     ]
 
 
+def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path) -> None:
+    child = spawn("--model", "test-echo", "--db", str(tmp_path / "c.sqlite"), color=False)
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=10)  # no hanging on the input thread
+    child.close()
+    assert child.exitstatus == 0
+
+
 @pytest.mark.local_model
 def test_chat_on_the_real_local_model(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
     db = str(tmp_path / "chat.sqlite")
-    child = spawn("--db", db, "--thread", "real", "--max-tokens", "12", color=False, timeout=90)
+    child = spawn("--db", db, "--thread", "real", "--max-tokens", "300", color=False, timeout=90)
     assert "SmolLM2" in str(child.before)
     answer = say(child, "What is the capital of France?")
     assert "assistant" in answer
     assert "completion" in answer  # the usage line of a real answer
     assert "1 * assistant" in say(child, "/history")
+    # Ctrl-C while an answer streams interrupts that answer, not the chat
+    child.sendline("Write a very long story about a dragon, with many chapters.")
+    child.expect_exact("assistant")
+    child.expect(r"\w+ \w+")  # some tokens arrived
+    child.sendintr()
+    child.expect_exact("you> ")
+    assert "(interrupted: the answer was not saved" in str(child.before)
+    history = say(child, "/history")
+    assert re.search(r"^\s*1 \* assistant", history, re.MULTILINE)
+    assert not re.search(r"^\s*2 ", history, re.MULTILINE)  # the interrupted turn left nothing
     quit_chat(child)
 
 
 def _plain(text: str) -> str:
     """Text without ANSI color codes."""
-    import re
-
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
