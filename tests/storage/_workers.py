@@ -70,3 +70,22 @@ async def _start_together(spec: dict[str, Any], name: str, barrier: Any, results
         results.put((name, repr(error)))
     finally:
         await checkpointer.aclose()
+
+
+CRASH_KEY = ThreadKey("crashed", "alice")
+
+
+def write_forever(spec: dict[str, Any]) -> None:
+    """Save two messages per step until killed."""
+    asyncio.run(_write_forever(spec))
+
+
+async def _write_forever(spec: dict[str, Any]) -> None:
+    checkpointer = open_checkpointer(spec)
+    version = 0
+    while True:
+        messages = [Message.text_message(f"q{version}"), Message.text_message(f"a{version}")]
+        write = ThreadWrite(
+            version, messages, {"step": version}, [(0, 2 * version + 2)], node="w", step=version
+        )
+        version = await checkpointer.asave(CRASH_KEY, write)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+import signal
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -95,3 +97,42 @@ async def applied_versions(spec: dict[str, Any]) -> list[int]:
     async with await psycopg.AsyncConnection.connect(PG_DSN) as conn:
         cursor = await conn.execute(f'SELECT version FROM "{spec["schema"]}".schema_version')
         return [row[0] for row in await cursor.fetchall()]
+
+
+async def test_a_killed_writer_leaves_whole_steps_only(spec: dict[str, Any]) -> None:
+    """SIGKILL in the middle of saving: every committed step is complete, nothing half-written."""
+    writer = spawn.Process(target=_workers.write_forever, args=(spec,))
+    writer.start()
+    checkpointer = _workers.open_checkpointer(spec)
+    try:
+        for _ in range(600):
+            stored = await checkpointer.aload(_workers.CRASH_KEY)
+            if stored is not None and stored.version >= 30:
+                break
+            await asyncio.sleep(0.05)
+        writer.kill()
+        writer.join(timeout=30)
+        assert writer.exitcode == -signal.SIGKILL
+        # A statement Postgres received before the kill may still commit: wait until settled.
+        stored, previous = None, -1
+        while stored is None or stored.version != previous:
+            previous = -1 if stored is None else stored.version
+            await asyncio.sleep(0.2)
+            stored = await checkpointer.aload(_workers.CRASH_KEY)
+        assert stored is not None
+        version = stored.version
+        assert version >= 30
+        assert stored.log_length == 2 * version
+        assert stored.values == {"step": version - 1}
+        assert [m.text() for m in stored.context[-2:]] == [f"q{version - 1}", f"a{version - 1}"]
+        log = await checkpointer.alist_messages(_workers.CRASH_KEY)
+        assert [m.seq for m in log] == list(range(2 * version))
+        checkpoints = await checkpointer.alist_checkpoints(_workers.CRASH_KEY)
+        assert [c.version for c in checkpoints] == list(range(version, 0, -1))
+        # the thread goes on from the last committed step
+        write = ThreadWrite(version, [], {"step": "resumed"}, stored.window, node="r", step=0)
+        assert await checkpointer.asave(_workers.CRASH_KEY, write) == version + 1
+    finally:
+        if writer.is_alive():
+            writer.kill()
+        await checkpointer.aclose()

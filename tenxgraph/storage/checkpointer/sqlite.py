@@ -362,7 +362,7 @@ class SqliteCheckpointer(Checkpointer):
 def _open(path: str, timeout: float) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(conn, timeout)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA wal_autocheckpoint=256")
         conn.execute("PRAGMA journal_size_limit=1048576")
@@ -371,6 +371,24 @@ def _open(path: str, timeout: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL, retrying while another process does the same.
+
+    On a fresh file SQLite can answer a concurrent journal-mode change with
+    "database is locked" at once, without waiting for the busy timeout.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
