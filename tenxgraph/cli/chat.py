@@ -34,7 +34,15 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ModelError, NodeError, ToolError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
 
-__all__ = ["COMMANDS", "ChatOptions", "build_chat_graph", "chat", "context_manager"]
+__all__ = [
+    "COMMANDS",
+    "ChatOptions",
+    "build_chat_graph",
+    "chat",
+    "check_options",
+    "context_manager",
+    "read_line",
+]
 
 ContextChoice = Literal["trim", "summary", "none"]
 
