@@ -109,8 +109,10 @@ pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
 """
 
 _CLAIM_NEW = """
-    INSERT INTO {schema}.threads VALUES (%(user)s, %(thread)s, 1, %(added)s, %(values)s::jsonb,
-        %(window)s::jsonb, coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
+    INSERT INTO {schema}.threads (user_id, thread_id, version, log_length, "values", "window",
+        metadata, created_at, updated_at)
+    VALUES (%(user)s, %(thread)s, 1, %(added)s, %(values)s::jsonb, %(window)s::jsonb,
+        coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
     ON CONFLICT DO NOTHING
     RETURNING 0::bigint AS base, created_at"""
 """Claims a new thread: inserts its state row unless the key exists."""
@@ -127,14 +129,15 @@ _CLAIM_NEXT = """
 _SAVE = """
 WITH claimed AS ({claim}),
 appended AS (
-    INSERT INTO {schema}.messages
+    INSERT INTO {schema}.messages (user_id, thread_id, seq, message_id, role, usage, body)
     SELECT %(user)s, %(thread)s, claimed.base + t.ord - 1, t.message_id, t.role,
         t.usage::jsonb, t.body::json
     FROM claimed, unnest(%(message_ids)s::text[], %(roles)s::text[], %(usages)s::text[],
         %(bodies)s::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
 ),
 recorded AS (
-    INSERT INTO {schema}.checkpoints
+    INSERT INTO {schema}.checkpoints (user_id, thread_id, version, node, step, log_length,
+        "values", "window", created_at)
     SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
         %(values)s::jsonb, %(window)s::jsonb, %(now)s
     FROM claimed
@@ -286,7 +289,8 @@ class PgCheckpointer(Checkpointer):
                 for statement in MIGRATIONS[number - 1]:
                     await conn.execute(statement.format(schema=s))
                 await conn.execute(
-                    f"INSERT INTO {s}.schema_version VALUES (%s, %s)", (number, time.time())
+                    f"INSERT INTO {s}.schema_version (version, applied_at) VALUES (%s, %s)",
+                    (number, time.time()),
                 )
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:

@@ -176,7 +176,9 @@ class SqliteCheckpointer(Checkpointer):
         with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
             if write.expected_version == 0:
                 inserted = conn.execute(
-                    "INSERT INTO threads VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    "INSERT INTO threads (user_id, thread_id, version, log_length, "
+                    '"values", "window", metadata, created_at, updated_at) '
+                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         user,
                         thread,
@@ -212,14 +214,16 @@ class SqliteCheckpointer(Checkpointer):
                 base = row[0] - added
             check_window(key, write.window, base + added)
             conn.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages (user_id, thread_id, seq, message_id, role, usage, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (user, thread, base + index, r.message_id, r.role, r.usage, r.body)
                     for index, r in enumerate(encoded.messages)
                 ],
             )
             conn.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO checkpoints (user_id, thread_id, version, node, step, log_length, "
+                '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
                 (
                     user,
                     thread,
@@ -407,7 +411,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for number in range(current + 1, len(MIGRATIONS) + 1):
             for statement in MIGRATIONS[number - 1]:
                 conn.execute(statement)
-            conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+            conn.execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                (number, time.time()),
+            )
 
 
 @contextmanager
