@@ -4,6 +4,9 @@ Requests: system messages become the ``system`` parameter; tool results go
 into a user turn, and consecutive turns of the same role are merged (so the
 results of one tool group form one user message, before any user text).
 Thinking blocks are sent back only with the signature Anthropic gave them.
+Anthropic wants the first turn to be the user's; a conversation that opens
+with an assistant turn (an injected summary, a trimmed window) gets
+``OPENING_USER_TEXT`` as its first user turn.
 
 Responses: text (with citations), thinking, redacted thinking and tool use
 become content blocks; a call of the structured-output tool becomes the text
@@ -39,7 +42,10 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 
-__all__ = ["PROVIDER", "from_wire_content", "to_wire", "usage_from_wire"]
+__all__ = ["OPENING_USER_TEXT", "PROVIDER", "from_wire_content", "to_wire", "usage_from_wire"]
+
+OPENING_USER_TEXT = "(The conversation so far continues below.)"
+"""First user turn sent when a conversation opens with the assistant."""
 
 PROVIDER = "anthropic"
 
@@ -68,6 +74,8 @@ def to_wire(messages: list[Message]) -> tuple[list[Wire], list[Wire]]:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_USER_TEXT}]})
     return system, turns
 
 

@@ -13,9 +13,11 @@ import anthropic
 import pytest
 
 from tenxgraph.core.graph import create_agent
+from tenxgraph.core.llm._convert_anthropic import OPENING_USER_TEXT
 from tenxgraph.core.llm.anthropic import AnthropicModel
 from tenxgraph.core.llm.base import ModelRequest, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (
     DocumentBlock,
@@ -528,6 +530,22 @@ async def test_orphan_tool_call_is_repaired_before_sending(
         "is_error": True,
     }
     assert user_turn["content"][1] == {"type": "text", "text": "Never mind."}
+
+
+async def test_a_conversation_opening_with_the_assistant_gets_a_user_turn_first(
+    server: ReplayServer, model: AnthropicModel
+) -> None:
+    server.stream(text_stream("ok"))
+    state = AgentState(
+        context=[Message.text_message("What next?")], context_summary="The user likes tea."
+    )
+    # the summary is injected as an assistant message, as 001 documents
+    await model.complete(ModelRequest(messages=messages_for_model(state, "Be brief.")))
+
+    turns = server.requests[0].body["messages"]
+    assert [turn["role"] for turn in turns] == ["user", "assistant", "user"]
+    assert turns[0]["content"] == [{"type": "text", "text": OPENING_USER_TEXT}]
+    assert "The user likes tea." in turns[1]["content"][0]["text"]
 
 
 async def test_structured_output_uses_a_forced_tool_and_returns_json_text(
