@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from tenxgraph.cli.errors import CliError
 from tenxgraph.cli.locations import describe_location, open_checkpointer
-from tenxgraph.cli.models import chat_model
+from tenxgraph.cli.models import chat_model, close_model
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
 from tenxgraph.cli.turns import stream_turn
@@ -66,6 +66,7 @@ class ChatOptions:
 
     model: str = "local"
     provider: str | None = None
+    base_url: str | None = None
     thread: str | None = None
     db: str = "tenxgraph.sqlite"
     user: str | None = None
@@ -149,43 +150,55 @@ def _forgive_cancel() -> None:
 
 async def chat(options: ChatOptions, console: Console, read: Reader = read_line) -> None:
     """Run the conversation until ``/quit`` or end of input."""
-    model = chat_model(options.model, options.provider, max_tokens=options.max_tokens)
+    model = chat_model(
+        options.model, options.provider, base_url=options.base_url, max_tokens=options.max_tokens
+    )
     manager = context_manager(options.context, options.max_messages, model)
-    async with open_checkpointer(options.db) as checkpointer:
-        app = build_chat_graph(model, checkpointer, manager, options.system, options.max_tokens)
-        session = _Session(checkpointer, console, options.user, options.thread or _new_id())
-        console.line(
-            f"tenxgraph chat - model {model.model or options.model} ({model.provider}), "
-            f"database {describe_location(options.db)}",
-            "bold",
-        )
-        console.note(f"context: {manager!r}" if manager else "context: everything (no manager)")
-        await session.announce()
-        console.note("type a message, or /help for commands")
-        while True:
-            try:
-                text = (await read("you> ")).strip()
-            except (EOFError, asyncio.CancelledError):  # Ctrl-D or Ctrl-C at the prompt: leave
-                _forgive_cancel()
-                console.line()
+    try:
+        async with open_checkpointer(options.db) as checkpointer:
+            app = build_chat_graph(model, checkpointer, manager, options.system, options.max_tokens)
+            session = _Session(checkpointer, console, options.user, options.thread or _new_id())
+            console.line(
+                f"tenxgraph chat - model {model.model or options.model} ({model.provider}), "
+                f"database {describe_location(options.db)}",
+                "bold",
+            )
+            console.note(f"context: {manager!r}" if manager else "context: everything (no manager)")
+            await session.announce()
+            console.note("type a message, or /help for commands")
+            await _converse(app, session, console, read)
+    finally:
+        await close_model(model)
+
+
+async def _converse(
+    app: CompiledGraph[AgentState], session: _Session, console: Console, read: Reader
+) -> None:
+    """Read lines until the user leaves: slash commands, or turns streamed to the console."""
+    while True:
+        try:
+            text = (await read("you> ")).strip()
+        except (EOFError, asyncio.CancelledError):  # Ctrl-D or Ctrl-C at the prompt: leave
+            _forgive_cancel()
+            console.line()
+            return
+        if not text:
+            continue
+        if text.startswith("/"):
+            if not await session.command(text):
                 return
-            if not text:
-                continue
-            if text.startswith("/"):
-                if not await session.command(text):
-                    return
-                continue
-            try:
-                await stream_turn(
-                    app, {"messages": [Message.text_message(text)]}, session.config, console
-                )
-            except (ModelError, ToolError, NodeError) as exc:
-                # the turn failed (saved with status "error"); the conversation goes on
-                Console(sys.stderr).error(str(exc))
-            except asyncio.CancelledError:  # Ctrl-C during an answer: back to the prompt
-                _forgive_cancel()
-                console.line()
-                console.note("(interrupted: the answer was not saved; Ctrl-C again to leave)")
+            continue
+        try:
+            await stream_turn(
+                app, {"messages": [Message.text_message(text)]}, session.config, console
+            )
+        except (ModelError, ToolError, NodeError) as exc:
+            # the turn failed (saved with status "error"); the conversation goes on
+            Console(sys.stderr).error(str(exc))
+        except asyncio.CancelledError:  # Ctrl-C during an answer: back to the prompt
+            _forgive_cancel()
+            console.line()
+            console.note("(interrupted: the answer was not saved; Ctrl-C again to leave)")
 
 
 class _Session:

