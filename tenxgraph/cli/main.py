@@ -68,17 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     actions = threads.add_subparsers(
         dest="action", required=True, metavar="ACTION", parser_class=_parser_with(debug)
     )
-    _location(actions.add_parser("list", help="the threads of a user, newest first"))
+    listing = actions.add_parser("list", help="the threads of a user, newest first")
+    _location(listing, positional=True)
     show = actions.add_parser("show", help="print a thread: state, summary, log and window")
     show.add_argument("thread", help="thread id")
-    _location(show)
+    _location(show, positional=True)
     export = actions.add_parser("export", help="write a thread as JSON")
     export.add_argument("thread", help="thread id")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
-    _location(export)
+    _location(export, positional=True)
     delete = actions.add_parser("delete", help="delete a thread and its history")
     delete.add_argument("thread", help="thread id")
-    _location(delete)
+    _location(delete, positional=True)
 
     run = commands.add_parser("run", help="run a graph from your code: module:attribute")
     run.add_argument("target", help="module:attribute naming a StateGraph or CompiledGraph")
@@ -99,7 +100,11 @@ def _parser_with(parent: argparse.ArgumentParser) -> type[argparse.ArgumentParse
     return Parser
 
 
-def _location(parser: argparse.ArgumentParser) -> None:
+def _location(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    if positional:
+        parser.add_argument(
+            "location", nargs="?", help="SQLite file or postgresql:// DSN (the same as --db)"
+        )
     parser.add_argument(
         "--db",
         default=DEFAULT_DB,
@@ -175,7 +180,7 @@ async def _threads(args: argparse.Namespace, console: Any) -> None:
     from tenxgraph.storage.checkpointer.base import DEFAULT_USER, ThreadKey
 
     user = args.user or DEFAULT_USER
-    async with open_checkpointer(args.db, create=False) as checkpointer:
+    async with open_checkpointer(args.location or args.db, create=False) as checkpointer:
         if args.action == "list":
             await threads.list_threads(checkpointer, user, console)
             return

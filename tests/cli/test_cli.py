@@ -34,8 +34,10 @@ def stored(path: Path, thread: str = "trip"):  # type: ignore[no-untyped-def]
     return asyncio.run(load())
 
 
-def test_threads_list(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["threads", "list", "--db", str(trip_db)]) == 0
+@pytest.mark.parametrize("form", ["option", "positional"])
+def test_threads_list(trip_db: Path, capsys: pytest.CaptureFixture[str], form: str) -> None:
+    where = ["--db", str(trip_db)] if form == "option" else [str(trip_db)]
+    assert main(["threads", "list", *where]) == 0
     out = capsys.readouterr().out
     thread, _log = stored(trip_db)
     (row,) = [line for line in out.splitlines() if line.startswith("trip ")]
@@ -78,7 +80,7 @@ def test_threads_export_writes_the_log_window_and_values(trip_db: Path, tmp_path
 def test_threads_export_to_stdout_is_json(
     trip_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["threads", "export", "trip", "--db", str(trip_db)]) == 0
+    assert main(["threads", "export", "trip", str(trip_db)]) == 0  # location as an argument
     assert json.loads(capsys.readouterr().out)["thread_id"] == "trip"
 
 
