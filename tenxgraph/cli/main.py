@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -123,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`tenxgraph threads show x | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        return 141
     except Exception as exc:
         if args.debug:
             raise
