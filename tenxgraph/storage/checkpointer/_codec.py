@@ -176,14 +176,23 @@ def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body])
 def decode_window_messages(
     key: ThreadKey, window: Window, rows: Sequence[tuple[int, Body]]
 ) -> list[Message]:
-    """Decode the ``(seq, body)`` rows a window query returned; a missing row is corruption."""
-    expected = window_size(window)
-    if len(rows) != expected:
-        raise CorruptRecordError(
-            f"thread {key.thread_id!r} (user {key.user_id!r}): the window {window} names "
-            f"{expected} messages but the log holds {len(rows)} of them"
-        )
-    return decode_messages(key, [seq for seq, _ in rows], [body for _, body in rows])
+    """Decode the ``(seq, body)`` rows a window query returned, in window order.
+
+    Rows in another order are put in window order; a seq of the window
+    without a row is corruption, never skipped.
+    """
+    seqs = window_seqs(window)
+    if [seq for seq, _ in rows] != seqs:
+        by_seq = dict(rows)
+        missing = [seq for seq in seqs if seq not in by_seq]
+        if missing:
+            raise CorruptRecordError(
+                f"thread {key.thread_id!r} (user {key.user_id!r}): the window {window} names "
+                f"{len(seqs)} messages but the log lacks {len(missing)} of them "
+                f"(seqs {missing[:10]})"
+            )
+        rows = [(seq, by_seq[seq]) for seq in seqs]
+    return decode_messages(key, seqs, [body for _, body in rows])
 
 
 def decode_json_object(key: ThreadKey, column: str, stored: Any) -> dict[str, Any]:
