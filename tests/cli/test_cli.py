@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,12 +142,13 @@ not_a_graph = 42
 
 
 @pytest.fixture
-def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = f"usergraph_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{name}.py").write_text(GRAPH_MODULE)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
+    monkeypatch.setattr(sys, "path", list(sys.path))  # `run` puts the cwd on sys.path
+    yield name
+    sys.modules.pop(name, None)
 
 
 def test_run_a_compiled_graph(user_module: str, capsys: pytest.CaptureFixture[str]) -> None:
