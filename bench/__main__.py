@@ -6,7 +6,7 @@ import importlib
 import json
 import sys
 
-WORKLOADS = ("w1_invoke", "w2_turns", "w3_merge", "w4_resume", "w5_trim", "w6_memory")
+WORKLOADS = ("w1_invoke", "w2_turns", "w2_graph", "w3_merge", "w4_resume", "w5_trim", "w6_memory")
 
 
 def main(names: list[str]) -> None:

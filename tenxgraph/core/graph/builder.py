@@ -152,8 +152,14 @@ class StateGraph(Generic[S]):
         interrupt_before: Iterable[str] = (),
         interrupt_after: Iterable[str] = (),
         recursion_limit: int = 25,
+        warm_threads: int = 128,
     ) -> CompiledGraph[S]:
-        """Check the graph and return it runnable; every problem is a ``GraphBuildError``."""
+        """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
+
+        ``warm_threads`` is how many recently finished threads the compiled graph
+        keeps in memory, so their next run needs one version check instead of a
+        reload (0 turns this off).
+        """
         from tenxgraph.core.graph.compiled import CompiledGraph
 
         schema = StateSchema(self.state_class)
@@ -172,6 +178,7 @@ class StateGraph(Generic[S]):
             interrupt_before=frozenset(interrupt_before),
             interrupt_after=frozenset(interrupt_after),
             recursion_limit=recursion_limit,
+            warm_threads=warm_threads,
         )
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:

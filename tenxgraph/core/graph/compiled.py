@@ -8,6 +8,7 @@ providers or storage backends: nodes and the checkpointer contract do.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -76,6 +77,7 @@ class CompiledGraph(Generic[S]):
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         recursion_limit: int,
+        warm_threads: int = 128,
     ) -> None:
         self.builder = builder
         self.schema = schema
@@ -88,6 +90,8 @@ class CompiledGraph(Generic[S]):
         self.branches = dict(builder.branches)
         self.context_manager = builder.context_manager
         self._active: dict[ThreadKey | None, _ActiveRun] = {}
+        self.warm_threads = warm_threads
+        self._warm: OrderedDict[ThreadKey, ThreadSession] = OrderedDict()
         if checkpointer is not None:
             checkpointer.state_class = builder.state_class
 
@@ -411,6 +415,7 @@ class CompiledGraph(Generic[S]):
                     return
                 node_name = next_node
             yield await self._finish(run, "completed")
+            self._keep_warm(run.session)
         finally:
             if self._active.get(key) is active:
                 del self._active[key]
@@ -474,8 +479,13 @@ class CompiledGraph(Generic[S]):
         if self.checkpointer is not None:
             if not config.get("thread_id"):
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
-            session = ThreadSession(self.checkpointer, ThreadKey.from_config(config))
-            state = await session.load(self.builder.state_class)
+            key = ThreadKey.from_config(config)
+            session = self._warm.pop(key, None)
+            if session is not None and await self.checkpointer.aversion(key) == session.version:
+                state = session.revive(self.builder.state_class)
+            if state is None:
+                session = ThreadSession(self.checkpointer, key)
+                state = await session.load(self.builder.state_class)
         if state is None:
             state = self._fresh_state()
         return session, state
@@ -486,6 +496,19 @@ class CompiledGraph(Generic[S]):
         state = initial.model_copy(deep=True) if initial is not None else self.builder.state_class()
         state.message_index()
         return state
+
+    def _keep_warm(self, session: ThreadSession | None) -> None:
+        """Keep a finished run's session, so the thread's next run skips reloading it.
+
+        The next run checks the stored version first (one cheap query), so a
+        write by anyone else is never missed. At most ``warm_threads`` are kept.
+        """
+        if session is None or self.warm_threads <= 0:
+            return
+        self._warm[session.key] = session
+        self._warm.move_to_end(session.key)
+        while len(self._warm) > self.warm_threads:
+            self._warm.popitem(last=False)
 
     def _entry(self, state: S) -> str:
         if START in self.edges:

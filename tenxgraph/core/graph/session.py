@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite, Window
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
 
@@ -34,6 +35,9 @@ class ThreadSession:
         self._window: Window = []
         self._window_list: list[Message] | None = None
         self._window_size = 0
+        self._window_last: Message | None = None
+        self._values: dict[str, Any] | None = None
+        self._index: MessageIndex | None = None
 
     async def load(self, state_class: type[S]) -> S | None:
         """Load the thread's state, or None when the thread does not exist yet."""
@@ -46,7 +50,26 @@ class ThreadSession:
         self.metadata = stored.metadata
         seqs = (seq for start, end in stored.window for seq in range(start, end))
         self._seq_of = {m.message_id: seq for m, seq in zip(state.context, seqs, strict=False)}
+        self._values = stored.values
         self._remember_window(state.context, stored.window)
+        return state
+
+    def revive(self, state_class: type[S]) -> S | None:
+        """Rebuild the state as this session last saved it, without reading storage.
+
+        Only valid while the stored version is still ``self.version`` (the caller
+        checks). Returns None when the saved context list was changed since.
+        """
+        context, values = self._window_list, self._values
+        if context is None or values is None or len(context) != self._window_size:
+            return None
+        if context and context[-1] is not self._window_last:
+            return None
+        state = state_class.model_validate(values)
+        copy = list(context)
+        index = self._index
+        state.set_context(copy, index.copy_for(copy) if index and index.covers(context) else None)
+        self._window_list = copy
         return state
 
     def record(self, messages: list[Message]) -> None:
@@ -62,18 +85,21 @@ class ThreadSession:
             window = self._full_window(state.context, new, base)
         else:
             self._assign_seqs(new, base)
+        values = encode_values(state)
         version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(
                 expected_version=self.version,
                 new_messages=new,
-                values=encode_values(state),
+                values=values,
                 window=window,
                 node=node,
                 step=step,
             ),
         )
         self.version = version
+        self._values = values
+        self._index = state.message_index()
         self.log_length = base + len(new)
         self._pending = []
         self._remember_window(state.context, window)
@@ -121,3 +147,4 @@ class ThreadSession:
         self._window = [(start, end) for start, end in window]
         self._window_list = context
         self._window_size = len(context)
+        self._window_last = context[-1] if context else None

@@ -75,6 +75,11 @@ class AgentState(BaseModel):
             index = private["_index"] = MessageIndex(self.context)  # type: ignore[index]
         return index
 
+    def set_context(self, context: list[Message], index: MessageIndex | None = None) -> None:
+        """Replace ``context``, with an index already built for exactly that list."""
+        self.context = context
+        self.__pydantic_private__["_index"] = index  # type: ignore[index]
+
     def append_messages(self, messages: Sequence[Message]) -> list[Message]:
         """Merge ``messages`` into ``context`` in place by add_messages' rules; return those added.
 

@@ -89,6 +89,16 @@ class MessageIndex:
         self._size = len(messages)
         self.system_positions = [i for i, m in enumerate(messages) if m.role == "system"]
 
+    def copy_for(self, messages: list[Message]) -> MessageIndex:
+        """An index of ``messages``, a copy of the list this index covers (a C-speed copy)."""
+        if len(messages) != self._size:
+            raise ValueError("copy_for needs a list with the same messages")
+        twin = MessageIndex.__new__(MessageIndex)
+        twin._list, twin._size = messages, self._size
+        twin._ids = self._ids.copy()
+        twin.system_positions = list(self.system_positions)
+        return twin
+
     def covers(self, messages: list[Message]) -> bool:
         """True when this index describes ``messages`` as it is now."""
         return messages is self._list and len(messages) == self._size

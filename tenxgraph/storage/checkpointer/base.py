@@ -192,5 +192,13 @@ class Checkpointer(ABC):
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in order (used to rebuild a past checkpoint)."""
 
+    async def aversion(self, key: ThreadKey) -> int | None:
+        """The thread's current version, or None; lets a runtime reuse a state it still holds.
+
+        The default loads the thread; backends override it with a one-row query.
+        """
+        stored = await self.aload(key)
+        return None if stored is None else stored.version
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to close
         """Release connections and files."""

@@ -79,6 +79,12 @@ class InMemoryCheckpointer(Checkpointer):
     def _get(self, key: ThreadKey) -> _Thread | None:
         return self._tenants.get(key.user_id, {}).get(key.thread_id)
 
+    async def aversion(self, key: ThreadKey) -> int | None:
+        """The thread's version, without decoding anything."""
+        with self._lock:
+            thread = self._get(key)
+            return None if thread is None else thread.version
+
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """Load the state row and the window's messages."""
         with self._lock:

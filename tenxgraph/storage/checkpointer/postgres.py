@@ -313,6 +313,11 @@ class PgCheckpointer(Checkpointer):
         await self._cache.put(key, loaded.entry)
         return loaded.thread
 
+    async def aversion(self, key: ThreadKey) -> int | None:
+        """The thread's version from Postgres (the source of truth): one one-row query."""
+        async with self._connection() as conn:
+            return await self._version(conn, key)
+
     async def _identity(self, key: ThreadKey) -> tuple[int, float] | None:
         async with self._connection() as conn:
             cursor = await conn.execute(

@@ -138,6 +138,14 @@ class SqliteCheckpointer(Checkpointer):
             except sqlite3.Error as exc:
                 raise StorageError(f"sqlite ({self.path}): {exc}") from exc
 
+    async def aversion(self, key: ThreadKey) -> int | None:
+        """The thread's version: one indexed one-row query."""
+        return await asyncio.to_thread(self._current_version, key)
+
+    def _current_version(self, key: ThreadKey) -> int | None:
+        with self._connection() as conn:
+            return _version(conn, key)
+
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """One query for the state row, one for the window's messages (one read snapshot)."""
         return await asyncio.to_thread(self._load, key)

@@ -458,3 +458,29 @@ def test_node_asking_for_config_receives_it() -> None:
     graph.set_entry_point("c")
     result = graph.compile().invoke({}, {"thread_id": "tid-7"})
     assert result["messages"][0].text() == "tid-7"
+
+
+def test_warm_threads_never_miss_another_writer_or_a_mutated_result() -> None:
+    checkpointer = InMemoryCheckpointer()
+
+    def build() -> Any:
+        graph = StateGraph(MyState)
+        graph.add_node("a", say("reply"))
+        graph.set_entry_point("a")
+        return graph.compile(checkpointer)
+
+    first, second = build(), build()
+    config = {"thread_id": "shared"}
+    result = first.invoke({"messages": [Message.text_message("1")]}, config)
+    second.invoke({"messages": [Message.text_message("2")]}, config)
+    third = first.invoke({"messages": [Message.text_message("3")]}, config)
+    assert [m.text() for m in third["state"].context] == ["1", "reply", "2", "reply", "3", "reply"]
+
+    third["state"].context.append(Message.text_message("not saved"))
+    third["state"].selected_city = "Nowhere"
+    fourth = first.invoke({"messages": [Message.text_message("4")]}, config)
+    texts = [m.text() for m in fourth["state"].context]
+    assert "not saved" not in texts
+    assert texts[-2:] == ["4", "reply"]
+    assert fourth["state"].selected_city == ""
+    assert result["state"] is not fourth["state"]
