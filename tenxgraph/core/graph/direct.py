@@ -21,7 +21,7 @@ from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.errors import ToolError
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.compiled import CompiledGraph
+    from tenxgraph.core.graph.thread_ops import ThreadOperations
 
 __all__ = ["DIRECT_NODE", "acall_tool"]
 
@@ -59,7 +59,7 @@ class _DirectCall(Node):
 
 
 async def acall_tool(
-    graph: CompiledGraph[Any],
+    graph: ThreadOperations[Any],
     name: str,
     args: Mapping[str, Any],
     config: Mapping[str, Any] | None,

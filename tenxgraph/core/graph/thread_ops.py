@@ -1,0 +1,211 @@
+"""Thread operations outside a run: read, edit, branch, snapshot, and direct tool calls.
+
+``CompiledGraph`` inherits these; they act on a thread through the graph's
+checkpointer and state class, never through a second copy of the run loop
+(a direct tool call is a one-node run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from tenxgraph._sync import run_sync
+from tenxgraph.core.graph import history, snapshots
+from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ToolResultBlock
+from tenxgraph.errors import StateError
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph.node import Node
+    from tenxgraph.core.graph.tools import Tool
+    from tenxgraph.core.graph.updates import StateSchema
+
+__all__ = ["ThreadOperations"]
+
+S = TypeVar("S", bound=AgentState)
+
+
+class ThreadOperations(Generic[S]):
+    """What you can do with a saved thread besides running it."""
+
+    builder: StateGraph[S]
+    schema: StateSchema
+    checkpointer: Checkpointer | None
+    nodes: dict[str, Node]
+
+    def _fresh_state(self) -> S:
+        """The state a new thread starts from (``CompiledGraph`` provides it)."""
+        raise NotImplementedError
+
+    async def aget_state(
+        self, config: Mapping[str, Any], *, version: int | None = None
+    ) -> S | None:
+        """The thread's saved state (or its state at checkpoint ``version``); None if new."""
+        checkpointer = self._require_checkpointer()
+        key = history.thread_key(config)
+        if version is not None:
+            return await history.state_at(checkpointer, key, self.builder.state_class, version)
+        return await ThreadSession(checkpointer, key).load(self.builder.state_class)
+
+    def get_state(self, config: Mapping[str, Any], *, version: int | None = None) -> S | None:
+        """Sync ``aget_state``."""
+        return run_sync(self.aget_state(config, version=version))
+
+    async def aget_state_history(
+        self, config: Mapping[str, Any], *, limit: int | None = None
+    ) -> list[history.StateSnapshot[S]]:
+        """The thread's checkpoints, newest first, each with the state it recorded."""
+        return await history.state_history(
+            self._require_checkpointer(),
+            history.thread_key(config),
+            self.builder.state_class,
+            limit,
+        )
+
+    def get_state_history(
+        self, config: Mapping[str, Any], *, limit: int | None = None
+    ) -> list[history.StateSnapshot[S]]:
+        """Sync ``aget_state_history``."""
+        return run_sync(self.aget_state_history(config, limit=limit))
+
+    async def aupdate_state(
+        self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
+    ) -> int:
+        """Merge ``values`` (anything a node may return) into the thread as a new checkpoint.
+
+        Returns the new version. The run status is kept, so a paused thread can be
+        corrected and then resumed.
+        """
+        return await history.update_state(
+            self._require_checkpointer(), history.thread_key(config), self.schema, values, as_node
+        )
+
+    def update_state(
+        self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
+    ) -> int:
+        """Sync ``aupdate_state``."""
+        return run_sync(self.aupdate_state(config, values, as_node=as_node))
+
+    async def afork(
+        self, config: Mapping[str, Any], new_thread_id: str, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Copy the thread (as it is, or as it was at ``version``) into a new thread.
+
+        Returns the new thread's config; invoke it to continue from there while the
+        original thread stays as it was.
+        """
+        source = history.thread_key(config)
+        target = ThreadKey(new_thread_id, source.user_id)
+        await history.fork_thread(
+            self._require_checkpointer(), source, version, target, self.builder.state_class
+        )
+        return {**config, "thread_id": new_thread_id}
+
+    def fork(
+        self, config: Mapping[str, Any], new_thread_id: str, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Sync ``afork``."""
+        return run_sync(self.afork(config, new_thread_id, version=version))
+
+    async def asnapshot(self, config: Mapping[str, Any]) -> snapshots.ThreadSnapshot:
+        """A point-in-time copy of the thread's state and context window (JSON data)."""
+        return await snapshots.take_snapshot(
+            self._require_checkpointer(), history.thread_key(config)
+        )
+
+    def snapshot(self, config: Mapping[str, Any]) -> snapshots.ThreadSnapshot:
+        """Sync ``asnapshot``."""
+        return run_sync(self.asnapshot(config))
+
+    async def arestore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
+        """Make ``snapshot`` the thread's current state, as a new checkpoint; return the version."""
+        return await snapshots.restore_snapshot(
+            self._require_checkpointer(),
+            history.thread_key(config),
+            snapshot,
+            self.builder.state_class,
+        )
+
+    def restore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
+        """Sync ``arestore``."""
+        return run_sync(self.arestore(config, snapshot))
+
+    async def acreate_thread(
+        self,
+        config: Mapping[str, Any],
+        messages: Sequence[Message],
+        state: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Start a thread from an existing conversation (and custom field values).
+
+        The messages must be well paired (every tool call answered, no result
+        without its call); the thread must not exist yet. Returns its version.
+        """
+        initial = self._fresh_state()
+        if state:
+            self.schema.apply_input(initial, state)
+        return await snapshots.create_thread(
+            self._require_checkpointer(), history.thread_key(config), messages, initial
+        )
+
+    def create_thread(
+        self,
+        config: Mapping[str, Any],
+        messages: Sequence[Message],
+        state: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Sync ``acreate_thread``."""
+        return run_sync(self.acreate_thread(config, messages, state))
+
+    def _require_checkpointer(self) -> Checkpointer:
+        if self.checkpointer is None:
+            raise StateError("this graph has no checkpointer, so threads are not saved")
+        return self.checkpointer
+
+    def tools(self) -> dict[str, Tool]:
+        """Every tool of the graph's ToolNodes and Agents, by name."""
+        found: dict[str, Tool] = {}
+        for node in self.nodes.values():
+            found.update(getattr(node, "tools", {}))
+        return found
+
+    async def acall_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        record: bool = True,
+        invocation_state: dict[str, Any] | None = None,
+    ) -> ToolResultBlock:
+        """Call tool ``name`` directly, outside the model loop, on the thread of ``config``.
+
+        With ``record=True`` (the default) the call and its result are added to
+        the thread's history and a ``ToolResult.state`` update is merged and
+        saved; ``record=False`` leaves the thread untouched. Tool failures come
+        back as a result with ``is_error=True``, as the model would see them.
+        """
+        from tenxgraph.core.graph.direct import acall_tool
+
+        return await acall_tool(
+            self, name, args or {}, config, record=record, invocation_state=invocation_state
+        )
+
+    def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        record: bool = True,
+        invocation_state: dict[str, Any] | None = None,
+    ) -> ToolResultBlock:
+        """Sync ``acall_tool``."""
+        return run_sync(
+            self.acall_tool(name, args, config, record=record, invocation_state=invocation_state)
+        )
