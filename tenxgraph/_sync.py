@@ -8,6 +8,7 @@ so there is one implementation of each operation.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -25,6 +26,8 @@ def _loop() -> asyncio.AbstractEventLoop:
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
         _local.loop = loop
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(loop.close)  # no "unclosed event loop" warning at process exit
     return loop
 
 

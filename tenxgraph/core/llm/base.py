@@ -62,6 +62,9 @@ class ChatModel(ABC):
     def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Yield delta messages, then exactly one complete assistant message."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook; most models hold nothing
+        """Release clients and files the model opened (a no-op unless it opened some)."""
+
     async def complete(self, request: ModelRequest) -> Message:
         """Return the complete message: the stream drained."""
         final: Message | None = None
