@@ -123,7 +123,9 @@ class CompiledGraph(ThreadOperations[S]):
         invocation_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Run the graph to its end (or an interrupt) and return ``RunResult.as_dict()``."""
-        return await _drain(self._run(input, config, invocation_state, inline_sync=False))
+        return await _drain(
+            self._run(input, config, invocation_state, inline_sync=False, progress=False)
+        )
 
     def invoke(
         self,
@@ -133,7 +135,9 @@ class CompiledGraph(ThreadOperations[S]):
         invocation_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Sync ``ainvoke``."""
-        return run_sync(_drain(self._run(input, config, invocation_state, inline_sync=True)))
+        return run_sync(
+            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False))
+        )
 
     def stop(self, config: Mapping[str, Any] | None = None) -> bool:
         """Ask the thread's running run to stop; False when none is running here.
@@ -161,8 +165,13 @@ class CompiledGraph(ThreadOperations[S]):
         invocation_state: dict[str, Any] | None,
         *,
         inline_sync: bool,
+        progress: bool = True,
     ) -> AsyncIterator[StreamEvent]:
-        """The run loop: one node per step until END, an interrupt, a stop or an error."""
+        """The run loop: one node per step until END, an interrupt, a stop or an error.
+
+        With ``progress=False`` (``invoke``, which keeps only the result) the
+        per-step message and update events are not built; nothing else changes.
+        """
         config = dict(config or {})
         run = await self._start(input or {}, config, invocation_state, inline_sync)
         key = ThreadKey.from_config(config) if config.get("thread_id") else None
@@ -199,7 +208,7 @@ class CompiledGraph(ThreadOperations[S]):
                             output = item.value
                         elif isinstance(item, SaveProgress):
                             await self._save(run, [], node_name)
-                        else:
+                        elif progress:
                             yield item
                 except GraphInterrupt as signal:
                     yield await self._pause(run, node_name, node_name, signal.value, "inside")
@@ -230,15 +239,18 @@ class CompiledGraph(ThreadOperations[S]):
                 except StateError as exc:
                     yield await self._fail(run, node_name, exc)
                     raise NodeError(node_name, str(exc)) from None
-                for message in applied.messages:
-                    yield MessageEvent(node_name, message)
+                if progress:
+                    for message in applied.messages:
+                        yield MessageEvent(node_name, message)
                 run.produced.extend(applied.messages)
-                next_node = goto if goto is not None else await self._route(node_name, run)
+                next_node = goto or self.edges.get(node_name) or await self._route(node_name, run)
                 if next_node != END and next_node not in self.nodes:
                     raise NodeError(node_name, f"Command(goto={next_node!r}) names no node")
                 meta.next_node = next_node
-                await self._save(run, applied.messages, node_name)
-                yield UpdateEvent(node_name, meta.step, tuple(applied.messages), applied.values)
+                if run.session is not None:
+                    await self._save(run, applied.messages, node_name)
+                if progress:
+                    yield UpdateEvent(node_name, meta.step, tuple(applied.messages), applied.values)
                 if node_name in self.interrupt_after:
                     yield await self._pause(run, node_name, next_node, None, "after")
                     yield self._result(run)
@@ -284,8 +296,10 @@ class CompiledGraph(ThreadOperations[S]):
             next_node = meta.next_node  # a run that died mid-way continues where it stopped
         else:
             meta.step = 0
-        meta.status, meta.error, meta.stop_requested = "running", None, False
-        meta.interrupt_kind = meta.interrupt_value = None
+        meta.status = "running"
+        if meta.error is not None or meta.stop_requested or meta.interrupt_kind is not None:
+            meta.error, meta.stop_requested = None, False
+            meta.interrupt_kind = meta.interrupt_value = None
         input_messages = _input_messages(input.get("messages"))
         if "state" in input:
             self.schema.apply_input(state, input["state"])

@@ -59,17 +59,29 @@ class RunContext:
         if is_async is None:
             is_async = inspect.iscoroutinefunction(function)
         kwargs = kwargs or {}
+        if is_async:
+            token = _scope.set(scope or self.interrupt_scope)
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                _scope.reset(token)
+        if self.run_sync_inline and not concurrent:
+            result = self.call_here(function, args, kwargs, scope)
+        else:
+            result = await asyncio.to_thread(self.call_here, function, args, kwargs, scope)
+        return await result if inspect.isawaitable(result) else result
+
+    def call_here(
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        scope: InterruptScope | None = None,
+    ) -> Any:
+        """Call sync ``function`` on this thread, with ``interrupt`` answers in scope."""
         token = _scope.set(scope or self.interrupt_scope)
         try:
-            if is_async:
-                return await function(*args, **kwargs)
-            if self.run_sync_inline and not concurrent:
-                result = function(*args, **kwargs)
-            else:
-                result = await asyncio.to_thread(function, *args, **kwargs)
-            if inspect.isawaitable(result):
-                return await result
-            return result
+            return function(*args, **kwargs)
         finally:
             _scope.reset(token)
 
@@ -113,5 +125,9 @@ class FunctionNode(Node):
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
         """Call the function and yield what it returned."""
-        kwargs = {"config": ctx.config} if self.wants_config else None
-        yield NodeOutput(await ctx.call(self.function, (state,), kwargs, is_async=self.is_async))
+        kwargs = {"config": ctx.config} if self.wants_config else {}
+        if self.is_async or not ctx.run_sync_inline:
+            value = await ctx.call(self.function, (state,), kwargs, is_async=self.is_async)
+        else:
+            value = ctx.call_here(self.function, (state,), kwargs)  # no await on the fast path
+        yield NodeOutput(value)
