@@ -21,13 +21,14 @@ from pydantic import ValidationError
 
 from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.errors import CorruptRecordError, StateError
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadWrite, Window
+from tenxgraph.storage.checkpointer.base import Checkpoint, ThreadKey, ThreadWrite, Window
 
 __all__ = [
     "EncodedWrite",
     "MessageRow",
     "check_page",
     "check_window",
+    "decode_checkpoint",
     "decode_json_object",
     "decode_messages",
     "decode_window",
@@ -193,6 +194,28 @@ def decode_window_messages(
             )
         rows = [(seq, by_seq[seq]) for seq in seqs]
     return decode_messages(key, seqs, [body for _, body in rows])
+
+
+def decode_checkpoint(
+    key: ThreadKey,
+    version: int,
+    node: str,
+    step: int,
+    log_length: int,
+    values: Any,
+    window: Any,
+    created_at: float,
+) -> Checkpoint:
+    """A checkpoint row as every backend stores it (values and window as JSON)."""
+    return Checkpoint(
+        version=version,
+        node=node,
+        step=step,
+        log_length=log_length,
+        values=decode_json_object(key, "checkpoint values", values),
+        window=decode_window(key, window, "checkpoint window"),
+        created_at=created_at,
+    )
 
 
 def decode_json_object(key: ThreadKey, column: str, stored: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from tenxgraph.errors import ConflictError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
     check_window,
+    decode_checkpoint,
     decode_json_object,
     decode_messages,
     decode_window,
@@ -192,14 +193,15 @@ class InMemoryCheckpointer(Checkpointer):
             thread = self._get(key)
             stored = [] if thread is None else list(reversed(thread.checkpoints))
         return [
-            Checkpoint(
-                version=cp.version,
-                node=cp.node,
-                step=cp.step,
-                log_length=cp.log_length,
-                values=decode_json_object(key, "checkpoint values", cp.values),
-                window=decode_window(key, cp.window, "checkpoint window"),
-                created_at=cp.created_at,
+            decode_checkpoint(
+                key,
+                cp.version,
+                cp.node,
+                cp.step,
+                cp.log_length,
+                cp.values,
+                cp.window,
+                cp.created_at,
             )
             for cp in (stored if limit is None else stored[:limit])
         ]

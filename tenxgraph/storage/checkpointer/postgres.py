@@ -32,6 +32,7 @@ from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_page,
     check_window,
+    decode_checkpoint,
     decode_json_object,
     decode_messages,
     decode_window,
@@ -517,18 +518,7 @@ class PgCheckpointer(Checkpointer):
                 (key.user_id, key.thread_id, limit),
             )
             rows = await cursor.fetchall()
-        return [
-            Checkpoint(
-                version=version,
-                node=node,
-                step=step,
-                log_length=log_length,
-                values=decode_json_object(key, "checkpoint values", values),
-                window=decode_window(key, window, "checkpoint window"),
-                created_at=created_at,
-            )
-            for version, node, step, log_length, values, window, created_at in rows
-        ]
+        return [decode_checkpoint(key, *row) for row in rows]
 
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
