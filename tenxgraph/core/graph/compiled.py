@@ -277,7 +277,7 @@ class CompiledGraph(ThreadOperations[S]):
             )
         session, state = await self._load(config)
         meta = state.execution_meta
-        next_node = self._entry(state)
+        next_node = self.edges.get(START, START)  # START itself: a conditional entry
         resuming = "resume" in input
         skip_before = False
         if meta.status == "interrupted":
@@ -354,14 +354,8 @@ class CompiledGraph(ThreadOperations[S]):
         while len(self._warm) > self.warm_threads:
             self._warm.popitem(last=False)
 
-    def _entry(self, state: S) -> str:
-        if START in self.edges:
-            return self.edges[START]
-        return START  # a conditional entry: routed from START below
-
     async def _route(self, node: str, run: _Run[S]) -> str:
-        if node in self.edges:
-            return self.edges[node]
+        """Where a node without a plain edge leads: its branch's router, or END."""
         branch = self.branches.get(node)
         if branch is None:
             return END

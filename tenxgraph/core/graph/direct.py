@@ -39,12 +39,7 @@ class _DirectCall(Node):
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
         call = ToolCallBlock(id=f"direct-{ctx.id_generator()}", name=self.tool.name, args=self.args)
         outcome = await execute_tool({self.tool.name: self.tool}, call, state, ctx)
-        self.result = ToolResultBlock(
-            call_id=call.id,
-            output=outcome.output,
-            is_error=outcome.is_error,
-            status="failed" if outcome.is_error else "completed",
-        )
+        self.result = outcome.result_block(call.id)
         asked = Message(
             role="assistant",
             content=[call],

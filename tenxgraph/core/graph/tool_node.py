@@ -41,6 +41,15 @@ class ToolOutcome:
         """The tool ledger's JSON shape."""
         return {"output": self.output, "is_error": self.is_error, "update": self.update}
 
+    def result_block(self, call_id: str) -> ToolResultBlock:
+        """The block the model reads for call ``call_id``."""
+        return ToolResultBlock(
+            call_id=call_id,
+            output=self.output,
+            is_error=self.is_error,
+            status="failed" if self.is_error else "completed",
+        )
+
 
 ToolCallWrapper = Callable[
     [ToolCallBlock, Callable[[ToolCallBlock], Awaitable[ToolOutcome]]], Awaitable[ToolOutcome]
@@ -116,16 +125,12 @@ class ToolNode(Node):
             entry = ledger.pop(call.id, None)
             if entry is None:  # answered in an earlier step
                 continue
-            result = ToolResultBlock(
-                call_id=call.id,
-                output=entry["output"],
-                is_error=entry["is_error"],
-                status="failed" if entry["is_error"] else "completed",
-            )
+            outcome = ToolOutcome(**entry)
+            result = outcome.result_block(call.id)
             message = Message(role="tool", content=[result], message_id=ctx.id_generator())
             updates.append((f"tool {call.name!r} (call {call.id})", [message]))
-            if entry["update"]:
-                updates.append((f"tool {call.name!r} ToolResult.state", entry["update"]))
+            if outcome.update:
+                updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))
         yield NodeOutput(Updates(updates))
 
 
