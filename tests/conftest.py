@@ -38,3 +38,36 @@ def _block_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded(real_connect))
     monkeypatch.setattr(socket.socket, "connect_ex", guarded(real_connect_ex))
     return
+
+
+SERVICES = {
+    "postgres": ("PostgreSQL", 5432),
+    "redis": ("Redis", 6379),
+}
+"""Marker -> the shared server the marked tests talk to on 127.0.0.1."""
+
+
+@pytest.fixture(scope="session")
+def _reachable() -> dict[str, bool]:
+    """Which shared servers answered, checked once per session (filled lazily)."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def _require_services(request: pytest.FixtureRequest, _reachable: dict[str, bool]) -> None:
+    """A test marked with a service fails with one line naming it when that server is down."""
+    for marker, (name, port) in SERVICES.items():
+        if request.node.get_closest_marker(marker) is None:
+            continue
+        if marker not in _reachable:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                _reachable[marker] = True
+            except OSError:
+                _reachable[marker] = False
+        if not _reachable[marker]:
+            pytest.fail(
+                f"{name} is not reachable on 127.0.0.1:{port}: start it with `make services` "
+                "(scripts/services.sh), which `make check` runs first",
+                pytrace=False,
+            )

@@ -51,9 +51,8 @@ class StateSchema:
         if adapter is None:
             info = self.state_class.model_fields[name]
             constraints = [m for m in info.metadata if not callable(m)]
-            annotation = (
-                Annotated[info.annotation, *constraints] if constraints else info.annotation
-            )
+            declared: Any = info.annotation  # typed loosely: pydantic allows None here
+            annotation: Any = Annotated[declared, *constraints] if constraints else declared
             adapter = self._validators[name] = TypeAdapter(annotation)
         try:
             return adapter.validate_python(value)
