@@ -5,6 +5,10 @@ Each call builds the request as 001 documents (system prompt, then the
 go out as stream events, never into state), and returns the complete
 assistant message with its usages. Tool calls in the answer are run by a
 ``ToolNode``; ``create_agent`` wires the two into a loop.
+
+A forced ``tool_choice`` (``required`` or a tool name) holds only until the
+forced tool has answered in the current turn; later calls in that turn use
+``auto``, so a loop that forces a tool still ends (see ``turn_tool_choice``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph.builder import StateGraph
     from tenxgraph.core.llm.retry import RetryPolicy
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "turn_tool_choice"]
 
 
 class Agent(Node):
@@ -158,7 +162,7 @@ class Agent(Node):
         return ModelRequest(
             messages=[*messages_for_model(state, self.system_prompt or ()), *extra],
             tools=self.tool_specs(),
-            tool_choice=self.tool_choice,
+            tool_choice=turn_tool_choice(self.tool_choice, state.context),
             output_schema=schema.model_json_schema() if schema is not None else None,
             output_schema_name=schema.__name__ if schema is not None else "output",
             temperature=self.temperature,
@@ -194,3 +198,24 @@ def _parse(adapter: TypeAdapter[Any], answer: Message) -> tuple[Any, str]:
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
         )
         return None, "; ".join(problems)
+
+
+def turn_tool_choice(choice: ToolChoice, context: Sequence[Message]) -> ToolChoice:
+    """The tool choice for the next model call: ``choice``, or ``auto`` once it was obeyed.
+
+    A forced choice applies until the current turn (the messages after the
+    last user message) holds a result for a call it forced: a call of the
+    named tool, or of any tool for ``required``. Only the turn is read,
+    newest first, so the cost does not grow with the thread.
+    """
+    if choice in ("auto", "none"):
+        return choice
+    answered: set[str] = set()
+    for message in reversed(context):
+        if message.role == "user" and not message.tool_results():
+            break
+        answered.update(result.call_id for result in message.tool_results())
+        for call in message.tool_calls():
+            if call.id in answered and choice in ("required", call.name):
+                return "auto"
+    return choice

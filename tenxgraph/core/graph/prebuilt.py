@@ -56,7 +56,9 @@ def create_agent(
 
     ``agent_options`` go to ``Agent`` (``system_prompt``, ``output_schema``,
     ``trim_context``, ``provider``...). ``middleware`` adds hooks around the
-    loop (see ``tenxgraph.core.graph.middleware``).
+    loop (see ``tenxgraph.core.graph.middleware``). A forced ``tool_choice``
+    (a tool name or ``required``) applies until that tool has answered in the
+    current turn, then the model gets ``auto``, so the loop can end.
     """
     base = state if isinstance(state, type) else type(state)
     merged = merge_state_schemas(base, middleware)
