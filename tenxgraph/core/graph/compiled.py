@@ -30,8 +30,9 @@ from tenxgraph.core.graph.thread_ops import ThreadOperations
 from tenxgraph.core.graph.updates import StateSchema
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_input import as_messages
 from tenxgraph.errors import NodeError, RecursionLimitError, StateError, TenxGraphError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
@@ -146,7 +147,8 @@ class CompiledGraph(ThreadOperations[S]):
         cancelled; the state is saved with status ``stopped``. Safe to call from
         any thread.
         """
-        key = ThreadKey.from_config(config) if config and config.get("thread_id") else None
+        config = run_config(config)
+        key = ThreadKey.from_config(config) if config.get("thread_id") else None
         active = self._active.get(key)
         if active is None:
             return False
@@ -172,7 +174,7 @@ class CompiledGraph(ThreadOperations[S]):
         With ``progress=False`` (``invoke``, which keeps only the result) the
         per-step message and update events are not built; nothing else changes.
         """
-        config = dict(config or {})
+        config = run_config(config)
         run = await self._start(input or {}, config, invocation_state, inline_sync)
         key = ThreadKey.from_config(config) if config.get("thread_id") else None
         active = self._active[key] = _ActiveRun()
@@ -269,6 +271,11 @@ class CompiledGraph(ThreadOperations[S]):
         invocation_state: dict[str, Any] | None,
         inline_sync: bool,
     ) -> _Run[S]:
+        if not isinstance(input, Mapping):
+            raise StateError(
+                f"invoke input must be a dict such as {{'messages': [...]}} or "
+                f"{{'resume': answer}}, got {type(input).__name__}"
+            )
         unknown = set(input) - {"messages", "state", "resume"}
         if unknown:
             raise StateError(
@@ -425,13 +432,10 @@ class CompiledGraph(ThreadOperations[S]):
 
 
 def _input_messages(raw: Any) -> list[Message]:
+    """The input's messages; ``("user", "hi")`` pairs and role/content dicts are converted."""
     if raw is None:
         return []
-    if isinstance(raw, (Message, dict)):
-        raw = [raw]
-    if not isinstance(raw, list):
-        raise StateError(f"invoke input 'messages' must be a list of Message, got {type(raw)}")
-    return [m if isinstance(m, Message) else Message.model_validate(m) for m in raw]
+    return as_messages(raw, "invoke input 'messages'")
 
 
 async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:

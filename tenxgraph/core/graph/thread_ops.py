@@ -17,7 +17,7 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph.builder import StateGraph
@@ -104,7 +104,7 @@ class ThreadOperations(Generic[S]):
         await history.fork_thread(
             self._require_checkpointer(), source, version, target, self.builder.state_class
         )
-        return {**config, "thread_id": new_thread_id}
+        return {**run_config(config), "thread_id": new_thread_id}
 
     def fork(
         self, config: Mapping[str, Any], new_thread_id: str, *, version: int | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from tenxgraph.core.state.agent_state import RUNTIME_FIELDS, AgentState, Reducer, field_reducers
 from tenxgraph.core.state.edits import RemoveMessage, ReplaceMessage, apply_edits
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_input import as_message
 from tenxgraph.core.state.reducers import add_messages
 from tenxgraph.errors import StateError
 
@@ -81,10 +82,12 @@ class StateSchema:
                 applied.values.update(part.values)
         elif isinstance(update, Message):
             applied.messages = state.append_messages((update,))
-        elif isinstance(update, list) and all(isinstance(m, Message) for m in update):
-            applied.messages = state.append_messages(update)
-        elif isinstance(update, list) and all(isinstance(m, _MESSAGE_ITEMS) for m in update):
-            applied.messages = apply_edits(state, update)
+        elif isinstance(update, list):
+            items = _message_items(update, where)
+            if all(isinstance(m, Message) for m in items):
+                applied.messages = state.append_messages(items)
+            else:
+                applied.messages = apply_edits(state, items)
         elif isinstance(update, dict):
             self._apply_dict(state, update, where, applied)
         elif isinstance(update, BaseModel) and update is not state:
@@ -109,9 +112,10 @@ class StateSchema:
         fields = self.state_class.model_fields
         unknown = sorted(set(update) - set(fields))
         if unknown:
+            hint = "; messages go under 'context'" if "messages" in unknown else ""
             raise StateError(
                 f"{where}: unknown state field(s) {', '.join(map(repr, unknown))} for "
-                f"{self.state_class.__name__} (fields: {', '.join(fields)})"
+                f"{self.state_class.__name__} (fields: {', '.join(fields)}){hint}"
             )
         if "execution_meta" in update:
             raise StateError(f"{where}: execution_meta belongs to the runtime; use state helpers")
@@ -136,11 +140,14 @@ class StateSchema:
         self._apply_dict(state, changed, where, applied)
 
     def _merge_context(self, state: AgentState, value: Any, where: str) -> list[Message]:
-        messages: Sequence[Any] = [value] if isinstance(value, Message) else value
-        if not isinstance(messages, list) or not all(
-            isinstance(m, _MESSAGE_ITEMS) for m in messages
-        ):
-            raise StateError(f"{where}: 'context' must be a list of Message objects or edits")
+        if not isinstance(value, list):
+            value = [value] if isinstance(value, (Message, tuple, dict)) else value
+        if not isinstance(value, list):
+            raise StateError(
+                f"{where}: 'context' must be a list of messages and edits, got "
+                f"{type(value).__name__}"
+            )
+        messages = _message_items(value, f"{where}, 'context'")
         reducer = self.reducers.get("context", add_messages)
         if reducer is add_messages:
             if all(isinstance(m, Message) for m in messages):
@@ -149,6 +156,16 @@ class StateSchema:
         before = state.message_index()
         state.context = reducer(state.context, messages)
         return [m for m in state.context if m.message_id not in before]
+
+
+def _message_items(items: list[Any], where: str) -> list[Any]:
+    """``items`` with message-like values (``("ai", "hi")``, role/content dicts) as Messages."""
+    if all(isinstance(m, _MESSAGE_ITEMS) for m in items):
+        return items
+    return [
+        m if isinstance(m, _MESSAGE_ITEMS) else as_message(m, f"{where}[{i}]")
+        for i, m in enumerate(items)
+    ]
 
 
 def _preview(value: Any) -> str:

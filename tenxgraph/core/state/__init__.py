@@ -51,6 +51,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
     VideoBlock,
 )
+from tenxgraph.core.state.message_input import ROLE_ALIASES, MessageLike, as_message, as_messages
 from tenxgraph.core.state.pairing import is_paired, pairing_violations, repair_pairing
 from tenxgraph.core.state.reducers import (
     add_messages,
@@ -65,6 +66,7 @@ __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "MAX_INLINE_BYTES",
     "REMOVE_ALL_MESSAGES",
+    "ROLE_ALIASES",
     "AgentState",
     "AnnotationBlock",
     "AnnotationRef",
@@ -83,6 +85,7 @@ __all__ = [
     "Message",
     "MessageContextManager",
     "MessageEdit",
+    "MessageLike",
     "MessagesAdapter",
     "ReasoningBlock",
     "RemoteToolCallBlock",
@@ -102,6 +105,8 @@ __all__ = [
     "add_messages",
     "append_items",
     "areduce_on_overflow",
+    "as_message",
+    "as_messages",
     "field_reducers",
     "is_paired",
     "messages_for_model",

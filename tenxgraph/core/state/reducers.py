@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock
+from tenxgraph.core.state.message_input import MessageLike, as_messages
 
 __all__ = [
     "add_messages",
@@ -23,19 +24,29 @@ __all__ = [
 T = TypeVar("T")
 
 
-def add_messages(left: list[Message], right: list[Message]) -> list[Message]:
+def add_messages(left: list[Message], right: Sequence[MessageLike] | MessageLike) -> list[Message]:
     """Append ``right`` to ``left``, skipping ids already in ``left`` and delta chunks.
 
-    Returns a new list. The graph runtime applies the same rules incrementally
-    (``MessageIndex``) so a long history is neither copied nor rescanned.
+    ``right`` may hold message-like values (``("user", "hi")``,
+    ``{"role": "user", "content": "hi"}``, see ``message_input``), or be one;
+    they become ``Message``s. Returns a new list. The graph runtime applies the
+    same rules incrementally (``MessageIndex``) so a long history is neither
+    copied nor rescanned.
     """
+    right = as_messages(right, "add_messages: right")
     left_ids = {message.message_id for message in left}
     fresh = [m for m in right if m.message_id not in left_ids and m.delta is False]
     return left + fresh
 
 
-def replace_messages(left: list[Message], right: list[Message]) -> list[Message]:
-    """Replace the whole list by ``right`` (delta chunks still never stored)."""
+def replace_messages(
+    left: list[Message], right: Sequence[MessageLike] | MessageLike
+) -> list[Message]:
+    """Replace the whole list by ``right`` (delta chunks still never stored).
+
+    ``right`` may hold message-like values, as for ``add_messages``.
+    """
+    right = as_messages(right, "replace_messages: right")
     return [message for message in right if message.delta is False]
 
 

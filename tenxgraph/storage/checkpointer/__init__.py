@@ -27,6 +27,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadKey,
     ThreadWrite,
     Window,
+    run_config,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
@@ -49,6 +50,7 @@ __all__ = [
     "ThreadKey",
     "ThreadWrite",
     "Window",
+    "run_config",
 ]
 
 _LAZY = {

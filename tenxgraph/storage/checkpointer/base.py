@@ -25,6 +25,7 @@ from typing import Any
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
+from tenxgraph.errors import StateError
 
 __all__ = [
     "DEFAULT_USER",
@@ -36,6 +37,7 @@ __all__ = [
     "ThreadKey",
     "ThreadWrite",
     "Window",
+    "run_config",
 ]
 
 DEFAULT_USER = "default"
@@ -43,6 +45,43 @@ DEFAULT_USER = "default"
 
 Window = list[tuple[int, int]]
 """Half-open ranges of log seqs, in order, that make up ``state.context``."""
+
+
+_NO_CHECKPOINT_KEYS = frozenset({"checkpoint_id", "checkpoint_ns"})
+"""LangGraph config keys with no meaning here, refused (when set) rather than ignored."""
+
+
+def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of a run config with the entries of a ``configurable`` dict moved to the top.
+
+    tenxgraph reads ``thread_id``, ``user_id`` and ``recursion_limit`` from the
+    top level of the config; LangGraph code puts the first two under
+    ``config["configurable"]``. Both spellings work. The same key given in both
+    places with different values is refused, never silently resolved, and so
+    is a ``checkpoint_id`` (runs always continue a thread from its latest state).
+    """
+    flat = dict(config or {})
+    nested = flat.pop("configurable", None)
+    if nested is None:
+        return flat
+    if not isinstance(nested, Mapping):
+        raise StateError(
+            f"the run config's 'configurable' must be a dict, got {type(nested).__name__}"
+        )
+    for key, value in nested.items():
+        if key in _NO_CHECKPOINT_KEYS and value not in (None, ""):
+            raise StateError(
+                f"the run config's {key!r} is not supported: a run always continues a thread "
+                "from its latest state; read an older one with get_state(config, version=N) "
+                "or continue from it with fork(config, new_thread_id, version=N)"
+            )
+        if key in flat and flat[key] != value:
+            raise StateError(
+                f"the run config gives {key!r} twice with different values: "
+                f"{flat[key]!r} and configurable {value!r}"
+            )
+        flat[key] = value
+    return flat
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +93,8 @@ class ThreadKey:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ThreadKey:
-        """Read ``thread_id`` (required) and ``user_id`` from a run config."""
+        """Read ``thread_id`` (required) and ``user_id`` from a run config (see ``run_config``)."""
+        config = run_config(config)
         thread_id = config.get("thread_id")
         if not thread_id:
             raise ValueError("the run config has no 'thread_id'")

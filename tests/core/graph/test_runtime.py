@@ -230,7 +230,7 @@ def test_bad_node_return_names_node_and_value(returned: Any, expected: str) -> N
         ({"state": {"execution_meta": {}}}, "cannot set execution_meta"),
         ({"state": {"nope": 1}}, "unknown state field"),
         ({"state": {"selected_city": 3}}, "invalid value for field 'selected_city'"),
-        ({"messages": "hello"}, "must be a list of Message"),
+        ({"messages": 42}, r"'messages': expected a Message, .* or a list of them; got int"),
         ({"mesages": []}, "unknown key"),
         ({"resume": 1}, "nothing to resume"),
     ],
