@@ -1,4 +1,4 @@
-"""000 "State and Messages": AgentState, the add_messages reducer and the helper methods.
+"""State and messages: AgentState, the add_messages reducer and the helper methods.
 
 Run: python examples/000_agent_state.py
 """

@@ -1,4 +1,4 @@
-"""000 "State and Messages": how context accumulates across turns.
+"""State and messages: how context accumulates across turns.
 
 Run: python examples/000_context_accumulates.py
 """

@@ -1,4 +1,4 @@
-"""000 "State and Messages": creating messages, extracting text, token usage.
+"""State and messages: creating messages, extracting text, token usage.
 
 Run: python examples/000_create_messages.py
 """

@@ -1,4 +1,4 @@
-"""000 "State and Messages": custom state, and updating custom fields from outside the graph.
+"""State and messages: custom state, and updating custom fields from outside the graph.
 
 Run: python examples/000_custom_state.py
 """
@@ -22,7 +22,7 @@ print("seeded initial user_id:", seeded.initial_state.user_id)
 
 
 # Updating custom fields from outside the graph: the `state` key of the input.
-class MyState(AgentState):  # the page redefines MyState here, and so does this example
+class MyState(AgentState):  # a second, unrelated MyState for this part
     selected_city: str = ""
 
 

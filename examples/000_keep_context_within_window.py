@@ -1,7 +1,7 @@
-"""000 "State and Messages": keep context within the model window.
+"""State and messages: keep context within the model window.
 
-The graph is built as the page writes it (with "gemini-2.5-flash", which is
-only contacted when called). It then runs offline with a ScriptedModel.
+The graph is first built with a provider model name ("gemini-2.5-flash", which
+is only contacted when called), then run offline with a ScriptedModel.
 Run: python examples/000_keep_context_within_window.py
 """
 

@@ -1,4 +1,4 @@
-"""000 "State and Messages": a tool that updates state by returning a ToolResult.
+"""State and messages: a tool that updates state by returning a ToolResult.
 
 The model is a ScriptedModel (offline): it asks for the tool, then answers.
 Run: python examples/000_tool_result.py

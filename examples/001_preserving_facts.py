@@ -1,4 +1,4 @@
-"""001 "Context management": preserving facts across trimming in custom state fields.
+"""Context management: preserving facts across trimming in custom state fields.
 
 Run: python examples/001_preserving_facts.py
 """

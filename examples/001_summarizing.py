@@ -1,6 +1,6 @@
-"""001 "Context management", strategy 2: summarizing with SummaryContextManager.
+"""Context management, strategy 2: summarizing with SummaryContextManager.
 
-Built as the page writes it ("gemini-2.0-flash" summarizes, "gpt-4o"
+First built with provider model names ("gemini-2.0-flash" summarizes, "gpt-4o"
 answers; neither is contacted unless called), then run offline with test models.
 Run: python examples/001_summarizing.py
 """

@@ -1,7 +1,7 @@
-"""001 "Context management", strategy 1: trimming with MessageContextManager.
+"""Context management, strategy 1: trimming with MessageContextManager.
 
-Built as the page writes it (gemini-2.5-flash is only contacted when called),
-then run offline with a FunctionModel that reports what it was sent.
+First built with a provider model name (gemini-2.5-flash is only contacted when
+called), then run offline with a FunctionModel that reports what it was sent.
 Run: python examples/001_trimming.py
 """
 

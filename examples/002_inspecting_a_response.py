@@ -1,4 +1,4 @@
-"""002 "Messages API reference": inspecting a response, block by block.
+"""The messages API: inspecting a response, block by block.
 
 The agent's model is scripted (offline): it calls a tool, then answers.
 Run: python examples/002_inspecting_a_response.py

@@ -1,4 +1,4 @@
-"""002 "Messages API reference": constructors, every content block, MediaRef, TokenUsages.
+"""The messages API: constructors, every content block, MediaRef, TokenUsages.
 
 Run: python examples/002_messages_reference.py
 """

@@ -1,4 +1,4 @@
-"""003 (custom AgentState + InjectedState tools) in tenxgraph: a shopping cart.
+"""LangGraph's custom state and InjectedState tools, in tenxgraph: a shopping cart.
 
 Tools ask for the state by naming a parameter ``state``; they change it by
 returning a ToolResult whose ``state`` dict is merged into the graph state.

@@ -1,4 +1,4 @@
-"""003 (LangChain before_model with can_jump_to) in tenxgraph: a middleware hook that ends the run.
+"""LangChain's before_model with can_jump_to, in tenxgraph: a middleware hook that ends the run.
 
 Run: python examples/003_jump_to.py
 """
@@ -31,7 +31,7 @@ def check_question(state: AgentState) -> dict[str, Any] | None:
     return None
 
 
-# a test model stands in for deepseek here; any ChatModel or model name works
+# a test model stands in for a provider here; any ChatModel or model name works
 model = ScriptedModel(["Python: install it, then follow the official tutorial."])
 agent = create_agent(
     model,

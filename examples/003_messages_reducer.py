@@ -1,7 +1,7 @@
-"""003 (LangGraph add_messages) in tenxgraph: merging, replace by id, remove by id.
+"""LangGraph's add_messages, in tenxgraph: merging, replace by id, remove by id.
 
-LangGraph's reducer replaces a message whose id already exists; tenxgraph keeps
-000's rule (a re-sent id is skipped) and makes changes explicit edits instead.
+LangGraph's reducer replaces a message whose id already exists; in tenxgraph a
+re-sent id is skipped (re-sending is harmless), and changes are explicit edits.
 
 Run: python examples/003_messages_reducer.py
 """

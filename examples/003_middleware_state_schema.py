@@ -1,4 +1,4 @@
-"""003 (state_schema vs middleware state_schema) in tenxgraph.
+"""LangChain's state_schema and middleware state_schema, in tenxgraph.
 
 Business fields go on the graph's state class; a middleware's private fields
 go on its own ``state_schema`` and are merged in. A field declared by both

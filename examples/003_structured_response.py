@@ -1,4 +1,4 @@
-"""003 (response_format -> structured_response) in tenxgraph: Agent output_schema.
+"""LangChain's response_format -> structured_response, in tenxgraph: Agent output_schema.
 
 Run: python examples/003_structured_response.py
 """

@@ -1,4 +1,4 @@
-"""004 (Strands agent state) in tenxgraph: state.app_state, a JSON key-value store.
+"""Strands' agent state, in tenxgraph: state.app_state, a JSON key-value store.
 
 Run: python examples/004_app_state.py
 """

@@ -1,4 +1,4 @@
-"""004 (Strands conversation history, initial messages) in tenxgraph.
+"""Strands' conversation history and initial messages, in tenxgraph.
 
 Run: python examples/004_conversation_history.py
 """

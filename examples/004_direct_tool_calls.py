@@ -1,4 +1,4 @@
-"""004 (Strands direct tool calls) in tenxgraph: call_tool, recorded or not.
+"""Strands' direct tool calls, in tenxgraph: call_tool, recorded or not.
 
 Run: python examples/004_direct_tool_calls.py
 """

@@ -1,4 +1,4 @@
-"""004 (Strands invocation state) in tenxgraph: per-invoke data for tools and hooks.
+"""Strands' invocation state, in tenxgraph: per-invoke data for tools and hooks.
 
 Run: python examples/004_invocation_state.py
 """

@@ -1,4 +1,4 @@
-"""004 (Strands SlidingWindowConversationManager) in tenxgraph.
+"""Strands' SlidingWindowConversationManager, in tenxgraph.
 
 Run: python examples/004_sliding_window.py
 """

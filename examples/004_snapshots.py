@@ -1,4 +1,4 @@
-"""004 (Strands snapshots / session persistence) in tenxgraph: snapshot and restore a thread.
+"""Strands' snapshots and session persistence, in tenxgraph: snapshot and restore a thread.
 
 Run: python examples/004_snapshots.py
 """
