@@ -62,11 +62,19 @@ class GraphBuildError(TenxGraphError):
 
 
 class MissingExtraError(TenxGraphError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
+    """An optional dependency is missing; the message names the extra and how to install it.
+
+    tenxgraph is installed from a checkout (it is not on the package index),
+    so the command given is ``pip install -e ".[extra]"`` run there. The
+    ``local`` extra compiles llama-cpp-python; ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``
+    keeps that build free of instructions only the compiling CPU has.
+    """
 
     def __init__(self, package: str, extra: str) -> None:
+        flags = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" ' if extra == "local" else ""
         super().__init__(
-            f'{package!r} is not installed. Install it with: pip install "tenxgraph[{extra}]"'
+            f"{package!r} is not installed; it comes with the extra tenxgraph[{extra}]. "
+            f'In a tenxgraph checkout run: {flags}pip install -e ".[{extra}]"'
         )
         self.package = package
         self.extra = extra

@@ -63,8 +63,12 @@ class Agent(Node):
         ``gemini-*``...; ``provider`` overrides the guess). ``tools`` are
         described to the model; alternatively ``tool_node`` names a ``ToolNode``
         of the graph whose tools are used. ``trim_context=True`` runs the
-        graph's context manager before each model call.
+        graph's context manager before each model call. A name no provider
+        claims raises ``GraphBuildError`` here rather than at the first call.
         """
+        from tenxgraph.core.llm.resolve import check_model
+
+        check_model(model, provider=provider, **model_options)
         self._model_ref = model
         self._provider = provider
         self._model_options = model_options

@@ -1,4 +1,9 @@
-"""Turn a model name into a ChatModel, choosing the provider the way users expect."""
+"""Turn a model name into a ChatModel, choosing the provider the way users expect.
+
+``check_model`` applies the same rules without building anything (no SDK
+import, no API key), so an ``Agent`` given a mistyped name fails when it is
+built rather than at its first call.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.llm.retry import RetryingModel, RetryPolicy
 from tenxgraph.errors import GraphBuildError
 
-__all__ = ["resolve_model"]
+__all__ = ["NAME_FORMS", "PROVIDERS", "check_model", "guess_provider", "resolve_model"]
 
 _ADAPTERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
     {
@@ -26,12 +31,20 @@ _ADAPTERS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
 )
 """Provider name -> (module in ``tenxgraph.core.llm``, adapter class)."""
 
+PROVIDERS: Final[tuple[str, ...]] = tuple(_ADAPTERS)
+"""The provider names ``provider=`` accepts."""
+
 _NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(ft:)?(gpt-|chatgpt-|o\d)"), "openai"),
     (re.compile(r"^claude-"), "anthropic"),
     (re.compile(r"^gemini-"), "google"),
     (re.compile(r"^local$|\.gguf$"), "local"),
 )
+NAME_FORMS: Final = (
+    "gpt-*, chatgpt-*, o<digit>* or ft:gpt-* (OpenAI), claude-* (Anthropic), "
+    "gemini-* (Google), local or a .gguf path (the local model)"
+)
+"""The model names whose provider is known without asking, for messages."""
 
 
 def resolve_model(
@@ -48,32 +61,57 @@ def resolve_model(
     ``gemini-*`` to Google, ``"local"`` or a ``*.gguf`` path to the in-process local model.
     ``provider=`` overrides the guess (``"openai-compatible"`` needs
     ``base_url=``). ``kwargs`` go to the adapter's constructor; with ``retry``
-    the model is wrapped in a ``RetryingModel``.
+    the model is wrapped in a ``RetryingModel``. A name that fits none of
+    these raises ``GraphBuildError`` (as ``check_model`` does).
+    """
+    chosen = check_model(model, provider=provider, **kwargs)
+    resolved = model if isinstance(model, ChatModel) else _build(model, chosen, kwargs)
+    return RetryingModel(resolved, retry) if retry is not None else resolved
+
+
+def check_model(model: str | ChatModel, *, provider: str | None = None, **kwargs: Any) -> str:
+    """Check what ``resolve_model`` will be asked for, without building it; return the provider.
+
+    Raises ``GraphBuildError`` for a name no provider claims, an unknown
+    ``provider``, ``"openai-compatible"`` without ``base_url=``, or
+    ``provider``/adapter arguments given with a model instance. Nothing is
+    imported and no API key is read, so this is cheap enough for build time.
     """
     if isinstance(model, ChatModel):
         if provider is not None or kwargs:
             raise GraphBuildError(
-                "resolve_model: provider= and adapter arguments apply to model names only, "
+                "provider= and adapter arguments apply to model names only, "
                 f"but a {type(model).__name__} instance was given"
             )
-        resolved = model
-    else:
-        resolved = _build(model, provider, kwargs)
-    return RetryingModel(resolved, retry) if retry is not None else resolved
-
-
-def _build(name: str, provider: str | None, kwargs: dict[str, Any]) -> ChatModel:
-    provider = provider or _guess_provider(name)
+        return model.provider
+    if provider is None:
+        provider = guess_provider(model)
+        if provider is None:
+            raise GraphBuildError(
+                f"cannot tell the provider of model {model!r}: the known names are "
+                f"{NAME_FORMS}; for another model pass provider= (one of {', '.join(PROVIDERS)})"
+            )
     if provider not in _ADAPTERS:
         raise GraphBuildError(
-            f"resolve_model: unknown provider {provider!r}; choose one of {', '.join(_ADAPTERS)}"
+            f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}"
         )
+    if provider == "openai-compatible" and not kwargs.get("base_url"):
+        raise GraphBuildError(
+            "provider 'openai-compatible' needs base_url= (e.g. 'http://localhost:8000/v1')"
+        )
+    return provider
+
+
+def guess_provider(name: str) -> str | None:
+    """The provider a model name implies (see ``NAME_FORMS``), or None when it does not tell."""
+    for pattern, provider in _NAME_PATTERNS:
+        if pattern.search(name):
+            return provider
+    return None
+
+
+def _build(name: str, provider: str, kwargs: dict[str, Any]) -> ChatModel:
     if provider == "openai-compatible":
-        if not kwargs.get("base_url"):
-            raise GraphBuildError(
-                "resolve_model: provider 'openai-compatible' needs base_url= "
-                "(e.g. 'http://localhost:8000/v1')"
-            )
         kwargs.setdefault("provider", "openai-compatible")
     module_name, class_name = _ADAPTERS[provider]
     module = importlib.import_module(f"tenxgraph.core.llm.{module_name}")
@@ -81,15 +119,3 @@ def _build(name: str, provider: str | None, kwargs: dict[str, Any]) -> ChatModel
     if provider == "local":
         return adapter(None if name == "local" else name, **kwargs)
     return adapter(name, **kwargs)
-
-
-def _guess_provider(name: str) -> str:
-    for pattern, provider in _NAME_PATTERNS:
-        if pattern.search(name):
-            return provider
-    raise GraphBuildError(
-        f"resolve_model: cannot tell the provider of model {name!r}. Model names starting "
-        "with gpt-, chatgpt- or o<digit> are OpenAI, claude- Anthropic, gemini- Google; "
-        "'local' or a .gguf path is the local model. Otherwise pass provider= one of "
-        f"{', '.join(_ADAPTERS)}"
-    )

@@ -603,7 +603,9 @@ def test_self_hosted_servers_need_no_key(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
-    with pytest.raises(MissingExtraError, match=r"pip install \"tenxgraph\[openai\]\""):
+    with pytest.raises(
+        MissingExtraError, match=r'tenxgraph\[openai\].*pip install -e "\.\[openai\]"'
+    ):
         OpenAIChatModel("gpt-4o", api_key="sk-x")
 
 

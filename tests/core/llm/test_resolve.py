@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
+from tenxgraph.core.graph import Agent, StateGraph, create_agent
 from tenxgraph.core.llm import (
     OpenAIChatModel,
     RetryingModel,
@@ -12,7 +14,9 @@ from tenxgraph.core.llm import (
     ScriptedModel,
     resolve_model,
 )
-from tenxgraph.errors import GraphBuildError
+from tenxgraph.core.llm.resolve import NAME_FORMS, PROVIDERS, check_model, guess_provider
+from tenxgraph.core.state import AgentState
+from tenxgraph.errors import GraphBuildError, MissingExtraError
 
 
 @pytest.fixture(autouse=True)
@@ -106,6 +110,73 @@ def test_unknown_names_list_the_options() -> None:
         resolve_model("omni")  # 'o' without a digit is not an OpenAI reasoning model
 
 
+@pytest.mark.parametrize("name", ["lcoal", "claud-3", "gpt4-o", "gemni-pro", ""])
+def test_check_model_rejects_names_no_provider_claims(name: str) -> None:
+    with pytest.raises(GraphBuildError) as caught:
+        check_model(name)
+    message = str(caught.value)
+    assert f"cannot tell the provider of model {name!r}" in message
+    assert NAME_FORMS in message  # the accepted forms are listed
+    assert f"pass provider= (one of {', '.join(PROVIDERS)})" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "provider"),
+    [
+        ("gpt-4o", "openai"),
+        ("o3-mini", "openai"),
+        ("claude-sonnet-4-5", "anthropic"),
+        ("gemini-2.5-flash", "google"),
+        ("local", "local"),
+        ("/models/any.gguf", "local"),
+    ],
+)
+def test_check_model_accepts_known_forms(
+    name: str, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for sdk in ("openai", "anthropic", "google", "google.genai", "llama_cpp"):
+        monkeypatch.setitem(sys.modules, sdk, None)  # nothing is imported to check a name
+    monkeypatch.delenv("OPENAI_API_KEY")  # nor any key read
+    assert check_model(name) == provider
+    assert guess_provider(name) == provider
+
+
+def test_check_model_with_a_provider_or_an_instance() -> None:
+    assert check_model("anything", provider="openai") == "openai"
+    assert check_model("llama3", provider="openai-compatible", base_url="http://h/v1") == (
+        "openai-compatible"
+    )
+    with pytest.raises(GraphBuildError, match="needs base_url"):
+        check_model("llama3", provider="openai-compatible")
+    with pytest.raises(GraphBuildError, match="unknown provider 'mistral'"):
+        check_model("mistral-7b", provider="mistral")
+    assert check_model(ScriptedModel([])) == "test"  # an instance: its own provider
+    with pytest.raises(GraphBuildError, match="apply to model names only"):
+        check_model(ScriptedModel([]), provider="openai")
+
+
+def test_a_mistyped_model_name_fails_when_the_agent_is_built() -> None:
+    with pytest.raises(GraphBuildError, match="cannot tell the provider of model 'claud-3'"):
+        Agent("claud-3")
+    with pytest.raises(GraphBuildError, match="cannot tell the provider of model 'lcoal'"):
+        create_agent("lcoal", [])
+    with pytest.raises(GraphBuildError, match="needs base_url"):
+        Agent("llama3", provider="openai-compatible")
+    with pytest.raises(GraphBuildError, match="apply to model names only"):
+        Agent(ScriptedModel([]), provider="openai")
+
+
+def test_a_known_name_builds_without_the_sdk_or_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    app = create_agent("claude-sonnet-4-5", [])  # resolved on first use, as before
+    assert app is not None
+    graph = StateGraph(AgentState)
+    graph.add_node("main", Agent("my-model", provider="openai-compatible", base_url="http://h/v1"))
+    graph.set_entry_point("main")
+    assert graph.compile() is not None
+
+
 def test_instances_pass_through_and_retry_wraps() -> None:
     scripted = ScriptedModel([])
     assert resolve_model(scripted) is scripted
@@ -121,3 +192,23 @@ def test_adapter_arguments_are_passed() -> None:
     model = resolve_model("gpt-4o", temperature=0.2, base_url="http://127.0.0.1:1/v1")
     assert isinstance(model, OpenAIChatModel)
     assert model.defaults == {"temperature": 0.2}
+
+
+@pytest.mark.parametrize(
+    ("extra", "command"),
+    [
+        ("openai", 'pip install -e ".[openai]"'),
+        ("local", 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"'),
+    ],
+)
+def test_missing_extra_says_a_command_that_works_from_a_checkout(extra: str, command: str) -> None:
+    # tenxgraph is not on the package index: `pip install "tenxgraph[x]"` would fail
+    error = MissingExtraError("some-sdk", extra)
+    message = str(error)
+    assert message == (
+        f"'some-sdk' is not installed; it comes with the extra tenxgraph[{extra}]. "
+        f"In a tenxgraph checkout run: {command}"
+    )
+    assert 'pip install "tenxgraph[' not in message
+    assert isinstance(error, ImportError)
+    assert (error.package, error.extra) == ("some-sdk", extra)
