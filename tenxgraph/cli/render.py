@@ -193,23 +193,12 @@ class Spinner:
         self._stop.set()
         self._thread.join()
         self._thread = None
-        self._show("\r\x1b[K")
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
 
     def _spin(self) -> None:
         for frame in itertools.cycle("|/-\\"):
-            if not self._show(f"\r{frame} {self.text}") or self._stop.wait(0.1):
-                return
-
-    def _show(self, text: str) -> bool:
-        """Write and flush; False when the stream is gone (a closed pipe or file).
-
-        The spinner is decoration: losing its stream is no reason to fail,
-        and an error raised in its thread would only print a traceback. (A
-        closed stdout or stderr is still noticed by ``PipeWatch``.)
-        """
-        try:
-            self.stream.write(text)
+            self.stream.write(f"\r{frame} {self.text}")
             self.stream.flush()
-        except (OSError, ValueError):
-            return False
-        return True
+            if self._stop.wait(0.1):
+                return
