@@ -8,17 +8,16 @@ inspect the thread while chatting.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
+import shlex
 import sys
-import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tenxgraph.cli.errors import CliError
-from tenxgraph.cli.locations import describe_location, open_checkpointer
-from tenxgraph.cli.models import chat_model, close_model
+from tenxgraph.cli.locations import DEFAULT_DB, describe_location, open_checkpointer
+from tenxgraph.cli.models import LOCAL, TEST_ECHO, chat_model, close_model
+from tenxgraph.cli.prompt import Reader, read_line
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
 from tenxgraph.cli.turns import stream_turn
@@ -41,7 +40,7 @@ __all__ = [
     "chat",
     "check_options",
     "context_manager",
-    "read_line",
+    "resume_command",
 ]
 
 ContextChoice = Literal["trim", "summary", "none"]
@@ -52,23 +51,20 @@ COMMANDS = {
     "/summary": "the context summary (with --context summary)",
     "/threads": "the threads in the database",
     "/new": "start a new thread",
-    "/quit": "leave (Ctrl-D works too)",
+    "/quit": "leave (also /exit, Ctrl-D, or Ctrl-C at the prompt)",
     "/help": "this list",
 }
-
-Reader = Callable[[str], Awaitable[str]]
-"""Reads one line of input after printing a prompt; raises EOFError at the end."""
 
 
 @dataclass(frozen=True, slots=True)
 class ChatOptions:
     """What ``tenxgraph chat`` was asked for on the command line."""
 
-    model: str = "local"
+    model: str = LOCAL
     provider: str | None = None
     base_url: str | None = None
     thread: str | None = None
-    db: str = "tenxgraph.sqlite"
+    db: str = DEFAULT_DB
     user: str | None = None
     context: ContextChoice = "trim"
     max_messages: int | None = None
@@ -110,37 +106,6 @@ def build_chat_graph(
     return graph.compile(checkpointer)
 
 
-async def read_line(prompt: str) -> str:
-    """``input()`` in a daemon thread: the event loop stays free, and Ctrl-C never waits for it.
-
-    (A thread of the default executor would keep the process alive after
-    Ctrl-C until the user pressed Enter.)
-    """
-    loop = asyncio.get_running_loop()
-    answer: asyncio.Future[str] = loop.create_future()
-
-    def settle(value: str, error: BaseException | None) -> None:
-        if answer.done():
-            return
-        if error is not None:
-            answer.set_exception(error)
-        else:
-            answer.set_result(value)
-
-    def work() -> None:
-        error: BaseException | None = None
-        value = ""
-        try:
-            value = input(prompt)
-        except BaseException as exc:  # EOFError (Ctrl-D) and friends go to the awaiting task
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=work, name="tenxgraph-chat-input", daemon=True).start()
-    return await answer
-
-
 def _forgive_cancel() -> None:
     """Ctrl-C cancelled the chat's task; undo that so the chat decides what happens next."""
     task = asyncio.current_task()
@@ -167,6 +132,7 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
             await session.announce()
             console.note("type a message, or /help for commands")
             await _converse(app, session, console, read)
+            await session.farewell(options)
     finally:
         await close_model(model)
 
@@ -232,6 +198,18 @@ class _Session:
                 f"resuming thread {self.thread}: {stored.log_length} messages in the log"
             )
 
+    async def farewell(self, options: ChatOptions) -> None:
+        """On leaving: how to come back to the current thread, when it has messages."""
+        stored = await self.checkpointer.aload(self.key)
+        if stored is None:
+            self.console.note(f"thread {self.thread} has no messages; nothing was saved")
+            return
+        self.console.line(
+            f"thread {self.thread}: {stored.log_length} messages in "
+            f"{describe_location(options.db)}. Resume it with:"
+        )
+        self.console.line(f"  {resume_command(options, self.thread)}")
+
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
         name = text.split()[0].lower()
@@ -266,9 +244,46 @@ def _new_id() -> str:
     return f"chat-{secrets.token_hex(4)}"
 
 
+def resume_command(options: ChatOptions, thread: str) -> str:
+    """The ``tenxgraph chat`` command line that continues ``thread`` with the same model."""
+    args = ["tenxgraph", "chat", "--thread", thread, "--db", options.db]
+    if options.user:
+        args += ["--user", options.user]
+    if options.model != LOCAL:
+        args += ["--model", options.model]
+    if options.provider:
+        args += ["--provider", options.provider]
+    if options.base_url:
+        args += ["--base-url", options.base_url]
+    return shlex.join(args)
+
+
 def check_options(options: ChatOptions) -> None:
-    """Reject option combinations that cannot work, before anything loads."""
+    """Reject option combinations that cannot work, before anything loads.
+
+    Model names are checked here rather than left to ``resolve_model``,
+    whose messages name its keyword arguments (``provider=``) where the
+    user typed flags (``--provider``).
+    """
     if options.max_messages is not None and options.max_messages < 1:
         raise CliError(f"--max-messages must be at least 1, got {options.max_messages}")
     if options.max_tokens < 1:
         raise CliError(f"--max-tokens must be at least 1, got {options.max_tokens}")
+    _check_model(options.model, options.provider, options.base_url)
+
+
+def _check_model(name: str, provider: str | None, base_url: str | None) -> None:
+    from tenxgraph.core.llm.resolve import NAME_FORMS, PROVIDERS, guess_provider
+
+    if provider is not None and provider not in PROVIDERS:
+        raise CliError(f"unknown --provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    if provider == "openai-compatible" and base_url is None:
+        raise CliError(
+            "--provider openai-compatible needs --base-url (e.g. http://localhost:11434/v1)"
+        )
+    if provider is None and base_url is None and name != TEST_ECHO and not guess_provider(name):
+        raise CliError(
+            f"unknown model {name!r}: --model takes {NAME_FORMS}, or {TEST_ECHO}; for another "
+            f"model pass --provider ({', '.join(PROVIDERS)}) or --base-url (an OpenAI-compatible "
+            "server)"
+        )

@@ -1,7 +1,9 @@
 """The ``tenxgraph`` command: argument parsing and dispatch to one module per subcommand.
 
 Errors print one line on stderr and exit with status 1 (2 for usage
-errors, 130 for Ctrl-C); ``--debug`` shows the full traceback instead.
+errors, 130 for Ctrl-C); ``--debug`` shows the full traceback instead. A
+closed output pipe (``tenxgraph ... | head``) ends any command quietly with
+status 141 (see ``pipes``).
 """
 
 from __future__ import annotations
@@ -9,13 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tenxgraph.cli.locations import DEFAULT_DB
+from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
 
 __all__ = ["build_parser", "main"]
 
@@ -27,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build AI agents as graphs over typed, durable conversation state.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument(  # also accepted after the subcommand, where users tend to type it
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
@@ -81,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     delete = actions.add_parser("delete", help="delete a thread and its history")
     delete.add_argument("thread", help="thread id")
     _location(delete, positional=True)
+    delete.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="do not ask for confirmation (needed without a terminal)",
+    )
 
     run = commands.add_parser("run", help="run a graph from your code: module:attribute")
     run.add_argument("target", help="module:attribute naming a StateGraph or CompiledGraph")
@@ -88,6 +97,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--thread", help="thread id (a StateGraph is then saved to --db)")
     _location(run)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        sys.stdout.write(f"tenxgraph {package_version()}\n")
+        parser.exit()
+
+
+def package_version() -> str:
+    """The version in the installed package's metadata (the source's when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tenxgraph")
+    except PackageNotFoundError:
+        from tenxgraph import __version__
+
+        return f"{__version__} (not installed; version from the source)"
 
 
 def _parser_with(parent: argparse.ArgumentParser) -> type[argparse.ArgumentParser]:
@@ -116,19 +148,36 @@ def _location(parser: argparse.ArgumentParser, *, positional: bool = False) -> N
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (the console script exits with it)."""
-    args = build_parser().parse_args(argv)
+    with PipeWatch() as pipes:
+        try:
+            status = _run(argv, pipes)
+        except SystemExit:  # argparse after --help, --version or a usage error
+            if pipes.finish():
+                return CLOSED_PIPE_STATUS
+            raise
+        except BaseException:
+            if pipes.closed():  # the error came from the closed pipe, or could not be shown
+                pipes.finish()
+                return CLOSED_PIPE_STATUS
+            raise
+        return CLOSED_PIPE_STATUS if pipes.finish() else status
+
+
+def _run(argv: Sequence[str] | None, pipes: PipeWatch) -> int:
+    debug = False
     try:
+        args = build_parser().parse_args(argv)
+        debug = args.debug
         return asyncio.run(_dispatch(args))
     except KeyboardInterrupt:
-        if args.debug:
+        if debug:
             raise
         print("\ninterrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader went away (`tenxgraph threads show x | head`)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
-        return 141
     except Exception as exc:
-        if args.debug:
+        if pipes.closed():  # the reader went away (`tenxgraph threads show x | head`)
+            return CLOSED_PIPE_STATUS
+        if debug:
             raise
         from tenxgraph.cli.render import Console
 
@@ -198,9 +247,11 @@ async def _threads(args: argparse.Namespace, console: Any) -> None:
                 console.note(f"wrote thread {key.thread_id} to {args.output}")
             else:
                 console.stream.write(data + "\n")
-        else:
+        elif await threads.confirm_delete(checkpointer, key, console, assume_yes=args.yes):
             await threads.delete_thread(checkpointer, key)
             console.line(f"deleted thread {key.thread_id}")
+        else:
+            console.line(f"kept thread {key.thread_id}")
 
 
 if __name__ == "__main__":

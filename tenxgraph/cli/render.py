@@ -193,12 +193,23 @@ class Spinner:
         self._stop.set()
         self._thread.join()
         self._thread = None
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
+        self._show("\r\x1b[K")
 
     def _spin(self) -> None:
         for frame in itertools.cycle("|/-\\"):
-            self.stream.write(f"\r{frame} {self.text}")
-            self.stream.flush()
-            if self._stop.wait(0.1):
+            if not self._show(f"\r{frame} {self.text}") or self._stop.wait(0.1):
                 return
+
+    def _show(self, text: str) -> bool:
+        """Write and flush; False when the stream is gone (a closed pipe or file).
+
+        The spinner is decoration: losing its stream is no reason to fail,
+        and an error raised in its thread would only print a traceback. (A
+        closed stdout or stderr is still noticed by ``PipeWatch``.)
+        """
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            return False
+        return True

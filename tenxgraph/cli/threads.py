@@ -11,11 +11,13 @@ import time
 from typing import Any
 
 from tenxgraph.cli.errors import CliError
+from tenxgraph.cli.prompt import Reader, read_line, stdin_is_terminal
 from tenxgraph.cli.render import Console
 from tenxgraph.core.state.message import MessagesAdapter
 from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
 
 __all__ = [
+    "confirm_delete",
     "delete_thread",
     "export_thread",
     "list_threads",
@@ -124,6 +126,39 @@ async def export_thread(checkpointer: Checkpointer, key: ThreadKey) -> dict[str,
         "seqs": [item.seq for item in log],
         "messages": MessagesAdapter.dump_python([item.message for item in log], mode="json"),
     }
+
+
+async def confirm_delete(
+    checkpointer: Checkpointer,
+    key: ThreadKey,
+    console: Console,
+    *,
+    assume_yes: bool = False,
+    read: Reader = read_line,
+) -> bool:
+    """Whether to delete the thread: asked on a terminal, after showing what would go.
+
+    A missing thread is a ``CliError``. Without a terminal to ask on,
+    deleting needs ``assume_yes`` (``--yes``); otherwise it is refused.
+    """
+    stored = await load_thread(checkpointer, key)
+    if assume_yes:
+        return True
+    if not stdin_is_terminal():
+        raise CliError(
+            f"not deleting thread {key.thread_id!r} without confirmation "
+            "(stdin is not a terminal): pass --yes"
+        )
+    console.line(
+        f"thread {key.thread_id} (user {key.user_id}): {stored.log_length} messages in the log, "
+        f"version {stored.version}"
+    )
+    try:
+        answer = await read(f"delete thread {key.thread_id} and its history? [y/N] ")
+    except EOFError:
+        console.line()
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 async def delete_thread(checkpointer: Checkpointer, key: ThreadKey) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -143,6 +144,40 @@ def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path) -> None:
     child.expect(pexpect.EOF, timeout=10)  # no hanging on the input thread
     child.close()
     assert child.exitstatus == 0
+    assert re.search(r"thread chat-[0-9a-f]{8} has no messages; nothing was saved", child.before)
+
+
+def _leave(child: pexpect.spawn, how: str) -> None:
+    if how == "ctrl-c":
+        child.sendintr()
+    elif how == "ctrl-d":
+        child.sendeof()
+    else:
+        child.sendline(how)
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "ctrl-d", "/exit", "/quit"])
+def test_leaving_tells_how_to_resume_the_thread(tmp_path: Path, how: str) -> None:
+    db = str(tmp_path / "my chats.sqlite")  # a space: the command must quote it
+    child = spawn("--model", "test-echo", "--db", db, "--user", "ann", color=False)
+    thread = re.search(r"new thread (chat-[0-9a-f]{8})", str(child.before))
+    assert thread is not None
+    say(child, "remember the number 42")
+    _leave(child, how)
+    child.expect(pexpect.EOF, timeout=10)
+    child.close()
+    assert child.exitstatus == 0
+    farewell = str(child.before).replace("\r\n", "\n")
+    command = f"tenxgraph chat --thread {thread[1]} --db '{db}' --user ann --model test-echo"
+    assert f"thread {thread[1]}: 2 messages in {db}. Resume it with:\n  {command}\n" in farewell
+    assert farewell.count(thread[1]) == 2  # said once, in the farewell (not repeated after)
+
+    # the printed command does resume the thread
+    args = shlex.split(command)
+    again = spawn(*args[2:], color=False)
+    assert f"resuming thread {thread[1]}: 2 messages in the log" in str(again.before)
+    assert "remember the number 42" in say(again, "/history")
+    quit_chat(again)
 
 
 @pytest.mark.local_model

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -11,12 +14,15 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 
+import tenxgraph
 from tenxgraph.cli.main import main
+from tenxgraph.cli.render import Spinner
 from tenxgraph.core.state import MessagesAdapter
 from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
-from tests.cli.conftest import SUMMARY, run_cli
+from tests.cli.conftest import REPO, SUMMARY, run_cli
 
 LOG_LINE = re.compile(r"^\s*(\d+) ([*.]) (user|assistant|tool|system)\b")
 
@@ -85,11 +91,61 @@ def test_threads_export_to_stdout_is_json(
     assert json.loads(capsys.readouterr().out)["thread_id"] == "trip"
 
 
-def test_threads_delete(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["threads", "delete", "trip", "--db", str(trip_db)]) == 0
+@pytest.mark.parametrize("flag", ["--yes", "-y"])
+def test_threads_delete_with_yes(
+    trip_db: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    assert main(["threads", "delete", "trip", "--db", str(trip_db), flag]) == 0
+    assert "deleted thread trip" in capsys.readouterr().out
     assert stored(trip_db)[0] is None
-    assert main(["threads", "delete", "trip", "--db", str(trip_db)]) == 1
+    assert main(["threads", "delete", "trip", "--db", str(trip_db), flag]) == 1
     assert "no thread 'trip'" in capsys.readouterr().err
+
+
+def test_threads_delete_without_a_terminal_needs_yes(trip_db: Path) -> None:
+    result = run_cli("threads", "delete", "trip", "--db", str(trip_db))  # stdin: /dev/null
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "tenxgraph: error: not deleting thread 'trip' without confirmation "
+        "(stdin is not a terminal): pass --yes"
+    ]
+    assert stored(trip_db)[0] is not None
+
+
+def spawn_cli(*args: str) -> pexpect.spawn:
+    """The command on a pseudo-terminal (stdin and stdout are a terminal)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    return pexpect.spawn(
+        sys.executable, ["-m", "tenxgraph.cli", *args], env=env, encoding="utf-8", timeout=30
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "deleted"), [("y", True), ("yes", True), ("n", False), ("", False)]
+)
+def test_threads_delete_asks_on_a_terminal(trip_db: Path, answer: str, deleted: bool) -> None:
+    thread, _log = stored(trip_db)
+    child = spawn_cli("threads", "delete", "trip", str(trip_db))
+    child.expect_exact("[y/N] ")
+    shown = str(child.before)
+    assert f"thread trip (user default): {thread.log_length} messages in the log" in shown
+    assert "delete thread trip and its history?" in shown
+    child.sendline(answer)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert ("deleted thread trip" if deleted else "kept thread trip") in str(child.before)
+    assert (stored(trip_db)[0] is None) is deleted
+
+
+def test_ctrl_c_at_the_delete_question_keeps_the_thread(trip_db: Path) -> None:
+    child = spawn_cli("threads", "delete", "trip", str(trip_db))
+    child.expect_exact("[y/N] ")
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=10)
+    child.close()
+    assert child.exitstatus == 130
+    assert stored(trip_db)[0] is not None
 
 
 def test_threads_are_scoped_by_user(trip_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,7 +273,7 @@ def test_threads_against_postgres(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "0 * user      ping" in out
     assert "1 * assistant pong" in out
-    assert main(["threads", "delete", "pg", "--db", dsn, "--user", user]) == 0
+    assert main(["threads", "delete", "pg", "--db", dsn, "--user", user, "--yes"]) == 0
     assert main(["threads", "list", "--db", dsn, "--user", user]) == 0
     assert f"no threads for user '{user}'" in capsys.readouterr().out
 
@@ -237,3 +293,173 @@ def test_demo_without_llama_cpp_says_how_to_install_it(tmp_path: Path) -> None:
         'tenxgraph[local]. In a tenxgraph checkout run: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
         'pip install -e ".[local]"'
     )
+
+
+def test_version_is_the_installed_packages() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"tenxgraph {importlib.metadata.version('tenxgraph')}\n"
+    assert importlib.metadata.version("tenxgraph") == tenxgraph.__version__
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--model", "lcoal"], "unknown model 'lcoal': --model takes gpt-*"),
+        (["--model", "claud-3"], "for another model pass --provider (openai, "),
+        (["--model", "gpt-4o", "--provider", "azure"], "unknown --provider 'azure'; choose one of"),
+        (["--model", "llama3", "--provider", "openai-compatible"], "needs --base-url"),
+    ],
+)
+def test_chat_model_errors_name_the_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    db = tmp_path / "chat.sqlite"
+    assert main(["chat", *args, "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert expected in err
+    assert "provider=" not in err
+    assert "base_url" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not db.exists()  # rejected before anything was opened
+
+
+# --- a closed output pipe ends every command quietly ----------------------------------
+
+PRINTING_MODULE = """
+import logging
+
+from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.state import AgentState, Message
+
+LINES = 20_000
+
+
+def chatty(state: AgentState) -> list[Message]:
+    print("the node itself writes to stdout", flush=True)
+    return [Message.text_message("ok", role="assistant")]
+
+
+def forgiving(state: AgentState) -> list[Message]:
+    try:
+        print("the node writes and carries on when that fails", flush=True)
+    except OSError as exc:
+        logging.getLogger("user").warning("could not print: %s", exc)
+    return [Message.text_message("ok", role="assistant")]
+
+
+def long(state: AgentState) -> list[Message]:
+    text = "\\n".join(f"line {i} of a long answer" for i in range(LINES))
+    return [Message.text_message(text, role="assistant")]
+
+
+def graph_of(node):
+    graph = StateGraph(AgentState)
+    graph.add_node("node", node)
+    graph.set_entry_point("node")
+    return graph
+
+
+printing = graph_of(chatty)
+forgiving = graph_of(forgiving)
+verbose = graph_of(long)
+"""
+
+
+@pytest.fixture
+def printing_module(tmp_path: Path) -> str:
+    name = f"printing_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(PRINTING_MODULE)
+    return name
+
+
+def run_into_closed_pipe(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The command with stdout a pipe whose reader has gone before anything is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "tenxgraph.cli", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["threads", "show", "trip", "{db}"],
+        ["threads", "export", "trip", "{db}"],
+        ["threads", "list", "{db}"],
+        ["run", "{module}:printing", "--input", "hi"],  # the write fails inside a graph node
+        ["run", "{module}:forgiving", "--input", "hi"],  # ... which logs the error and goes on
+        ["chat", "--model", "test-echo", "--db", "{tmp}/chat.sqlite"],
+        ["--version"],  # the write fails in the last flush, after argparse exits
+        ["--help"],
+        ["threads", "--help"],
+    ],
+    ids=lambda command: " ".join(command),
+)
+def test_a_closed_pipe_ends_any_command_quietly(
+    trip_db: Path, printing_module: str, tmp_path: Path, command: list[str]
+) -> None:
+    args = [part.format(db=trip_db, module=printing_module, tmp=tmp_path) for part in command]
+    result = run_into_closed_pipe(*args, cwd=tmp_path)
+    assert result.stderr == ""
+    assert result.returncode == 141
+
+
+def test_head_closing_the_pipe_midway(printing_module: str, tmp_path: Path) -> None:
+    # `tenxgraph run ... | head -n 1`: the output (about 600 kB) is far larger than
+    # the pipe's buffer, so head exits while the command is still writing
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tenxgraph.cli",
+            "run",
+            f"{printing_module}:verbose",
+            "--input",
+            "x",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert command.stdout is not None
+    assert command.stderr is not None
+    head = subprocess.run(
+        ["head", "-n", "1"], stdin=command.stdout, capture_output=True, timeout=60, check=False
+    )
+    command.stdout.close()  # only head reads the pipe
+    assert command.wait(timeout=60) == 141
+    assert command.stderr.read() == b""
+    command.stderr.close()
+    assert head.stdout == b"assistant line 0 of a long answer\n"
+
+
+def test_a_spinner_whose_stream_is_gone_stops_quietly() -> None:
+    # an exception escaping the spinner's thread would fail this test (warnings are errors)
+    class ClosedTerminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    spinner = Spinner("thinking...", ClosedTerminal())
+    with spinner:
+        assert spinner.active
+        assert spinner._thread is not None
+        spinner._thread.join(timeout=5)  # it ended on its own at the first failed write
+        assert not spinner._thread.is_alive()

@@ -39,7 +39,6 @@ NEEDS = (
     (re.compile(r"redis://"), pytest.mark.redis),
 )
 """What a block's code mentions -> the test marker it needs."""
-DOCS_PENDING = True  # TEMPORARY while docs/*.md are being rewritten; must go before merging
 SQLITE_SIDE_FILES = re.compile(r"-(wal|shm|journal)$")
 
 
@@ -120,8 +119,6 @@ def _param(snippet: Snippet) -> object:
     marks = [mark for pattern, mark in NEEDS if pattern.search(snippet.code)]
     if snippet.skip is not None:
         marks.append(pytest.mark.skip(reason=snippet.skip))
-    if DOCS_PENDING and snippet.page.parent.name == "docs":
-        marks.append(pytest.mark.xfail(reason="docs pages are being completed", strict=False))
     return pytest.param(snippet, id=snippet.name, marks=marks)
 
 
