@@ -13,6 +13,7 @@ forced tool has answered in the current turn; later calls in that turn use
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -97,15 +98,17 @@ class Agent(Node):
             self._model = model
         return self._model
 
-    def attach(self, graph: StateGraph[Any], name: str) -> None:
-        """Check the setup when the graph compiles: a named ToolNode, a context manager."""
+    def bind(self, graph: StateGraph[Any], name: str) -> Agent:
+        """Check the setup (a named ToolNode, a context manager); a copy gets that node's tools."""
+        bound = self
         if self.tool_node is not None:
             node = graph.nodes.get(self.tool_node)
             if not isinstance(node, ToolNode):
                 raise GraphBuildError(
                     f"Agent {name!r}: tool_node={self.tool_node!r} is not a ToolNode of the graph"
                 )
-            self.tools = {**node.tools, **self.tools}
+            bound = copy.copy(self)
+            bound.tools = {**node.tools, **self.tools}
         if self.trim_context and graph.context_manager is None:
             warnings.warn(
                 f"Agent {name!r} has trim_context=True but the graph has no context manager; "
@@ -113,6 +116,7 @@ class Agent(Node):
                 UserWarning,
                 stacklevel=3,
             )
+        return bound
 
     def tool_specs(self) -> list[ToolSpec]:
         """What the model is told about the tools."""

@@ -169,10 +169,9 @@ class StateGraph(Generic[S]):
             raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
         if recursion_limit < 1:
             raise GraphBuildError("recursion_limit must be at least 1")
-        for name, node in self.nodes.items():
-            node.attach(self, name)
         return CompiledGraph(
             builder=self,
+            nodes={name: node.bind(self, name) for name, node in self.nodes.items()},
             schema=schema,
             checkpointer=checkpointer,
             interrupt_before=frozenset(interrupt_before),

@@ -24,7 +24,7 @@ from tenxgraph.core.graph.events import (
     UpdateEvent,
 )
 from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph.node import NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_ops import ThreadOperations
 from tenxgraph.core.graph.updates import StateSchema
@@ -71,6 +71,7 @@ class CompiledGraph(ThreadOperations[S]):
         self,
         *,
         builder: StateGraph[S],
+        nodes: Mapping[str, Node],
         schema: StateSchema,
         checkpointer: Checkpointer | None,
         interrupt_before: frozenset[str],
@@ -84,15 +85,13 @@ class CompiledGraph(ThreadOperations[S]):
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
-        self.nodes = dict(builder.nodes)
+        self.nodes = dict(nodes)
         self.edges = dict(builder.edges)
         self.branches = dict(builder.branches)
         self.context_manager = builder.context_manager
         self._active: dict[ThreadKey | None, _ActiveRun] = {}
         self.warm_threads = warm_threads
         self._warm: OrderedDict[ThreadKey, ThreadSession] = OrderedDict()
-        if checkpointer is not None:
-            checkpointer.state_class = builder.state_class
 
     # --- entry points -------------------------------------------------------------------
 

@@ -107,8 +107,14 @@ class Node(ABC):
     ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
 
-    def attach(self, graph: StateGraph[Any], name: str) -> None:  # noqa: B027 - optional hook
-        """Called by ``compile`` with the graph and this node's name; check the setup here."""
+    def bind(self, graph: StateGraph[Any], name: str) -> Node:
+        """The node as ``graph`` runs it under ``name``; called by ``compile``.
+
+        Check the setup here. A node that adapts to its graph returns a new
+        object and leaves ``self`` as it was, so one node can serve several
+        graphs, each with its own setup.
+        """
+        return self
 
 
 class FunctionNode(Node):

@@ -4,6 +4,10 @@ Saving a step appends only the messages the step added and rewrites the
 small state row, so its cost does not depend on the thread's length. When
 the context was only appended to since the last save, the window is extended
 in O(1); after a trim or summary it is recomputed from the (short) context.
+
+Stored fields that the loading graph's state class does not declare (a
+thread shared by graphs with different state classes) are carried through
+every save unchanged, so a graph never erases another graph's fields.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class ThreadSession:
         self._window_size = 0
         self._window_last: Message | None = None
         self._values: dict[str, Any] | None = None
+        self._undeclared: dict[str, Any] = {}
         self._index: MessageIndex | None = None
 
     async def load(self, state_class: type[S]) -> S | None:
@@ -51,6 +56,8 @@ class ThreadSession:
         seqs = (seq for start, end in stored.window for seq in range(start, end))
         self._seq_of = {m.message_id: seq for m, seq in zip(state.context, seqs, strict=False)}
         self._values = stored.values
+        fields = state_class.model_fields
+        self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
         self._remember_window(state.context, stored.window)
         return state
 
@@ -86,6 +93,8 @@ class ThreadSession:
         else:
             self._assign_seqs(new, base)
         values = encode_values(state)
+        if self._undeclared:
+            values = {**self._undeclared, **values}
         version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(

@@ -170,22 +170,25 @@ class ThreadInfo:
 class Checkpointer(ABC):
     """Durable threads. Backends implement these async methods and nothing else."""
 
-    state_class: type[AgentState] = AgentState
-    """The class ``get_state`` loads threads through; ``compile`` sets the graph's."""
-
     async def aget_state(
-        self, config: Mapping[str, Any], state_class: type[AgentState] | None = None
+        self, config: Mapping[str, Any], state_class: type[AgentState] = AgentState
     ) -> AgentState | None:
-        """The thread's state (``config`` holds ``thread_id`` and optionally ``user_id``)."""
+        """The thread's state (``config`` holds ``thread_id`` and optionally ``user_id``).
+
+        A checkpointer serves any number of graphs, so it knows no state class
+        of its own: pass the graph's class (or use the graph's ``get_state``) to
+        read custom fields. Stored fields the class does not declare are left
+        out of the result, and stay stored.
+        """
         from tenxgraph.storage.checkpointer.state_codec import decode_state
 
         stored = await self.aload(ThreadKey.from_config(config))
         if stored is None:
             return None
-        return decode_state(state_class or self.state_class, stored)
+        return decode_state(state_class, stored)
 
     def get_state(
-        self, config: Mapping[str, Any], state_class: type[AgentState] | None = None
+        self, config: Mapping[str, Any], state_class: type[AgentState] = AgentState
     ) -> AgentState | None:
         """Sync ``aget_state``."""
         return run_sync(self.aget_state(config, state_class))

@@ -146,7 +146,7 @@ def test_class_middleware_state_schema_hooks_and_tool_wrapping() -> None:
     outputs = [m.text() for m in state.context if m.role == "tool"]
     assert outputs == ["[audited] 40", "blocked by policy"]
     assert shared == {"audited": True}
-    stored = checkpointer.get_state({"thread_id": "audit"})
+    stored = app.get_state({"thread_id": "audit"})  # the graph reads through its state class
     assert stored is not None
     assert stored.audit == ["start", "model", "model", "end"]
 

@@ -81,7 +81,7 @@ def test_checkpointer_restores_thread_and_keeps_custom_fields() -> None:
     )
     result = app.invoke({"messages": [Message.text_message("two")]}, config)
     assert [m.text() for m in result["state"].context] == ["one", "reply", "two", "reply"]
-    saved = checkpointer.get_state(config)
+    saved = checkpointer.get_state(config, MyState)  # a checkpointer knows no graph's class
     assert isinstance(saved, MyState)
     assert saved.selected_city == "Oslo"
     assert [m.text() for m in saved.context] == ["one", "reply", "two", "reply"]

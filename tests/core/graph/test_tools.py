@@ -73,7 +73,7 @@ def test_tool_result_example_persists_on_the_thread() -> None:
     result = app.invoke({"messages": [Message.text_message("Choose Paris")]}, config)
     model.assert_consumed()
     assert result["state"].selected_city == "Paris"
-    saved = checkpointer.get_state(config)
+    saved = checkpointer.get_state(config, MyState)  # a checkpointer knows no graph's class
     assert isinstance(saved, MyState)
     assert saved.selected_city == "Paris"
     tool_message = saved.context[2]

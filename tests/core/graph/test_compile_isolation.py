@@ -1,0 +1,99 @@
+"""Compiling never changes what it was given; a thread keeps fields its current graph does not know.
+
+Regression tests: compiling a second graph on the same checkpointer used to
+change what the first graph's ``get_state`` returned, an Agent reused in a
+second graph kept the first graph's tools, and a graph with a poorer state
+class erased the richer graph's fields from a shared thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenxgraph.core.graph import Agent, StateGraph, ToolNode
+from tenxgraph.core.llm import FunctionModel
+from tenxgraph.core.llm.base import ModelRequest
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
+from tenxgraph.utils.constants import END, START
+
+
+class Trip(AgentState):
+    city: str = ""
+
+
+def echo(state: AgentState) -> dict[str, Any]:
+    return {"context": [Message.text_message(f"seen {len(state.context)}", role="assistant")]}
+
+
+def set_city(state: Trip) -> dict[str, Any]:
+    return {"city": "Porto", "context": [Message.text_message("ok", role="assistant")]}
+
+
+def graph_of(state_class: type[AgentState], node: Any) -> StateGraph[Any]:
+    graph: StateGraph[Any] = StateGraph(state_class)
+    graph.add_node("n", node)
+    graph.add_edge(START, "n")
+    graph.add_edge("n", END)
+    return graph
+
+
+def test_compiling_a_second_graph_does_not_change_the_first(tmp_path: Any) -> None:
+    checkpointer = SqliteCheckpointer(tmp_path / "t.sqlite")
+    trips = graph_of(Trip, set_city).compile(checkpointer)
+    config = {"thread_id": "t"}
+    trips.invoke({"messages": [Message.text_message("go")]}, config)
+    graph_of(AgentState, echo).compile(checkpointer)
+    state = trips.get_state(config)
+    assert isinstance(state, Trip)
+    assert state.city == "Porto"
+    assert not hasattr(checkpointer, "state_class")
+    stored = checkpointer.get_state(config, Trip)
+    assert isinstance(stored, Trip) and stored.city == "Porto"
+
+
+def test_poorer_state_class_keeps_the_richer_graphs_fields(tmp_path: Any) -> None:
+    checkpointer = SqliteCheckpointer(tmp_path / "t.sqlite")
+    config = {"thread_id": "shared"}
+    graph_of(Trip, set_city).compile(checkpointer).invoke(
+        {"messages": [Message.text_message("go")]}, config
+    )
+    plain = graph_of(AgentState, echo).compile(checkpointer)
+    plain.invoke({"messages": [Message.text_message("hello")]}, config)
+    plain.invoke({"messages": [Message.text_message("again")]}, config)  # warm thread too
+    fresh = graph_of(Trip, echo).compile(SqliteCheckpointer(tmp_path / "t.sqlite"))
+    state = fresh.get_state(config)
+    assert isinstance(state, Trip)
+    assert state.city == "Porto"
+    assert [m.text() for m in state.context][-2:] == ["again", "seen 5"]
+
+
+def test_an_agent_in_two_graphs_offers_each_graph_its_own_tools() -> None:
+    def alpha() -> str:
+        """Tool of graph one."""
+        return "a"
+
+    def beta() -> str:
+        """Tool of graph two."""
+        return "b"
+
+    offered: list[list[str]] = []
+
+    def answer(request: ModelRequest) -> Message:
+        offered.append(sorted(spec.name for spec in request.tools))
+        return Message.text_message("done", role="assistant")
+
+    agent = Agent(FunctionModel(answer), tool_node="tools")
+    apps = []
+    for tool in (alpha, beta):
+        graph: StateGraph[AgentState] = StateGraph(AgentState)
+        graph.add_node("agent", agent)
+        graph.add_node("tools", ToolNode([tool]))
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", lambda state: END, ["tools", END])
+        graph.add_edge("tools", END)
+        apps.append(graph.compile(InMemoryCheckpointer()))
+    for app in apps:
+        app.invoke({"messages": [Message.text_message("hi")]}, {"thread_id": "t"})
+    assert offered == [["alpha"], ["beta"]]
+    assert agent.tools == {}
