@@ -67,14 +67,16 @@ class MissingExtraError(TenxGraphError, ImportError):
     tenxgraph is installed from a checkout (it is not on the package index),
     so the command given is ``pip install -e ".[extra]"`` run there. The
     ``local`` extra compiles llama-cpp-python; ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``
-    keeps that build free of instructions only the compiling CPU has.
+    keeps that build free of instructions only the compiling CPU has, and
+    ``--no-cache-dir`` keeps pip from reusing a wheel built without it.
     """
 
     def __init__(self, package: str, extra: str) -> None:
-        flags = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" ' if extra == "local" else ""
+        build = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" ' if extra == "local" else ""
+        fresh = "--no-cache-dir " if extra == "local" else ""
         super().__init__(
             f"{package!r} is not installed; it comes with the extra tenxgraph[{extra}]. "
-            f'In a tenxgraph checkout run: {flags}pip install -e ".[{extra}]"'
+            f'In a tenxgraph checkout run: {build}pip install {fresh}-e ".[{extra}]"'
         )
         self.package = package
         self.extra = extra

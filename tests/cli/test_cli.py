@@ -291,7 +291,7 @@ def test_demo_without_llama_cpp_says_how_to_install_it(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         "tenxgraph: error: 'llama-cpp-python' is not installed; it comes with the extra "
         'tenxgraph[local]. In a tenxgraph checkout run: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
-        'pip install -e ".[local]"'
+        'pip install --no-cache-dir -e ".[local]"'
     )
 
 

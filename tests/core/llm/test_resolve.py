@@ -198,7 +198,7 @@ def test_adapter_arguments_are_passed() -> None:
     ("extra", "command"),
     [
         ("openai", 'pip install -e ".[openai]"'),
-        ("local", 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"'),
+        ("local", 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir -e ".[local]"'),
     ],
 )
 def test_missing_extra_says_a_command_that_works_from_a_checkout(extra: str, command: str) -> None:
