@@ -4,6 +4,7 @@
     ├── GraphBuildError            the graph definition is wrong (raised by build/compile)
     ├── MissingExtraError          an optional SDK is not installed (also an ImportError)
     ├── StateError                 bad input for, or a bad update to, the graph state
+    │   └── InvalidIdError         a thread_id or user_id storage cannot key by (also a ValueError)
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
     │   ├── RecursionLimitError    a run took more steps than its limit allows
@@ -36,6 +37,7 @@ __all__ = [
     "CorruptRecordError",
     "GraphBuildError",
     "GraphRunError",
+    "InvalidIdError",
     "MissingExtraError",
     "ModelError",
     "ModelTimeoutError",
@@ -84,6 +86,14 @@ class MissingExtraError(TenxGraphError, ImportError):
 
 class StateError(TenxGraphError):
     """An input or an update does not fit the graph's state class."""
+
+
+class InvalidIdError(StateError, ValueError):
+    """A ``thread_id`` or ``user_id`` is missing, empty, not a string, too long or unstorable.
+
+    Raised before anything is read or written, with the same rules on every
+    backend (see ``tenxgraph.storage.checkpointer.base.check_id``).
+    """
 
 
 class GraphRunError(TenxGraphError):
