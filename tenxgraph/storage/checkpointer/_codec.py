@@ -7,21 +7,34 @@ data (DESIGN.md invariant 3): values and metadata come back as plain JSON
 data, messages through the declared ``Message`` model only.
 
 A row that fails to decode raises ``CorruptRecordError`` naming the thread,
-the row (seq or column) and the field; nothing is skipped.
+the row (seq or column) and the field; nothing is skipped, except in a thread
+listing: there a damaged row is left out and logged (``list_threads``), so one
+bad thread does not hide a tenant's others. Whatever the stored data, decoding
+raises only library errors: never ``KeyError``, ``TypeError``,
+``RecursionError`` or ``MemoryError`` (a window is checked against the log
+length before any of its seqs is listed).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice, pairwise
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from tenxgraph.core.state.message import Message, MessagesAdapter
-from tenxgraph.errors import CorruptRecordError, StateError
-from tenxgraph.storage.checkpointer.base import Checkpoint, ThreadKey, ThreadWrite, Window
+from tenxgraph.errors import CorruptRecordError, InvalidIdError, StateError
+from tenxgraph.storage.checkpointer.base import (
+    Checkpoint,
+    ThreadInfo,
+    ThreadKey,
+    ThreadWrite,
+    Window,
+)
 
 __all__ = [
     "EncodedWrite",
@@ -36,12 +49,15 @@ __all__ = [
     "encode_json",
     "encode_write",
     "json_contains",
+    "list_threads",
     "window_reach",
     "window_seqs",
     "window_size",
 ]
 
 Body = TypeVar("Body", str, bytes)
+
+logger = logging.getLogger("tenxgraph.storage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +132,43 @@ def _dump(message: Message) -> str:
 
 
 def check_window(key: ThreadKey, window: Window, log_length: int) -> None:
-    """Every range must be ints ``0 <= start <= end <= log_length``; any order is fine."""
+    """A window to write: see ``window_problem``; a bad one raises ``StateError``."""
+    problem = window_problem(window, log_length)
+    if problem is not None:
+        raise StateError(f"thread {key.thread_id!r}: {problem}")
+
+
+def window_problem(window: Sequence[Sequence[Any]], log_length: int | None) -> str | None:
+    """What is wrong with ``window`` over a log of ``log_length`` entries, or None.
+
+    Every range is ints ``0 <= start <= end <= log_length`` and no two ranges
+    share a seq (a log entry is in the context at most once). Ranges may come
+    in any order: a message removed from the context and added back keeps its
+    seq, so the context can list an older entry after newer ones. Loading
+    checks the same rule as saving, so what one backend writes every backend
+    reads. ``log_length=None`` leaves the upper bound unchecked.
+    """
     for index, (start, end) in enumerate(window):
-        if type(start) is not int or type(end) is not int or not 0 <= start <= end <= log_length:
-            raise StateError(
-                f"thread {key.thread_id!r}: window[{index}] = ({start}, {end}) is not a range "
-                f"of the log (0 <= start <= end <= {log_length})"
+        if (
+            type(start) is not int
+            or type(end) is not int
+            or not 0 <= start <= end
+            or (log_length is not None and end > log_length)
+        ):
+            bound = "end" if log_length is None else log_length
+            return (
+                f"window[{index}] = ({_preview(start, 30)}, {_preview(end, 30)}) is not a "
+                f"range of the log (0 <= start <= end <= {bound})"
             )
+    if len(window) > 1:
+        ranges = sorted((start, end) for start, end in window if start < end)
+        for (start, end), (next_start, next_end) in pairwise(ranges):
+            if next_start < end:
+                return (
+                    f"window ranges ({start}, {end}) and ({next_start}, {next_end}) overlap: "
+                    "a log entry can be in the context only once"
+                )
+    return None
 
 
 def window_reach(key: ThreadKey, window: Window) -> int:
@@ -145,6 +191,11 @@ def window_seqs(window: Window) -> list[int]:
     return [seq for start, end in window for seq in range(start, end)]
 
 
+def _iter_seqs(window: Window) -> Iterator[int]:
+    for start, end in window:
+        yield from range(start, end)
+
+
 def window_size(window: Window) -> int:
     """How many messages a window holds."""
     return sum(end - start for start, end in window)
@@ -160,7 +211,9 @@ def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body])
     else:
         joined = "[" + ",".join(bodies) + "]"
     try:
-        return MessagesAdapter.validate_json(joined)
+        messages = MessagesAdapter.validate_json(joined)
+        if len(messages) == len(bodies):  # a row holding "m1, m2" joins into two messages
+            return messages
     except ValidationError:
         pass
     # Slow path, only on failure: find the first bad row to name it.
@@ -182,17 +235,28 @@ def decode_window_messages(
     Rows in another order are put in window order; a seq of the window
     without a row is corruption, never skipped.
     """
+    size = window_size(window)
+    if len(rows) == size:  # then listing the window's seqs costs no more than the rows
+        seqs = window_seqs(window)
+        if [seq for seq, _ in rows] == seqs:
+            return decode_messages(key, seqs, [body for _, body in rows])
+    by_seq = dict(rows)
+    where = f"thread {key.thread_id!r} (user {key.user_id!r}): the window {_preview(window)}"
+    # Each seq walked is in by_seq or missing, so this stops within len(rows) + 10 steps
+    # even when a damaged log length let the window name far more seqs than exist.
+    missing = list(islice((seq for seq in _iter_seqs(window) if seq not in by_seq), 10))
+    if missing:
+        present = sum(1 for seq in by_seq if any(lo <= seq < hi for lo, hi in window))
+        raise CorruptRecordError(
+            f"{where} names {size} messages but the log lacks {size - present} of them "
+            f"(seqs {missing})"
+        )
+    if len(by_seq) != size:
+        raise CorruptRecordError(
+            f"{where} names {size} messages but the log returned {len(rows)} rows for it"
+        )
     seqs = window_seqs(window)
-    if [seq for seq, _ in rows] != seqs:
-        by_seq = dict(rows)
-        missing = [seq for seq in seqs if seq not in by_seq]
-        if missing:
-            raise CorruptRecordError(
-                f"thread {key.thread_id!r} (user {key.user_id!r}): the window {window} names "
-                f"{len(seqs)} messages but the log lacks {len(missing)} of them "
-                f"(seqs {missing[:10]})"
-            )
-        rows = [(seq, by_seq[seq]) for seq in seqs]
+    rows = [(seq, by_seq[seq]) for seq in seqs]
     return decode_messages(key, seqs, [body for _, body in rows])
 
 
@@ -213,7 +277,7 @@ def decode_checkpoint(
         step=step,
         log_length=log_length,
         values=decode_json_object(key, "checkpoint values", values),
-        window=decode_window(key, window, "checkpoint window"),
+        window=decode_window(key, window, log_length, "checkpoint window"),
         created_at=created_at,
     )
 
@@ -229,26 +293,34 @@ def decode_json_object(key: ThreadKey, column: str, stored: Any) -> dict[str, An
     return data
 
 
-def decode_window(key: ThreadKey, stored: Any, column: str = "window") -> Window:
-    """A window column: a JSON list of ``[start, end]`` integer pairs."""
+def decode_window(
+    key: ThreadKey, stored: Any, log_length: Any = None, column: str = "window"
+) -> Window:
+    """A window column: a JSON list of ``[start, end]`` pairs valid over ``log_length`` entries.
+
+    The rule is ``window_problem``'s, the one every save checks; a window
+    that breaks it (say ``[[0, 1000000000]]`` over a 3-entry log) raises
+    ``CorruptRecordError`` naming the thread, before any seq is listed. Pass
+    the log length whenever the window's seqs will be listed; without it
+    (None) only the shape is checked.
+    """
+    where = f"thread {key.thread_id!r} (user {key.user_id!r})"
+    if log_length is not None and (type(log_length) is not int or log_length < 0):
+        raise CorruptRecordError(
+            f"{where}: the log length {_preview(log_length)} is not a count of messages"
+        )
     data = _loads(key, column, stored)
-    window: Window = []
-    if isinstance(data, list):
-        for pair in data:
-            if (
-                not isinstance(pair, list)
-                or len(pair) != 2
-                or not all(type(bound) is int and bound >= 0 for bound in pair)
-                or pair[0] > pair[1]
-            ):
-                break
-            window.append((pair[0], pair[1]))
-        else:
-            return window
-    raise CorruptRecordError(
-        f"thread {key.thread_id!r} (user {key.user_id!r}): column {column!r} is not a list of "
-        f"[start, end] seq ranges: {str(stored)[:200]!r}"
-    )
+    if not isinstance(data, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 for pair in data
+    ):
+        raise CorruptRecordError(
+            f"{where}: column {column!r} is not a list of [start, end] seq ranges: "
+            f"{_preview(stored, 200)}"
+        )
+    problem = window_problem(data, log_length)
+    if problem is not None:
+        raise CorruptRecordError(f"{where}: column {column!r} is corrupt: {problem}")
+    return [(start, end) for start, end in data]
 
 
 def _loads(key: ThreadKey, column: str, stored: Any) -> Any:
@@ -256,11 +328,91 @@ def _loads(key: ThreadKey, column: str, stored: Any) -> Any:
         return stored  # a driver already decoded it (Postgres jsonb)
     try:
         return json.loads(stored)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise CorruptRecordError(
             f"thread {key.thread_id!r} (user {key.user_id!r}): column {column!r} is not "
-            f"valid JSON: {exc}"
+            f"valid JSON: {str(exc)[:200]}"
         ) from None
+
+
+ThreadRow = tuple[Any, Any, Any, Any, Any, Any]
+"""A listing row: thread_id, version, log_length, metadata (JSON), created_at, updated_at."""
+
+
+def list_threads(
+    user_id: str,
+    rows: Iterable[ThreadRow],
+    wanted: Mapping[str, Any] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[ThreadInfo]:
+    """Decode a tenant's listing rows, keeping those whose metadata contains ``wanted``.
+
+    A damaged row is left out and logged (a warning on the ``tenxgraph.storage``
+    logger naming the thread and what is wrong), so one bad thread never hides
+    the others. It keeps its place in paging, as it does where the database
+    pages (``offset``/``limit`` here are for backends that page in Python):
+    a page can come back shorter than ``limit``. Metadata that is not a JSON
+    object matches no filter (as with Postgres' ``@>``); an empty filter is no
+    filter.
+    """
+    wanted = wanted or None
+    page: list[ThreadInfo | None] = []  # None: a damaged row
+    for row in rows:
+        try:
+            info = decode_thread_row(user_id, row, wanted)
+        except (CorruptRecordError, InvalidIdError) as exc:
+            logger.warning(
+                "thread listing of user %r skips thread %s: %s", user_id, _preview(row[0]), exc
+            )
+            page.append(None)
+            continue
+        if info is not None:
+            page.append(info)
+    page = page[offset:] if limit is None else page[offset : offset + limit]
+    return [info for info in page if info is not None]
+
+
+def decode_thread_row(
+    user_id: str, row: ThreadRow, wanted: Mapping[str, Any] | None = None
+) -> ThreadInfo | None:
+    """One listing row, or None when its metadata does not contain ``wanted``.
+
+    Raises ``CorruptRecordError`` (or ``InvalidIdError`` for a stored id the
+    id rule now refuses) when the row is damaged.
+    """
+    thread_id, version, log_length, metadata, created_at, updated_at = row
+    key = ThreadKey(thread_id, user_id)
+    data = _loads(key, "metadata", metadata)
+    if wanted is not None and not json_contains(data, wanted):
+        return None
+    where = f"thread {thread_id!r} (user {user_id!r})"
+    if not isinstance(data, dict):
+        raise CorruptRecordError(
+            f"{where}: column 'metadata' holds a {type(data).__name__}, expected a JSON object"
+        )
+    for column, value, least in (("version", version, 1), ("log_length", log_length, 0)):
+        if type(value) is not int or value < least:
+            raise CorruptRecordError(
+                f"{where}: column {column!r} holds {_preview(value)}, expected an int >= {least}"
+            )
+    for column, value in (("created_at", created_at), ("updated_at", updated_at)):
+        if type(value) not in (int, float):
+            raise CorruptRecordError(
+                f"{where}: column {column!r} holds {_preview(value)}, expected a timestamp"
+            )
+    return ThreadInfo(key, version, log_length, data, float(created_at), float(updated_at))
+
+
+def _preview(value: Any, size: int = 80) -> str:
+    """A short repr of stored data, safe for any value (deep nesting, huge ints)."""
+    if isinstance(value, str | bytes):
+        value = value[: size + 1]
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= size else f"{text[: size - 3]}..."
 
 
 def _corrupt(key: ThreadKey, row: str, exc: ValidationError) -> CorruptRecordError:

@@ -20,15 +20,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import StateError
+from tenxgraph.errors import InvalidIdError, StateError
 
 __all__ = [
     "DEFAULT_USER",
+    "MAX_ID_LENGTH",
     "Checkpoint",
     "Checkpointer",
     "StoredMessage",
@@ -37,11 +38,21 @@ __all__ = [
     "ThreadKey",
     "ThreadWrite",
     "Window",
+    "check_id",
     "run_config",
 ]
 
 DEFAULT_USER = "default"
-"""The tenant of threads saved without a ``user_id`` in the run config."""
+"""The tenant of threads saved without a ``user_id`` (missing or None) in the run config."""
+
+MAX_ID_LENGTH = 256
+"""The most characters a ``thread_id`` or ``user_id`` may have, on every backend.
+
+Postgres refuses index entries over about 2,700 bytes, and the keys index
+``(user_id, thread_id)``; 256 characters are at most 1,024 UTF-8 bytes each,
+so both ids together always fit. 256 holds a UUID, a URL-safe slug or an
+e-mail address (at most 254 characters).
+"""
 
 Window = list[tuple[int, int]]
 """Half-open ranges of log seqs, in order, that make up ``state.context``."""
@@ -84,21 +95,79 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return flat
 
 
+def check_id(name: str, value: object) -> str:
+    """Return ``value`` if it is a usable ``thread_id``/``user_id``; else raise ``InvalidIdError``.
+
+    An id is a non-empty ``str`` of at most ``MAX_ID_LENGTH`` characters,
+    without NUL and encodable as UTF-8 (Postgres text holds neither NUL nor
+    lone surrogates). The same rule on every backend, checked before any I/O.
+    """
+    if type(value) is not str:
+        raise InvalidIdError(f"{name} must be a str, got {type(value).__name__} {_shown(value)}")
+    if not value:
+        raise InvalidIdError(f"{name} must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidIdError(
+            f"{name} is {len(value)} characters long, over the limit of {MAX_ID_LENGTH}: "
+            f"{_shown(value)}"
+        )
+    if "\x00" in value:
+        raise InvalidIdError(f"{name} must not contain NUL characters: {_shown(value)}")
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise InvalidIdError(
+                f"{name} holds characters UTF-8 cannot encode (lone surrogates): {_shown(value)}"
+            ) from None
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _config_id(name: str, value: object) -> str:
+    """A config's id as a str: ints (not bools) become their decimal text, as in LangGraph."""
+    if type(value) is int:
+        return str(value)
+    return check_id(name, value)
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadKey:
-    """Identifies a thread inside one tenant. Every query is scoped by ``user_id``."""
+    """Identifies a thread inside one tenant. Every query is scoped by ``user_id``.
+
+    Both ids are checked by ``check_id`` when the key is made, so a key that
+    exists can be stored by every backend.
+    """
 
     thread_id: str
     user_id: str = DEFAULT_USER
 
+    def __post_init__(self) -> None:
+        check_id("thread_id", self.thread_id)
+        check_id("user_id", self.user_id)
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ThreadKey:
-        """Read ``thread_id`` (required) and ``user_id`` from a run config (see ``run_config``)."""
+        """Read ``thread_id`` (required) and ``user_id`` from a run config (see ``run_config``).
+
+        ``user_id`` missing or None is the ``"default"`` tenant; any other
+        value must be a valid id, so ``""``, ``0`` or ``False`` never land in
+        a shared tenant by accident. An int id (not a bool) is read as its
+        decimal text (``5`` and ``"5"`` name the same thread).
+        """
         config = run_config(config)
         thread_id = config.get("thread_id")
-        if not thread_id:
-            raise ValueError("the run config has no 'thread_id'")
-        return cls(str(thread_id), str(config.get("user_id") or DEFAULT_USER))
+        if thread_id is None:
+            raise InvalidIdError("the run config has no 'thread_id'")
+        user_id = config.get("user_id")
+        return cls(
+            _config_id("thread_id", thread_id),
+            DEFAULT_USER if user_id is None else _config_id("user_id", user_id),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,4 +313,20 @@ class Checkpointer(ABC):
         return None if stored is None else stored.version
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to close
-        """Release connections and files."""
+        """Release connections and files; a later call opens them again."""
+
+    def close(self) -> None:
+        """Sync ``aclose``."""
+        run_sync(self.aclose())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

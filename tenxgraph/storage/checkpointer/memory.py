@@ -25,7 +25,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_messages,
     decode_window,
     encode_write,
-    json_contains,
+    list_threads,
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -37,6 +37,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadKey,
     ThreadWrite,
     Window,
+    check_id,
 )
 
 __all__ = ["InMemoryCheckpointer"]
@@ -94,7 +95,7 @@ class InMemoryCheckpointer(Checkpointer):
                 return None
             version, log_length = thread.version, len(thread.log)
             values, window_text, metadata = thread.values, thread.window, thread.metadata
-            window = decode_window(key, window_text)
+            window = decode_window(key, window_text, log_length)
             seqs, bodies = _window_rows(thread.log, window)
         return StoredThread(
             key=key,
@@ -163,7 +164,11 @@ class InMemoryCheckpointer(Checkpointer):
         offset: int = 0,
         limit: int | None = None,
     ) -> list[ThreadInfo]:
-        """The tenant's threads, most recently updated first, filtered by metadata containment."""
+        """The tenant's threads, most recently updated first, filtered by metadata containment.
+
+        A damaged row is left out and logged (see ``_codec.list_threads``).
+        """
+        check_id("user_id", user_id)
         check_page(offset, limit)
         with self._lock:
             rows = [
@@ -171,13 +176,7 @@ class InMemoryCheckpointer(Checkpointer):
                 for thread_id, t in self._tenants.get(user_id, {}).items()
             ]
         rows.sort(key=lambda row: (-row[5], row[0]))
-        infos = []
-        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
-            key = ThreadKey(thread_id, user_id)
-            data = decode_json_object(key, "metadata", metadata_text)
-            if metadata is None or json_contains(data, metadata):
-                infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
-        return infos[offset:] if limit is None else infos[offset : offset + limit]
+        return list_threads(user_id, rows, metadata, offset, limit)
 
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Forget the thread, its log and its checkpoints."""

@@ -36,7 +36,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
-    json_contains,
+    list_threads,
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -48,6 +48,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadKey,
     ThreadWrite,
     Window,
+    check_id,
 )
 
 __all__ = ["SqliteCheckpointer"]
@@ -161,7 +162,7 @@ class SqliteCheckpointer(Checkpointer):
             if row is None:
                 return None
             version, log_length, values, window_text, metadata = row
-            window = decode_window(key, window_text)
+            window = decode_window(key, window_text, log_length)
             rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
         return StoredThread(
             key=key,
@@ -282,10 +283,12 @@ class SqliteCheckpointer(Checkpointer):
         """The tenant's threads, most recently updated first.
 
         The metadata filter (``jsonb @>`` containment) runs in Python over the
-        tenant's threads; without a filter, paging happens in SQL.
+        tenant's threads; without a filter, paging happens in SQL. A damaged
+        row is left out and logged (see ``_codec.list_threads``).
         """
+        check_id("user_id", user_id)
         check_page(offset, limit)
-        return await asyncio.to_thread(self._list_threads, user_id, metadata, offset, limit)
+        return await asyncio.to_thread(self._list_threads, user_id, metadata or None, offset, limit)
 
     def _list_threads(
         self, user_id: str, wanted: Mapping[str, Any] | None, offset: int, limit: int | None
@@ -298,17 +301,10 @@ class SqliteCheckpointer(Checkpointer):
         if wanted is None:
             query += " LIMIT ? OFFSET ?"
             params += (-1 if limit is None else limit, offset)
+            offset, limit = 0, None
         with self._connection() as conn:
             rows = conn.execute(query, params).fetchall()
-        infos = []
-        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
-            key = ThreadKey(thread_id, user_id)
-            data = decode_json_object(key, "metadata", metadata_text)
-            if wanted is None or json_contains(data, wanted):
-                infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
-        if wanted is None:
-            return infos
-        return infos[offset:] if limit is None else infos[offset : offset + limit]
+        return list_threads(user_id, rows, wanted, offset, limit)
 
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction."""
