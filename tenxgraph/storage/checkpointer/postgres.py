@@ -39,6 +39,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
+    list_threads,
     window_reach,
     window_seqs,
     window_size,
@@ -53,6 +54,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadKey,
     ThreadWrite,
     Window,
+    check_id,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
 
@@ -340,7 +342,7 @@ class PgCheckpointer(Checkpointer):
             if row is None:
                 return None
             version, log_length, values, window_text, metadata, created_at = row
-            window = decode_window(key, window_text)
+            window = decode_window(key, window_text, log_length)
             rows = await self._window_rows(conn, key, window)
         thread = StoredThread(
             key=key,
@@ -474,23 +476,27 @@ class PgCheckpointer(Checkpointer):
         offset: int = 0,
         limit: int | None = None,
     ) -> list[ThreadInfo]:
-        """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter."""
+        """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter.
+
+        Without a filter every row is read, so a damaged one is left out and
+        logged rather than hidden (see ``_codec.list_threads``).
+        """
+        check_id("user_id", user_id)
         check_page(offset, limit)
-        wanted = encode_json("the metadata filter", dict(metadata or {}))
+        params: tuple[Any, ...] = (user_id,)
+        contains = ""
+        if metadata:
+            contains = "AND metadata @> %s::jsonb "
+            params += (encode_json("the metadata filter", dict(metadata)),)
         async with self._connection() as conn:
             cursor = await conn.execute(
                 "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "
-                f"FROM {self._s}.threads WHERE user_id = %s AND metadata @> %s::jsonb "
+                f"FROM {self._s}.threads WHERE user_id = %s {contains}"
                 'ORDER BY updated_at DESC, thread_id COLLATE "C" OFFSET %s LIMIT %s',
-                (user_id, wanted, offset, limit),
+                (*params, offset, limit),
             )
             rows = await cursor.fetchall()
-        infos = []
-        for thread_id, version, log_length, metadata_text, created_at, updated_at in rows:
-            key = ThreadKey(thread_id, user_id)
-            data = decode_json_object(key, "metadata", metadata_text)
-            infos.append(ThreadInfo(key, version, log_length, data, created_at, updated_at))
-        return infos
+        return list_threads(user_id, rows)
 
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict."""
@@ -547,7 +553,7 @@ class PgCheckpointer(Checkpointer):
 def _from_cache(key: ThreadKey, entry: CachedThread) -> StoredThread | None:
     """Decode a verified cache entry; None (a miss) if it does not decode."""
     try:
-        window = decode_window(key, entry.window)
+        window = decode_window(key, entry.window, entry.log_length)
         if len(entry.bodies) != window_size(window):
             return None
         return StoredThread(
