@@ -4,6 +4,9 @@ A direct call runs through the same loop as any run, as a one-node graph on
 the same thread: by default the call and its result are recorded in the
 thread's history as a ``ToolCallBlock``/``ToolResultBlock`` pair and any
 ``ToolResult.state`` update is merged; with ``record=False`` nothing is saved.
+Arguments go through the same checks as a model's: arguments that are not
+a JSON object, or that fail the tool's schema, never run the tool and give
+a failed result (recorded like any other).
 """
 
 from __future__ import annotations
@@ -12,12 +15,17 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
-from tenxgraph.core.graph.tool_node import execute_tool
+from tenxgraph.core.graph.tool_node import ToolOutcome, execute_tool
 from tenxgraph.core.graph.tools import Tool
 from tenxgraph.core.graph.updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state.message_block import ToolResultBlock
+from tenxgraph.core.state.tool_arguments import (
+    INVALID_TOOL_ARGS_KEY,
+    invalid_tool_args,
+    tool_call,
+)
 from tenxgraph.errors import ToolError
 
 if TYPE_CHECKING:
@@ -31,21 +39,26 @@ DIRECT_NODE = "direct_tool_call"
 class _DirectCall(Node):
     """Runs one tool call and returns the call/result pair as messages."""
 
-    def __init__(self, tool: Tool, args: dict[str, Any]) -> None:
+    def __init__(self, tool: Tool, args: object) -> None:
         self.tool = tool
         self.args = args
         self.result: ToolResultBlock | None = None
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
-        call = ToolCallBlock(id=f"direct-{ctx.id_generator()}", name=self.tool.name, args=self.args)
-        outcome = await execute_tool({self.tool.name: self.tool}, call, state, ctx)
-        self.result = outcome.result_block(call.id)
+        refused: dict[str, Any] = {}
+        call = tool_call(f"direct-{ctx.id_generator()}", self.tool.name, self.args, refused)
+        metadata: dict[str, Any] = {"direct_tool_call": True}
+        if refused:
+            metadata[INVALID_TOOL_ARGS_KEY] = refused
         asked = Message(
-            role="assistant",
-            content=[call],
-            message_id=ctx.id_generator(),
-            metadata={"direct_tool_call": True},
+            role="assistant", content=[call], message_id=ctx.id_generator(), metadata=metadata
         )
+        refusal = invalid_tool_args(asked).get(call.id)
+        if refusal is not None:
+            outcome = ToolOutcome(refusal, is_error=True)
+        else:
+            outcome = await execute_tool({self.tool.name: self.tool}, call, state, ctx)
+        self.result = outcome.result_block(call.id)
         answered = Message(role="tool", content=[self.result], message_id=ctx.id_generator())
         updates: list[tuple[str, Any]] = [(f"direct call of {call.name!r}", [asked, answered])]
         if outcome.update:
@@ -68,7 +81,7 @@ async def acall_tool(
     tools = graph.tools()
     if name not in tools:
         raise ToolError(f"no tool {name!r} in this graph (tools: {', '.join(sorted(tools))})")
-    node = _DirectCall(tools[name], dict(args))
+    node = _DirectCall(tools[name], args)
     builder = graph.builder
     if record or graph.checkpointer is None:
         seed: Any = builder.initial_state or builder.state_class

@@ -3,6 +3,9 @@
 Every call gets exactly one tool message holding one ``ToolResultBlock``, in
 the order of the calls. Bad arguments, unknown tools, timeouts and tools that
 raise become failed results the model can read, never a dead run. A call
+whose arguments the model adapter refused (not a JSON object, see
+``tenxgraph.core.state.tool_arguments``) is never run, nor passed to the
+wrappers: its result quotes the error and the start of the arguments. A call
 that finished is written to the tool ledger at once, so a crash or an
 interrupt elsewhere in the step never runs it twice.
 """
@@ -24,6 +27,7 @@ from tenxgraph.core.graph.updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import MediaRef, ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state.tool_arguments import invalid_tool_args
 from tenxgraph.core.state.tool_result import ToolResult
 
 __all__ = ["ToolCallWrapper", "ToolNode", "ToolOutcome", "execute_tool"]
@@ -80,8 +84,11 @@ class ToolNode(Node):
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[SaveProgress | NodeOutput]:
         """Execute pending calls concurrently; yield one ordered update with all results."""
-        calls = _last_calls(state.context)
+        calls, refused = _last_calls(state.context)
         ledger = state.execution_meta.tool_ledger
+        for call in calls:
+            if call.id in refused and call.id not in ledger:
+                ledger[call.id] = ToolOutcome(refused[call.id], is_error=True).entry()
         pending = [call for call in calls if call.id not in ledger]
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
 
@@ -184,13 +191,14 @@ def _around(
     return call
 
 
-def _last_calls(context: list[Message]) -> list[ToolCallBlock]:
+def _last_calls(context: list[Message]) -> tuple[list[ToolCallBlock], dict[str, str]]:
+    """The last assistant message's calls, and the refusal text of those not to run."""
     for message in reversed(context):
         if message.role == "assistant":
-            return message.tool_calls()
+            return message.tool_calls(), invalid_tool_args(message)
         if message.role != "tool":
             break
-    return []
+    return [], {}
 
 
 def _model_output(value: Any) -> Any:

@@ -10,7 +10,10 @@ with an assistant turn (an injected summary, a trimmed window) gets
 
 Responses: text (with citations), thinking, redacted thinking and tool use
 become content blocks; a call of the structured-output tool becomes the text
-of the answer.
+of the answer. ``StreamAccumulator`` assembles the raw stream events itself:
+the SDK's own accumulation parses streamed tool input leniently (a cut-off
+``{"city": "Par`` becomes ``{}``), so here the input's JSON text is kept and
+judged by ``tool_call`` like every adapter's.
 """
 
 from __future__ import annotations
@@ -41,8 +44,16 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from tenxgraph.core.state.tool_arguments import parse_tool_arguments, tool_call
 
-__all__ = ["OPENING_USER_TEXT", "PROVIDER", "from_wire_content", "to_wire", "usage_from_wire"]
+__all__ = [
+    "OPENING_USER_TEXT",
+    "PROVIDER",
+    "StreamAccumulator",
+    "from_wire_content",
+    "to_wire",
+    "usage_from_wire",
+]
 
 OPENING_USER_TEXT = "(The conversation so far continues below.)"
 """First user turn sent when a conversation opens with the assistant."""
@@ -207,9 +218,13 @@ def _source(media: MediaRef, where: str) -> Wire:
 
 
 def from_wire_content(
-    content: list[Wire], *, output_tool: str | None
+    content: list[Wire], *, output_tool: str | None, refused: dict[str, Any]
 ) -> tuple[list[ContentBlock], dict[int, dict[str, Any]]]:
-    """Return our blocks for a response's ``content``, and the opaque data to keep per block."""
+    """Return our blocks for a response's ``content``, and the opaque data to keep per block.
+
+    A ``tool_use`` input is a decoded object, or the streamed JSON text when
+    that is not one; calls whose input is refused are recorded in ``refused``.
+    """
     blocks: list[ContentBlock] = []
     opaque: dict[int, dict[str, Any]] = {}
     for item in content:
@@ -224,11 +239,10 @@ def from_wire_content(
             opaque[len(blocks)] = {"redacted_thinking": item["data"]}
             blocks.append(ReasoningBlock(summary=""))
         elif kind == "tool_use" and item["name"] == output_tool:
-            blocks.append(TextBlock(text=json.dumps(item.get("input") or {})))
+            answer = item.get("input") or {}
+            blocks.append(TextBlock(text=answer if isinstance(answer, str) else json.dumps(answer)))
         elif kind == "tool_use":
-            blocks.append(
-                ToolCallBlock(id=item["id"], name=item["name"], args=item.get("input") or {})
-            )
+            blocks.append(tool_call(item["id"], item["name"], item.get("input"), refused))
         # Server-side tool blocks (web search, code execution...) stay in ``raw`` only: they are
         # run and answered by Anthropic, so they are no call this library must pair.
     return blocks, opaque
@@ -249,6 +263,55 @@ def _citation(citation: Wire) -> AnnotationRef:
         index=citation.get(start) if start else None,
         title=citation.get("title") or citation.get("document_title"),
     )
+
+
+class StreamAccumulator:
+    """Assemble raw stream events (as dicts) into the response: ``feed`` each, then ``response``."""
+
+    def __init__(self) -> None:
+        self._message: Wire = {"content": []}
+        self._json: dict[int, list[str]] = {}
+
+    def feed(self, event: Wire) -> None:
+        """Take one raw event: message start, block start, block delta or message delta."""
+        kind = event.get("type")
+        if kind == "message_start":
+            self._message = {**event.get("message", {}), "content": []}
+        elif kind == "content_block_start":
+            self._message["content"].append(dict(event.get("content_block") or {}))
+        elif kind == "content_block_delta":
+            self._delta(event["index"], event.get("delta") or {})
+        elif kind == "message_delta":
+            self._message.update(event.get("delta") or {})
+            usage = self._message.setdefault("usage", {})
+            usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+
+    def block(self, index: int) -> Wire:
+        """The content block at ``index`` as assembled so far."""
+        block: Wire = self._message["content"][index]
+        return block
+
+    def _delta(self, index: int, delta: Wire) -> None:
+        block = self.block(index)
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.get("text", "")
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        elif kind == "signature_delta":
+            block["signature"] = delta.get("signature", "")
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+        elif kind == "input_json_delta":
+            self._json.setdefault(index, []).append(delta.get("partial_json") or "")
+
+    def response(self) -> Wire:
+        """The assembled response; streamed tool input is decoded when it is a JSON object."""
+        for index, parts in self._json.items():
+            text = "".join(parts)
+            parsed = parse_tool_arguments(text)
+            self.block(index)["input"] = parsed.args if parsed.error is None else text
+        return self._message
 
 
 def usage_from_wire(usage: Wire) -> TokenUsages:

@@ -44,6 +44,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
     VideoBlock,
 )
+from tenxgraph.core.state.tool_arguments import tool_call
 
 __all__ = ["PROVIDER", "from_wire_parts", "merge_part", "to_wire", "usage_from_wire"]
 
@@ -281,9 +282,13 @@ def _slot(container: Any, step: str | int, default: Any) -> Any:
 
 
 def from_wire_parts(
-    parts: list[Wire], candidate: Wire
+    parts: list[Wire], candidate: Wire, refused: dict[str, Any]
 ) -> tuple[list[ContentBlock], dict[int, dict[str, Any]]]:
-    """Return our blocks for a candidate's merged parts, and the opaque data per block."""
+    """Return our blocks for a candidate's merged parts, and the opaque data per block.
+
+    Calls whose arguments are refused are recorded in ``refused`` (see
+    ``tool_call``); a call still ``will_continue`` when the stream ended was cut off.
+    """
     blocks: list[ContentBlock] = []
     opaque: dict[int, dict[str, Any]] = {}
     for part in parts:
@@ -297,7 +302,8 @@ def from_wire_parts(
             if not call_id:
                 call_id = f"call_{new_message_id()[:24]}"
                 data["generated_id"] = True
-            block = ToolCallBlock(id=call_id, name=call["name"], args=call.get("args") or {})
+            complete = not call.get("will_continue")
+            block = tool_call(call_id, call["name"], call.get("args"), refused, complete=complete)
         elif "text" in part and part.get("thought"):
             data["thought"] = True  # marks Gemini's own thoughts, which may go back to Gemini
             block = ReasoningBlock(summary=part["text"])

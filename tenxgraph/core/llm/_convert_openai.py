@@ -34,6 +34,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
 )
 from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.core.state.tool_arguments import INVALID_TOOL_ARGS_KEY, tool_call
 from tenxgraph.errors import BadRequestError
 
 __all__ = [
@@ -332,18 +333,13 @@ def message_from_completion(
         if not text:
             content.append(TextBlock(text=wire["refusal"]))
     tool_calls = wire.get("tool_calls") or []
-    invalid: dict[str, str] = {}
+    refused: dict[str, Any] = {}
     for call in tool_calls:
         function = call.get("function") or {}
-        arguments = function.get("arguments") or ""
-        args = _parse_arguments(arguments)
-        if args is None:
-            invalid[call["id"]] = arguments
-        content.append(
-            ToolCallBlock(id=call["id"], name=function.get("name") or "", args=args or {})
-        )
-    if invalid:
-        metadata["invalid_tool_args"] = invalid
+        name, arguments = function.get("name") or "", function.get("arguments")
+        content.append(tool_call(call["id"], name, arguments, refused))
+    if refused:
+        metadata[INVALID_TOOL_ARGS_KEY] = refused
     if choice.get("finish_reason"):
         metadata["finish_reason"] = choice["finish_reason"]
     if completion.get("model"):
@@ -385,17 +381,6 @@ def _output_audio(audio: dict[str, Any]) -> AudioBlock:
         media=MediaRef(kind="data", data_base64=audio["data"], mime_type=f"audio/{audio_format}"),
         transcript=audio.get("transcript"),
     )
-
-
-def _parse_arguments(arguments: str) -> dict[str, Any] | None:
-    """Parse tool-call arguments; None when they are not a JSON object."""
-    if not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 @dataclass

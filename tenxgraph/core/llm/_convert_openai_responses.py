@@ -20,7 +20,6 @@ from typing import Any
 from tenxgraph.core.llm._wire import (
     output_blocks,
     output_text,
-    parse_arguments,
     provider_blocks,
     unsupported,
 )
@@ -41,6 +40,7 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from tenxgraph.core.state.tool_arguments import tool_call
 
 __all__ = ["OPAQUE_KEY", "PROVIDER", "from_wire_output", "to_wire", "usage_from_wire"]
 
@@ -171,8 +171,13 @@ def _data_url(media: MediaRef, where: str) -> str:
     return f"data:{media.mime_type};base64,{media.data_base64}"
 
 
-def from_wire_output(output: list[Wire]) -> tuple[list[ContentBlock], dict[int, dict[str, Any]]]:
-    """Return our blocks for a response's ``output`` items, and the opaque data per block."""
+def from_wire_output(
+    output: list[Wire], refused: dict[str, Any]
+) -> tuple[list[ContentBlock], dict[int, dict[str, Any]]]:
+    """Return our blocks for a response's ``output`` items, and the opaque data per block.
+
+    Calls whose arguments are refused are recorded in ``refused`` (see ``tool_call``).
+    """
     blocks: list[ContentBlock] = []
     opaque: dict[int, dict[str, Any]] = {}
     for item in output:
@@ -185,11 +190,14 @@ def from_wire_output(output: list[Wire]) -> tuple[list[ContentBlock], dict[int, 
                 elif part.get("type") == "refusal":
                     blocks.append(TextBlock(text=part.get("refusal", "")))
         elif kind == "function_call":
-            name = item["name"]
-            args = parse_arguments(item.get("arguments") or "", provider=PROVIDER, tool=name)
             if item.get("id"):
                 opaque[len(blocks)] = {"id": item["id"]}
-            blocks.append(ToolCallBlock(id=item["call_id"], name=name, args=args))
+            complete = item.get("status") != "incomplete"  # cut off by the token limit
+            blocks.append(
+                tool_call(
+                    item["call_id"], item["name"], item.get("arguments"), refused, complete=complete
+                )
+            )
         elif kind == "reasoning":
             summary = item.get("summary") or []
             texts = [part.get("text", "") for part in item.get("content") or []]

@@ -17,21 +17,23 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any, cast
 
 from pydantic import BaseModel
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, MediaRef
-from tenxgraph.errors import BadRequestError, ModelError
+from tenxgraph.errors import BadRequestError
 
 __all__ = [
     "PROVIDER_DATA_KEY",
+    "REPLACED_TEXT_KEY",
+    "WireCleaner",
     "decoded_text",
     "json_safe",
     "output_blocks",
     "output_text",
-    "parse_arguments",
     "provider_blocks",
     "provider_metadata",
     "unsupported",
@@ -76,27 +78,6 @@ def output_text(output: Any) -> str:
     return json.dumps(output, default=str)
 
 
-def parse_arguments(text: str, *, provider: str, tool: str) -> dict[str, Any]:
-    """Parse a tool call's JSON arguments; an empty string means no arguments."""
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ModelError(
-            f"{provider}: the model called tool {tool!r} with arguments that are not JSON "
-            f"({exc}): {text[:200]!r}",
-            provider=provider,
-        ) from None
-    if not isinstance(value, dict):
-        raise ModelError(
-            f"{provider}: the model called tool {tool!r} with arguments that are not a JSON "
-            f"object: {text[:200]!r}",
-            provider=provider,
-        )
-    return value
-
-
 def decoded_text(media: MediaRef, *, where: str) -> str:
     """The UTF-8 text held inline in ``media`` (for plain-text documents)."""
     try:
@@ -111,10 +92,47 @@ def unsupported(provider: str, what: str, where: str) -> BadRequestError:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with everything that JSON cannot hold (bytes, SDK objects) made into JSON."""
-    if isinstance(value, BaseModel):
-        return json_safe(value.model_dump(mode="json", exclude_none=True))
-    return json.loads(json.dumps(value, default=_json_default))
+    """``value`` with everything that JSON cannot hold made into JSON (see ``WireCleaner``)."""
+    return WireCleaner().data(value)
+
+
+REPLACED_TEXT_KEY = "replaced_lone_surrogates"
+"""``Message.metadata`` key, True when the provider's answer held lone surrogates."""
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class WireCleaner:
+    r"""Makes one response's provider data safe to keep, and remembers what it changed.
+
+    SDK objects and bytes become JSON data; NaN and infinities become the
+    strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``. A lone surrogate (a
+    broken ``\ud800`` escape in the provider's JSON) becomes U+FFFD, and the
+    final message notes it in ``metadata["replaced_lone_surrogates"]``: the
+    answer, paid for, stays usable rather than failing the run.
+    """
+
+    def __init__(self) -> None:
+        self.replaced = False
+        """True once a lone surrogate was replaced."""
+
+    def data(self, value: Any) -> Any:
+        """``value`` as JSON data, cleaned."""
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True)
+        text = json.dumps(value, default=_json_default, ensure_ascii=False)
+        return json.loads(self.text(text), parse_constant=str)
+
+    def text(self, value: str) -> str:
+        """``value`` with each lone surrogate replaced by U+FFFD."""
+        if value.isascii() or _LONE_SURROGATE.search(value) is None:
+            return value
+        self.replaced = True
+        return _LONE_SURROGATE.sub("\ufffd", value)
+
+    def metadata(self) -> dict[str, Any]:
+        """The note for the final message's metadata (empty when nothing was replaced)."""
+        return {REPLACED_TEXT_KEY: True} if self.replaced else {}
 
 
 def _json_default(value: Any) -> Any:

@@ -19,16 +19,18 @@ from typing import TYPE_CHECKING, Any
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_anthropic import (
     PROVIDER,
+    StreamAccumulator,
     from_wire_content,
     to_wire,
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
-from tenxgraph.core.llm._wire import json_safe, provider_metadata
+from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.core.state.tool_arguments import INVALID_TOOL_ARGS_KEY
 from tenxgraph.errors import AuthenticationError, BadRequestError, MissingExtraError, ModelError
 
 if TYPE_CHECKING:
@@ -139,33 +141,42 @@ class AnthropicModel(ChatModel):
 
         output_tool = request.output_schema_name if request.output_schema is not None else None
         message_id = new_message_id()
+        accumulator = StreamAccumulator()
+        cleaner = WireCleaner()
         try:
-            async with self._clients.get().messages.stream(**self._params(request)) as events:
-                open_block: str | None = None  # name of the tool whose input is streaming
+            client = self._clients.get()
+            async with await client.messages.create(**self._params(request), stream=True) as events:
                 async for event in events:
-                    if event.type == "content_block_start":
-                        open_block = getattr(event.content_block, "name", None)
-                    piece = _delta(
-                        event, in_output=open_block is not None and open_block == output_tool
-                    )
+                    wire = cleaner.data(event)
+                    accumulator.feed(wire)
+                    piece = _delta(wire, accumulator, output_tool)
                     if piece is not None:
                         yield Message(
                             message_id=message_id, role="assistant", content=[piece], delta=True
                         )
-                final = await events.get_final_message()
         except anthropic.APIStatusError as exc:
             raise _model_error(exc) from exc
         except anthropic.APIConnectionError as exc:  # includes APITimeoutError
             raise timeout_error(str(exc), provider=PROVIDER) from exc
-        raw = json_safe(final)
-        content, opaque = from_wire_content(raw.get("content", []), output_tool=output_tool)
+        raw = accumulator.response()
+        refused: dict[str, Any] = {}
+        content, opaque = from_wire_content(
+            raw.get("content", []), output_tool=output_tool, refused=refused
+        )
+        metadata = {
+            "stop_reason": raw.get("stop_reason"),
+            **provider_metadata(PROVIDER, opaque),
+            **cleaner.metadata(),
+        }
+        if refused:
+            metadata[INVALID_TOOL_ARGS_KEY] = refused
         yield Message(
             message_id=message_id,
             role="assistant",
             content=content,
             usages=usage_from_wire(raw.get("usage", {})),
             raw=raw,
-            metadata={"stop_reason": raw.get("stop_reason"), **provider_metadata(PROVIDER, opaque)},
+            metadata=metadata,
         )
 
 
@@ -199,14 +210,23 @@ def _output_tool(request: ModelRequest) -> dict[str, Any]:
     }
 
 
-def _delta(event: Any, *, in_output: bool) -> ContentBlock | None:
+def _delta(
+    event: dict[str, Any], accumulator: StreamAccumulator, output_tool: str | None
+) -> ContentBlock | None:
     """The visible piece one stream event adds: text, thinking, or structured-output JSON."""
-    if event.type == "text":
-        return TextBlock(text=event.text)
-    if event.type == "thinking":
-        return ReasoningBlock(summary=event.thinking)
-    if event.type == "input_json" and in_output and event.partial_json:
-        return TextBlock(text=event.partial_json)
+    if event.get("type") != "content_block_delta":
+        return None
+    delta = event.get("delta") or {}
+    kind = delta.get("type")
+    if kind == "text_delta" and delta.get("text"):
+        return TextBlock(text=delta["text"])
+    if kind == "thinking_delta" and delta.get("thinking"):
+        return ReasoningBlock(summary=delta["thinking"])
+    in_output = (
+        output_tool is not None and accumulator.block(event["index"]).get("name") == output_tool
+    )
+    if kind == "input_json_delta" and delta.get("partial_json") and in_output:
+        return TextBlock(text=delta["partial_json"])
     return None
 
 

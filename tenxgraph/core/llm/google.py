@@ -20,11 +20,12 @@ from tenxgraph.core.llm._convert_google import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
-from tenxgraph.core.llm._wire import json_safe, provider_metadata
+from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.core.state.tool_arguments import INVALID_TOOL_ARGS_KEY
 from tenxgraph.errors import AuthenticationError, MissingExtraError, ModelError
 
 if TYPE_CHECKING:
@@ -127,6 +128,7 @@ class GoogleModel(ChatModel):
         last: dict[str, Any] = {}
         candidate: dict[str, Any] = {}
         citations: list[dict[str, Any]] = []  # each chunk cites the text it carries
+        cleaner = WireCleaner()
         try:
             chunks = await self._clients.get().aio.models.generate_content_stream(
                 model=self.model,
@@ -134,7 +136,7 @@ class GoogleModel(ChatModel):
                 config=types.GenerateContentConfig.model_validate(config),
             )
             async for chunk in chunks:
-                last = json_safe(chunk)
+                last = cleaner.data(chunk)
                 last.pop("sdk_http_response", None)  # transport headers, not the answer
                 candidates = last.get("candidates") or [{}]
                 candidate = {**candidate, **candidates[0]}
@@ -157,7 +159,8 @@ class GoogleModel(ChatModel):
         if citations:
             candidate["citation_metadata"] = {"citations": citations}
         raw = {**last, "candidates": [candidate]}
-        content, opaque = from_wire_parts(parts, candidate)
+        refused: dict[str, Any] = {}
+        content, opaque = from_wire_parts(parts, candidate, refused)
         yield Message(
             message_id=message_id,
             role="assistant",
@@ -172,6 +175,8 @@ class GoogleModel(ChatModel):
                     else {}
                 ),
                 **provider_metadata(PROVIDER, opaque),
+                **({INVALID_TOOL_ARGS_KEY: refused} if refused else {}),
+                **cleaner.metadata(),
             },
         )
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
 from tenxgraph.core.llm._openai_errors import map_openai_error
+from tenxgraph.core.llm._wire import WireCleaner
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import AuthenticationError, MissingExtraError
@@ -90,14 +91,17 @@ class OpenAIChatModel(ChatModel):
         if self.stream_usage:
             params.setdefault("stream_options", {"include_usage": True})
         accumulator = ChatStreamAccumulator()
+        cleaner = WireCleaner()
         try:
             async with await self._clients.get().chat.completions.create(**params) as chunks:
                 async for chunk in chunks:
-                    for delta in accumulator.feed(chunk.model_dump(mode="json")):
+                    for delta in accumulator.feed(cleaner.data(chunk)):
                         yield delta
         except openai.OpenAIError as exc:
             raise map_openai_error(exc, self.provider) from exc
-        yield accumulator.message()
+        final = accumulator.message()
+        final.metadata.update(cleaner.metadata())
+        yield final
 
 
 def _client_options(api_key: str | None, base_url: str | None, provider: str) -> dict[str, Any]:

@@ -22,12 +22,13 @@ from tenxgraph.core.llm._convert_openai_responses import (
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error
 from tenxgraph.core.llm._openai_errors import map_openai_error
-from tenxgraph.core.llm._wire import json_safe, provider_metadata
+from tenxgraph.core.llm._wire import WireCleaner, json_safe, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.llm.openai import _client_options as client_options
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
+from tenxgraph.core.state.tool_arguments import INVALID_TOOL_ARGS_KEY
 from tenxgraph.errors import ModelError
 
 if TYPE_CHECKING:
@@ -130,16 +131,17 @@ class OpenAIResponsesModel(ChatModel):
 
         message_id = new_message_id()
         response: dict[str, Any] | None = None
+        cleaner = WireCleaner()
         try:
             events = await self._clients.get().responses.create(**self._params(request))
             async for event in events:
-                piece = _delta(event)
+                piece = _delta(event, cleaner)
                 if piece is not None:
                     yield Message(
                         message_id=message_id, role="assistant", content=[piece], delta=True
                     )
                 elif event.type in ("response.completed", "response.incomplete"):
-                    response = json_safe(event.response)
+                    response = cleaner.data(event.response)
                 elif event.type == "response.failed":
                     error = json_safe(event.response).get("error") or {}
                     raise _coded_error(error.get("code"), error.get("message") or "response failed")
@@ -152,10 +154,14 @@ class OpenAIResponsesModel(ChatModel):
                 f"{PROVIDER}: the response stream ended before response.completed",
                 provider=PROVIDER,
             )
-        content, opaque = from_wire_output(response.get("output") or [])
+        refused: dict[str, Any] = {}
+        content, opaque = from_wire_output(response.get("output") or [], refused)
         metadata: dict[str, Any] = {"status": response.get("status")}
         if response.get("incomplete_details"):
             metadata["incomplete_details"] = response["incomplete_details"]
+        if refused:
+            metadata[INVALID_TOOL_ARGS_KEY] = refused
+        metadata.update(cleaner.metadata())
         yield Message(
             message_id=message_id,
             role="assistant",
@@ -166,12 +172,12 @@ class OpenAIResponsesModel(ChatModel):
         )
 
 
-def _delta(event: Any) -> ContentBlock | None:
+def _delta(event: Any, cleaner: WireCleaner) -> ContentBlock | None:
     """The visible piece one stream event adds: output text or reasoning text."""
     if event.type == "response.output_text.delta":
-        return TextBlock(text=event.delta)
+        return TextBlock(text=cleaner.text(event.delta))
     if event.type in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-        return ReasoningBlock(summary=event.delta)
+        return ReasoningBlock(summary=cleaner.text(event.delta))
     return None
 
 

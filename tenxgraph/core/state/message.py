@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
 from tenxgraph.core.state.message_block import (
     AudioBlock,
@@ -26,6 +26,8 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
+    check_json_data,
+    check_text,
 )
 
 __all__ = [
@@ -84,6 +86,8 @@ def new_message_id() -> str:
 class TokenUsages(BaseModel):
     """Token consumption of a single model response."""
 
+    model_config = ConfigDict(extra="forbid")
+
     completion_tokens: int
     """Tokens generated in the response."""
     prompt_tokens: int
@@ -103,7 +107,15 @@ class TokenUsages(BaseModel):
 
 
 class Message(BaseModel):
-    """One turn: a role, an ordered list of content blocks, and metadata."""
+    r"""One turn: a role, an ordered list of content blocks, and metadata.
+
+    Validation refuses what could not be sent to a provider or stored, naming
+    the field: unknown keys (a misspelt ``contnet`` is an error, not dropped),
+    text holding a lone surrogate such as ``"\ud800"``, and NaN or infinity
+    anywhere in the message's data (JSON has no such numbers).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     message_id: str | int = Field(default_factory=new_message_id)
     """Unique id; a message whose id is already in context is not added twice."""
@@ -131,12 +143,25 @@ class Message(BaseModel):
 
     @field_validator("metadata", "raw", "tools_calls")
     @classmethod
-    def _json_serializable(cls, value: Any) -> Any:
+    def _json_data(cls, value: Any, info: ValidationInfo) -> Any:
         if value:
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"must be JSON-serializable: {exc}") from None
+            check_json_data(value, str(info.field_name), scan_text=info.mode == "python")
+        return value
+
+    @field_validator("parsed_content")
+    @classmethod
+    def _json_content(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, BaseModel):
+            check_json_data(value.model_dump(mode="json"), "parsed_content")
+        elif value:
+            check_json_data(value, "parsed_content", scan_text=info.mode == "python")
+        return value
+
+    @field_validator("message_id", "reasoning")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and info.mode == "python":
+            check_text(value, str(info.field_name))
         return value
 
     def text(self) -> str:

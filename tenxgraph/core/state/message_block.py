@@ -8,9 +8,12 @@ provider-neutral: adapters in ``tenxgraph.core.llm`` translate to wire formats.
 from __future__ import annotations
 
 import binascii
+import json
+import math
+import re
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, model_validator
 
 __all__ = [
     "AnnotationBlock",
@@ -39,8 +42,91 @@ def check_base64(value: str, field: str) -> None:
         raise ValueError(f"{field} is not valid base64: {exc}") from None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_MAX_DEPTH = 500
+
+
+def check_text(value: str, field: str) -> None:
+    r"""Raise ``ValueError`` naming ``field`` if ``value`` holds a lone surrogate.
+
+    Such a string (``"\ud800"``) cannot be encoded as UTF-8: no provider
+    accepts it and it cannot be stored, so it is refused where it enters.
+    """
+    if value.isascii():
+        return
+    found = _LONE_SURROGATE.search(value)
+    if found is not None:
+        raise ValueError(
+            f"{field} holds a lone surrogate {found.group()!r} at index {found.start()}; "
+            "text must be valid Unicode (encodable as UTF-8)"
+        )
+
+
+def check_json_data(value: Any, field: str, *, scan_text: bool = True) -> None:
+    """Raise ``ValueError`` naming where, unless ``value`` is JSON data a provider can take.
+
+    Refused: NaN and infinities (JSON has no such numbers; they would be
+    stored as ``null``), lone surrogates in strings or keys, nesting deeper
+    than 500 levels, and values of other types. ``scan_text=False`` skips
+    the surrogate scan (for values parsed from JSON text, which cannot hold one).
+    """
+    try:
+        dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        raise ValueError(_json_problem(value, field, 0) or f"{field} is not JSON data") from None
+    if scan_text and not dumped.isascii() and _LONE_SURROGATE.search(dumped):
+        raise ValueError(_json_problem(value, field, 0) or f"{field} holds a lone surrogate")
+
+
+def _json_problem(value: Any, where: str, depth: int) -> str | None:
+    """What makes ``value`` not JSON data, and where (None when nothing is wrong)."""
+    if depth > _MAX_DEPTH:
+        return f"{where} is nested more than {_MAX_DEPTH} levels deep"
+    if isinstance(value, str):
+        try:
+            check_text(value, where)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value!r}, which JSON cannot hold (it would become null)"
+    if value is None or isinstance(value, bool | int | float):
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r}, which is not a string"
+            problem = _json_problem(key, f"{where} key {key!r}", depth + 1) or _json_problem(
+                item, f"{where}[{key!r}]", depth + 1
+            )
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    return f"{where} is a {type(value).__name__}, not JSON data"
+
+
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _valid_data(self, info: ValidationInfo) -> Any:
+        """Refuse lone surrogates in text, and NaN or non-JSON values in data fields."""
+        from_python = info.mode == "python"  # JSON text cannot hold a lone surrogate
+        for name, value in self.__dict__.items():
+            if isinstance(value, str):
+                if from_python:
+                    check_text(value, name)
+            elif isinstance(value, dict | list) and value:
+                if isinstance(value, list) and isinstance(value[0], BaseModel):
+                    continue  # blocks or refs: each validated itself
+                check_json_data(value, name, scan_text=from_python)
+        return self
 
 
 class MediaRef(_Block):

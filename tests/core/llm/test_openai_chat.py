@@ -328,7 +328,9 @@ async def test_invalid_tool_arguments_are_kept_not_lost(server: ReplayServer, mo
     )
     final = await models().complete(ask())
     assert final.tool_calls() == [ToolCallBlock(id="c1", name="f", args={})]
-    assert final.metadata["invalid_tool_args"] == {"c1": "{oops"}
+    refused = final.metadata["invalid_tool_args"]
+    assert refused["c1"]["arguments"] == "{oops"
+    assert refused["c1"]["error"].startswith("the arguments are not valid JSON (Expecting")
 
 
 async def test_conversation_with_tools_and_structured_output_on_the_wire(
