@@ -11,7 +11,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
 from tenxgraph.core.graph.command import Command
@@ -27,7 +27,7 @@ from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_ops import ThreadOperations
-from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.graph.updates import Applied, StateSchema
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_input import as_messages
@@ -62,6 +62,44 @@ class _Run(Generic[S]):
     skip_interrupt_before: bool = False
     produced: list[Message] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
+
+
+class _Outcome:
+    """How a step ended; the run loop goes on only after ``_Next``."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Next(_Outcome):
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Pause(_Outcome):
+    node: str
+    resume_at: str
+    value: Any
+    when: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Finish(_Outcome):
+    status: Literal["completed", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Fail(_Outcome):
+    node: str
+    error: BaseException
+
+    def raised(self) -> TenxGraphError:
+        """What the caller gets: library errors as they are, anything else as a NodeError."""
+        if isinstance(self.error, TenxGraphError):
+            return self.error
+        error = NodeError(self.node, f"raised {type(self.error).__name__}: {self.error}")
+        error.__cause__ = self.error
+        return error
 
 
 class CompiledGraph(ThreadOperations[S]):
@@ -170,98 +208,148 @@ class CompiledGraph(ThreadOperations[S]):
     ) -> AsyncIterator[StreamEvent]:
         """The run loop: one node per step until END, an interrupt, a stop or an error.
 
-        With ``progress=False`` (``invoke``, which keeps only the result) the
-        per-step message and update events are not built; nothing else changes.
+        Every step ends in an outcome (next node / pause / finish / fail), and
+        ``_conclude`` is the one place that saves a run's end, yields its last
+        events and raises. With ``progress=False`` (``invoke``, which keeps only
+        the result) the per-step message and update events are not built.
         """
         config = run_config(config)
         run = await self._start(input or {}, config, invocation_state, inline_sync)
         key = ThreadKey.from_config(config) if config.get("thread_id") else None
         active = self._active[key] = _ActiveRun()
         try:
-            state, meta = run.state, run.state.execution_meta
-            limit = int(run.ctx.config.get("recursion_limit", self.recursion_limit))
-            node_name = run.next_node
-            if node_name == START:
-                node_name = await self._route(START, run)
-            while node_name != END:
-                if active.stop_requested:
-                    yield await self._finish(run, "stopped")
-                    return
-                if node_name in self.interrupt_before and not run.skip_interrupt_before:
-                    yield await self._pause(run, node_name, node_name, None, "before")
-                    yield self._result(run)
-                    return
-                run.skip_interrupt_before = False
-                if meta.step >= limit:
-                    error = RecursionLimitError(limit, [*run.path, node_name])
-                    yield await self._fail(run, node_name, error)
-                    raise error
-                run.path.append(node_name)
-                meta.current_node = node_name
-                meta.step += 1
-                run.ctx.node = node_name
-                run.ctx.interrupt_scope = InterruptScope(answers=meta.resume_values)
-                output: Any = None
-                active.task = asyncio.current_task()
-                try:
-                    async for item in self.nodes[node_name].run(state, run.ctx):
-                        if isinstance(item, NodeOutput):
-                            output = item.value
-                        elif isinstance(item, SaveProgress):
-                            await self._save(run, [], node_name)
-                        elif progress:
-                            yield item
-                except GraphInterrupt as signal:
-                    yield await self._pause(run, node_name, node_name, signal.value, "inside")
-                    yield self._result(run)
-                    return
-                except asyncio.CancelledError:
-                    task = asyncio.current_task()
-                    if not active.stop_requested or task is None:
-                        raise
-                    task.uncancel()
-                    yield await self._finish(run, "stopped")
-                    return
-                except TenxGraphError as exc:
-                    yield await self._fail(run, node_name, exc)
-                    raise
-                except Exception as exc:
-                    yield await self._fail(run, node_name, exc)
-                    raise NodeError(node_name, f"raised {type(exc).__name__}: {exc}") from exc
-                finally:
-                    active.task = None
-                if meta.resume_values:
-                    meta.resume_values = []
-                goto = None
-                if isinstance(output, Command):
-                    goto, output = output.goto, output.update
-                try:
-                    applied = self.schema.apply(state, output, f"node {node_name!r}")
-                except StateError as exc:
-                    yield await self._fail(run, node_name, exc)
-                    raise NodeError(node_name, str(exc)) from None
-                if progress:
-                    for message in applied.messages:
-                        yield MessageEvent(node_name, message)
-                run.produced.extend(applied.messages)
-                next_node = goto or self.edges.get(node_name) or await self._route(node_name, run)
-                if next_node != END and next_node not in self.nodes:
-                    raise NodeError(node_name, f"Command(goto={next_node!r}) names no node")
-                meta.next_node = next_node
-                if run.session is not None:
-                    await self._save(run, applied.messages, node_name)
-                if progress:
-                    yield UpdateEvent(node_name, meta.step, tuple(applied.messages), applied.values)
-                if node_name in self.interrupt_after:
-                    yield await self._pause(run, node_name, next_node, None, "after")
-                    yield self._result(run)
-                    return
-                node_name = next_node
-            yield await self._finish(run, "completed")
-            self._keep_warm(run.session)
+            outcome = await self._enter(run)
+            while isinstance(outcome, _Next):
+                async for item in self._step(run, outcome.node, active, progress):
+                    if isinstance(item, _Outcome):
+                        outcome = item
+                    else:
+                        yield item
+            async for event in self._conclude(run, outcome):
+                yield event
         finally:
             if self._active.get(key) is active:
                 del self._active[key]
+
+    async def _enter(self, run: _Run[S]) -> _Outcome:
+        """The first node: where the thread stopped, the entry edge, or the entry router."""
+        if run.next_node != START:
+            return _Next(run.next_node)
+        try:
+            return _Next(await self._route(START, run))
+        except TenxGraphError as exc:
+            return _Fail(START, exc)
+
+    async def _step(
+        self, run: _Run[S], node_name: str, active: _ActiveRun, progress: bool
+    ) -> AsyncIterator[StreamEvent | _Outcome]:
+        """Run one node and merge its output; the last item is the step's outcome."""
+        if node_name == END:
+            yield _Finish("completed")
+            return
+        gate = self._gate(run, node_name, active)
+        if gate is not None:
+            yield gate
+            return
+        self._begin_node(run, node_name)
+        active.task = asyncio.current_task()
+        try:
+            output: Any = None
+            async for item in self.nodes[node_name].run(run.state, run.ctx):
+                if isinstance(item, NodeOutput):
+                    output = item.value
+                elif isinstance(item, SaveProgress):
+                    await self._save(run, [], node_name)
+                elif progress:
+                    yield item
+            applied, next_node = await self._advance(run, node_name, output)
+        except GraphInterrupt as signal:
+            yield _Pause(node_name, node_name, signal.value, "inside")
+            return
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not active.stop_requested or task is None:
+                raise
+            task.uncancel()
+            yield _Finish("stopped")
+            return
+        except Exception as exc:
+            yield _Fail(node_name, exc)
+            return
+        finally:
+            active.task = None
+        async for event in self._commit(run, node_name, applied, next_node, progress):
+            yield event
+
+    async def _commit(
+        self, run: _Run[S], node_name: str, applied: Applied, next_node: str, progress: bool
+    ) -> AsyncIterator[StreamEvent | _Outcome]:
+        """Save a finished step, report it, and say where the run goes next."""
+        if progress:
+            for message in applied.messages:
+                yield MessageEvent(node_name, message)
+        run.produced.extend(applied.messages)
+        run.state.execution_meta.next_node = next_node
+        await self._save(run, applied.messages, node_name)
+        if progress:
+            step = run.state.execution_meta.step
+            yield UpdateEvent(node_name, step, tuple(applied.messages), applied.values)
+        if node_name in self.interrupt_after:
+            yield _Pause(node_name, next_node, None, "after")
+        else:
+            yield _Next(next_node)
+
+    def _gate(self, run: _Run[S], node_name: str, active: _ActiveRun) -> _Outcome | None:
+        """Why ``node_name`` must not run now: a stop, an interrupt before it, the limit."""
+        if active.stop_requested:
+            return _Finish("stopped")
+        if node_name in self.interrupt_before and not run.skip_interrupt_before:
+            return _Pause(node_name, node_name, None, "before")
+        run.skip_interrupt_before = False
+        limit = int(run.ctx.config.get("recursion_limit", self.recursion_limit))
+        if run.state.execution_meta.step >= limit:
+            return _Fail(node_name, RecursionLimitError(limit, [*run.path, node_name]))
+        return None
+
+    def _begin_node(self, run: _Run[S], node_name: str) -> None:
+        meta = run.state.execution_meta
+        run.path.append(node_name)
+        meta.current_node = node_name
+        meta.step += 1
+        run.ctx.node = node_name
+        run.ctx.interrupt_scope = InterruptScope(answers=meta.resume_values)
+
+    async def _advance(self, run: _Run[S], node_name: str, output: Any) -> tuple[Applied, str]:
+        """Merge a node's output into the state and decide the next node."""
+        meta = run.state.execution_meta
+        if meta.resume_values:
+            meta.resume_values = []
+        goto = None
+        if isinstance(output, Command):
+            goto, output = output.goto, output.update
+        try:
+            applied = self.schema.apply(run.state, output, f"node {node_name!r}")
+        except StateError as exc:
+            raise NodeError(node_name, str(exc)) from None
+        next_node = goto or self.edges.get(node_name) or await self._route(node_name, run)
+        if next_node != END and next_node not in self.nodes:
+            raise NodeError(node_name, f"Command(goto={next_node!r}) names no node")
+        return applied, next_node
+
+    async def _conclude(self, run: _Run[S], outcome: _Outcome) -> AsyncIterator[StreamEvent]:
+        """End the run as ``outcome`` says: save it, yield the last events, raise on failure."""
+        if isinstance(outcome, _Pause):
+            yield await self._pause(
+                run, outcome.node, outcome.resume_at, outcome.value, outcome.when
+            )
+            yield self._result(run)
+        elif isinstance(outcome, _Finish):
+            yield await self._finish(run, outcome.status)
+            if outcome.status == "completed":
+                self._keep_warm(run.session)
+        elif isinstance(outcome, _Fail):
+            yield await self._fail(run, outcome.node, outcome.error)
+            raise outcome.raised()
 
     async def _start(
         self,
@@ -365,7 +453,13 @@ class CompiledGraph(ThreadOperations[S]):
         branch = self.branches.get(node)
         if branch is None:
             return END
-        value = await run.ctx.call(branch.router, (run.state,))
+        name = getattr(branch.router, "__name__", branch.router)
+        try:
+            value = await run.ctx.call(branch.router, (run.state,))
+        except (GraphInterrupt, TenxGraphError):
+            raise
+        except Exception as exc:
+            raise NodeError(node, f"router {name!r} raised {type(exc).__name__}: {exc}") from exc
         if branch.path_map is None:
             target = value
         elif value in branch.path_map:
@@ -373,14 +467,12 @@ class CompiledGraph(ThreadOperations[S]):
         else:
             raise NodeError(
                 node,
-                f"router {getattr(branch.router, '__name__', branch.router)!r} returned "
-                f"{value!r}, which is not in its path_map {sorted(map(str, branch.path_map))}",
+                f"router {name!r} returned {value!r}, which is not in its path_map "
+                f"{sorted(map(str, branch.path_map))}",
             )
         if target != END and target not in self.nodes:
             raise NodeError(
-                node,
-                f"router {getattr(branch.router, '__name__', branch.router)!r} returned "
-                f"{target!r}, which is not a node of the graph",
+                node, f"router {name!r} returned {target!r}, which is not a node of the graph"
             )
         return str(target)
 
