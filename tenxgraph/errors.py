@@ -21,7 +21,8 @@
     └── StorageError               a checkpointer failed
         ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
         ├── ThreadNotFoundError
-        └── CorruptRecordError     a stored row failed validation
+        ├── CorruptRecordError     a stored row failed validation
+        └── StorageUnavailableError  the database could not be reached in time
 
 Pydantic's ``ValidationError`` is raised unchanged for bad field values, so
 the message names the field that was wrong.
@@ -49,6 +50,7 @@ __all__ = [
     "ServerError",
     "StateError",
     "StorageError",
+    "StorageUnavailableError",
     "TenxGraphError",
     "ThreadNotFoundError",
     "ToolError",
@@ -187,3 +189,10 @@ class ThreadNotFoundError(StorageError):
 
 class CorruptRecordError(StorageError):
     """A stored row failed validation; the message names the thread and the field."""
+
+
+class StorageUnavailableError(StorageError):
+    """The database did not answer within its timeout (down, hung, unreachable or misnamed).
+
+    Transient when the server is merely down: the next call after it is back succeeds.
+    """

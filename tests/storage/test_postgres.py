@@ -107,13 +107,34 @@ def test_missing_extras_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.postgres
-def test_bound_to_the_loop_that_first_used_it(pg_schema: str) -> None:
+def test_a_dsn_checkpointer_serves_any_loop_and_closes_from_any(pg_schema: str) -> None:
     import asyncio
 
     from tenxgraph.storage.checkpointer import PgCheckpointer
 
     checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+    try:
+        assert asyncio.run(checkpointer.aload(KEY)) is None
+        asyncio.run(checkpointer.asave(KEY, step(0, "a")))  # another loop
+        asyncio.run(checkpointer.aclose())  # and another: closing is not bound to a loop
+        assert asyncio.run(checkpointer.aversion(KEY)) == 1  # a later call reopens
+    finally:
+        checkpointer.close()
+        asyncio.run(drop_schema(pg_schema))
+
+
+@pytest.mark.postgres
+def test_a_caller_pool_binds_to_the_loop_that_first_used_it(pg_schema: str) -> None:
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
     first = asyncio.new_event_loop()
+    pool = AsyncConnectionPool(PG_DSN, min_size=1, max_size=2, open=False)
+    first.run_until_complete(pool.open())
+    checkpointer = PgCheckpointer(pool, schema=pg_schema)
     try:
         assert first.run_until_complete(checkpointer.aload(KEY)) is None
         with pytest.raises(StorageError, match="event loop"):
@@ -121,5 +142,6 @@ def test_bound_to_the_loop_that_first_used_it(pg_schema: str) -> None:
         assert first.run_until_complete(checkpointer.aload(KEY)) is None
     finally:
         first.run_until_complete(checkpointer.aclose())
+        first.run_until_complete(pool.close())
         first.close()
         asyncio.run(drop_schema(pg_schema))

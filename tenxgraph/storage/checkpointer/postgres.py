@@ -12,8 +12,25 @@ Tables live in their own schema (``tenxgraph`` by default). Migrations are
 ordered, recorded in ``schema_version`` and applied under a transaction-level
 advisory lock, so processes starting together apply each one exactly once.
 
-The pool is async and bound to the event loop that first uses it; use the
-checkpointer from one loop (the sync wrappers of ``tenxgraph`` run on one).
+Where the work runs (decision). An asyncio connection pool belongs to one
+event loop, and sync callers each bring their own: every OS thread calling
+``invoke`` runs a private loop. One pool per loop was rejected: a
+thread-per-request server (Flask, Django) makes a new thread, hence a new
+loop, per request, so per-loop pools would multiply connections without
+bound, and a pool whose thread has gone cannot be closed from another one.
+Instead, a checkpointer that owns its connections (a DSN, and Redis from a
+URL) runs its database work on one private I/O loop in a daemon thread, and
+every caller, on any loop or thread, awaits the result there: one pool of
+``pool_size`` connections per checkpointer, and ``close()`` works from
+anywhere. The price is a thread hop per call, as ``SqliteCheckpointer``
+pays for ``asyncio.to_thread``. A pool or Redis client the caller passes in
+belongs to the caller's loop, so such a checkpointer runs on the loop that
+first uses it and refuses others.
+
+Faults: see ``_pg_connections`` (checked connections, one
+``StorageUnavailableError`` within ``connect_timeout`` while the server is
+down, recovery without user action) and ``redis_cache`` (timeouts and a
+cool-down after a Redis failure).
 """
 
 from __future__ import annotations
@@ -21,10 +38,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, MissingExtraError, StorageError, ThreadNotFoundError
@@ -41,9 +58,8 @@ from tenxgraph.storage.checkpointer._codec import (
     encode_write,
     list_threads,
     window_reach,
-    window_seqs,
-    window_size,
 )
+from tenxgraph.storage.checkpointer._pg_connections import IoLoop, PgConnections, on_io_loop
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
     Checkpoint,
@@ -163,6 +179,8 @@ def _save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> st
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
+R = TypeVar("R")
+
 
 @dataclass(frozen=True, slots=True)
 class _Loaded:
@@ -180,13 +198,18 @@ class PgCheckpointer(Checkpointer):
         redis: str | Any | RedisThreadCache | None = None,
         keep_checkpoints: int | None = None,
         schema: str = "tenxgraph",
+        connect_timeout: float = 5.0,
+        pool_min_size: int = 1,
         pool_size: int = 10,
     ) -> None:
-        """Connect with a DSN (an owned pool of ``pool_size``) or an ``AsyncConnectionPool``.
+        """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
         ``redis`` is a ``redis://`` URL, a ``redis.asyncio.Redis`` client or a
         configured ``RedisThreadCache``. ``keep_checkpoints`` keeps only the
         newest N checkpoints per thread. ``schema`` holds the tables.
+        ``connect_timeout`` (seconds) bounds each wait for a connection, new
+        or pooled: past it a call raises ``StorageUnavailableError``. The
+        owned pool keeps ``pool_min_size`` to ``pool_size`` connections.
         """
         try:
             from psycopg_pool import AsyncConnectionPool
@@ -198,23 +221,25 @@ class PgCheckpointer(Checkpointer):
             raise ValueError(
                 f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
             )
-        self._owns_pool = isinstance(conninfo, str)
-        self._pool: AsyncConnectionPool = (
-            AsyncConnectionPool(
-                conninfo,
-                min_size=1,
-                max_size=pool_size,
-                open=False,
-                kwargs={"autocommit": True},
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
+        if not 0 <= pool_min_size <= pool_size or pool_size < 1:
+            raise ValueError(
+                f"need 0 <= pool_min_size <= pool_size and pool_size >= 1, "
+                f"got {pool_min_size} and {pool_size}"
             )
-            if isinstance(conninfo, str)
-            else conninfo
+        if not isinstance(conninfo, (str, AsyncConnectionPool)):
+            raise TypeError(f"conninfo must be a DSN or an AsyncConnectionPool, got {conninfo!r}")
+        self._db = PgConnections(
+            conninfo, connect_timeout=connect_timeout, min_size=pool_min_size, max_size=pool_size
         )
         self._cache = (
             redis
             if redis is None or isinstance(redis, RedisThreadCache)
             else RedisThreadCache(redis)
         )
+        owns_all = isinstance(conninfo, str) and (self._cache is None or self._cache.owns_client)
+        self._io = IoLoop("tenxgraph-postgres", self._close_connections) if owns_all else None
         self._keep = keep_checkpoints
         self.schema = schema
         self._s = f'"{schema}"'
@@ -224,24 +249,21 @@ class PgCheckpointer(Checkpointer):
         self._create_statement = _save_statement(self._s, _CLAIM_NEW, keep_checkpoints)
         self._save_statement = _save_statement(self._s, _CLAIM_NEXT, keep_checkpoints)
 
-    async def _connected(self) -> AsyncConnectionPool:
-        """The pool, opened and migrated on first use, in the loop that first used it."""
+    async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        """Await ``coroutine`` on the I/O loop, or on the one caller loop it is bound to."""
+        if self._io is not None:
+            return await self._io.run(coroutine)
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
         elif self._loop is not loop:
+            coroutine.close()
             raise StorageError(
-                "this PgCheckpointer's connection pool belongs to the event loop that first "
-                "used it; use it from that loop only (or make one checkpointer per loop)"
+                "this PgCheckpointer uses a connection pool or Redis client you passed in, which "
+                "belongs to the event loop that first used it; use it from that loop only (or "
+                "pass a DSN and a redis:// URL, which work from any loop and thread)"
             )
-        if not self._ready:
-            async with self._ready_lock:
-                if not self._ready:
-                    if self._owns_pool:
-                        await self._pool.open()
-                    await self._migrate()
-                    self._ready = True
-        return self._pool
+        return await coroutine
 
     @asynccontextmanager
     async def _connection(
@@ -254,8 +276,12 @@ class PgCheckpointer(Checkpointer):
         import psycopg
 
         try:
-            pool = await self._connected()
-            async with pool.connection() as conn:
+            if not self._ready:
+                async with self._ready_lock:
+                    if not self._ready:
+                        await self._migrate()
+                        self._ready = True
+            async with self._db.connection() as conn:
                 if not (transaction or snapshot):
                     yield conn
                     return
@@ -271,7 +297,7 @@ class PgCheckpointer(Checkpointer):
     async def _migrate(self) -> None:
         """Apply missing migrations; the advisory lock makes concurrent starters take turns."""
         s = self._s
-        async with self._pool.connection() as conn, conn.transaction():
+        async with self._db.connection() as conn, conn.transaction():
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tenxgraph:{self.schema}",)
             )
@@ -296,9 +322,10 @@ class PgCheckpointer(Checkpointer):
                     (number, time.time()),
                 )
 
+    @on_io_loop
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """The state row and window messages, from Redis when it matches Postgres' version."""
-        if self._cache is None:
+        if self._cache is None or not self._cache.available:
             loaded = await self._load(key)
             return None if loaded is None else loaded.thread
         cached, identity = await asyncio.gather(self._cache.get(key), self._identity(key))
@@ -307,7 +334,7 @@ class PgCheckpointer(Checkpointer):
                 await self._cache.evict(key)
             return None
         if cached is not None and (cached.version, cached.created_at) == identity:
-            thread = _from_cache(key, cached)
+            thread = cached.decode(key)
             if thread is not None:
                 return thread
         loaded = await self._load(key)
@@ -316,6 +343,7 @@ class PgCheckpointer(Checkpointer):
         await self._cache.put(key, loaded.entry)
         return loaded.thread
 
+    @on_io_loop
     async def aversion(self, key: ThreadKey) -> int | None:
         """The thread's version from Postgres (the source of truth): one one-row query."""
         async with self._connection() as conn:
@@ -381,6 +409,7 @@ class PgCheckpointer(Checkpointer):
         )
         return await cursor.fetchall()
 
+    @on_io_loop
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
         """One statement: CAS the state row, append the messages, record the checkpoint."""
         encoded = encode_write(key, write)
@@ -452,6 +481,7 @@ class PgCheckpointer(Checkpointer):
         row = await cursor.fetchone()
         return None if row is None else int(row[0])
 
+    @on_io_loop
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
     ) -> list[StoredMessage]:
@@ -468,6 +498,7 @@ class PgCheckpointer(Checkpointer):
         messages = decode_messages(key, seqs, [body for _, body in rows])
         return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
 
+    @on_io_loop
     async def alist_threads(
         self,
         user_id: str = DEFAULT_USER,
@@ -498,6 +529,7 @@ class PgCheckpointer(Checkpointer):
             rows = await cursor.fetchall()
         return list_threads(user_id, rows)
 
+    @on_io_loop
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict."""
         where = (key.user_id, key.thread_id)
@@ -511,6 +543,7 @@ class PgCheckpointer(Checkpointer):
             await self._cache.evict(key)
         return deleted
 
+    @on_io_loop
     async def alist_checkpoints(
         self, key: ThreadKey, *, limit: int | None = None
     ) -> Sequence[Checkpoint]:
@@ -526,6 +559,7 @@ class PgCheckpointer(Checkpointer):
             rows = await cursor.fetchall()
         return [decode_checkpoint(key, *row) for row in rows]
 
+    @on_io_loop
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
         async with self._connection(snapshot=True) as conn:
@@ -543,27 +577,14 @@ class PgCheckpointer(Checkpointer):
         return decode_window_messages(key, window, rows)
 
     async def aclose(self) -> None:
-        """Close the pool and the Redis client if this checkpointer created them."""
-        if self._owns_pool:
-            await self._pool.close()
+        """Close the pool and Redis client if this checkpointer made them; later calls reopen."""
+        if self._io is not None:
+            await self._io.aclose()
+        else:
+            await self._close_connections()
+
+    async def _close_connections(self) -> None:
+        self._ready_lock = asyncio.Lock()  # the next use may be on a new I/O loop
+        await self._db.aclose()
         if self._cache is not None:
             await self._cache.aclose()
-
-
-def _from_cache(key: ThreadKey, entry: CachedThread) -> StoredThread | None:
-    """Decode a verified cache entry; None (a miss) if it does not decode."""
-    try:
-        window = decode_window(key, entry.window, entry.log_length)
-        if len(entry.bodies) != window_size(window):
-            return None
-        return StoredThread(
-            key=key,
-            version=entry.version,
-            log_length=entry.log_length,
-            values=decode_json_object(key, "values", entry.values),
-            window=window,
-            context=decode_messages(key, window_seqs(window), entry.bodies),
-            metadata=decode_json_object(key, "metadata", entry.metadata),
-        )
-    except (StorageError, ValueError):
-        return None

@@ -13,23 +13,43 @@ entry follows incrementally when the save only appended to the context
 (WATCH on the hash makes that a compare-and-swap too); any other change
 evicts it and the next load refills it. Conflicts and deletes evict.
 
-Redis failures are logged and treated as misses: Postgres stays the source
-of truth and keeps working without its cache.
+Redis failures are treated as misses: Postgres stays the source of truth
+and keeps working without its cache. Every Redis operation is bounded by
+``timeout`` (0.5 s by default; a client made from a URL also gets it as its
+socket timeouts, with no retries). After a failure the cache is skipped for
+``cooldown`` seconds (30 by default), so a hung or dead Redis costs one
+timeout, not one per call; the next operation after the cool-down tries
+again. An outage is logged once: a warning when Redis fails, an info line
+when it answers again. Entries written before or during an outage may be
+stale when it ends; the version check above is what keeps them from being
+served, so no flush is needed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tenxgraph.errors import MissingExtraError, StorageError
-from tenxgraph.storage.checkpointer._codec import EncodedWrite, decode_window, window_seqs
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadWrite, Window
+from tenxgraph.storage.checkpointer._codec import (
+    EncodedWrite,
+    decode_json_object,
+    decode_messages,
+    decode_window,
+    window_seqs,
+    window_size,
+)
+from tenxgraph.storage.checkpointer.base import StoredThread, ThreadKey, ThreadWrite, Window
 
 __all__ = ["CachedThread", "RedisThreadCache"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,23 +66,106 @@ class CachedThread:
     bodies: list[bytes]
     """The JSON of the window's messages, in window order."""
 
+    def decode(self, key: ThreadKey) -> StoredThread | None:
+        """The thread this entry holds; None (a miss) if it does not decode."""
+        try:
+            window = decode_window(key, self.window, self.log_length)
+            if len(self.bodies) != window_size(window):
+                return None
+            return StoredThread(
+                key=key,
+                version=self.version,
+                log_length=self.log_length,
+                values=decode_json_object(key, "values", self.values),
+                window=window,
+                context=decode_messages(key, window_seqs(window), self.bodies),
+                metadata=decode_json_object(key, "metadata", self.metadata),
+            )
+        except (StorageError, ValueError):
+            return None
+
 
 class RedisThreadCache:
     """Thread entries in Redis under ``prefix``, expiring ``ttl`` seconds after their last write."""
 
-    def __init__(self, redis: Any, *, prefix: str = "tenxgraph:", ttl: int | None = 86_400) -> None:
-        """Use a ``redis.asyncio.Redis`` client or a ``redis://`` URL (then owned and closed)."""
+    def __init__(
+        self,
+        redis: Any,
+        *,
+        prefix: str = "tenxgraph:",
+        ttl: int | None = 86_400,
+        timeout: float = 0.5,
+        cooldown: float = 30.0,
+    ) -> None:
+        """Use a ``redis.asyncio.Redis`` client or a ``redis://`` URL (then owned and closed).
+
+        ``timeout`` bounds each Redis operation (seconds); after a failure
+        the cache is skipped for ``cooldown`` seconds.
+        """
         try:
             from redis.asyncio import Redis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
             from redis.exceptions import RedisError, WatchError
         except ImportError:
             raise MissingExtraError("redis", "redis") from None
-        self._owned = isinstance(redis, str)
-        self._client: Any = Redis.from_url(redis) if isinstance(redis, str) else redis
-        self._errors: tuple[type[BaseException], ...] = (RedisError, OSError)
+        if not timeout > 0 or cooldown < 0:
+            raise ValueError(f"need timeout > 0 and cooldown >= 0, got {timeout} and {cooldown}")
+        self.owns_client = isinstance(redis, str)
+        """True when the client was made here from a URL (and is closed by ``aclose``)."""
+        self._client: Any = (
+            Redis.from_url(
+                redis,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+            )
+            if isinstance(redis, str)
+            else redis
+        )
+        self._errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
         self._watch_error: type[BaseException] = WatchError
         self.prefix = prefix
         self.ttl = ttl
+        self.timeout = timeout
+        self.cooldown = cooldown
+        self._skip_until = 0.0
+        self._failing = False
+
+    @property
+    def available(self) -> bool:
+        """False during the cool-down after a failure: callers skip the cache meanwhile."""
+        return time.monotonic() >= self._skip_until
+
+    async def _call(
+        self, action: str, operation: Callable[[], Coroutine[Any, Any, T]]
+    ) -> tuple[bool, T | None]:
+        """Run one Redis operation within ``timeout``: (True, result), or (False, None) if skipped.
+
+        A failure starts the cool-down; the first failure of an outage and the
+        first success after it are logged.
+        """
+        if not self.available:
+            return False, None
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = await operation()
+        except self._errors as exc:
+            self._skip_until = time.monotonic() + self.cooldown
+            if not self._failing:
+                self._failing = True
+                reason = str(exc) or f"no answer within {self.timeout:g}s"
+                logger.warning(
+                    "redis cache %s failed (%s); using Postgres alone, retrying in %gs",
+                    action,
+                    reason,
+                    self.cooldown,
+                )
+            return False, None
+        if self._failing:
+            self._failing = False
+            logger.info("redis cache is available again")
+        return True, result
 
     def keys(self, key: ThreadKey) -> tuple[str, str]:
         """The thread's state hash and context list; the user id's length keeps keys apart."""
@@ -72,14 +175,17 @@ class RedisThreadCache:
     async def get(self, key: ThreadKey) -> CachedThread | None:
         """The cached entry, or None on a miss, a malformed entry or a Redis failure."""
         state, context = self.keys(key)
-        try:
+
+        async def read() -> list[Any]:
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.hgetall(state)
                 pipe.lrange(context, 0, -1)
-                fields, bodies = await pipe.execute()
-        except self._errors as exc:
-            logger.warning("redis cache read failed, using Postgres: %s", exc)
+                return list(await pipe.execute())
+
+        done, result = await self._call("read", read)
+        if not done or result is None:
             return None
+        fields, bodies = result
         if not fields:
             return None
         try:
@@ -108,13 +214,14 @@ class RedisThreadCache:
             "window": entry.window,
             "metadata": entry.metadata,
         }
-        try:
+
+        async def write() -> None:
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.delete(state, context)
                 self._queue_write(pipe, key, header, entry.bodies)
                 await pipe.execute()
-        except self._errors as exc:
-            logger.warning("redis cache write failed for %r: %s", state, exc)
+
+        await self._call("write", write)
 
     async def after_save(
         self,
@@ -141,7 +248,9 @@ class RedisThreadCache:
         }
         if encoded.metadata is not None:
             header["metadata"] = encoded.metadata
-        try:
+
+        async def follow() -> bool:
+            """Apply the save to the entry; True if it must be evicted instead."""
             async with self._client.pipeline(transaction=True) as pipe:
                 if write.expected_version == 0:
                     header.setdefault("metadata", "{}")
@@ -151,7 +260,7 @@ class RedisThreadCache:
                         pipe, key, header, [new_bodies[seq] for seq in window_seqs(write.window)]
                     )
                     await pipe.execute()
-                    return
+                    return False
                 await pipe.watch(state)
                 version, cached_at, window = await pipe.hmget(
                     state, ["version", "created_at", "window"]
@@ -161,15 +270,18 @@ class RedisThreadCache:
                     key, window, write.window, base, len(new_bodies)
                 ):
                     await pipe.unwatch()
-                    await self.evict(key)
-                    return
+                    return True
                 pipe.multi()
                 self._queue_write(pipe, key, header, new_bodies)
-                await pipe.execute()
-        except self._watch_error:
-            await self.evict(key)  # another writer touched the entry meanwhile
-        except self._errors as exc:
-            logger.warning("redis cache update failed for %r: %s", state, exc)
+                try:
+                    await pipe.execute()
+                except self._watch_error:
+                    return True  # another writer touched the entry meanwhile
+                return False
+
+        done, stale = await self._call("update", follow)
+        if done and stale:
+            await self.evict(key)
 
     def _queue_write(
         self, pipe: Any, key: ThreadKey, header: dict[str, Any], bodies: list[bytes]
@@ -184,14 +296,11 @@ class RedisThreadCache:
 
     async def evict(self, key: ThreadKey) -> None:
         """Drop a thread's entry (after a conflict, a delete or a change it cannot follow)."""
-        try:
-            await self._client.delete(*self.keys(key))
-        except self._errors as exc:
-            logger.warning("redis cache eviction failed for %r: %s", self.keys(key)[0], exc)
+        await self._call("eviction", lambda: self._client.delete(*self.keys(key)))
 
     async def aclose(self) -> None:
         """Close the client if this cache created it from a URL."""
-        if self._owned:
+        if self.owns_client:
             await self._client.aclose()
 
 

@@ -1,0 +1,315 @@
+"""Postgres connections for ``PgCheckpointer``: a checked pool, outage handling, an I/O loop.
+
+``PgConnections`` hands out pooled connections with bounded waits
+(DESIGN invariant 8). Every connection taken from the pool is checked
+(``AsyncConnectionPool.check_connection``, one empty round trip) before it is
+used. When a check fails, a direct connection attempt (the *probe*, bounded
+by ``connect_timeout``) tells the two cases apart:
+
+- the server answers: it was restarted and the pooled connections are dead.
+  The pool is replaced by a fresh one and the call goes on, unnoticed.
+- it does not: an outage. One warning is logged, the pool is closed (so its
+  background reconnection attempts do not fill the log) and the call raises
+  ``StorageUnavailableError``. Later calls probe first and fail as fast as
+  the server refuses (at most ``connect_timeout``); the first probe that
+  succeeds logs one info line and opens a new pool.
+
+The first use probes too, so a wrong DSN fails in one line, never reaching
+the pool. A caller's own pool is used as given: no probe, no replacement,
+only the same error mapping.
+
+``IoLoop`` is a private event loop in a daemon thread. A checkpointer that
+owns all its connections runs its database work there, whatever loop or
+thread calls it (see ``postgres.py`` for why). Loops still running at
+interpreter exit are closed by an ``atexit`` hook, so a forgotten
+``close()`` prints nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import logging
+import math
+import threading
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from tenxgraph.errors import StorageUnavailableError
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["IoLoop", "PgConnections", "on_io_loop"]
+
+logger = logging.getLogger("tenxgraph.storage.checkpointer.postgres")
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class _Runner(Protocol):
+    async def _run(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
+
+
+S = TypeVar("S", bound=_Runner)
+
+
+def on_io_loop(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Run a public method through its object's ``_run`` (on the loop its connections use)."""
+
+    async def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(method(self, *args, **kwargs))
+
+    functools.update_wrapper(run, method)
+    return run
+
+
+class PgConnections:
+    """Checked pooled connections to one server; outages raise ``StorageUnavailableError``."""
+
+    def __init__(
+        self,
+        source: str | AsyncConnectionPool,
+        *,
+        connect_timeout: float,
+        min_size: int,
+        max_size: int,
+    ) -> None:
+        """Own a pool made from the DSN ``source``, or use the caller's pool ``source``."""
+        self.connect_timeout = connect_timeout
+        self._min_size = min_size
+        self._max_size = max_size
+        self._conninfo = source if isinstance(source, str) else None
+        self._pool: AsyncConnectionPool | None = None if isinstance(source, str) else source
+        self._down: str | None = None
+        """Why the server was found unreachable, while it still is."""
+        conninfo = source if isinstance(source, str) else source.conninfo
+        self.where = _describe(conninfo) if isinstance(conninfo, str) else "(the given pool)"
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A checked connection, returned to its pool afterwards."""
+        import psycopg
+
+        pool, conn = await self._acquire()
+        try:
+            async with conn:  # commits or rolls back a caller's non-autocommit connection
+                yield conn
+        except psycopg.OperationalError as exc:
+            if not conn.broken:
+                raise
+            await self._discard(pool)  # its other connections are suspect too; the next
+            raise StorageUnavailableError(  # call probes and starts a fresh pool
+                f"postgres at {self.where}: the connection broke: {_one_line(exc)}"
+            ) from exc
+        finally:
+            await pool.putconn(conn)
+
+    async def _acquire(self) -> tuple[AsyncConnectionPool, AsyncConnection[Any]]:
+        from psycopg_pool import PoolTimeout
+
+        if self._conninfo is None:
+            return await self._acquire_given()
+        if self._down is not None:
+            await self.probe()  # raises while the outage lasts
+        for _ in range(2):
+            pool = await self._owned_pool()
+            try:
+                conn = await pool.getconn(timeout=self.connect_timeout)
+            except PoolTimeout as exc:
+                await self.probe()  # an outage explains the wait...
+                raise StorageUnavailableError(  # ...otherwise every connection stayed busy
+                    f"postgres at {self.where}: no free connection among {self._max_size} "
+                    f"within {self.connect_timeout:g}s (raise pool_size?)"
+                ) from exc
+            if await self._works(conn):
+                return pool, conn
+            await self._discard(pool)
+            await pool.putconn(conn)
+            await self.probe()  # the server answers: it restarted; go on with a new pool
+        raise StorageUnavailableError(f"postgres at {self.where}: new connections fail their check")
+
+    async def _acquire_given(self) -> tuple[AsyncConnectionPool, AsyncConnection[Any]]:
+        from psycopg_pool import PoolTimeout
+
+        assert self._pool is not None
+        try:
+            return self._pool, await self._pool.getconn()
+        except PoolTimeout as exc:
+            raise StorageUnavailableError(
+                f"postgres at {self.where}: no connection from the pool: {_one_line(exc)}"
+            ) from exc
+
+    async def _works(self, conn: AsyncConnection[Any]) -> bool:
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await AsyncConnectionPool.check_connection(conn)
+        except (psycopg.Error, OSError, TimeoutError):
+            await conn.close()
+            return False
+        return True
+
+    async def _owned_pool(self) -> AsyncConnectionPool:
+        """The pool, made (after a successful probe) when there is none."""
+        from psycopg_pool import AsyncConnectionPool
+
+        if self._pool is None:
+            await self.probe()
+            if self._pool is None:  # another task may have made one during the probe
+                self._pool = AsyncConnectionPool(
+                    self._conninfo or "",
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    open=False,
+                    timeout=self.connect_timeout,
+                    kwargs={"autocommit": True, "connect_timeout": _libpq_timeout(self)},
+                    name=f"tenxgraph {self.where}",
+                )
+                await self._pool.open(wait=False)
+        return self._pool
+
+    async def _discard(self, pool: AsyncConnectionPool) -> None:
+        """Close an owned pool (quietly: no reconnection attempts); the next call makes one."""
+        if self._conninfo is not None and self._pool is pool:
+            self._pool = None
+            await pool.close()
+
+    async def probe(self) -> None:
+        """Connect directly once; raise ``StorageUnavailableError`` (logged once) if that fails."""
+        import psycopg
+
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                conn = await psycopg.AsyncConnection.connect(
+                    self._conninfo or "", connect_timeout=_libpq_timeout(self)
+                )
+            await conn.close()
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            reason = _one_line(exc) or f"no answer within {self.connect_timeout:g}s"
+            if self._down is None:
+                logger.warning(
+                    "postgres at %s is unavailable, calls fail until it is back: %s",
+                    self.where,
+                    reason,
+                )
+                if self._pool is not None:
+                    await self._discard(self._pool)
+            self._down = reason
+            message = f"postgres at {self.where} is unavailable: {reason}"
+            raise StorageUnavailableError(message) from exc
+        if self._down is not None:
+            self._down = None
+            logger.info("postgres at %s is available again", self.where)
+
+    async def aclose(self) -> None:
+        """Close the pool if it is owned (a later call opens a new one)."""
+        if self._conninfo is not None and self._pool is not None:
+            await self._discard(self._pool)
+
+
+def _libpq_timeout(connections: PgConnections) -> int:
+    """Libpq's ``connect_timeout`` (whole seconds, at least 2; asyncio bounds the rest)."""
+    return max(2, math.ceil(connections.connect_timeout))
+
+
+def _one_line(error: BaseException) -> str:
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
+def _describe(conninfo: str) -> str:
+    """``host:port/dbname`` of a DSN, without credentials."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(conninfo)
+    except Exception:  # a malformed DSN is reported by the probe
+        return "(unparsable DSN)"
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    return f"{host}:{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or ''}"
+
+
+class IoLoop:
+    """A private event loop in a daemon thread, started on first use, that runs coroutines."""
+
+    def __init__(self, name: str, cleanup: Callable[[], Awaitable[None]]) -> None:
+        """``cleanup`` runs on the loop before it stops (closing what lives there)."""
+        self._name = name
+        self._cleanup = cleanup
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                self._thread = threading.Thread(target=serve, name=self._name, daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = loop
+                _running.add(self)
+            return self._loop
+
+    async def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the I/O loop and await its result from the calling loop."""
+        loop = self._started()
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        return await asyncio.wrap_future(future)
+
+    async def aclose(self) -> None:
+        """Run the cleanup there, then stop the loop and its thread (a later ``run`` restarts)."""
+        if self._loop is not None:
+            await self.run(_call(self._cleanup))
+            self._stop()
+
+    def close_now(self, timeout: float = 5.0) -> None:
+        """Blocking close, for ``atexit``: cleanup bounded by ``timeout``, then stop."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_call(self._cleanup), loop).result(timeout)
+        except Exception as exc:  # exiting anyway; say why the cleanup was cut short
+            logger.warning("closing %s at exit: %r", self._name, exc)
+        self._stop()
+
+    def _stop(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+            _running.discard(self)
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
+async def _call(function: Callable[[], Awaitable[None]]) -> None:
+    await function()
+
+
+_running: weakref.WeakSet[IoLoop] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_running() -> None:
+    for io_loop in list(_running):
+        io_loop.close_now()
