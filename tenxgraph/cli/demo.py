@@ -1,24 +1,40 @@
-"""``tenxgraph demo``: the core of tenxgraph on the real local model, offline, in under a minute.
+"""``tenxgraph demo``: what tenxgraph does around a model, shown on one short conversation.
 
-One thread goes through four parts: a tool-using graph over a custom state
-(a ``ToolResult`` sets a state field), trimming as the thread grows, then
-summarizing with the local model as the summarizer, and finally a fresh
-checkpointer and graph resuming the thread from the SQLite file. Every
-model call prints what the model was sent.
+By default the model is SmolLM2-135M run offline by llama.cpp, at temperature
+0; ``--model``, ``--provider`` and ``--base-url`` point the same demo at any
+model ``tenxgraph chat`` accepts. One thread goes through five parts:
 
-SmolLM2 (135M) does not call tools on its own, so the first step forces
-the call with ``tool_choice``; the model still writes the arguments.
+1. a tool sets a field of a typed custom state (``ToolResult.state``);
+2. trimming moves the context window; a tool call leaves it with its result;
+3. application code calls a tool directly, recorded in the thread;
+4. a summary replaces the older part of the window, and the cut moves back
+   rather than split the direct call from its result. The summary is
+   structured output (the JSON schema of ``TripNotes``): that is what makes
+   even a 135M model keep the user's name and the city; asked for prose, it
+   continues the transcript instead of summarizing it;
+5. a new checkpointer and graph load the thread from the SQLite file.
+
+Every model call prints what the model was sent, and an answer cut at
+``max_tokens`` ends with a visible marker. Without ``--db`` the database
+lives in a temporary directory that is deleted at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, Field
+
+from tenxgraph.cli.chat import ChatOptions, check_options
 from tenxgraph.cli.locations import open_checkpointer
+from tenxgraph.cli.models import LOCAL, chat_model, close_model
 from tenxgraph.cli.render import Console, Spinner
 from tenxgraph.cli.turns import stream_turn
 from tenxgraph.core.graph.agent import Agent
@@ -32,16 +48,45 @@ from tenxgraph.core.state.context.summary import SummaryContextManager
 from tenxgraph.core.state.context.trimming import MessageContextManager
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.tool_result import ToolResult
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
 from tenxgraph.utils.constants import END, START
 
-__all__ = ["THREAD_ID", "TripState", "describe_request", "run_demo", "select_city"]
+__all__ = [
+    "ANSWER_TOKENS",
+    "SUMMARY_PROMPT",
+    "THREAD_ID",
+    "USER_NAME",
+    "ObservedModel",
+    "StructuredModel",
+    "TripNotes",
+    "TripState",
+    "build_graph",
+    "cut_marker",
+    "demo_model",
+    "describe_request",
+    "is_default_model",
+    "run_demo",
+    "select_city",
+]
 
 THREAD_ID = "demo-trip"
 """The demo's thread; a rerun on the same database starts it over."""
-SYSTEM = "You are a travel assistant. Answer in one short sentence."
-MAX_TOKENS = 40
-"""Every model answer (summaries too) is at most this long, to keep the demo fast."""
+USER_NAME = "Ada"
+"""The name the user gives in the first message; the summary should keep it."""
+SYSTEM = (
+    "You are a helpful travel assistant. Answer the user's last question in one short sentence."
+)
+ANSWER_TOKENS = 48
+"""The longest answer; a longer one is cut there, and the demo marks the cut."""
+SUMMARY_TOKENS = 96
+"""The longest summary (a ``TripNotes`` object) the default model writes."""
+SUMMARY_PROMPT = (
+    "Summarize the conversation: the user's name, the city they chose, "
+    "and the questions they asked."
+)
+"""The demo's summary prompt: short and explicit; the answer's form is ``TripNotes``."""
+CUT_REASONS = frozenset({"length", "max_tokens"})
+"""Finish reasons meaning "stopped at max_tokens" (OpenAI and llama.cpp, Anthropic, Google)."""
 
 
 class TripState(AgentState):
@@ -51,13 +96,24 @@ class TripState(AgentState):
     """The city the user picked; set through ``ToolResult.state`` by ``select_city``."""
 
 
+class TripNotes(BaseModel):
+    """The demo's summary: the facts a later answer needs, as JSON."""
+
+    user_name: str = Field(max_length=30)
+    """The user's name, as they gave it."""
+    city: str = Field(max_length=30)
+    """The city the user chose."""
+    questions_asked: list[Annotated[str, Field(max_length=60)]] = Field(max_length=2)
+    """The user's questions, at most two (a small model fills a list up to its limit)."""
+
+
 def select_city(city: str) -> ToolResult:
     """Select the city the user wants to visit.
 
     Args:
         city: The name of the city.
     """
-    return ToolResult(message=f"City set to {city}.", state={"selected_city": city})
+    return ToolResult(message=f"{city} is now the selected city.", state={"selected_city": city})
 
 
 def route(state: TripState) -> str:
@@ -65,8 +121,45 @@ def route(state: TripState) -> str:
     return "answer" if state.selected_city else "plan"
 
 
+def is_default_model(name: str, provider: str | None, base_url: str | None) -> bool:
+    """True for the bundled SmolLM2 (no other name, provider or server given)."""
+    return name == LOCAL and provider in (None, LOCAL) and base_url is None
+
+
+def demo_model(
+    name: str = LOCAL, provider: str | None = None, base_url: str | None = None
+) -> ChatModel:
+    """SmolLM2 at temperature 0 by default; any other name as ``tenxgraph chat`` builds it.
+
+    The options are checked as ``chat`` checks them: a mistake is a ``CliError``
+    naming the flags.
+    """
+    check_options(ChatOptions(model=name, provider=provider, base_url=base_url))
+    if is_default_model(name, provider, base_url):
+        from tenxgraph.core.llm.local import LocalLlamaModel
+
+        return LocalLlamaModel(n_ctx=2048, temperature=0.0, max_tokens=SUMMARY_TOKENS)
+    return chat_model(name, provider, base_url=base_url, max_tokens=SUMMARY_TOKENS)
+
+
+def cut_marker(message: Message, request: ModelRequest) -> str:
+    """``…[cut at N tokens]`` when ``message`` stopped at its token limit, else ``""``."""
+    reason = message.metadata.get("finish_reason") or message.metadata.get("stop_reason")
+    if str(reason).lower().rsplit(".", 1)[-1] not in CUT_REASONS:  # "FinishReason.MAX_TOKENS"
+        return ""
+    limit = request.max_tokens
+    if limit is None and message.usages is not None:
+        limit = message.usages.completion_tokens
+    return f"…[cut at {limit} tokens]" if limit else "…[cut at the token limit]"
+
+
 class ObservedModel(ChatModel):
-    """Passes requests to ``inner`` after printing what the model is about to see."""
+    """Passes requests to ``inner``, printing what the model is sent and marking cut answers.
+
+    The marker of a cut answer is streamed as one more text delta, so it shows
+    where the answer stops; the stored message is the model's own. ``last``
+    keeps the last request and ``last_cut`` its marker (``""`` if not cut).
+    """
 
     def __init__(
         self,
@@ -81,64 +174,89 @@ class ObservedModel(ChatModel):
         self.describe = describe or describe_request
         self.provider = inner.provider
         self.model = inner.model
+        self.last: ModelRequest | None = None
+        self.last_cut = ""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
-        """Print the request, then stream the inner model's answer."""
+        """Print the request, then stream the inner model's answer (and the cut marker)."""
+        self.last, self.last_cut = request, ""
         self.console.note(f"  [{self.label}] model sees {self.describe(request)}")
-        with Spinner(f"{self.label}: {self.model} is working...") as spinner:
+        with Spinner(f"{self.label}: {self.model} is writing...") as spinner:
             async for message in self.inner.stream(request):
                 spinner.stop()
+                if not message.delta:
+                    self.last_cut = cut_marker(message, request)
+                    if self.last_cut:
+                        marker = Message.text_message(f" {self.last_cut}", role="assistant")
+                        yield marker.model_copy(update={"delta": True})
                 yield message
 
 
+class StructuredModel(ChatModel):
+    """Sends every request to ``inner`` with ``schema`` as its output schema (structured output)."""
+
+    def __init__(self, inner: ChatModel, schema: type[BaseModel]) -> None:
+        self.inner = inner
+        self.schema = schema
+        self.provider = inner.provider
+        self.model = inner.model
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        """The inner model's stream for ``request`` with the output schema set."""
+        structured = replace(
+            request,
+            output_schema=self.schema.model_json_schema(),
+            output_schema_name=self.schema.__name__,
+        )
+        return self.inner.stream(structured)
+
+
 def describe_request(request: ModelRequest) -> str:
-    """``N messages: system, summary, user...`` plus the tools offered."""
-    kinds = []
-    for message in request.messages:
-        if message.metadata.get("context_summary"):
-            kinds.append("summary")
-        elif message.tool_calls():
-            kinds.append("assistant(tool call)")
-        elif message.role == "tool":
-            kinds.append("tool(result)")
-        else:
-            kinds.append(message.role)
-    count = f"{len(kinds)} message{'' if len(kinds) == 1 else 's'}"
-    text = f"{count}: {', '.join(kinds)}"
+    """``N messages: system, summary, user...`` plus the tool offered, if any."""
+    kinds = [_kind(message) for message in request.messages]
+    text = f"{len(kinds)} message{'' if len(kinds) == 1 else 's'}: {', '.join(kinds)}"
     if request.tools:
         names = ", ".join(spec.name for spec in request.tools)
-        text += f"; tools [{names}], tool_choice={request.tool_choice!r}"
+        forced = " (forced)" if request.tool_choice not in ("auto", "none") else ""
+        text += f" + tool {names}{forced}"
     return text
 
 
+def _kind(message: Message) -> str:
+    if message.metadata.get("context_summary"):
+        return "summary"
+    if message.tool_calls():
+        return "assistant(tool call)"
+    if message.role == "tool":
+        return "tool(result)"
+    return message.role
+
+
 def describe_summary_request(request: ModelRequest) -> str:
-    """The summarizer's request: its prompt and a transcript of the older messages."""
+    """The summarizer's request: the prompt, a transcript of the older messages, the schema."""
     transcript = request.messages[-1].text() if request.messages else ""
-    lines = [line for line in transcript.splitlines() if line.strip()]
-    return (
-        f"the summary prompt (system) and a transcript of the older part "
-        f"({len(lines)} lines, {len(transcript)} characters)"
-    )
-
-
-def summarizer(local: ChatModel, console: Console) -> SummaryContextManager:
-    """Summarize above 4 messages, keeping the last 2 verbatim, with the local model."""
-    observed = ObservedModel(local, "summarizer", console, describe_summary_request)
-    return SummaryContextManager(observed, max_messages=4, keep_recent=2)
+    lines = sum(1 for line in transcript.splitlines() if line.strip())
+    text = f"the summary prompt + a {lines}-line transcript of the older messages"
+    if request.output_schema is not None:
+        text += f"; answers in the JSON schema of {request.output_schema_name}"
+    return text
 
 
 def build_graph(
-    model: ChatModel, checkpointer: Checkpointer, manager: BaseContextManager
+    plan: ChatModel,
+    answer: ChatModel,
+    checkpointer: Checkpointer,
+    manager: BaseContextManager,
 ) -> CompiledGraph[TripState]:
     """Plan (a forced tool call) -> tools -> answer; only answer once a city is set."""
     graph: StateGraph[TripState] = StateGraph(TripState, context_manager=manager)
     graph.add_node(
         "plan",
-        Agent(model, tools=[select_city], tool_choice="select_city", max_tokens=MAX_TOKENS),
+        Agent(plan, tools=[select_city], tool_choice="select_city", max_tokens=ANSWER_TOKENS),
     )
     graph.add_node("tools", ToolNode([select_city]))
     graph.add_node(
-        "answer", Agent(model, system_prompt=SYSTEM, trim_context=True, max_tokens=MAX_TOKENS)
+        "answer", Agent(answer, system_prompt=SYSTEM, trim_context=True, max_tokens=ANSWER_TOKENS)
     )
     graph.add_conditional_edges(START, route, ["plan", "answer"])
     graph.add_edge("plan", "tools")
@@ -147,118 +265,228 @@ def build_graph(
     return graph.compile(checkpointer)
 
 
-def load_local_model() -> ChatModel:
-    """SmolLM2 through llama.cpp; a missing ``local`` extra raises ``MissingExtraError``."""
-    from tenxgraph.core.llm.local import LocalLlamaModel
+class _Demo:
+    """The demo's models, thread and output, shared by its parts."""
 
-    return LocalLlamaModel(n_ctx=2048, temperature=0.0, max_tokens=MAX_TOKENS)
+    def __init__(self, model: ChatModel, location: str, console: Console) -> None:
+        self.model = model
+        self.location = location
+        """The database: a SQLite file (or a ``postgresql://`` DSN)."""
+        self.console = console
+        self.config: dict[str, Any] = {"thread_id": THREAD_ID}
+        self.key = ThreadKey.from_config(self.config)
+        self.plan = ObservedModel(model, "plan", console)
+        self.answer = ObservedModel(model, "answer", console)
+        self.summarizer = ObservedModel(model, "summarizer", console, describe_summary_request)
 
+    def graph(
+        self, checkpointer: Checkpointer, manager: BaseContextManager
+    ) -> CompiledGraph[TripState]:
+        return build_graph(self.plan, self.answer, checkpointer, manager)
 
-async def run_demo(db: str | None, console: Console) -> Path:
-    """Run the four parts on ``db`` (a new temporary file by default); return the file."""
-    started = time.monotonic()
-    local = load_local_model()
-    path = Path(db) if db else Path(tempfile.mkdtemp(prefix="tenxgraph-demo-")) / "demo.sqlite"
-    config = {"thread_id": THREAD_ID}
-    key = ThreadKey.from_config(config)
-    agent_model = ObservedModel(local, "agent", console)
-    console.line(f"tenxgraph demo - {local.model} via llama.cpp, offline, no API key", "bold")
-    console.note(f"database: {path}   thread: {THREAD_ID}")
-
-    async with open_checkpointer(str(path)) as checkpointer:
-        if await checkpointer.adelete_thread(key):
-            console.note(f"(deleted the thread {THREAD_ID} of an earlier demo run)")
-
-        console.heading("1. A tool-using graph with custom state")
-        console.note("TripState(AgentState) adds selected_city; the tool select_city returns")
-        console.note("ToolResult(message=..., state={'selected_city': city}).")
-        console.note("graph: START -> plan (Agent) -> tools (ToolNode) -> answer (Agent) -> END;")
-        console.note("once a city is selected, START routes straight to answer.")
-        console.note(
-            "SmolLM2 only calls tools when forced, so plan sets tool_choice='select_city':"
+    def summarizing(self) -> SummaryContextManager:
+        return SummaryContextManager(
+            StructuredModel(self.summarizer, TripNotes),
+            max_messages=4,
+            keep_recent=2,
+            summary_prompt=SUMMARY_PROMPT,
         )
-        console.note("the call is forced, the model writes its arguments.")
-        trimming = MessageContextManager(max_messages=2)
-        app = build_graph(agent_model, checkpointer, trimming)
-        await _turn(app, config, console, "I want a weekend in Lisbon. Please select it.")
-        state = await app.aget_state(config)
-        assert state is not None
-        console.line(f"  state.selected_city = {state.selected_city!r}", "blue")
 
-        console.heading("2. Trimming: MessageContextManager(max_messages=2)")
-        console.note("answer has trim_context=True: before each model call (and when a run ends)")
-        console.note("the context keeps the last 2 user turns. The log keeps everything.")
-        for text in ("What food should I try there?", "What is a good month to visit?"):
-            await _turn(app, config, console, text)
-            await _report(checkpointer, key, console)
-        console.note("the tool call left the window, but selected_city lives on in the state.")
+    def explain(self, text: str, indent: str = "") -> None:
+        """A paragraph of dim notes (``text`` is dedented, then indented by ``indent``)."""
+        for line in textwrap.dedent(text).strip().splitlines():
+            self.console.note(f"{indent}{line}")
 
-        console.heading("3. Summarizing: SummaryContextManager(model=<local>, max_messages=4)")
-        console.note("A new graph on the same database summarizes instead: above 4 messages the")
-        console.note("older part goes to the local model, and its summary is injected after the")
-        console.note("system prompt as an assistant message. keep_recent=2 stay verbatim.")
-        app = build_graph(agent_model, checkpointer, summarizer(local, console))
-        await _turn(app, config, console, "Which neighborhood should I stay in?")
-        await _report(checkpointer, key, console)
+    def result(self, text: str) -> None:
+        """A line stating what happened (in blue on a terminal)."""
+        self.console.line(f"  {text}", "blue")
 
-    console.heading("4. Persistence: a second run resumes the thread from the file")
-    console.note("Everything above is closed. A new SqliteCheckpointer and a newly compiled graph")
-    console.note("load the thread from disk, as a second process would.")
-    async with open_checkpointer(str(path)) as checkpointer:
-        app = build_graph(agent_model, checkpointer, summarizer(local, console))
-        state = await app.aget_state(config)
-        assert state is not None
-        console.line(
-            f"  loaded: selected_city={state.selected_city!r}, {len(state.context)} messages "
-            f"in the window, summary {'present' if state.context_summary else 'absent'}",
-            "blue",
+    async def turn(self, app: CompiledGraph[Any], text: str) -> None:
+        self.console.line()
+        message = Message.text_message(text)
+        self.console.message(message, prefix="  ")
+        await stream_turn(
+            app,
+            {"messages": [message]},
+            self.config,
+            self.console,
+            prefix="  ",
+            spinner=False,
+            show_updates=True,
         )
-        console.note("A direct tool call from application code (call_tool, not the model):")
-        result = await app.acall_tool("select_city", {"city": "Porto"}, config)
-        state = await app.aget_state(config)
-        assert state is not None
-        console.line(
-            f"  select_city(city='Porto') -> {result.output!r}; "
-            f"state.selected_city = {state.selected_city!r} (recorded in the thread)",
-            "blue",
+
+    async def stored(self, checkpointer: Checkpointer) -> StoredThread:
+        """What is stored now; prints the log and the window by their seqs."""
+        stored = await checkpointer.aload(self.key)
+        assert stored is not None
+        window = ", ".join(
+            str(start) if end - start == 1 else f"{start}-{end - 1}" for start, end in stored.window
         )
-        await _turn(app, config, console, "Which city is selected now?")
-        await _report(checkpointer, key, console)
-
-    console.line()
-    console.line(
-        f"done in {time.monotonic() - started:.1f} s. Look at the stored thread with:", "bold"
-    )
-    console.line(f"  tenxgraph threads show {THREAD_ID} --db {path}")
-    return path
+        self.result(f"stored: log = seqs 0-{stored.log_length - 1}, context window = seqs {window}")
+        return stored
 
 
-async def _turn(
-    app: CompiledGraph[Any], config: dict[str, Any], console: Console, text: str
+async def run_demo(
+    console: Console,
+    db: str | None = None,
+    model: str = LOCAL,
+    provider: str | None = None,
+    base_url: str | None = None,
 ) -> None:
+    """Run the demo on ``db`` (default: a temporary file, deleted at the end)."""
+    started = time.monotonic()
+    chosen = demo_model(model, provider, base_url)
+    try:
+        with contextlib.ExitStack() as cleanup:
+            if db is None:
+                directory = tempfile.TemporaryDirectory(prefix="tenxgraph-demo-")
+                location = str(Path(cleanup.enter_context(directory)) / "demo.sqlite")
+            else:
+                location = db
+            demo = _Demo(chosen, location, console)
+            _introduce(demo, tiny=is_default_model(model, provider, base_url), kept=db is not None)
+            await _converse(demo)
+            await _resume(demo)
+    finally:
+        await close_model(chosen)
     console.line()
-    console.message(Message.text_message(text), prefix="  ")
-    await stream_turn(
-        app,
-        {"messages": [Message.text_message(text)]},
-        config,
-        console,
-        prefix="  ",
-        spinner=False,
-        show_updates=True,
-    )
+    elapsed = f"done in {time.monotonic() - started:.0f} s"
+    if db is None:
+        console.line(f"{elapsed}; the temporary database is deleted. To keep the thread:", "bold")
+        console.line("  tenxgraph demo --db demo.sqlite")
+        console.line(f"  tenxgraph threads show {THREAD_ID} demo.sqlite")
+    else:
+        console.line(f"{elapsed}. The thread is kept; look at it with:", "bold")
+        console.line(f"  tenxgraph threads show {THREAD_ID} --db {location}")
 
 
-async def _report(checkpointer: Checkpointer, key: ThreadKey, console: Console) -> None:
-    """What is stored now: the log, the window, the summary."""
-    stored = await checkpointer.aload(key)
-    assert stored is not None
-    window = ", ".join(f"{start}-{end - 1}" for start, end in stored.window)
-    console.line(
-        f"  stored: log has {stored.log_length} messages; context window = seqs {window} "
-        f"({len(stored.context)} messages)",
-        "blue",
-    )
-    summary = stored.values.get("context_summary")
-    if summary:
-        console.line(f"  context_summary: {' '.join(str(summary).split())}", "blue")
+def _introduce(demo: _Demo, *, tiny: bool, kept: bool) -> None:
+    console, model = demo.console, demo.model
+    console.line("tenxgraph demo: what tenxgraph does around a model, in one conversation", "bold")
+    if tiny:
+        console.line(f"model: {model.model}, run offline by llama.cpp (no API key, no network).")
+        for line in (
+            "This tiny model (135M parameters) writes weak answers; they are not the point here:",
+            "watch what tenxgraph does around them. The same demo on a real model:",
+            "  tenxgraph demo --model gpt-4o-mini      (or claude-*, gemini-*, a .gguf file)",
+            "  tenxgraph demo --model llama3.2 --base-url http://localhost:11434/v1",
+            "                                          (any OpenAI-compatible server)",
+        ):
+            console.line(line)
+    else:
+        console.line(f"model: {model.model} ({model.provider})")
+    where = demo.location if kept else "a temporary SQLite file, deleted at the end"
+    console.line(f"thread: {THREAD_ID} in {where}")
+
+
+async def _converse(demo: _Demo) -> None:
+    """Parts 1 to 4 on one open database: a tool, trimming, a direct call, a summary."""
+    async with open_checkpointer(demo.location) as checkpointer:
+        if await checkpointer.adelete_thread(demo.key):
+            demo.console.note(f"(started {THREAD_ID} over: it held an earlier demo run)")
+        app = demo.graph(checkpointer, MessageContextManager(max_messages=2, keep_first=True))
+        await _tool_sets_state(demo, app)
+        await _trimming(demo, app, checkpointer)
+        await _direct_call(demo, app)
+        await _summary(demo, checkpointer)
+
+
+async def _tool_sets_state(demo: _Demo, app: CompiledGraph[TripState]) -> None:
+    demo.console.heading("1. A tool sets a field of your typed state")
+    demo.explain("""
+        class TripState(AgentState): selected_city: str = ''
+        select_city(city) returns ToolResult(message=..., state={'selected_city': city})
+        graph: START -> plan -> tools -> answer -> END; once a city is set, START -> answer.
+        plan forces the call with tool_choice='select_city' (small models such as SmolLM2
+        call tools only when told to); the model still writes the arguments.
+    """)
+    await demo.turn(app, f"Hi, I'm {USER_NAME}. I want a weekend in Lisbon. Please select it.")
+    state = await app.aget_state(demo.config)
+    assert state is not None
+    demo.result(f"state.selected_city = {state.selected_city!r}")
+
+
+async def _trimming(demo: _Demo, app: CompiledGraph[TripState], checkpointer: Checkpointer) -> None:
+    demo.console.heading("2. Trimming keeps the context window short; the log keeps everything")
+    demo.explain("""
+        MessageContextManager(max_messages=2, keep_first=True): before each model call the
+        window keeps the last 2 user turns, plus the first message (Ada's introduction).
+        Cuts fall on user messages, so a tool call leaves the window with its result.
+    """)
+    for text in ("What food should I try there?", "What is a good month to visit?"):
+        await demo.turn(app, text)
+        stored = await demo.stored(checkpointer)
+    window = {seq for start, end in stored.window for seq in range(start, end)}
+    log = await checkpointer.alist_messages(demo.key)
+    dropped = [f"{item.seq} {_kind(item.message)}" for item in log if item.seq not in window]
+    state = await app.aget_state(demo.config)
+    assert state is not None
+    demo.result(f"left the window together: {', '.join(dropped)}")
+    demo.result(f"state.selected_city is still {state.selected_city!r}: state is not the window")
+
+
+async def _direct_call(demo: _Demo, app: CompiledGraph[TripState]) -> None:
+    demo.console.heading("3. Your code calls a tool directly")
+    demo.explain("""
+        app.call_tool('select_city', {'city': 'Porto'}): no model involved. The call, its
+        result and the state update are recorded in the thread like any tool call.
+    """)
+    result = await app.acall_tool("select_city", {"city": "Porto"}, demo.config)
+    state = await app.aget_state(demo.config)
+    assert state is not None
+    demo.result(f"-> {result.output!r}; state.selected_city = {state.selected_city!r}")
+
+
+async def _summary(demo: _Demo, checkpointer: Checkpointer) -> None:
+    demo.console.heading("4. A summary replaces the older part of the window")
+    demo.explain(f"""
+        A new graph on the same thread summarizes instead of trimming:
+        SummaryContextManager(model, max_messages=4, keep_recent=2, summary_prompt=...).
+        Above 4 messages the older ones go to the model, and its answer replaces them
+        (state.context_summary); the last 2 stay verbatim. The summary is structured output
+        in the JSON schema of TripNotes (user_name, city, questions_asked), which keeps even
+        a small model on task (asked for prose, SmolLM2 rambles). The prompt:
+          {SUMMARY_PROMPT!r}
+    """)
+    app = demo.graph(checkpointer, demo.summarizing())
+    await demo.turn(app, "Is Porto far from Lisbon?")
+    stored = await demo.stored(checkpointer)
+    summary = " ".join(str(stored.values.get("context_summary") or "").split())
+    if not summary:
+        demo.result("no summary: the summarizer's answer was unusable (see the warning)")
+        return
+    demo.result(f"context_summary = {summary} {demo.summarizer.last_cut}".rstrip())
+    facts = {"the name": USER_NAME, "the city": "Lisbon"}
+    kept = [f"{what} {fact!r}" for what, fact in facts.items() if fact in summary]
+    lost = [f"{what} {fact!r}" for what, fact in facts.items() if fact not in summary]
+    verdict = f"the summary kept {' and '.join(kept)}" if kept else "the summary kept no fact"
+    demo.result(verdict + (f"; it lost {' and '.join(lost)}" if lost else ""))
+    request = demo.answer.last
+    kinds = [_kind(message) for message in request.messages] if request else []
+    if kinds[1:4] == ["summary", "assistant(tool call)", "tool(result)"]:
+        demo.explain(
+            """
+            keep_recent=2 would have split the direct call from its result, so the cut
+            moved back one message: the model got both.
+            """,
+            indent="  ",
+        )
+
+
+async def _resume(demo: _Demo) -> None:
+    """Part 5: everything is closed; a new checkpointer and graph load the thread."""
+    demo.console.heading("5. The thread lives in the database")
+    demo.explain("""
+        Everything above is closed. A new SqliteCheckpointer and a newly compiled graph load
+        the thread from the file, as another process would after a restart:
+    """)
+    async with open_checkpointer(demo.location) as checkpointer:
+        app = demo.graph(checkpointer, demo.summarizing())
+        state = await app.aget_state(demo.config)
+        assert state is not None
+        await demo.stored(checkpointer)
+        demo.result(
+            f"loaded TripState: selected_city={state.selected_city!r}, "
+            f"{len(state.context)} messages in the window, context_summary "
+            f"{'kept' if state.context_summary else 'absent'}"
+        )

@@ -38,8 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", parser_class=_parser_with(debug)
     )
 
-    demo = commands.add_parser("demo", help="a tour on the local model (offline, < 1 minute)")
-    demo.add_argument("--db", help="SQLite file to keep the demo thread in (default: a temp dir)")
+    demo = commands.add_parser(
+        "demo", help="a tour of tenxgraph on one conversation (offline local model, < 30 s)"
+    )
+    demo.add_argument(
+        "--db", help="SQLite file to keep the demo thread in (default: a temporary file, deleted)"
+    )
+    demo.add_argument(
+        "--model",
+        default="local",
+        help="local (SmolLM2-135M, default), gpt-*, claude-*, gemini-*, a .gguf path...",
+    )
+    demo.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
+    demo.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)"
+    )
 
     chat = commands.add_parser("chat", help="chat on a stored thread, tokens streamed")
     chat.add_argument(
@@ -193,7 +206,9 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from tenxgraph.cli.demo import run_demo
 
-        await run_demo(args.db, console)
+        await run_demo(
+            console, args.db, model=args.model, provider=args.provider, base_url=args.base_url
+        )
     elif args.command == "chat":
         from tenxgraph.cli.chat import ChatOptions, chat, check_options
 
