@@ -8,8 +8,9 @@ removed afterwards, so the suite can run again and again against the shared serv
 
 from __future__ import annotations
 
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tenxgraph.storage.checkpointer import (
     InMemoryCheckpointer,
     SqliteCheckpointer,
 )
+from tests.storage.servers import PrivatePostgres, PrivateRedis
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -100,3 +102,31 @@ async def make_checkpointer(
 @pytest.fixture
 def checkpointer(make_checkpointer: MakeCheckpointer) -> Checkpointer:
     return make_checkpointer()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A Redis of the test's own on a spare port, to pause or kill (never the shared one)."""
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture(scope="session")
+def _private_postgres_cluster() -> Iterator[PrivatePostgres]:
+    root = Path(tempfile.mkdtemp(prefix="tg-private-pg-"))  # not under pytest's 0700 tmp dirs
+    server = PrivatePostgres(root)
+    try:
+        server.init()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def private_postgres(_private_postgres_cluster: PrivatePostgres) -> PrivatePostgres:
+    """A PostgreSQL of the session's own on a spare port, running when the test starts."""
+    if not _private_postgres_cluster.running:
+        _private_postgres_cluster.start()
+    return _private_postgres_cluster
