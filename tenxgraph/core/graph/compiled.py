@@ -278,26 +278,26 @@ class CompiledGraph(ThreadOperations[S]):
             return
         finally:
             active.task = None
-        async for event in self._commit(run, node_name, applied, next_node, progress):
+        events, outcome = await self._commit(run, node_name, applied, next_node, progress)
+        for event in events:
             yield event
+        yield outcome
 
     async def _commit(
         self, run: _Run[S], node_name: str, applied: Applied, next_node: str, progress: bool
-    ) -> AsyncIterator[StreamEvent | _Outcome]:
-        """Save a finished step, report it, and say where the run goes next."""
-        if progress:
-            for message in applied.messages:
-                yield MessageEvent(node_name, message)
+    ) -> tuple[list[StreamEvent], _Outcome]:
+        """Save a finished step; return its events (when wanted) and where the run goes next."""
         run.produced.extend(applied.messages)
         run.state.execution_meta.next_node = next_node
         await self._save(run, applied.messages, node_name)
+        events: list[StreamEvent] = []
         if progress:
+            events = [MessageEvent(node_name, message) for message in applied.messages]
             step = run.state.execution_meta.step
-            yield UpdateEvent(node_name, step, tuple(applied.messages), applied.values)
+            events.append(UpdateEvent(node_name, step, tuple(applied.messages), applied.values))
         if node_name in self.interrupt_after:
-            yield _Pause(node_name, next_node, None, "after")
-        else:
-            yield _Next(next_node)
+            return events, _Pause(node_name, next_node, None, "after")
+        return events, _Next(next_node)
 
     def _gate(self, run: _Run[S], node_name: str, active: _ActiveRun) -> _Outcome | None:
         """Why ``node_name`` must not run now: a stop, an interrupt before it, the limit."""
