@@ -145,7 +145,7 @@ class Message(BaseModel):
     @classmethod
     def _json_data(cls, value: Any, info: ValidationInfo) -> Any:
         if value:
-            check_json_data(value, str(info.field_name), scan_text=info.mode == "python")
+            check_json_data(value, str(info.field_name), from_python=info.mode == "python")
         return value
 
     @field_validator("parsed_content")
@@ -154,7 +154,7 @@ class Message(BaseModel):
         if isinstance(value, BaseModel):
             check_json_data(value.model_dump(mode="json"), "parsed_content")
         elif value:
-            check_json_data(value, "parsed_content", scan_text=info.mode == "python")
+            check_json_data(value, "parsed_content", from_python=info.mode == "python")
         return value
 
     @field_validator("message_id", "reasoning")

@@ -43,7 +43,9 @@ def check_base64(value: str, field: str) -> None:
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_MAX_DEPTH = 500
+_MAX_DEPTH = 100
+"""Deepest nesting accepted in JSON data: a stored message must load again, and
+pydantic's JSON parser stops at about 200 levels for the whole message."""
 
 
 def check_text(value: str, field: str) -> None:
@@ -62,20 +64,25 @@ def check_text(value: str, field: str) -> None:
         )
 
 
-def check_json_data(value: Any, field: str, *, scan_text: bool = True) -> None:
+def check_json_data(value: Any, field: str, *, from_python: bool = True) -> None:
     """Raise ``ValueError`` naming where, unless ``value`` is JSON data a provider can take.
 
     Refused: NaN and infinities (JSON has no such numbers; they would be
-    stored as ``null``), lone surrogates in strings or keys, nesting deeper
-    than 500 levels, and values of other types. ``scan_text=False`` skips
-    the surrogate scan (for values parsed from JSON text, which cannot hold one).
+    stored as ``null``), values of other types and, for Python input, lone
+    surrogates in strings or keys and nesting deeper than 100 levels. JSON
+    input (``from_python=False``) was parsed by pydantic, which refuses those.
     """
     try:
         dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         raise ValueError(_json_problem(value, field, 0) or f"{field} is not JSON data") from None
-    if scan_text and not dumped.isascii() and _LONE_SURROGATE.search(dumped):
-        raise ValueError(_json_problem(value, field, 0) or f"{field} holds a lone surrogate")
+    if not from_python:
+        return
+    suspect = not dumped.isascii() and _LONE_SURROGATE.search(dumped) is not None
+    if suspect or dumped.count("[") + dumped.count("{") > _MAX_DEPTH:
+        problem = _json_problem(value, field, 0)
+        if problem is not None:
+            raise ValueError(problem)
 
 
 def _json_problem(value: Any, where: str, depth: int) -> str | None:
@@ -122,10 +129,12 @@ class _Block(BaseModel):
             if isinstance(value, str):
                 if from_python:
                     check_text(value, name)
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} is {value!r}, which JSON cannot hold")
             elif isinstance(value, dict | list) and value:
                 if isinstance(value, list) and isinstance(value[0], BaseModel):
                     continue  # blocks or refs: each validated itself
-                check_json_data(value, name, scan_text=from_python)
+                check_json_data(value, name, from_python=from_python)
         return self
 
 

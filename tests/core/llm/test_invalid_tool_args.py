@@ -9,15 +9,16 @@ an error result quoting the problem, and see its call and that result next.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from tenxgraph.core.graph import create_agent
+from tenxgraph.core.llm._convert_openai import chat_params
 from tenxgraph.core.llm.anthropic import AnthropicModel
-from tenxgraph.core.llm.base import ChatModel
+from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.llm.google import GoogleModel
 from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
@@ -377,3 +378,54 @@ async def test_arguments_that_are_not_a_json_object_are_refused_the_same_way(
     assert isinstance(result.output, str)
     assert problem in result.output
     assert repr(arguments) in result.output
+
+
+class _CutFirstAnswer(ChatModel):
+    """The real local model for the first call, cut off after 5 tokens; a fixed text after.
+
+    The second request is what llama.cpp would be sent next; it is kept to be read.
+    """
+
+    def __init__(self, local: ChatModel) -> None:
+        self.local = local
+        self.model = "smollm2"
+        self.provider = "local"
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            async for message in self.local.stream(replace(request, max_tokens=5)):
+                yield message
+        else:
+            yield Message.text_message("Sorry.", role="assistant")
+
+
+@pytest.mark.local_model
+async def test_the_real_local_model_cut_off_mid_call_does_not_run_the_tool() -> None:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
+    from tenxgraph.core.llm.local import LocalLlamaModel
+
+    ran: list[str] = []
+
+    def delete_files(pattern: str = "*") -> str:
+        """Delete the files matching ``pattern``."""
+        ran.append(pattern)
+        return f"deleted {pattern}"
+
+    model = _CutFirstAnswer(LocalLlamaModel(n_ctx=512, temperature=0.0))
+    app = create_agent(model, [delete_files], tool_choice="delete_files")
+    result = await app.ainvoke({"messages": [Message.text_message("Delete the logs in tmp")]})
+
+    assert ran == []
+    asked, answered, _ = result["messages"][-3:]
+    [call] = asked.tool_calls()
+    refused = asked.metadata["invalid_tool_args"][call.id]
+    assert refused["error"].startswith("the arguments are not valid JSON")
+    [outcome] = answered.tool_results()
+    assert outcome.is_error
+    assert isinstance(outcome.output, str)
+    assert repr(refused["arguments"]) in outcome.output
+    wire = chat_params(model.requests[1], provider="local", strings_only=True)["messages"]
+    assert wire[-2]["tool_calls"][0]["id"] == call.id
+    assert wire[-1] == {"role": "tool", "tool_call_id": call.id, "content": outcome.output}
