@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
@@ -37,33 +37,34 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_parser_with(debug)
     )
+    _add_demo(commands)
+    _add_chat(commands)
+    _add_threads(commands, _parser_with(debug))
+    _add_run(commands)
+    return parser
 
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _add_demo(commands: Subcommands) -> None:
     demo = commands.add_parser(
         "demo", help="a tour of tenxgraph on one conversation (offline local model, < 30 s)"
     )
     demo.add_argument(
         "--db", help="SQLite file to keep the demo thread in (default: a temporary file, deleted)"
     )
-    demo.add_argument(
-        "--model",
-        default="local",
-        help="local (SmolLM2-135M, default), gpt-*, claude-*, gemini-*, a .gguf path...",
-    )
-    demo.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
-    demo.add_argument(
-        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)"
+    _model_options(
+        demo, "local (SmolLM2-135M, default), gpt-*, claude-*, gemini-*, a .gguf path..."
     )
 
+
+def _add_chat(commands: Subcommands) -> None:
     chat = commands.add_parser("chat", help="chat on a stored thread, tokens streamed")
-    chat.add_argument(
-        "--model",
-        default="local",
-        help="model name: local (SmolLM2, default), gpt-*, claude-*, gemini-*, a .gguf path; "
+    _model_options(
+        chat,
+        "model name: local (SmolLM2, default), gpt-*, claude-*, gemini-*, a .gguf path; "
         "test-echo answers with your message (a testing aid)",
-    )
-    chat.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
-    chat.add_argument(
-        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)"
     )
     chat.add_argument("--thread", help="thread id to resume (default: a new thread)")
     _location(chat)
@@ -81,9 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, default=256, help="answer length limit")
     chat.add_argument("--system", help="system prompt")
 
+
+def _add_threads(commands: Subcommands, parser_class: type[argparse.ArgumentParser]) -> None:
     threads = commands.add_parser("threads", help="list, show, export or delete stored threads")
     actions = threads.add_subparsers(
-        dest="action", required=True, metavar="ACTION", parser_class=_parser_with(debug)
+        dest="action", required=True, metavar="ACTION", parser_class=parser_class
     )
     listing = actions.add_parser("list", help="the threads of a user, newest first")
     _location(listing, positional=True)
@@ -104,12 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not ask for confirmation (needed without a terminal)",
     )
 
+
+def _add_run(commands: Subcommands) -> None:
     run = commands.add_parser("run", help="run a graph from your code: module:attribute")
     run.add_argument("target", help="module:attribute naming a StateGraph or CompiledGraph")
     run.add_argument("--input", required=True, help="the user message")
     run.add_argument("--thread", help="thread id (a StateGraph is then saved to --db)")
     _location(run)
-    return parser
+
+
+def _model_options(parser: argparse.ArgumentParser, model_help: str) -> None:
+    """``--model``, ``--provider`` and ``--base-url``, shared by the commands that run a model."""
+    parser.add_argument("--model", default="local", help=model_help)
+    parser.add_argument("--provider", help="provider when the name does not tell (e.g. openai)")
+    parser.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (Ollama)"
+    )
 
 
 class _Version(argparse.Action):
