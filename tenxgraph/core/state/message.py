@@ -22,12 +22,12 @@ from tenxgraph.core.state.message_block import (
     DocumentBlock,
     ImageBlock,
     MediaRef,
+    Text,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
     check_json_data,
-    check_text,
 )
 
 __all__ = [
@@ -117,7 +117,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    message_id: str | int = Field(default_factory=new_message_id)
+    message_id: Text | int = Field(default_factory=new_message_id)
     """Unique id; a message whose id is already in context is not added twice."""
     role: Role
     """Who produced the message."""
@@ -127,7 +127,7 @@ class Message(BaseModel):
     """True for a streaming chunk; deltas are never stored in state."""
     tools_calls: list[dict[str, Any]] | None = None
     """Raw tool call dicts from a provider SDK; for adapters only."""
-    reasoning: str | None = None
+    reasoning: Text | None = None
     """Reasoning trace (deprecated: use a ``ReasoningBlock`` in ``content``)."""
     timestamp: float | None = Field(default_factory=time.time)
     """UNIX time the message was created."""
@@ -155,13 +155,6 @@ class Message(BaseModel):
             check_json_data(value.model_dump(mode="json"), "parsed_content")
         elif value:
             check_json_data(value, "parsed_content", from_python=info.mode == "python")
-        return value
-
-    @field_validator("message_id", "reasoning")
-    @classmethod
-    def _text(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, str) and info.mode == "python":
-            check_text(value, str(info.field_name))
         return value
 
     def text(self) -> str:

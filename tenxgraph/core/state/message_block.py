@@ -13,7 +13,17 @@ import math
 import re
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    JsonValue,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import core_schema
 
 __all__ = [
     "AnnotationBlock",
@@ -43,6 +53,7 @@ def check_base64(value: str, field: str) -> None:
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _MAX_DEPTH = 100
 """Deepest nesting accepted in JSON data: a stored message must load again, and
 pydantic's JSON parser stops at about 200 levels for the whole message."""
@@ -64,6 +75,50 @@ def check_text(value: str, field: str) -> None:
         )
 
 
+def _valid_text(value: str) -> str:
+    if not value.isascii():
+        found = _LONE_SURROGATE.search(value)
+        if found is not None:
+            raise ValueError(
+                f"lone surrogate {found.group()!r} at index {found.start()}: "
+                "text must be valid Unicode (encodable as UTF-8)"
+            )
+    return value
+
+
+class _PythonTextCheck:
+    """Checks Python input for lone surrogates; JSON input cannot hold one (no cost there)."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        schema = handler(source)
+        return core_schema.json_or_python_schema(
+            json_schema=schema,
+            python_schema=core_schema.no_info_after_validator_function(_valid_text, schema),
+        )
+
+
+Text = Annotated[str, _PythonTextCheck()]
+"""A ``str`` field that refuses lone surrogates."""
+
+
+def json_data(value: Any, info: ValidationInfo) -> Any:
+    """Field validator body for JSON-data fields: ``check_json_data`` naming the field."""
+    if (
+        value is None
+        or isinstance(value, bool | int)
+        or (isinstance(value, str) and info.mode == "json")
+    ):
+        return value
+    if isinstance(value, BaseModel) or (
+        isinstance(value, list) and value and isinstance(value[0], BaseModel)
+    ):
+        return value  # blocks or media: validated themselves
+    check_json_data(value, str(info.field_name), from_python=info.mode == "python")
+    return value
+
+
 def check_json_data(value: Any, field: str, *, from_python: bool = True) -> None:
     """Raise ``ValueError`` naming where, unless ``value`` is JSON data a provider can take.
 
@@ -73,7 +128,7 @@ def check_json_data(value: Any, field: str, *, from_python: bool = True) -> None
     input (``from_python=False``) was parsed by pydantic, which refuses those.
     """
     try:
-        dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        dumped = _STRICT_JSON.encode(value)
     except (TypeError, ValueError, RecursionError):
         raise ValueError(_json_problem(value, field, 0) or f"{field} is not JSON data") from None
     if not from_python:
@@ -121,41 +176,25 @@ def _json_problem(value: Any, where: str, depth: int) -> str | None:
 class _Block(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    @model_validator(mode="after")
-    def _valid_data(self, info: ValidationInfo) -> Any:
-        """Refuse lone surrogates in text, and NaN or non-JSON values in data fields."""
-        from_python = info.mode == "python"  # JSON text cannot hold a lone surrogate
-        for name, value in self.__dict__.items():
-            if isinstance(value, str):
-                if from_python:
-                    check_text(value, name)
-            elif isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{name} is {value!r}, which JSON cannot hold")
-            elif isinstance(value, dict | list) and value:
-                if isinstance(value, list) and isinstance(value[0], BaseModel):
-                    continue  # blocks or refs: each validated itself
-                check_json_data(value, name, from_python=from_python)
-        return self
-
 
 class MediaRef(_Block):
     """A reference to binary media: by URL, by provider file id, or inline base64."""
 
     kind: Literal["url", "file_id", "data"]
     """Which reference strategy is used; the matching field must be set."""
-    url: str | None = None
+    url: Text | None = None
     """HTTP(S) URL, or ``graph://media/{key}`` for offloaded media."""
-    file_id: str | None = None
+    file_id: Text | None = None
     """Provider-managed file id (OpenAI Files API, Gemini File API)."""
     data_base64: str | None = None
     """Base64-encoded content; only for small payloads."""
-    mime_type: str | None = None
+    mime_type: Text | None = None
     """MIME type, e.g. ``image/jpeg``."""
     size_bytes: int | None = None
     """File size hint."""
-    sha256: str | None = None
+    sha256: Text | None = None
     """Content hash for integrity checks."""
-    filename: str | None = None
+    filename: Text | None = None
     """Original file name."""
     width: int | None = None
     """Image width in pixels."""
@@ -180,15 +219,15 @@ class MediaRef(_Block):
 class AnnotationRef(_Block):
     """A citation target: a URL, a file, a page."""
 
-    url: str | None = None
+    url: Text | None = None
     """Source URL."""
-    file_id: str | None = None
+    file_id: Text | None = None
     """File reference."""
     page: int | None = None
     """Page number."""
     index: int | None = None
     """Index position in the source."""
-    title: str | None = None
+    title: Text | None = None
     """Display title."""
 
 
@@ -197,7 +236,7 @@ class TextBlock(_Block):
 
     type: Literal["text"] = "text"
     """Discriminator."""
-    text: str
+    text: Text
     """The text content."""
     annotations: list[AnnotationRef] = Field(default_factory=list)
     """Citations or links embedded in the text."""
@@ -210,7 +249,7 @@ class ImageBlock(_Block):
     """Discriminator."""
     media: MediaRef
     """Reference to the image."""
-    alt_text: str | None = None
+    alt_text: Text | None = None
     """Accessibility text."""
     bbox: list[float] | None = None
     """Bounding box ``[x1, y1, x2, y2]``."""
@@ -223,7 +262,7 @@ class AudioBlock(_Block):
     """Discriminator."""
     media: MediaRef
     """Reference to the audio."""
-    transcript: str | None = None
+    transcript: Text | None = None
     """Transcript of the audio."""
     sample_rate: int | None = None
     """Sample rate in Hz."""
@@ -249,11 +288,11 @@ class DocumentBlock(_Block):
     """Discriminator."""
     media: MediaRef
     """Reference to the document file."""
-    text: str | None = None
+    text: Text | None = None
     """Extracted full text."""
     pages: list[int] | None = None
     """Relevant page numbers."""
-    excerpt: str | None = None
+    excerpt: Text | None = None
     """Short excerpt or preview."""
 
 
@@ -262,7 +301,7 @@ class DataBlock(_Block):
 
     type: Literal["data"] = "data"
     """Discriminator."""
-    mime_type: str
+    mime_type: Text
     """MIME type of the data."""
     data_base64: str | None = None
     """Base64-encoded payload."""
@@ -281,14 +320,16 @@ class ToolCallBlock(_Block):
 
     type: Literal["tool_call"] = "tool_call"
     """Discriminator."""
-    id: str = Field(min_length=1)
+    id: Text = Field(min_length=1)
     """Tool call id, matched by ``ToolResultBlock.call_id``."""
-    name: str
+    name: Text
     """Tool function name."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Arguments."""
-    tool_type: str | None = None
+    tool_type: Text | None = None
     """Optional type hint, e.g. ``web_search`` or ``computer_use``."""
+
+    _args_are_json = field_validator("args")(json_data)
 
 
 class RemoteToolCallBlock(_Block):
@@ -296,14 +337,16 @@ class RemoteToolCallBlock(_Block):
 
     type: Literal["remote_tool_call"] = "remote_tool_call"
     """Discriminator."""
-    id: str = Field(min_length=1)
+    id: Text = Field(min_length=1)
     """Call id."""
-    name: str
+    name: Text
     """Configured remote tool name with a matching client handler."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Arguments."""
     tool_type: Literal["remote"] = "remote"
     """Always ``remote``."""
+
+    _args_are_json = field_validator("args")(json_data)
 
 
 class ToolResultBlock(_Block):
@@ -311,7 +354,7 @@ class ToolResultBlock(_Block):
 
     type: Literal["tool_result"] = "tool_result"
     """Discriminator."""
-    call_id: str = Field(min_length=1)
+    call_id: Text = Field(min_length=1)
     """The ``ToolCallBlock.id`` this answers."""
     output: MediaRef | list[ContentBlock] | JsonValue = None
     """What the tool returned: a string, JSON data, a ``MediaRef`` or a list of blocks."""
@@ -320,15 +363,17 @@ class ToolResultBlock(_Block):
     status: Literal["completed", "failed"] | None = None
     """Status of the tool call."""
 
+    _output_is_json = field_validator("output")(json_data)
+
 
 class ReasoningBlock(_Block):
     """The model's thinking trace, from reasoning models."""
 
     type: Literal["reasoning"] = "reasoning"
     """Discriminator."""
-    summary: str
+    summary: Text
     """Summary of the reasoning."""
-    details: list[str] | None = None
+    details: list[Text] | None = None
     """Detailed reasoning steps."""
 
 
@@ -350,12 +395,14 @@ class ErrorBlock(_Block):
 
     type: Literal["error"] = "error"
     """Discriminator."""
-    message: str
+    message: Text
     """Error message."""
-    code: str | None = None
+    code: Text | None = None
     """Optional error code."""
     data: dict[str, Any] | None = None
     """Additional error data."""
+
+    _data_is_json = field_validator("data")(json_data)
 
 
 ContentBlock: TypeAlias = Annotated[
