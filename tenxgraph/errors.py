@@ -8,6 +8,7 @@
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
     │   ├── RecursionLimitError    a run took more steps than its limit allows
+    │   ├── WorkersExhaustedError  every worker thread is held by a call that timed out
     │   └── RunStoppedError        a run was stopped on request before it finished
     ├── ToolError                  a tool could not be registered or called directly
     ├── ModelError                 a model provider failed
@@ -54,6 +55,7 @@ __all__ = [
     "TenxGraphError",
     "ThreadNotFoundError",
     "ToolError",
+    "WorkersExhaustedError",
 ]
 
 
@@ -119,6 +121,10 @@ class RecursionLimitError(GraphRunError):
         super().__init__(f"recursion limit of {limit} steps reached; path {more}{shown}")
         self.limit = limit
         self.path = path
+
+
+class WorkersExhaustedError(GraphRunError):
+    """No worker thread is free for sync user code: all are held by calls that timed out."""
 
 
 class RunStoppedError(GraphRunError):

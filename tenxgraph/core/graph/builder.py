@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph.core.graph.node import FunctionNode, Node
 from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
 from tenxgraph.errors import GraphBuildError
@@ -153,12 +154,15 @@ class StateGraph(Generic[S]):
         interrupt_after: Iterable[str] = (),
         recursion_limit: int = 25,
         warm_threads: int = 128,
+        tool_threads: int = 16,
     ) -> CompiledGraph[S]:
         """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
 
         ``warm_threads`` is how many recently finished threads the compiled graph
         keeps in memory, so their next run needs one version check instead of a
-        reload (0 turns this off).
+        reload (0 turns this off). ``tool_threads`` bounds the threads the graph
+        runs sync tools, nodes and routers on, apart from storage I/O; a sync
+        call that timed out holds its thread until it returns.
         """
         from tenxgraph.core.graph.compiled import CompiledGraph
 
@@ -169,6 +173,8 @@ class StateGraph(Generic[S]):
             raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
         if recursion_limit < 1:
             raise GraphBuildError("recursion_limit must be at least 1")
+        if tool_threads < 1:
+            raise GraphBuildError(f"tool_threads must be at least 1, got {tool_threads}")
         return CompiledGraph(
             builder=self,
             nodes={name: node.bind(self, name) for name, node in self.nodes.items()},
@@ -178,6 +184,7 @@ class StateGraph(Generic[S]):
             interrupt_after=frozenset(interrupt_after),
             recursion_limit=recursion_limit,
             warm_threads=warm_threads,
+            workers=WorkerPool(tool_threads),
         )
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:

@@ -28,6 +28,7 @@ from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_ops import ThreadOperations
 from tenxgraph.core.graph.updates import Applied, StateSchema
+from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_input import as_messages
@@ -116,6 +117,7 @@ class CompiledGraph(ThreadOperations[S]):
         interrupt_after: frozenset[str],
         recursion_limit: int,
         warm_threads: int = 128,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.builder = builder
         self.schema = schema
@@ -129,6 +131,8 @@ class CompiledGraph(ThreadOperations[S]):
         self.context_manager = builder.context_manager
         self._active: dict[ThreadKey | None, _ActiveRun] = {}
         self.warm_threads = warm_threads
+        self.workers = workers or WorkerPool()
+        """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
         self._warm: OrderedDict[ThreadKey, ThreadSession] = OrderedDict()
 
     # --- entry points -------------------------------------------------------------------
@@ -408,6 +412,7 @@ class CompiledGraph(ThreadOperations[S]):
             id_generator=self.builder.id_generator,
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
+            workers=self.workers,
         )
         return _Run(state, ctx, session, next_node, skip_interrupt_before=skip_before)
 

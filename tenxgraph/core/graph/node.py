@@ -7,15 +7,15 @@ with its return value. One protocol serves plain functions, Agents and ToolNodes
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph.events import MessageEvent
 from tenxgraph.core.graph.interrupt import InterruptScope, _scope
+from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
 
@@ -38,6 +38,8 @@ class RunContext:
     """The graph's context manager (a ``BaseContextManager``), or None."""
     run_sync_inline: bool = False
     """True when the loop is private to a sync ``invoke``: sync code may run on it directly."""
+    workers: WorkerPool = field(default_factory=WorkerPool)
+    """The graph's threads for sync user code, apart from the executor storage I/O uses."""
 
     async def call(
         self,
@@ -51,7 +53,7 @@ class RunContext:
     ) -> Any:
         """Call sync or async user code the right way, with ``interrupt`` answers in scope.
 
-        Async functions are awaited. Sync ones run in a worker thread, or inline
+        Async functions are awaited. Sync ones run on the graph's worker threads, or inline
         when the loop belongs to a sync ``invoke`` and nothing else must run
         meanwhile (``concurrent=False``). ``is_async`` skips the check when the
         caller already knows; ``scope`` replaces the node's interrupt answers.
@@ -68,7 +70,7 @@ class RunContext:
         if self.run_sync_inline and not concurrent:
             result = self.call_here(function, args, kwargs, scope)
         else:
-            result = await asyncio.to_thread(self.call_here, function, args, kwargs, scope)
+            result = await self.workers.run(self.call_here, function, args, kwargs, scope)
         return await result if inspect.isawaitable(result) else result
 
     def call_here(
