@@ -260,7 +260,7 @@ async def _threads(args: argparse.Namespace, console: Any) -> None:
     from tenxgraph.cli.locations import open_checkpointer
     from tenxgraph.storage.checkpointer.base import DEFAULT_USER, ThreadKey
 
-    user = args.user or DEFAULT_USER
+    user = DEFAULT_USER if args.user is None else args.user
     async with open_checkpointer(args.location or args.db, create=False) as checkpointer:
         if args.action == "list":
             await threads.list_threads(checkpointer, user, console)

@@ -189,7 +189,7 @@ class CompiledGraph(ThreadOperations[S]):
         any thread.
         """
         config = run_config(config)
-        key = ThreadKey.from_config(config) if config.get("thread_id") else None
+        key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         active = self._active.get(key)
         if active is None:
             return False
@@ -219,7 +219,7 @@ class CompiledGraph(ThreadOperations[S]):
         """
         config = run_config(config)
         run = await self._start(input or {}, config, invocation_state, inline_sync)
-        key = ThreadKey.from_config(config) if config.get("thread_id") else None
+        key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         active = self._active[key] = _ActiveRun()
         try:
             outcome = await self._enter(run)
@@ -420,7 +420,7 @@ class CompiledGraph(ThreadOperations[S]):
         session = None
         state: S | None = None
         if self.checkpointer is not None:
-            if not config.get("thread_id"):
+            if config.get("thread_id") is None:
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
             key = ThreadKey.from_config(config)
             session = self._warm.pop(key, None)

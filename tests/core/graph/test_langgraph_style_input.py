@@ -8,7 +8,7 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph, interrupt
 from tenxgraph.core.state import AgentState, Message
-from tenxgraph.errors import NodeError, StateError
+from tenxgraph.errors import InvalidIdError, NodeError, StateError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey, run_config
 from tenxgraph.utils.constants import END, START
 
@@ -148,3 +148,14 @@ def test_resume_and_fork_work_with_a_configurable_config() -> None:
 def test_a_non_dict_input_is_refused_with_the_expected_shape() -> None:
     with pytest.raises(StateError, match=r"invoke input must be a dict such as"):
         echo_app().invoke([("user", "hi")])  # type: ignore[arg-type]
+
+
+def test_a_falsy_thread_id_is_checked_not_ignored() -> None:
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("echo", lambda state: None)
+    graph.set_entry_point("echo")
+    app = graph.compile(InMemoryCheckpointer())
+    with pytest.raises(InvalidIdError):
+        app.invoke({"messages": [("user", "hi")]}, {"thread_id": ""})
+    app.invoke({"messages": [("user", "hi")]}, {"thread_id": 0})
+    assert app.get_state({"thread_id": "0"}) is not None
