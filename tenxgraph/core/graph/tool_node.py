@@ -91,6 +91,25 @@ class ToolNode(Node):
                 ledger[call.id] = ToolOutcome(refused[call.id], is_error=True).entry()
         pending = [call for call in calls if call.id not in ledger]
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
+        async for progress in self._settle(pending, state, ctx, interrupts):
+            yield progress
+        if interrupts:
+            yield SaveProgress()
+            call, signal = min(interrupts, key=lambda item: calls.index(item[0]))
+            if call.id != pending[0].id:  # only the first pending call holds the node's answers
+                state.execution_meta.resume_values = []
+            raise signal
+        yield NodeOutput(Updates(_results(calls, ledger, ctx)))
+
+    async def _settle(
+        self,
+        pending: list[ToolCallBlock],
+        state: AgentState,
+        ctx: RunContext,
+        interrupts: list[tuple[ToolCallBlock, GraphInterrupt]],
+    ) -> AsyncIterator[SaveProgress]:
+        """Run ``pending`` concurrently into the ledger; collect the calls that interrupted."""
+        ledger = state.execution_meta.tool_ledger
 
         async def settle(call: ToolCallBlock, scope: InterruptScope) -> None:
             async def innermost(wanted: ToolCallBlock) -> ToolOutcome:
@@ -121,24 +140,24 @@ class ToolNode(Node):
         finally:
             for task in tasks:
                 task.cancel()
-        if interrupts:
-            yield SaveProgress()
-            call, signal = min(interrupts, key=lambda item: calls.index(item[0]))
-            if call.id != holder:
-                state.execution_meta.resume_values = []
-            raise signal
-        updates: list[tuple[str, Any]] = []
-        for call in calls:
-            entry = ledger.pop(call.id, None)
-            if entry is None:  # answered in an earlier step
-                continue
-            outcome = ToolOutcome(**entry)
-            result = outcome.result_block(call.id)
-            message = Message(role="tool", content=[result], message_id=ctx.id_generator())
-            updates.append((f"tool {call.name!r} (call {call.id})", [message]))
-            if outcome.update:
-                updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))
-        yield NodeOutput(Updates(updates))
+
+
+def _results(
+    calls: list[ToolCallBlock], ledger: dict[str, dict[str, Any]], ctx: RunContext
+) -> list[tuple[str, Any]]:
+    """One tool message per settled call, in call order, plus their ``ToolResult.state``."""
+    updates: list[tuple[str, Any]] = []
+    for call in calls:
+        entry = ledger.pop(call.id, None)
+        if entry is None:  # answered in an earlier step
+            continue
+        outcome = ToolOutcome(**entry)
+        result = outcome.result_block(call.id)
+        message = Message(role="tool", content=[result], message_id=ctx.id_generator())
+        updates.append((f"tool {call.name!r} (call {call.id})", [message]))
+        if outcome.update:
+            updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))
+    return updates
 
 
 async def execute_tool(

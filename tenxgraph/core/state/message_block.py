@@ -144,6 +144,30 @@ def _json_problem(value: Any, where: str, depth: int) -> str | None:
     """What makes ``value`` not JSON data, and where (None when nothing is wrong)."""
     if depth > _MAX_DEPTH:
         return f"{where} is nested more than {_MAX_DEPTH} levels deep"
+    if isinstance(value, dict):
+        return _dict_problem(value, where, depth)
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    return _scalar_problem(value, where)
+
+
+def _dict_problem(value: dict[Any, Any], where: str, depth: int) -> str | None:
+    for key, item in value.items():
+        if not isinstance(key, str):
+            return f"{where} has the key {key!r}, which is not a string"
+        problem = _json_problem(key, f"{where} key {key!r}", depth + 1) or _json_problem(
+            item, f"{where}[{key!r}]", depth + 1
+        )
+        if problem is not None:
+            return problem
+    return None
+
+
+def _scalar_problem(value: Any, where: str) -> str | None:
     if isinstance(value, str):
         try:
             check_text(value, where)
@@ -153,22 +177,6 @@ def _json_problem(value: Any, where: str, depth: int) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{where} is {value!r}, which JSON cannot hold (it would become null)"
     if value is None or isinstance(value, bool | int | float):
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{where} has the key {key!r}, which is not a string"
-            problem = _json_problem(key, f"{where} key {key!r}", depth + 1) or _json_problem(
-                item, f"{where}[{key!r}]", depth + 1
-            )
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
-            if problem is not None:
-                return problem
         return None
     return f"{where} is a {type(value).__name__}, not JSON data"
 
