@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph.core.graph.node import FunctionNode, Node
 from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
@@ -154,15 +155,18 @@ class StateGraph(Generic[S]):
         interrupt_after: Iterable[str] = (),
         recursion_limit: int = 25,
         warm_threads: int = 128,
+        warm_bytes: int = 64 * 2**20,
         tool_threads: int = 16,
     ) -> CompiledGraph[S]:
         """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
 
-        ``warm_threads`` is how many recently finished threads the compiled graph
-        keeps in memory, so their next run needs one version check instead of a
-        reload (0 turns this off). ``tool_threads`` bounds the threads the graph
-        runs sync tools, nodes and routers on, apart from storage I/O; a sync
-        call that timed out holds its thread until it returns.
+        ``warm_threads`` and ``warm_bytes`` bound how many recently finished
+        threads (and how many estimated bytes of their messages) the compiled
+        graph keeps in memory, so their next run needs one version check
+        instead of a reload (``warm_threads=0`` turns this off).
+        ``tool_threads`` bounds the threads the graph runs sync tools, nodes and
+        routers on, apart from storage I/O; a sync call that timed out holds
+        its thread until it returns.
         """
         from tenxgraph.core.graph.compiled import CompiledGraph
 
@@ -183,7 +187,7 @@ class StateGraph(Generic[S]):
             interrupt_before=frozenset(interrupt_before),
             interrupt_after=frozenset(interrupt_after),
             recursion_limit=recursion_limit,
-            warm_threads=warm_threads,
+            warm=WarmThreads(warm_threads, warm_bytes),
             workers=WorkerPool(tool_threads),
         )
 

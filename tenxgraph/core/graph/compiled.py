@@ -8,7 +8,6 @@ providers or storage backends: nodes and the checkpointer contract do.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -28,6 +27,7 @@ from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_ops import ThreadOperations
 from tenxgraph.core.graph.updates import Applied, StateSchema
+from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
@@ -116,7 +116,7 @@ class CompiledGraph(ThreadOperations[S]):
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         recursion_limit: int,
-        warm_threads: int = 128,
+        warm: WarmThreads | None = None,
         workers: WorkerPool | None = None,
     ) -> None:
         self.builder = builder
@@ -130,10 +130,10 @@ class CompiledGraph(ThreadOperations[S]):
         self.branches = dict(builder.branches)
         self.context_manager = builder.context_manager
         self._active: dict[ThreadKey | None, _ActiveRun] = {}
-        self.warm_threads = warm_threads
-        self.workers = workers or WorkerPool()
+        self.warm = warm if warm is not None else WarmThreads()
+        """Recently finished threads kept in memory, so their next run skips a reload."""
+        self.workers = workers if workers is not None else WorkerPool()
         """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
-        self._warm: OrderedDict[ThreadKey, ThreadSession] = OrderedDict()
 
     # --- entry points -------------------------------------------------------------------
 
@@ -349,8 +349,8 @@ class CompiledGraph(ThreadOperations[S]):
             yield self._result(run)
         elif isinstance(outcome, _Finish):
             yield await self._finish(run, outcome.status)
-            if outcome.status == "completed":
-                self._keep_warm(run.session)
+            if outcome.status == "completed" and run.session is not None:
+                self.warm.keep(run.session)
         elif isinstance(outcome, _Fail):
             yield await self._fail(run, outcome.node, outcome.error)
             raise outcome.raised()
@@ -423,7 +423,7 @@ class CompiledGraph(ThreadOperations[S]):
             if config.get("thread_id") is None:
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
             key = ThreadKey.from_config(config)
-            session = self._warm.pop(key, None)
+            session = self.warm.take(key)
             if session is not None and await self.checkpointer.aversion(key) == session.version:
                 state = session.revive(self.builder.state_class)
             if state is None:
@@ -439,19 +439,6 @@ class CompiledGraph(ThreadOperations[S]):
         state = initial.model_copy(deep=True) if initial is not None else self.builder.state_class()
         state.message_index()
         return state
-
-    def _keep_warm(self, session: ThreadSession | None) -> None:
-        """Keep a finished run's session, so the thread's next run skips reloading it.
-
-        The next run checks the stored version first (one cheap query), so a
-        write by anyone else is never missed. At most ``warm_threads`` are kept.
-        """
-        if session is None or self.warm_threads <= 0:
-            return
-        self._warm[session.key] = session
-        self._warm.move_to_end(session.key)
-        while len(self._warm) > self.warm_threads:
-            self._warm.popitem(last=False)
 
     async def _route(self, node: str, run: _Run[S]) -> str:
         """Where a node without a plain edge leads: its branch's router, or END."""

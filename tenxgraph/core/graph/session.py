@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite, Window
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
 
-__all__ = ["ThreadSession"]
+__all__ = ["ThreadSession", "approx_bytes"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -42,6 +44,8 @@ class ThreadSession:
         self._window_last: Message | None = None
         self._values: dict[str, Any] | None = None
         self._undeclared: dict[str, Any] = {}
+        self.approx_bytes = 0
+        """An estimate of the bytes the context messages hold (kept up to date per save)."""
         self._index: MessageIndex | None = None
 
     async def load(self, state_class: type[S]) -> S | None:
@@ -59,6 +63,7 @@ class ThreadSession:
         fields = state_class.model_fields
         self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
         self._remember_window(state.context, stored.window)
+        self.approx_bytes = sum(map(approx_bytes, state.context))
         return state
 
     def revive(self, state_class: type[S]) -> S | None:
@@ -88,6 +93,7 @@ class ThreadSession:
         new = self._pending
         base = self.log_length
         window = self._extended_window(state.context, new, base)
+        extended = window is not None
         if window is None:
             window = self._full_window(state.context, new, base)
         else:
@@ -109,6 +115,10 @@ class ThreadSession:
         self.version = version
         self._values = values
         self._index = state.message_index()
+        if extended:
+            self.approx_bytes += sum(map(approx_bytes, new))
+        else:
+            self.approx_bytes = sum(map(approx_bytes, state.context))
         self.log_length = base + len(new)
         self._pending = []
         self._remember_window(state.context, window)
@@ -157,3 +167,21 @@ class ThreadSession:
         self._window_list = context
         self._window_size = len(context)
         self._window_last = context[-1] if context else None
+
+
+def approx_bytes(value: Any) -> int:
+    """A cheap estimate of what ``value`` holds: its strings' lengths plus a little per object.
+
+    Walks pydantic models, lists and dicts; large payloads (text, inline
+    base64 media, tool outputs) are strings, so they dominate, as they
+    should. Used to bound the warm-thread cache by size.
+    """
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, BaseModel):
+        return 64 + sum(approx_bytes(item) for item in value.__dict__.values())
+    if isinstance(value, dict):
+        return 64 + sum(approx_bytes(k) + approx_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 64 + sum(approx_bytes(item) for item in value)
+    return 16

@@ -1,0 +1,51 @@
+"""The warm-thread cache is bounded by size as well as by count.
+
+Regression: 60 threads with a 5 MB message each held 363 MB because only the
+number of threads was bounded. Here 1 MB messages and a 10 MB bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.graph.session import approx_bytes
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey
+
+MB = 2**20
+
+
+def reply(state: AgentState) -> dict[str, Any]:
+    return {"context": [Message.text_message("ok", role="assistant")]}
+
+
+def app_with(**options: Any) -> Any:
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    return graph.compile(InMemoryCheckpointer(), **options)
+
+
+def test_large_threads_are_bounded_by_bytes() -> None:
+    app = app_with(warm_threads=100, warm_bytes=10 * MB)
+    for turn in range(30):
+        app.invoke({"messages": [("user", "x" * MB)]}, {"thread_id": f"t{turn}"})
+        assert app.warm.bytes <= 10 * MB
+    assert 5 <= len(app.warm) <= 10  # the newest threads fill the budget, no more
+    assert app.warm.take(ThreadKey("t29")) is not None  # the newest is kept
+
+
+def test_a_thread_larger_than_the_budget_is_not_kept() -> None:
+    app = app_with(warm_bytes=MB)
+    app.invoke({"messages": [("user", "x" * 2 * MB)]}, {"thread_id": "big"})
+    assert len(app.warm) == 0
+    app.invoke({"messages": [("user", "small")]}, {"thread_id": "small"})
+    assert len(app.warm) == 1
+
+
+def test_the_estimate_follows_the_payload() -> None:
+    small = Message.text_message("hi")
+    large = Message.text_message("y" * 100_000)
+    assert approx_bytes(small) < 2_000
+    assert 100_000 <= approx_bytes(large) < 102_000
