@@ -14,7 +14,7 @@ from tenxgraph.core.state.message_input import as_message
 from tenxgraph.core.state.reducers import add_messages
 from tenxgraph.errors import StateError
 
-__all__ = ["Applied", "StateSchema", "Updates"]
+__all__ = ["StateSchema", "Updates"]
 
 _MESSAGE_ITEMS = (Message, RemoveMessage, ReplaceMessage)
 

@@ -9,7 +9,7 @@ from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.overflow import drop_older_half, shrink_tool_results
 
-__all__ = ["BaseContextManager", "S", "check_count"]
+__all__ = ["BaseContextManager"]
 
 S = TypeVar("S", bound=AgentState)
 
