@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -48,21 +48,6 @@ WEATHER = ToolSpec(
     description="Current weather for a city.",
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:
-        yield replay
-
-
-@pytest.fixture
-def server(replay: ReplayServer) -> Iterator[ReplayServer]:
-    """The module's replay server, emptied for each test; every queued reply must be used."""
-    replay.replies.clear()
-    replay.requests.clear()
-    yield replay
-    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import json
 import re
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -49,21 +49,6 @@ WEATHER = ToolSpec(
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 SIGNATURE = base64.b64encode(b"opaque-thought-signature").decode()
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:
-        yield replay
-
-
-@pytest.fixture
-def server(replay: ReplayServer) -> Iterator[ReplayServer]:
-    """The module's replay server, emptied for each test; every queued reply must be used."""
-    replay.replies.clear()
-    replay.requests.clear()
-    yield replay
-    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ an error result quoting the problem, and see its call and that result next.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,20 +28,6 @@ from tests.core.llm.replay import ReplayServer
 
 CUT = '{"pattern": "tmp/*.lo'
 """The arguments as a truncated answer left them."""
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:
-        yield replay
-
-
-@pytest.fixture
-def server(replay: ReplayServer) -> Iterator[ReplayServer]:
-    replay.replies.clear()
-    replay.requests.clear()
-    yield replay
-    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------

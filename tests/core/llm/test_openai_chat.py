@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -45,19 +45,6 @@ WEATHER = ToolSpec(
 )
 
 Make = Callable[..., OpenAIChatModel]
-
-
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:  # one server per module: shutting one down takes 0.5 s
-        yield replay
-
-
-@pytest.fixture
-def server(shared_server: ReplayServer) -> ReplayServer:
-    shared_server.replies.clear()
-    shared_server.requests.clear()
-    return shared_server
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
@@ -53,21 +53,6 @@ USAGE = {
     "output_tokens_details": {"reasoning_tokens": 32},
     "total_tokens": 380,
 }
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:
-        yield replay
-
-
-@pytest.fixture
-def server(replay: ReplayServer) -> Iterator[ReplayServer]:
-    """The module's replay server, emptied for each test; every queued reply must be used."""
-    replay.replies.clear()
-    replay.requests.clear()
-    yield replay
-    assert not replay.replies, f"{len(replay.replies)} queued replies were never requested"
 
 
 @pytest.fixture

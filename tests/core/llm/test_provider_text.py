@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tenxgraph.core.llm.anthropic import AnthropicModel
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.state.message import Message
 from tests.core.llm.replay import ReplayServer
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    with ReplayServer() as replay:
-        yield replay
-
-
-@pytest.fixture
-def server(replay: ReplayServer) -> ReplayServer:
-    replay.replies.clear()
-    replay.requests.clear()
-    return replay
 
 
 def ask() -> ModelRequest:
