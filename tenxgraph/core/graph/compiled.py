@@ -8,6 +8,7 @@ providers or storage backends: nodes and the checkpointer contract do.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -413,6 +414,7 @@ class CompiledGraph(ThreadOperations[S]):
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
             workers=self.workers,
+            run_id=str(config.get("run_id") or uuid.uuid4().hex),
         )
         return _Run(state, ctx, session, next_node, skip_interrupt_before=skip_before)
 
@@ -424,7 +426,9 @@ class CompiledGraph(ThreadOperations[S]):
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
             key = ThreadKey.from_config(config)
             session = self.warm.take(key)
-            if session is not None and await self.checkpointer.aversion(key) == session.version:
+            # Reuse the warm state only if the thread is the same incarnation at the same
+            # version: one deleted and re-created since may have reached that version too.
+            if session is not None and await self.checkpointer.aversion(key) == session.stamp:
                 state = session.revive(self.builder.state_class)
             if state is None:
                 session = ThreadSession(self.checkpointer, key)

@@ -67,6 +67,8 @@ class RunResult:
     """Set when the run paused for a human."""
     invocation_state: dict[str, Any] = field(default_factory=dict)
     """The per-invocation dict given to ``invoke``, as tools and hooks left it."""
+    run_id: str = ""
+    """The run's id: the config's ``run_id``, or a random one."""
 
     def as_dict(self) -> dict[str, Any]:
         """The ``invoke`` result as a dict.

@@ -38,6 +38,8 @@ class RunContext:
     """The graph's context manager (a ``BaseContextManager``), or None."""
     run_sync_inline: bool = False
     """True when the loop is private to a sync ``invoke``: sync code may run on it directly."""
+    run_id: str = ""
+    """This run's id: the config's ``run_id`` when given, else a new random one."""
     workers: WorkerPool = field(default_factory=WorkerPool)
     """The graph's threads for sync user code, apart from the executor storage I/O uses."""
 
