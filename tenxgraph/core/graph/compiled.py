@@ -426,9 +426,7 @@ class CompiledGraph(ThreadOperations[S]):
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
             key = ThreadKey.from_config(config)
             session = self.warm.take(key)
-            # Reuse the warm state only if the thread is the same incarnation at the same
-            # version: one deleted and re-created since may have reached that version too.
-            if session is not None and await self.checkpointer.aversion(key) == session.stamp:
+            if session is not None and await self.checkpointer.aversion(key) == session.version:
                 state = session.revive(self.builder.state_class)
             if state is None:
                 session = ThreadSession(self.checkpointer, key)
@@ -515,6 +513,7 @@ class CompiledGraph(ThreadOperations[S]):
             state=run.state,
             interrupt=interrupt,
             invocation_state=run.ctx.invocation_state,
+            run_id=run.ctx.run_id,
         )
 
 
