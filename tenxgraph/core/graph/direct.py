@@ -58,8 +58,9 @@ class _DirectCall(Node):
             outcome = ToolOutcome(refusal, is_error=True)
         else:
             outcome = await execute_tool({self.tool.name: self.tool}, call, state, ctx)
+        outcome = outcome.storable(call.name)
+        answered = outcome.message(call.id, ctx.id_generator())
         self.result = outcome.result_block(call.id)
-        answered = Message(role="tool", content=[self.result], message_id=ctx.id_generator())
         updates: list[tuple[str, Any]] = [(f"direct call of {call.name!r}", [asked, answered])]
         if outcome.update:
             updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))

@@ -6,8 +6,9 @@ raise become failed results the model can read, never a dead run. A call
 whose arguments the model adapter refused (not a JSON object, see
 ``tenxgraph.core.state.tool_arguments``) is never run, nor passed to the
 wrappers: its result quotes the error and the start of the arguments. A call
-that finished is written to the tool ledger at once, so a crash or an
-interrupt elsewhere in the step never runs it twice.
+that finished is made storable (``ToolOutcome.storable``), written to the
+tool ledger and saved at once, so a crash, an interrupt or a failed save
+elsewhere in the step never runs it twice.
 """
 
 from __future__ import annotations
@@ -26,11 +27,20 @@ from tenxgraph.core.graph.tools import Tool, as_tools
 from tenxgraph.core.graph.updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import MediaRef, ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state.message_block import (
+    MediaRef,
+    ToolCallBlock,
+    ToolResultBlock,
+    check_json_data,
+)
+from tenxgraph.core.state.storable import storable_data, storable_text
 from tenxgraph.core.state.tool_arguments import invalid_tool_args
 from tenxgraph.core.state.tool_result import ToolResult
 
-__all__ = ["ToolCallWrapper", "ToolNode", "ToolOutcome", "execute_tool"]
+__all__ = ["STORAGE_NOTES_KEY", "ToolCallWrapper", "ToolNode", "ToolOutcome", "execute_tool"]
+
+STORAGE_NOTES_KEY = "storage_notes"
+"""Tool message metadata key: where text the store cannot hold was replaced by U+FFFD."""
 
 
 @dataclass(slots=True)
@@ -40,10 +50,39 @@ class ToolOutcome:
     output: Any
     is_error: bool = False
     update: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """Where text the store cannot hold was replaced (see ``storable``)."""
 
     def entry(self) -> dict[str, Any]:
         """The tool ledger's JSON shape."""
-        return {"output": self.output, "is_error": self.is_error, "update": self.update}
+        entry = {"output": self.output, "is_error": self.is_error, "update": self.update}
+        if self.notes:
+            entry["notes"] = self.notes
+        return entry
+
+    def storable(self, tool: str) -> ToolOutcome:
+        """The outcome as every store can hold it; never raises, for the tool already ran.
+
+        NUL characters and lone surrogates in the output or the update, at any
+        depth, become U+FFFD, each noted. A value that cannot be stored at all
+        in the output (NaN, infinity, nesting deeper than 100 levels) makes the
+        call a failed result naming the tool and the field; its update is then
+        not applied. The update's values are otherwise judged by the state class.
+        """
+        notes: list[str] = []
+        try:
+            output = storable_data(_model_output(self.output), "output", notes)
+            update = storable_data(self.update, "ToolResult.state", notes)
+            if not _is_blocks(output):  # blocks and media are validated by the result block
+                check_json_data(output, "output")
+        except Exception as exc:  # the call ran: its result must be recorded
+            problem = storable_text(str(exc))
+            return ToolOutcome(
+                f"tool {tool!r} ran, but its result cannot be stored: {problem}; "
+                "its state update was not applied",
+                True,
+            )
+        return ToolOutcome(output, self.is_error, update, [*self.notes, *notes])
 
     def result_block(self, call_id: str) -> ToolResultBlock:
         """The block the model reads for call ``call_id``."""
@@ -52,6 +91,16 @@ class ToolOutcome:
             output=self.output,
             is_error=self.is_error,
             status="failed" if self.is_error else "completed",
+        )
+
+    def message(self, call_id: str, message_id: str | int) -> Message:
+        """The tool message holding ``result_block``; ``notes`` go in its metadata."""
+        metadata = {STORAGE_NOTES_KEY: self.notes} if self.notes else {}
+        return Message(
+            role="tool",
+            content=[self.result_block(call_id)],
+            message_id=message_id,
+            metadata=metadata,
         )
 
 
@@ -88,7 +137,8 @@ class ToolNode(Node):
         ledger = state.execution_meta.tool_ledger
         for call in calls:
             if call.id in refused and call.id not in ledger:
-                ledger[call.id] = ToolOutcome(refused[call.id], is_error=True).entry()
+                refusal = ToolOutcome(refused[call.id], is_error=True).storable(call.name)
+                ledger[call.id] = refusal.entry()
         pending = [call for call in calls if call.id not in ledger]
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
         async for progress in self._settle(pending, state, ctx, interrupts):
@@ -123,7 +173,7 @@ class ToolNode(Node):
             except GraphInterrupt as signal:
                 interrupts.append((call, signal))
                 return
-            ledger[call.id] = outcome.entry()
+            ledger[call.id] = outcome.storable(call.name).entry()
 
         holder = pending[0].id if pending else None
         tasks = [
@@ -133,10 +183,10 @@ class ToolNode(Node):
             for call in pending
         ]
         try:
-            for finished, done in enumerate(asyncio.as_completed(tasks), start=1):
+            for done in asyncio.as_completed(tasks):
                 await done
-                if finished < len(tasks) and not interrupts:
-                    yield SaveProgress()  # the ledger entry is durable before the step ends
+                if not interrupts:  # the entry is durable before anything else can fail
+                    yield SaveProgress()
         finally:
             for task in tasks:
                 task.cancel()
@@ -152,8 +202,7 @@ def _results(
         if entry is None:  # answered in an earlier step
             continue
         outcome = ToolOutcome(**entry)
-        result = outcome.result_block(call.id)
-        message = Message(role="tool", content=[result], message_id=ctx.id_generator())
+        message = outcome.message(call.id, ctx.id_generator())
         updates.append((f"tool {call.name!r} (call {call.id})", [message]))
         if outcome.update:
             updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))
@@ -230,5 +279,12 @@ def _model_output(value: Any) -> Any:
         return value
     try:
         return json.loads(json.dumps(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+def _is_blocks(output: Any) -> bool:
+    """True for a ``MediaRef`` or a list of content blocks (pydantic models)."""
+    return isinstance(output, BaseModel) or (
+        isinstance(output, list) and bool(output) and all(isinstance(v, BaseModel) for v in output)
+    )

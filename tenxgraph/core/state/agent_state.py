@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 from tenxgraph.core.state.app_state import AppState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex, add_messages
+from tenxgraph.core.state.storable import storable_text
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.utils.constants import START
 
@@ -126,9 +127,13 @@ class AgentState(BaseModel):
         self.execution_meta.next_node = None
 
     def error(self, message: str) -> None:
-        """Mark the run failed with ``message``."""
+        """Mark the run failed with ``message``.
+
+        NUL characters and lone surrogates in ``message`` (an exception's text
+        can hold anything) become U+FFFD, so every store can record the failure.
+        """
         self.execution_meta.status = "error"
-        self.execution_meta.error = message
+        self.execution_meta.error = storable_text(message)
 
 
 def field_reducers(state_class: type[BaseModel]) -> dict[str, Reducer]:
