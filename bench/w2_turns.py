@@ -1,7 +1,7 @@
 """W2 at the storage layer: 1,000 turns on one thread, each saving a user message and a reply.
 
-Each turn is one ``asave`` with ``expected_version`` (the state is kept
-between turns, as a run does). Reported: the median per-turn time around
+Each turn is one ``asave`` with its expected incarnation and version (the
+state is kept between turns, as a run does). Reported: the median per-turn time around
 turn 10 and around turn 1,000 (20-turn windows), their ratio, the time to
 load the finished thread, and for SQLite the file size after 1,000 turns.
 Budgets: ratio <= 1.5, <= 1 ms per turn, file <= 3 MB (SQLite). The file
@@ -39,6 +39,7 @@ def turn_messages(turn: int) -> list[Message]:
 
 
 async def turns(checkpointer: Checkpointer, key: ThreadKey) -> dict[str, Any]:
+    incarnation: str | None = None
     version, length = 0, 0
     times: list[float] = []
     for turn in range(1, TURNS + 1):
@@ -48,10 +49,9 @@ async def turns(checkpointer: Checkpointer, key: ThreadKey) -> dict[str, Any]:
             "execution_meta": {"current_node": "MAIN", "step": turn, "status": "completed"},
         }
         start = time.perf_counter()
-        version = await checkpointer.asave(
-            key,
-            ThreadWrite(version, messages, values, [(0, length + 2)], node="MAIN", step=turn),
-        )
+        write = ThreadWrite(version, messages, values, [(0, length + 2)], node="MAIN", step=turn)
+        write.expected_incarnation = incarnation
+        incarnation, version = await checkpointer.asave(key, write)
         times.append(time.perf_counter() - start)
         length += 2
     early = statistics.median(times[10 - SPAN // 2 : 10 + SPAN // 2])

@@ -26,6 +26,7 @@ MESSAGES = 1_000
 async def fill(checkpointer: InMemoryCheckpointer) -> None:
     for thread in range(THREADS):
         key = ThreadKey(f"thread-{thread}", f"user-{thread % 10}")
+        incarnation: str | None = None
         version = 0
         for turn in range(MESSAGES // 2):
             usage = TokenUsages(completion_tokens=20, prompt_tokens=100, total_tokens=120)
@@ -41,10 +42,11 @@ async def fill(checkpointer: InMemoryCheckpointer) -> None:
                 "context_summary": None,
                 "execution_meta": {"current_node": "MAIN", "step": turn, "status": "completed"},
             }
-            version = await checkpointer.asave(
-                key,
-                ThreadWrite(version, messages, values, [(0, 2 * turn + 2)], node="MAIN", step=turn),
+            write = ThreadWrite(
+                version, messages, values, [(0, 2 * turn + 2)], node="MAIN", step=turn
             )
+            write.expected_incarnation = incarnation
+            incarnation, version = await checkpointer.asave(key, write)
 
 
 def run() -> dict[str, Any]:

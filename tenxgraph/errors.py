@@ -179,14 +179,26 @@ class StorageError(TenxGraphError):
 class ConflictError(StorageError):
     """Another writer saved the thread first; nothing was written by this call."""
 
-    def __init__(self, thread_id: str, expected: int, actual: int | None) -> None:
-        super().__init__(
-            f"thread {thread_id!r} was changed by another run "
-            f"(expected version {expected}, found {actual})"
-        )
+    def __init__(
+        self, thread_id: str, expected: int, actual: int | None, *, recreated: bool = False
+    ) -> None:
+        if recreated:
+            message = (
+                f"thread {thread_id!r} was deleted and re-created by another run since this "
+                f"run read it (expected version {expected} of the deleted thread, found "
+                f"version {actual} of the new one)"
+            )
+        else:
+            message = (
+                f"thread {thread_id!r} was changed by another run "
+                f"(expected version {expected}, found {actual})"
+            )
+        super().__init__(message)
         self.thread_id = thread_id
         self.expected = expected
         self.actual = actual
+        self.recreated = recreated
+        """True when the thread was deleted and created anew (a new incarnation)."""
 
 
 class ThreadNotFoundError(StorageError):

@@ -44,9 +44,10 @@ async def _race(spec: dict[str, Any], name: str, rounds: int, barrier: Any, resu
                 window=[(0, stored.log_length + 1)],
                 node=name,
                 step=round_,
+                expected_incarnation=stored.incarnation,
             )
             try:
-                version = await checkpointer.asave(RACE_KEY, write)
+                version = (await checkpointer.asave(RACE_KEY, write)).version
                 results.put((round_, name, "won", version))
             except ConflictError as conflict:
                 results.put((round_, name, "conflict", conflict.actual))
@@ -65,7 +66,7 @@ async def _start_together(spec: dict[str, Any], name: str, barrier: Any, results
     barrier.wait()
     try:
         write = ThreadWrite(0, [Message.text_message(name)], {}, [(0, 1)], node=name, step=0)
-        results.put((name, await checkpointer.asave(ThreadKey(name, "alice"), write)))
+        results.put((name, (await checkpointer.asave(ThreadKey(name, "alice"), write)).version))
     except Exception as error:
         results.put((name, repr(error)))
     finally:
@@ -82,10 +83,11 @@ def write_forever(spec: dict[str, Any]) -> None:
 
 async def _write_forever(spec: dict[str, Any]) -> None:
     checkpointer = open_checkpointer(spec)
-    version = 0
+    incarnation, version = None, 0
     while True:
         messages = [Message.text_message(f"q{version}"), Message.text_message(f"a{version}")]
         write = ThreadWrite(
             version, messages, {"step": version}, [(0, 2 * version + 2)], node="w", step=version
         )
-        version = await checkpointer.asave(CRASH_KEY, write)
+        write.expected_incarnation = incarnation
+        incarnation, version = await checkpointer.asave(CRASH_KEY, write)

@@ -16,6 +16,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadKey,
     ThreadWrite,
 )
+from tests.storage._saving import save
 from tests.storage.conftest import MakeCheckpointer
 
 KEY = ThreadKey("thread-1", "alice")
@@ -61,8 +62,10 @@ async def grow(checkpointer: Checkpointer, count: int, key: ThreadKey = KEY) -> 
     messages = [msg(f"m{i}", "user" if i % 2 == 0 else "assistant") for i in range(count)]
     version = 0
     for start in range(0, count, 2):
-        version = await checkpointer.asave(
-            key, write(version, messages[start : start + 2], [(0, min(start + 2, count))])
+        version = await save(
+            checkpointer,
+            key,
+            write(version, messages[start : start + 2], [(0, min(start + 2, count))]),
         )
     return messages
 
@@ -79,8 +82,8 @@ async def test_create_then_load_round_trips_everything(checkpointer: Checkpointe
         ),
     ]
     values = {"context_summary": "earlier", "execution_meta": {"step": 3}, "city": "Paris"}
-    version = await checkpointer.asave(
-        KEY, write(0, first, [(0, 2)], values, metadata={"topic": "weather"})
+    version = await save(
+        checkpointer, KEY, write(0, first, [(0, 2)], values, metadata={"topic": "weather"})
     )
     assert version == 1
     stored = await load(checkpointer)
@@ -96,8 +99,8 @@ async def test_create_then_load_round_trips_everything(checkpointer: Checkpointe
 
 async def test_append_adds_only_new_messages(checkpointer: Checkpointer) -> None:
     first, second = [msg("a"), msg("b", "assistant")], [msg("c"), msg("d", "assistant")]
-    await checkpointer.asave(KEY, write(0, first, [(0, 2)], metadata={"k": 1}))
-    version = await checkpointer.asave(KEY, write(1, second, [(0, 4)], {"context_summary": "s"}))
+    await save(checkpointer, KEY, write(0, first, [(0, 2)], metadata={"k": 1}))
+    version = await save(checkpointer, KEY, write(1, second, [(0, 4)], {"context_summary": "s"}))
     assert version == 2
     stored = await load(checkpointer)
     assert (stored.version, stored.log_length, stored.window) == (2, 4, [(0, 4)])
@@ -108,7 +111,7 @@ async def test_append_adds_only_new_messages(checkpointer: Checkpointer) -> None
     assert [m.seq for m in log] == [0, 1, 2, 3]
     assert dumps([m.message for m in log]) == dumps(first + second)
     # a save without messages still records a step
-    assert await checkpointer.asave(KEY, write(2, [], [(2, 4)], metadata={"k": 2})) == 3
+    assert await save(checkpointer, KEY, write(2, [], [(2, 4)], metadata={"k": 2})) == 3
     stored = await load(checkpointer)
     assert (stored.log_length, stored.window, stored.metadata) == (4, [(2, 4)], {"k": 2})
     assert dumps(stored.context) == dumps(second)
@@ -130,13 +133,13 @@ async def test_stale_version_conflicts_and_writes_nothing(checkpointer: Checkpoi
     checkpoints_before = await checkpointer.alist_checkpoints(KEY)
     intruder = msg("lost?")
     with pytest.raises(ConflictError) as raised:
-        await checkpointer.asave(KEY, write(1, [intruder], [(0, 5)], {"context_summary": "x"}))
+        await save(checkpointer, KEY, write(1, [intruder], [(0, 5)], {"context_summary": "x"}))
     assert (raised.value.expected, raised.value.actual) == (1, 2)
     with pytest.raises(ConflictError) as raised:
-        await checkpointer.asave(KEY, write(0, [intruder], [(0, 1)]))
+        await save(checkpointer, KEY, write(0, [intruder], [(0, 1)]))
     assert (raised.value.expected, raised.value.actual) == (0, 2)
     with pytest.raises(ConflictError) as raised:
-        await checkpointer.asave(ThreadKey("nobody", "alice"), write(3, [intruder], [(0, 1)]))
+        await save(checkpointer, ThreadKey("nobody", "alice"), write(3, [intruder], [(0, 1)]))
     assert raised.value.actual is None
     after = await load(checkpointer)
     assert (after.version, after.log_length, after.values, after.window) == (
@@ -156,7 +159,7 @@ async def test_concurrent_tasks_one_winner(checkpointer: Checkpointer) -> None:
     await grow(checkpointer, 2)
     contenders = [msg(f"from task {i}") for i in range(8)]
     results = await asyncio.gather(
-        *(checkpointer.asave(KEY, write(1, [m], [(0, 3)])) for m in contenders),
+        *(save(checkpointer, KEY, write(1, [m], [(0, 3)])) for m in contenders),
         return_exceptions=True,
     )
     winners = [i for i, result in enumerate(results) if result == 2]
@@ -169,7 +172,7 @@ async def test_concurrent_tasks_one_winner(checkpointer: Checkpointer) -> None:
 
 async def test_load_returns_window_messages_in_window_order(checkpointer: Checkpointer) -> None:
     messages = await grow(checkpointer, 6)
-    await checkpointer.asave(KEY, write(3, [], [(4, 6), (0, 1), (2, 3)]))
+    await save(checkpointer, KEY, write(3, [], [(4, 6), (0, 1), (2, 3)]))
     stored = await load(checkpointer)
     assert stored.window == [(4, 6), (0, 1), (2, 3)]
     assert [m.text() for m in stored.context] == ["m4", "m5", "m0", "m2"]
@@ -182,11 +185,11 @@ async def test_window_outside_the_log_is_rejected_before_writing(
 ) -> None:
     await grow(checkpointer, 2)
     with pytest.raises(StateError, match=r"window\[1\] = \(2, 4\)"):
-        await checkpointer.asave(KEY, write(1, [msg("x")], [(0, 2), (2, 4)]))
+        await save(checkpointer, KEY, write(1, [msg("x")], [(0, 2), (2, 4)]))
     with pytest.raises(StateError, match="window"):
-        await checkpointer.asave(KEY, write(1, [], [(1, 0)]))
+        await save(checkpointer, KEY, write(1, [], [(1, 0)]))
     with pytest.raises(StateError, match="window"):
-        await checkpointer.asave(KEY, write(1, [], [(0, 1.0)]))  # type: ignore[list-item]
+        await save(checkpointer, KEY, write(1, [], [(0, 1.0)]))  # type: ignore[list-item]
     stored = await load(checkpointer)
     assert (stored.version, stored.log_length) == (1, 2)
     assert len(await checkpointer.alist_messages(KEY)) == 2
@@ -194,7 +197,7 @@ async def test_window_outside_the_log_is_rejected_before_writing(
 
 async def test_list_messages_pages_over_the_whole_log(checkpointer: Checkpointer) -> None:
     messages = await grow(checkpointer, 10)
-    await checkpointer.asave(KEY, write(5, [], [(8, 10)]))  # trimmed: 8 messages out of context
+    await save(checkpointer, KEY, write(5, [], [(8, 10)]))  # trimmed: 8 messages out of context
     assert [m.text() for m in (await load(checkpointer)).context] == ["m8", "m9"]
     everything = await checkpointer.alist_messages(KEY)
     assert [m.seq for m in everything] == list(range(10))
@@ -210,7 +213,7 @@ async def test_list_messages_pages_over_the_whole_log(checkpointer: Checkpointer
 
 async def test_list_threads_by_user_and_metadata(checkpointer: Checkpointer) -> None:
     async def create(key: ThreadKey, metadata: dict[str, Any] | None) -> None:
-        await checkpointer.asave(key, write(0, [msg(key.thread_id)], [(0, 1)], metadata=metadata))
+        await save(checkpointer, key, write(0, [msg(key.thread_id)], [(0, 1)], metadata=metadata))
 
     await create(ThreadKey("t1", "alice"), {"topic": "x", "tags": ["a", "b"], "n": {"deep": 1}})
     await create(ThreadKey("t2", "alice"), {"topic": "y", "flag": True})
@@ -240,7 +243,7 @@ async def test_list_threads_by_user_and_metadata(checkpointer: Checkpointer) -> 
     assert await ids("bob", metadata={"topic": "x"}) == ["t1"]
     assert await ids("carol") == []
 
-    await checkpointer.asave(ThreadKey("t1", "alice"), write(1, [], [(0, 1)]))
+    await save(checkpointer, ThreadKey("t1", "alice"), write(1, [], [(0, 1)]))
     assert await ids() == ["t1", "t3", "t2"]  # a save moves the thread to the front
 
 
@@ -258,7 +261,7 @@ async def test_delete_removes_everything(checkpointer: Checkpointer) -> None:
     assert await checkpointer.adelete_thread(KEY) is False
     assert (await load(checkpointer, other)).log_length == 2  # the neighbour is untouched
     # the id can be used again, from scratch
-    assert await checkpointer.asave(KEY, write(0, [msg("again")], [(0, 1)])) == 1
+    assert await save(checkpointer, KEY, write(0, [msg("again")], [(0, 1)])) == 1
     stored = await load(checkpointer)
     assert [m.text() for m in stored.context] == ["again"]
     assert [m.seq for m in await checkpointer.alist_messages(KEY)] == [0]
@@ -268,9 +271,9 @@ async def test_delete_removes_everything(checkpointer: Checkpointer) -> None:
 async def test_checkpoints_newest_first_with_values_and_window(
     checkpointer: Checkpointer,
 ) -> None:
-    await checkpointer.asave(KEY, write(0, [msg("a")], [(0, 1)], {"n": 1}, node="IN", step=1))
-    await checkpointer.asave(KEY, write(1, [msg("b")], [(0, 2)], {"n": 2}, node="AGENT", step=2))
-    await checkpointer.asave(KEY, write(2, [], [(1, 2)], {"n": 3}, node="TRIM", step=3))
+    await save(checkpointer, KEY, write(0, [msg("a")], [(0, 1)], {"n": 1}, node="IN", step=1))
+    await save(checkpointer, KEY, write(1, [msg("b")], [(0, 2)], {"n": 2}, node="AGENT", step=2))
+    await save(checkpointer, KEY, write(2, [], [(1, 2)], {"n": 3}, node="TRIM", step=3))
     checkpoints = await checkpointer.alist_checkpoints(KEY)
     assert [(c.version, c.node, c.step, c.log_length) for c in checkpoints] == [
         (3, "TRIM", 3, 2),
@@ -285,7 +288,7 @@ async def test_checkpoints_newest_first_with_values_and_window(
 
 async def test_messages_of_a_past_window(checkpointer: Checkpointer) -> None:
     await grow(checkpointer, 6)
-    await checkpointer.asave(KEY, write(3, [msg("m6")], [(5, 7)]))  # trim, then add
+    await save(checkpointer, KEY, write(3, [msg("m6")], [(5, 7)]))  # trim, then add
     oldest = (await checkpointer.alist_checkpoints(KEY))[-1]
     assert oldest.window == [(0, 2)]
     past = await checkpointer.aload_messages(KEY, oldest.window)
@@ -302,7 +305,7 @@ async def test_messages_of_a_past_window(checkpointer: Checkpointer) -> None:
 
 async def test_tenants_never_see_each_other(checkpointer: Checkpointer) -> None:
     alice, mallory = ThreadKey("shared-id", "alice"), ThreadKey("shared-id", "mallory")
-    await checkpointer.asave(alice, write(0, [msg("alice's secret")], [(0, 1)], {"s": 1}))
+    await save(checkpointer, alice, write(0, [msg("alice's secret")], [(0, 1)], {"s": 1}))
     assert await checkpointer.aload(mallory) is None
     assert await checkpointer.alist_messages(mallory) == []
     assert list(await checkpointer.alist_checkpoints(mallory)) == []
@@ -311,10 +314,10 @@ async def test_tenants_never_see_each_other(checkpointer: Checkpointer) -> None:
         await checkpointer.aload_messages(mallory, [(0, 1)])
     assert await checkpointer.adelete_thread(mallory) is False
     with pytest.raises(ConflictError):
-        await checkpointer.asave(mallory, write(1, [msg("overwrite")], [(0, 2)]))
+        await save(checkpointer, mallory, write(1, [msg("overwrite")], [(0, 2)]))
     # the same id under another user is another thread
-    await checkpointer.asave(mallory, write(0, [msg("mallory's")], [(0, 1)], {"s": 2}))
-    await checkpointer.asave(mallory, write(1, [msg("more")], [(0, 2)], {"s": 3}))
+    await save(checkpointer, mallory, write(0, [msg("mallory's")], [(0, 1)], {"s": 2}))
+    await save(checkpointer, mallory, write(1, [msg("more")], [(0, 2)], {"s": 3}))
     stored = await load(checkpointer, alice)
     assert (stored.version, stored.values) == (1, {"s": 1})
     assert [m.text() for m in stored.context] == ["alice's secret"]
@@ -358,8 +361,10 @@ async def test_stored_data_is_plain_data(checkpointer: Checkpointer) -> None:
     message = msg(
         "hi", metadata={"cls": "builtins.eval", **lookalike}, parsed_content=dict(lookalike)
     )
-    await checkpointer.asave(
-        KEY, write(0, [message], [(0, 1)], {"custom": lookalike}, metadata={"m": lookalike})
+    await save(
+        checkpointer,
+        KEY,
+        write(0, [message], [(0, 1)], {"custom": lookalike}, metadata={"m": lookalike}),
     )
     stored = await load(checkpointer)
     assert stored.values == {"custom": lookalike}
@@ -378,7 +383,7 @@ async def test_later_mutation_does_not_change_stored_data(checkpointer: Checkpoi
     message = msg("original", metadata={"k": "v"})
     values: dict[str, Any] = {"items": [1, 2]}
     window = [(0, 1)]
-    await checkpointer.asave(KEY, write(0, [message], window, values))
+    await save(checkpointer, KEY, write(0, [message], window, values))
     message.metadata["k"] = "changed"
     message.content.append(TextBlock(text="added"))
     values["items"].append(3)
@@ -397,12 +402,12 @@ async def test_later_mutation_does_not_change_stored_data(checkpointer: Checkpoi
 
 async def test_bad_writes_are_refused_and_write_nothing(checkpointer: Checkpointer) -> None:
     with pytest.raises(StateError, match="values must be JSON"):
-        await checkpointer.asave(KEY, write(0, [msg("a")], [(0, 1)], {"when": object()}))
+        await save(checkpointer, KEY, write(0, [msg("a")], [(0, 1)], {"when": object()}))
     with pytest.raises(StateError, match="delta"):
-        await checkpointer.asave(KEY, write(0, [msg("a", delta=True)], [(0, 1)]))
+        await save(checkpointer, KEY, write(0, [msg("a", delta=True)], [(0, 1)]))
     with pytest.raises(StateError, match="metadata must be JSON"):
-        await checkpointer.asave(KEY, write(0, [msg("a")], [(0, 1)], metadata={"x": {1, 2}}))
+        await save(checkpointer, KEY, write(0, [msg("a")], [(0, 1)], metadata={"x": {1, 2}}))
     with pytest.raises(ValueError, match="expected_version"):
-        await checkpointer.asave(KEY, write(-1, [], []))
+        await save(checkpointer, KEY, write(-1, [], []))
     assert await checkpointer.aload(KEY) is None
     assert await checkpointer.alist_messages(KEY) == []

@@ -19,6 +19,7 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError, StateError
 from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
 from tests.storage._damage import Damage
+from tests.storage._saving import save
 from tests.storage.conftest import MakeCheckpointer
 
 USER = "alice"
@@ -42,7 +43,7 @@ async def create(
     key = ThreadKey(thread_id, USER)
     messages = [Message.text_message(f"{thread_id} m{i}") for i in range(3)]
     write = ThreadWrite(0, messages, {}, [(0, 3)], node="n", step=1, metadata=metadata)
-    await checkpointer.asave(key, write)
+    await save(checkpointer, key, write)
     return key
 
 
@@ -170,7 +171,7 @@ async def test_a_damaged_log_length_cannot_stretch_the_window(
 async def test_windows_in_any_order_round_trip(checkpointer: Checkpointer) -> None:
     """A message removed and added back keeps its seq: a window may list it after later ones."""
     key = await create(checkpointer, "t1")
-    version = await checkpointer.asave(key, ThreadWrite(1, [], {}, [(1, 3), (0, 1)], "n", 2))
+    version = await save(checkpointer, key, ThreadWrite(1, [], {}, [(1, 3), (0, 1)], "n", 2))
     stored = await checkpointer.aload(key)
     assert stored is not None and stored.version == version
     assert stored.window == [(1, 3), (0, 1)]
@@ -180,6 +181,6 @@ async def test_windows_in_any_order_round_trip(checkpointer: Checkpointer) -> No
 async def test_an_overlapping_window_is_refused_before_writing(checkpointer: Checkpointer) -> None:
     key = await create(checkpointer, "t1")
     with pytest.raises(StateError, match=r"'t1'.*\(0, 2\) and \(1, 3\) overlap"):
-        await checkpointer.asave(key, ThreadWrite(1, [], {}, [(0, 2), (1, 3)], "n", 2))
+        await save(checkpointer, key, ThreadWrite(1, [], {}, [(0, 2), (1, 3)], "n", 2))
     stored = await checkpointer.aload(key)
     assert stored is not None and stored.version == 1

@@ -97,7 +97,7 @@ async def test_ids_at_the_limit_work_on_every_backend(checkpointer: Checkpointer
     """The worst case, 2 KB of key, fits Postgres' index entries (at most 2,704 bytes)."""
     key = ThreadKey(incompressible(1), incompressible(2))
     assert len(key.thread_id.encode()) == len(key.user_id.encode()) == 4 * MAX_ID_LENGTH
-    assert await checkpointer.asave(key, write(2)) == 1
+    assert (await checkpointer.asave(key, write(2))).version == 1
     stored = await checkpointer.aload(key)
     assert stored is not None and [m.text() for m in stored.context] == ["m0", "m1"]
     assert len(await checkpointer.alist_messages(key)) == 2

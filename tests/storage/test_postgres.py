@@ -9,6 +9,7 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, MissingExtraError, StorageError
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tests.storage._saving import save
 from tests.storage.conftest import PG_DSN, drop_schema
 
 KEY = ThreadKey("t", "alice")
@@ -30,10 +31,10 @@ async def test_a_caller_pool_without_autocommit_works_and_stays_open(pg_schema: 
     await pool.open()
     checkpointer = PgCheckpointer(pool, schema=pg_schema)
     try:
-        await checkpointer.asave(KEY, step(0, "a"))
-        await checkpointer.asave(KEY, step(1, "b"))
+        await save(checkpointer, KEY, step(0, "a"))
+        await save(checkpointer, KEY, step(1, "b"))
         with pytest.raises(ConflictError):
-            await checkpointer.asave(KEY, step(1, "lost"))
+            await save(checkpointer, KEY, step(1, "lost"))
         stored = await checkpointer.aload(KEY)
         assert stored is not None
         assert [m.text() for m in stored.context] == ["a", "b"]
@@ -115,9 +116,9 @@ def test_a_dsn_checkpointer_serves_any_loop_and_closes_from_any(pg_schema: str) 
     checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
     try:
         assert asyncio.run(checkpointer.aload(KEY)) is None
-        asyncio.run(checkpointer.asave(KEY, step(0, "a")))  # another loop
+        asyncio.run(save(checkpointer, KEY, step(0, "a")))  # another loop
         asyncio.run(checkpointer.aclose())  # and another: closing is not bound to a loop
-        assert asyncio.run(checkpointer.aversion(KEY)) == 1  # a later call reopens
+        assert asyncio.run(checkpointer.aversion(KEY)).version == 1  # a later call reopens
     finally:
         checkpointer.close()
         asyncio.run(drop_schema(pg_schema))

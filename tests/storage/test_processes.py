@@ -15,6 +15,7 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
 from tests.storage import _workers
+from tests.storage._saving import save
 from tests.storage.conftest import PG_DSN, drop_schema
 
 ROUNDS = 12
@@ -50,7 +51,7 @@ async def test_two_processes_race_on_one_thread(spec: dict[str, Any]) -> None:
     checkpointer = _workers.open_checkpointer(spec)
     key = _workers.RACE_KEY
     first = Message.text_message("start")
-    await checkpointer.asave(key, ThreadWrite(0, [first], {}, [(0, 1)], node="start", step=0))
+    await save(checkpointer, key, ThreadWrite(0, [first], {}, [(0, 1)], node="start", step=0))
     barrier = spawn.Barrier(2)
     outcomes = run_processes(
         _workers.race, [(spec, name, ROUNDS, barrier) for name in ("left", "right")]
@@ -85,7 +86,7 @@ async def test_two_processes_migrate_a_fresh_store_at_once(spec: dict[str, Any])
         assert stored is not None
         assert [m.text() for m in stored.context] == [name]
     await checkpointer.aclose()
-    assert await applied_versions(spec) == [1]
+    assert await applied_versions(spec) == [1, 2]  # each migration once
 
 
 async def applied_versions(spec: dict[str, Any]) -> list[int]:
@@ -131,7 +132,9 @@ async def test_a_killed_writer_leaves_whole_steps_only(spec: dict[str, Any]) -> 
         assert [c.version for c in checkpoints] == list(range(version, 0, -1))
         # the thread goes on from the last committed step
         write = ThreadWrite(version, [], {"step": "resumed"}, stored.window, node="r", step=0)
-        assert await checkpointer.asave(_workers.CRASH_KEY, write) == version + 1
+        write.expected_incarnation = stored.incarnation
+        stamp = await checkpointer.asave(_workers.CRASH_KEY, write)
+        assert stamp == (stored.incarnation, version + 1)
     finally:
         if writer.is_alive():
             writer.kill()

@@ -12,6 +12,7 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tests.storage._saving import save
 from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -63,16 +64,16 @@ def step(
 
 async def test_saves_write_through(stores: tuple[Any, Any, Any]) -> None:
     cached, _, client = stores
-    await cached.asave(KEY, step(0, ["a", "b", "c"], [(1, 3)], n=1))
+    await save(cached, KEY, step(0, ["a", "b", "c"], [(1, 3)], n=1))
     header, context = await read_entry(client, cached)
     assert (int(header[b"version"]), int(header[b"log_length"])) == (1, 3)
     assert context == ["b", "c"]
-    await cached.asave(KEY, step(1, ["d"], [(1, 4)], n=2))  # appends: the entry follows
+    await save(cached, KEY, step(1, ["d"], [(1, 4)], n=2))  # appends: the entry follows
     header, context = await read_entry(client, cached)
     assert (int(header[b"version"]), int(header[b"log_length"])) == (2, 4)
     assert header[b"window"] == b"[[1,4]]"
     assert context == ["b", "c", "d"]
-    await cached.asave(KEY, step(2, ["e", "f"], [(1, 4), (4, 6)], n=3))  # split ranges, same seqs
+    await save(cached, KEY, step(2, ["e", "f"], [(1, 4), (4, 6)], n=3))  # split ranges, same seqs
     header, context = await read_entry(client, cached)
     assert int(header[b"version"]) == 3
     assert context == ["b", "c", "d", "e", "f"]
@@ -88,12 +89,12 @@ async def test_a_matching_entry_is_served_and_a_stale_one_is_not(
     stores: tuple[Any, Any, Any],
 ) -> None:
     cached, direct, client = stores
-    await cached.asave(KEY, step(0, ["a"], [(0, 1)], n=1))
+    await save(cached, KEY, step(0, ["a"], [(0, 1)], n=1))
     # Same version as Postgres: the entry is what a load returns (proof the cache is used).
     await client.hset(entry_keys(cached)[0], "values", b'{"served": "from redis"}')
     assert (await cached.aload(KEY)).values == {"served": "from redis"}
     # Another writer moves Postgres on: the entry no longer matches and is not trusted.
-    await direct.asave(KEY, step(1, ["b"], [(0, 2)], n=2))
+    await save(direct, KEY, step(1, ["b"], [(0, 2)], n=2))
     stored = await cached.aload(KEY)
     assert (stored.version, stored.values) == (2, {"n": 2})
     assert [m.text() for m in stored.context] == ["a", "b"]
@@ -105,29 +106,29 @@ async def test_a_recreated_thread_is_not_confused_with_the_old_one(
     stores: tuple[Any, Any, Any],
 ) -> None:
     cached, direct, _ = stores
-    await cached.asave(KEY, step(0, ["old"], [(0, 1)]))
+    await save(cached, KEY, step(0, ["old"], [(0, 1)]))
     assert [m.text() for m in (await cached.aload(KEY)).context] == ["old"]
     await direct.adelete_thread(KEY)
-    await direct.asave(KEY, step(0, ["new"], [(0, 1)]))  # version 1 again
+    await save(direct, KEY, step(0, ["new"], [(0, 1)]))  # version 1 again
     assert [m.text() for m in (await cached.aload(KEY)).context] == ["new"]
 
 
 async def test_creating_over_a_lingering_entry_replaces_it(stores: tuple[Any, Any, Any]) -> None:
     cached, direct, client = stores
-    await cached.asave(KEY, step(0, ["old", "older"], [(0, 2)]))
+    await save(cached, KEY, step(0, ["old", "older"], [(0, 2)]))
     await direct.adelete_thread(KEY)  # no cache there: the entry lingers
-    await cached.asave(KEY, step(0, ["new"], [(0, 1)]))
+    await save(cached, KEY, step(0, ["new"], [(0, 1)]))
     header, context = await read_entry(client, cached)
     assert (int(header[b"version"]), context) == (1, ["new"])
 
 
 async def test_conflict_and_delete_evict(stores: tuple[Any, Any, Any]) -> None:
     cached, direct, client = stores
-    await cached.asave(KEY, step(0, ["a"], [(0, 1)]))
-    await direct.asave(KEY, step(1, ["b"], [(0, 2)]))
+    await save(cached, KEY, step(0, ["a"], [(0, 1)]))
+    await save(direct, KEY, step(1, ["b"], [(0, 2)]))
     assert await cached_entry_count(client, cached) == 2
     with pytest.raises(ConflictError):
-        await cached.asave(KEY, step(1, ["lost"], [(0, 2)]))
+        await save(cached, KEY, step(1, ["lost"], [(0, 2)]))
     assert await cached_entry_count(client, cached) == 0
     assert (await cached.aload(KEY)).version == 2
     assert await cached_entry_count(client, cached) == 2
@@ -138,14 +139,14 @@ async def test_conflict_and_delete_evict(stores: tuple[Any, Any, Any]) -> None:
 
 async def test_a_save_the_entry_cannot_follow_evicts(stores: tuple[Any, Any, Any]) -> None:
     cached, _, client = stores
-    await cached.asave(KEY, step(0, ["a", "b", "c"], [(0, 3)]))
+    await save(cached, KEY, step(0, ["a", "b", "c"], [(0, 3)]))
     assert await cached_entry_count(client, cached) == 2
-    await cached.asave(KEY, step(1, ["d"], [(0, 1), (2, 4)]))  # a trim: not an append
+    await save(cached, KEY, step(1, ["d"], [(0, 1), (2, 4)]))  # a trim: not an append
     assert await cached_entry_count(client, cached) == 0
     assert [m.text() for m in (await cached.aload(KEY)).context] == ["a", "c", "d"]
     assert await cached_entry_count(client, cached) == 2  # the load refilled it
-    await client.hset(entry_keys(cached)[0], "created_at", b"1.5")  # not the version replaced
-    await cached.asave(KEY, step(2, ["e"], [(0, 1), (2, 5)]))
+    await client.hset(entry_keys(cached)[0], "incarnation", b"other")  # not the one replaced
+    await save(cached, KEY, step(2, ["e"], [(0, 1), (2, 5)]))
     assert await cached_entry_count(client, cached) == 0
     assert [m.text() for m in (await cached.aload(KEY)).context] == ["a", "c", "d", "e"]
 
@@ -160,8 +161,8 @@ async def test_postgres_keeps_working_when_redis_is_down(
     )
     caplog.set_level(logging.WARNING)
     try:
-        await checkpointer.asave(KEY, step(0, ["a"], [(0, 1)]))
-        await checkpointer.asave(KEY, step(1, ["b"], [(0, 2)]))
+        await save(checkpointer, KEY, step(0, ["a"], [(0, 1)]))
+        await save(checkpointer, KEY, step(1, ["b"], [(0, 2)]))
         stored = await checkpointer.aload(KEY)
         assert [m.text() for m in stored.context] == ["a", "b"]
         assert await checkpointer.adelete_thread(KEY) is True
@@ -181,7 +182,7 @@ async def test_a_plain_redis_client_is_used_and_left_open(pg_schema: str) -> Non
     names = [f"tenxgraph:{kind}:5:alice:{key.thread_id}" for kind in ("state", "context")]
     checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema, redis=client)
     try:
-        await checkpointer.asave(key, step(0, ["a"], [(0, 1)]))
+        await save(checkpointer, key, step(0, ["a"], [(0, 1)]))
         assert await client.exists(*names) == 2  # the default prefix
         await checkpointer.aclose()
         assert await client.ping() is True  # not closed: the caller owns it

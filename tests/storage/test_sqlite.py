@@ -38,7 +38,7 @@ async def test_one_wal_file_shared_by_instances(tmp_path: Path) -> None:
 
 def test_usable_from_sync_code(tmp_path: Path) -> None:
     checkpointer = SqliteCheckpointer(tmp_path / "threads.db")
-    assert run_sync(checkpointer.asave(KEY, first_write())) == 1
+    assert run_sync(checkpointer.asave(KEY, first_write())).version == 1
     stored = run_sync(checkpointer.aload(KEY))
     assert stored is not None
     assert stored.values == {"n": 1}

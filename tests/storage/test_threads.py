@@ -17,6 +17,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadKey,
     ThreadWrite,
 )
+from tests.storage._saving import save
 
 THREADS = 6
 SAVES = 20
@@ -41,7 +42,7 @@ def test_threads_appending_with_retries_lose_nothing(shared: Checkpointer) -> No
                 version, length = (0, 0) if stored is None else (stored.version, stored.log_length)
                 write = ThreadWrite(version, [message], {}, [(0, length + 1)], node="w", step=0)
                 try:
-                    await shared.asave(key, write)
+                    await save(shared, key, write)
                     break
                 except ConflictError:
                     continue  # another thread saved first: reload and retry

@@ -426,7 +426,9 @@ class CompiledGraph(ThreadOperations[S]):
                 raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
             key = ThreadKey.from_config(config)
             session = self.warm.take(key)
-            if session is not None and await self.checkpointer.aversion(key) == session.version:
+            # Reuse the warm state only if the thread is the same incarnation at the same
+            # version: one deleted and re-created since may have reached that version too.
+            if session is not None and await self.checkpointer.aversion(key) == session.stamp:
                 state = session.revive(self.builder.state_class)
             if state is None:
                 session = ThreadSession(self.checkpointer, key)

@@ -5,6 +5,11 @@ small state row, so its cost does not depend on the thread's length. When
 the context was only appended to since the last save, the window is extended
 in O(1); after a trim or summary it is recomputed from the (short) context.
 
+The session knows the thread by its stamp, incarnation and version: every
+save is compare-and-swap on both, so a session holding a thread that was
+deleted and re-created since (a new incarnation, whatever its version) gets
+``ConflictError`` and writes nothing.
+
 Stored fields that the loading graph's state class does not declare (a
 thread shared by graphs with different state classes) are carried through
 every save unchanged, so a graph never erases another graph's fields.
@@ -19,7 +24,13 @@ from pydantic import BaseModel
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite, Window
+from tenxgraph.storage.checkpointer.base import (
+    Checkpointer,
+    ThreadKey,
+    ThreadStamp,
+    ThreadWrite,
+    Window,
+)
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
 
 __all__ = ["ThreadSession", "approx_bytes"]
@@ -33,6 +44,8 @@ class ThreadSession:
     def __init__(self, checkpointer: Checkpointer, key: ThreadKey) -> None:
         self.checkpointer = checkpointer
         self.key = key
+        self.incarnation = ""
+        """The thread's identity, from the load or the first save ("" before either)."""
         self.version = 0
         self.log_length = 0
         self.metadata: dict[str, Any] = {}
@@ -48,12 +61,18 @@ class ThreadSession:
         """An estimate of the bytes the context messages hold (kept up to date per save)."""
         self._index: MessageIndex | None = None
 
+    @property
+    def stamp(self) -> ThreadStamp:
+        """The incarnation and version this session holds (compare with ``aversion``)."""
+        return ThreadStamp(self.incarnation, self.version)
+
     async def load(self, state_class: type[S]) -> S | None:
         """Load the thread's state, or None when the thread does not exist yet."""
         stored = await self.checkpointer.aload(self.key)
         if stored is None:
             return None
         state = decode_state(state_class, stored)
+        self.incarnation = stored.incarnation
         self.version = stored.version
         self.log_length = stored.log_length
         self.metadata = stored.metadata
@@ -69,7 +88,7 @@ class ThreadSession:
     def revive(self, state_class: type[S]) -> S | None:
         """Rebuild the state as this session last saved it, without reading storage.
 
-        Only valid while the stored version is still ``self.version`` (the caller
+        Only valid while the stored stamp is still ``self.stamp`` (the caller
         checks). Returns None when the saved context list was changed since.
         """
         context, values = self._window_list, self._values
@@ -101,7 +120,7 @@ class ThreadSession:
         values = encode_values(state)
         if self._undeclared:
             values = {**self._undeclared, **values}
-        version = await self.checkpointer.asave(
+        self.incarnation, self.version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(
                 expected_version=self.version,
@@ -110,9 +129,9 @@ class ThreadSession:
                 window=window,
                 node=node,
                 step=step,
+                expected_incarnation=self.incarnation or None,
             ),
         )
-        self.version = version
         self._values = values
         self._index = state.message_index()
         if extended:

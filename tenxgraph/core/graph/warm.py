@@ -1,8 +1,9 @@
 """Warm threads: recently finished thread sessions kept in memory, bounded by count and size.
 
 A thread's next run on the same compiled graph then needs one version check
-instead of a reload. The check reads the stored version, so a write by anyone
-else is never missed. The cache is bounded twice: by the number of threads
+instead of a reload. The check reads the stored stamp (incarnation and
+version), so a write by anyone else is never missed, nor a thread deleted and
+re-created up to the same version. The cache is bounded twice: by the number of threads
 and by the (estimated) bytes their messages hold, because a few threads with
 large messages (inline images, long tool outputs) would otherwise pin
 hundreds of megabytes with the count far below its limit.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice, pairwise
@@ -27,11 +28,12 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from tenxgraph.core.state.message import Message, MessagesAdapter
-from tenxgraph.errors import CorruptRecordError, InvalidIdError, StateError
+from tenxgraph.errors import ConflictError, CorruptRecordError, InvalidIdError, StateError
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
     ThreadInfo,
     ThreadKey,
+    ThreadStamp,
     ThreadWrite,
     Window,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "MessageRow",
     "check_page",
     "check_window",
+    "conflict",
     "decode_checkpoint",
     "decode_json_object",
     "decode_messages",
@@ -50,6 +53,7 @@ __all__ = [
     "encode_write",
     "json_contains",
     "list_threads",
+    "new_incarnation",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -81,6 +85,13 @@ class EncodedWrite:
     window: str
     metadata: str | None
     """None keeps the stored metadata."""
+    incarnation: str
+    """The incarnation the write expects, or the new one when it creates the thread."""
+
+
+def new_incarnation() -> str:
+    """A new thread identity: 16 random hex digits (64 bits, so never reused in practice)."""
+    return secrets.token_hex(8)
 
 
 def encode_json(what: str, value: Any) -> str:
@@ -97,6 +108,7 @@ def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
     """Validate and encode a write before any transaction starts."""
     if write.expected_version < 0:
         raise ValueError(f"expected_version must be >= 0, got {write.expected_version}")
+    incarnation = _write_incarnation(key, write)
     rows = []
     for index, message in enumerate(write.new_messages):
         if not isinstance(message, Message):
@@ -119,7 +131,42 @@ def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
         metadata=None
         if write.metadata is None
         else encode_json(f"{where} metadata", write.metadata),
+        incarnation=incarnation,
     )
+
+
+def conflict(
+    key: ThreadKey, write: ThreadWrite, incarnation: str, found: ThreadStamp | None
+) -> ConflictError:
+    """The error for a write that lost its compare-and-swap to the stored ``found`` (None: absent).
+
+    The error says the thread was deleted and re-created when it has another
+    incarnation than the one the write was based on.
+    """
+    recreated = (
+        found is not None and write.expected_version != 0 and found.incarnation != incarnation
+    )
+    actual = None if found is None else found.version
+    return ConflictError(key.thread_id, write.expected_version, actual, recreated=recreated)
+
+
+def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:
+    """The incarnation a write expects; a new one when it creates the thread."""
+    expected = write.expected_incarnation
+    if write.expected_version == 0:
+        if expected:
+            raise StateError(
+                f"thread {key.thread_id!r}: a write with expected_version 0 creates the thread "
+                f"and makes its incarnation; expected_incarnation must be None, got {expected!r}"
+            )
+        return new_incarnation()
+    if not expected or not isinstance(expected, str):
+        raise StateError(
+            f"thread {key.thread_id!r}: a write with expected_version "
+            f"{write.expected_version} needs expected_incarnation, the thread's identity "
+            f"(StoredThread.incarnation, or the stamp the last save returned); got {expected!r}"
+        )
+    return expected
 
 
 def _dump(message: Message) -> str:

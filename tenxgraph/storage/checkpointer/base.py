@@ -7,9 +7,14 @@ non-message fields (``values``), the context *window* (which log entries form
 version. A save appends only the new messages and rewrites only the small
 row, so its cost does not grow with the thread.
 
-Every save is compare-and-swap on the version (invariant 7): a save whose
-``expected_version`` is not the stored one raises ``ConflictError`` and
-writes nothing. Stored data is JSON only (invariant 3).
+A thread's identity is its *incarnation*: a random id made when the thread is
+created, kept by every save and new again when the thread is deleted and
+created anew, whose versions restart at 1. Every save is compare-and-swap on
+the incarnation and the version together (invariant 7): a save whose
+``expected_incarnation`` and ``expected_version`` are not the stored ones
+raises ``ConflictError`` and writes nothing, so a writer that still holds a
+deleted thread never writes over its successor, whatever version that has
+reached. Stored data is JSON only (invariant 3).
 
 Sync callers use the ``get_state``-style wrappers of ``SyncCheckpointerMixin``;
 backends implement only the async methods.
@@ -20,7 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
@@ -29,6 +34,7 @@ from tenxgraph.errors import InvalidIdError, StateError
 
 __all__ = [
     "DEFAULT_USER",
+    "LEGACY_INCARNATION",
     "MAX_ID_LENGTH",
     "Checkpoint",
     "Checkpointer",
@@ -36,6 +42,7 @@ __all__ = [
     "StoredThread",
     "ThreadInfo",
     "ThreadKey",
+    "ThreadStamp",
     "ThreadWrite",
     "Window",
     "check_id",
@@ -44,6 +51,9 @@ __all__ = [
 
 DEFAULT_USER = "default"
 """The tenant of threads saved without a ``user_id`` (missing or None) in the run config."""
+
+LEGACY_INCARNATION = "legacy"
+"""The incarnation of threads stored before incarnations existed (set by a migration)."""
 
 MAX_ID_LENGTH = 256
 """The most characters a ``thread_id`` or ``user_id`` may have, on every backend.
@@ -170,6 +180,20 @@ class ThreadKey:
         )
 
 
+class ThreadStamp(NamedTuple):
+    """Which state of which thread: its incarnation and its version.
+
+    Two stamps are equal only for the same version of the same incarnation,
+    so a thread deleted and saved again up to the same version has a
+    different stamp.
+    """
+
+    incarnation: str
+    """The thread's identity: made when it is created, new when it is re-created."""
+    version: int
+    """The number of saves of this incarnation (1 after the first)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """A message of the log with its position."""
@@ -192,6 +216,13 @@ class StoredThread:
     context: list[Message]
     """The messages of ``window``, in order."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    incarnation: str = ""
+    """The thread's identity (see ``ThreadStamp``); "" for a state never stored."""
+
+    @property
+    def stamp(self) -> ThreadStamp:
+        """The incarnation and version, as ``aversion`` reports them."""
+        return ThreadStamp(self.incarnation, self.version)
 
 
 @dataclass(slots=True)
@@ -209,6 +240,10 @@ class ThreadWrite:
     step: int
     metadata: dict[str, Any] | None = None
     """Replaces the thread's metadata when not None."""
+    expected_incarnation: str | None = None
+    """The incarnation this write was based on (``StoredThread.incarnation`` or the
+    stamp the previous save returned); required unless ``expected_version`` is 0,
+    when it must be None or "" (creating a thread makes a new incarnation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,10 +302,13 @@ class Checkpointer(ABC):
         """Load a thread's state row and context messages, or None if it does not exist."""
 
     @abstractmethod
-    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
-        """Apply ``write`` if the stored version is ``write.expected_version``; return the new one.
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
+        """Apply ``write`` if the thread is at its expected incarnation and version.
 
-        Raises ``ConflictError`` (and writes nothing) otherwise.
+        Returns the thread's new stamp (a new incarnation when the write
+        created the thread). Otherwise raises ``ConflictError`` and writes
+        nothing; its ``recreated`` is True when the thread was deleted and
+        created anew since the write's state was read.
         """
 
     @abstractmethod
@@ -304,13 +342,15 @@ class Checkpointer(ABC):
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in order (used to rebuild a past checkpoint)."""
 
-    async def aversion(self, key: ThreadKey) -> int | None:
-        """The thread's current version, or None; lets a runtime reuse a state it still holds.
+    async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
+        """The thread's current stamp, or None; lets a runtime reuse a state it still holds.
 
-        The default loads the thread; backends override it with a one-row query.
+        A held state is current only if its incarnation and version both
+        match. The default loads the thread; backends override it with a
+        one-row query.
         """
         stored = await self.aload(key)
-        return None if stored is None else stored.version
+        return None if stored is None else stored.stamp
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to close
         """Release connections and files; a later call opens them again."""

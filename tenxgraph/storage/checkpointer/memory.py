@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConflictError, ThreadNotFoundError
+from tenxgraph.errors import ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
     check_window,
+    conflict,
     decode_checkpoint,
     decode_json_object,
     decode_messages,
@@ -35,6 +36,7 @@ from tenxgraph.storage.checkpointer.base import (
     StoredThread,
     ThreadInfo,
     ThreadKey,
+    ThreadStamp,
     ThreadWrite,
     Window,
     check_id,
@@ -56,6 +58,7 @@ class _Checkpoint:
 
 @dataclass(slots=True)
 class _Thread:
+    incarnation: str
     version: int
     values: str
     window: str
@@ -81,11 +84,11 @@ class InMemoryCheckpointer(Checkpointer):
     def _get(self, key: ThreadKey) -> _Thread | None:
         return self._tenants.get(key.user_id, {}).get(key.thread_id)
 
-    async def aversion(self, key: ThreadKey) -> int | None:
-        """The thread's version, without decoding anything."""
+    async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
+        """The thread's incarnation and version, without decoding anything."""
         with self._lock:
             thread = self._get(key)
-            return None if thread is None else thread.version
+            return None if thread is None else ThreadStamp(thread.incarnation, thread.version)
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """Load the state row and the window's messages."""
@@ -93,7 +96,7 @@ class InMemoryCheckpointer(Checkpointer):
             thread = self._get(key)
             if thread is None:
                 return None
-            version, log_length = thread.version, len(thread.log)
+            incarnation, version, log_length = thread.incarnation, thread.version, len(thread.log)
             values, window_text, metadata = thread.values, thread.window, thread.metadata
             window = decode_window(key, window_text, log_length)
             seqs, bodies = _window_rows(thread.log, window)
@@ -105,22 +108,21 @@ class InMemoryCheckpointer(Checkpointer):
             window=window,
             context=decode_messages(key, seqs, bodies),
             metadata=decode_json_object(key, "metadata", metadata),
+            incarnation=incarnation,
         )
 
-    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
-        """Append the new messages and replace the state row, if the version still matches."""
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
+        """Append the new messages and replace the state row, if incarnation and version match."""
         encoded = encode_write(key, write)
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
         with self._lock:
             thread = self._get(key)
-            actual = None if thread is None else thread.version
-            if (actual or 0) != write.expected_version:  # versions start at 1; 0 means "absent"
-                raise ConflictError(key.thread_id, write.expected_version, actual)
+            _check_stamp(key, write, encoded.incarnation, thread)
             log_length = (0 if thread is None else len(thread.log)) + len(bodies)
             check_window(key, write.window, log_length)
             if thread is None:
-                thread = _Thread(0, "", "", encoded.metadata or "{}", now, now)
+                thread = _Thread(encoded.incarnation, 0, "", "", encoded.metadata or "{}", now, now)
                 self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
             elif encoded.metadata is not None:
                 thread.metadata = encoded.metadata
@@ -140,7 +142,7 @@ class InMemoryCheckpointer(Checkpointer):
             )
             while self._keep is not None and len(thread.checkpoints) > self._keep:
                 thread.checkpoints.popleft()
-            return thread.version
+            return ThreadStamp(thread.incarnation, thread.version)
 
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
@@ -216,6 +218,18 @@ class InMemoryCheckpointer(Checkpointer):
             check_window(key, window, len(thread.log))
             seqs, bodies = _window_rows(thread.log, window)
         return decode_messages(key, seqs, bodies)
+
+
+def _check_stamp(
+    key: ThreadKey, write: ThreadWrite, incarnation: str, thread: _Thread | None
+) -> None:
+    """Raise ``ConflictError`` unless ``thread`` is at the write's incarnation and version."""
+    found = None if thread is None else ThreadStamp(thread.incarnation, thread.version)
+    expected = (
+        None if write.expected_version == 0 else ThreadStamp(incarnation, write.expected_version)
+    )
+    if found != expected:
+        raise conflict(key, write, incarnation, found)
 
 
 def _window_rows(log: list[bytes], window: Window) -> tuple[list[int], list[bytes]]:

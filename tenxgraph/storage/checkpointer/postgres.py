@@ -3,9 +3,10 @@
 The tables and semantics are SQLite's: a state row per thread, one row per
 log message, one row per checkpoint, all scoped by ``user_id``. A save is
 one transaction whose first statement is the compare-and-swap
-``UPDATE ... WHERE version = %s`` (or the ``INSERT`` of a new thread), so
-of two concurrent saves of one thread the second finds the new version and
-raises ``ConflictError``. A load reads the state row and the window's
+``UPDATE ... WHERE incarnation = %s AND version = %s`` (or the ``INSERT`` of
+a new thread), so of two concurrent saves of one thread the second finds the
+new version and raises ``ConflictError``, and a save based on a thread since
+deleted and re-created finds another incarnation. A load reads the state row and the window's
 messages in one repeatable-read snapshot.
 
 Tables live in their own schema (``tenxgraph`` by default). Migrations are
@@ -49,6 +50,7 @@ from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_page,
     check_window,
+    conflict,
     decode_checkpoint,
     decode_json_object,
     decode_messages,
@@ -60,6 +62,12 @@ from tenxgraph.storage.checkpointer._codec import (
     window_reach,
 )
 from tenxgraph.storage.checkpointer._pg_connections import IoLoop, PgConnections, on_io_loop
+from tenxgraph.storage.checkpointer._pg_schema import (
+    CLAIM_NEW,
+    CLAIM_NEXT,
+    MIGRATIONS,
+    save_statement,
+)
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
     Checkpoint,
@@ -68,6 +76,7 @@ from tenxgraph.storage.checkpointer.base import (
     StoredThread,
     ThreadInfo,
     ThreadKey,
+    ThreadStamp,
     ThreadWrite,
     Window,
     check_id,
@@ -79,103 +88,6 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["MIGRATIONS", "PgCheckpointer"]
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE {schema}.threads (
-            user_id text NOT NULL,
-            thread_id text NOT NULL,
-            version bigint NOT NULL,
-            log_length bigint NOT NULL,
-            "values" jsonb NOT NULL,
-            "window" jsonb NOT NULL,
-            metadata jsonb NOT NULL,
-            created_at double precision NOT NULL,
-            updated_at double precision NOT NULL,
-            PRIMARY KEY (user_id, thread_id)
-        )""",
-        "CREATE INDEX threads_recent ON {schema}.threads (user_id, updated_at DESC, thread_id)",
-        "CREATE INDEX threads_metadata ON {schema}.threads USING gin (metadata jsonb_path_ops)",
-        """CREATE TABLE {schema}.messages (
-            user_id text NOT NULL,
-            thread_id text NOT NULL,
-            seq bigint NOT NULL,
-            message_id text NOT NULL,
-            role text NOT NULL,
-            usage jsonb,
-            body json NOT NULL,
-            PRIMARY KEY (user_id, thread_id, seq)
-        )""",
-        """CREATE TABLE {schema}.checkpoints (
-            user_id text NOT NULL,
-            thread_id text NOT NULL,
-            version bigint NOT NULL,
-            node text NOT NULL,
-            step bigint NOT NULL,
-            log_length bigint NOT NULL,
-            "values" jsonb NOT NULL,
-            "window" jsonb NOT NULL,
-            created_at double precision NOT NULL,
-            PRIMARY KEY (user_id, thread_id, version)
-        )""",
-    ),
-)
-"""Ordered schema changes (``{schema}`` is the quoted schema name). Append only.
-
-Message bodies are ``json`` (kept as written, read back as text for one
-pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
-``@>`` and a GIN index).
-"""
-
-_CLAIM_NEW = """
-    INSERT INTO {schema}.threads (user_id, thread_id, version, log_length, "values", "window",
-        metadata, created_at, updated_at)
-    VALUES (%(user)s, %(thread)s, 1, %(added)s, %(values)s::jsonb, %(window)s::jsonb,
-        coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
-    ON CONFLICT DO NOTHING
-    RETURNING 0::bigint AS base, created_at"""
-"""Claims a new thread: inserts its state row unless the key exists."""
-
-_CLAIM_NEXT = """
-    UPDATE {schema}.threads SET version = version + 1, log_length = log_length + %(added)s,
-        "values" = %(values)s::jsonb, "window" = %(window)s::jsonb,
-        metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
-    WHERE user_id = %(user)s AND thread_id = %(thread)s AND version = %(expected)s
-        AND log_length + %(added)s >= %(reach)s
-    RETURNING log_length - %(added)s AS base, created_at"""
-"""Claims the next version: the compare-and-swap (the window must fit the grown log)."""
-
-_SAVE = """
-WITH claimed AS ({claim}),
-appended AS (
-    INSERT INTO {schema}.messages (user_id, thread_id, seq, message_id, role, usage, body)
-    SELECT %(user)s, %(thread)s, claimed.base + t.ord - 1, t.message_id, t.role,
-        t.usage::jsonb, t.body::json
-    FROM claimed, unnest(%(message_ids)s::text[], %(roles)s::text[], %(usages)s::text[],
-        %(bodies)s::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
-),
-recorded AS (
-    INSERT INTO {schema}.checkpoints (user_id, thread_id, version, node, step, log_length,
-        "values", "window", created_at)
-    SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
-        %(values)s::jsonb, %(window)s::jsonb, %(now)s
-    FROM claimed
-){prune}
-SELECT base, created_at FROM claimed"""
-
-_PRUNE = """,
-pruned AS (
-    DELETE FROM {schema}.checkpoints
-    WHERE user_id = %(user)s AND thread_id = %(thread)s AND version <= %(prune_upto)s
-        AND EXISTS (SELECT FROM claimed)
-)"""
-"""Retention: drops checkpoints older than the newest ``keep_checkpoints`` (never the new one)."""
-
-
-def _save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> str:
-    prune = "" if keep_checkpoints is None else _PRUNE.format(schema=schema)
-    return _SAVE.format(claim=claim.format(schema=schema), schema=schema, prune=prune)
-
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -246,8 +158,8 @@ class PgCheckpointer(Checkpointer):
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._create_statement = _save_statement(self._s, _CLAIM_NEW, keep_checkpoints)
-        self._save_statement = _save_statement(self._s, _CLAIM_NEXT, keep_checkpoints)
+        self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
+        self._save_statement = save_statement(self._s, CLAIM_NEXT, keep_checkpoints)
 
     async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         """Await ``coroutine`` on the I/O loop, or on the one caller loop it is bound to."""
@@ -324,7 +236,7 @@ class PgCheckpointer(Checkpointer):
 
     @on_io_loop
     async def aload(self, key: ThreadKey) -> StoredThread | None:
-        """The state row and window messages, from Redis when it matches Postgres' version."""
+        """The state row and window messages, from Redis when it matches Postgres' stamp."""
         if self._cache is None or not self._cache.available:
             loaded = await self._load(key)
             return None if loaded is None else loaded.thread
@@ -333,7 +245,7 @@ class PgCheckpointer(Checkpointer):
             if cached is not None:
                 await self._cache.evict(key)
             return None
-        if cached is not None and (cached.version, cached.created_at) == identity:
+        if cached is not None and cached.stamp == identity:
             thread = cached.decode(key)
             if thread is not None:
                 return thread
@@ -344,32 +256,31 @@ class PgCheckpointer(Checkpointer):
         return loaded.thread
 
     @on_io_loop
-    async def aversion(self, key: ThreadKey) -> int | None:
-        """The thread's version from Postgres (the source of truth): one one-row query."""
-        async with self._connection() as conn:
-            return await self._version(conn, key)
+    async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
+        """The thread's stamp from Postgres (the source of truth): one one-row query."""
+        return await self._identity(key)
 
-    async def _identity(self, key: ThreadKey) -> tuple[int, float] | None:
+    async def _identity(self, key: ThreadKey) -> ThreadStamp | None:
         async with self._connection() as conn:
             cursor = await conn.execute(
-                f"SELECT version, created_at FROM {self._s}.threads "
+                f"SELECT incarnation, version FROM {self._s}.threads "
                 "WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
             row = await cursor.fetchone()
-        return None if row is None else (int(row[0]), float(row[1]))
+        return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
 
     async def _load(self, key: ThreadKey) -> _Loaded | None:
         async with self._connection(snapshot=True) as conn:
             cursor = await conn.execute(
                 'SELECT version, log_length, "values"::text, "window"::text, metadata::text, '
-                f"created_at FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
+                f"incarnation FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
             row = await cursor.fetchone()
             if row is None:
                 return None
-            version, log_length, values, window_text, metadata, created_at = row
+            version, log_length, values, window_text, metadata, incarnation = row
             window = decode_window(key, window_text, log_length)
             rows = await self._window_rows(conn, key, window)
         thread = StoredThread(
@@ -380,10 +291,11 @@ class PgCheckpointer(Checkpointer):
             window=window,
             context=decode_window_messages(key, window, rows),
             metadata=decode_json_object(key, "metadata", metadata),
+            incarnation=incarnation,
         )
         entry = CachedThread(
             version=version,
-            created_at=created_at,
+            incarnation=incarnation,
             log_length=log_length,
             values=values.encode(),
             window=window_text.encode(),
@@ -410,23 +322,21 @@ class PgCheckpointer(Checkpointer):
         return await cursor.fetchall()
 
     @on_io_loop
-    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         """One statement: CAS the state row, append the messages, record the checkpoint."""
         encoded = encode_write(key, write)
         try:
-            base, created_at = await self._write(key, write, encoded)
+            base = await self._write(key, write, encoded)
         except ConflictError:
             if self._cache is not None:
                 await self._cache.evict(key)
             raise
         if self._cache is not None:
-            await self._cache.after_save(key, write, encoded, base, created_at)
-        return write.expected_version + 1
+            await self._cache.after_save(key, write, encoded, base)
+        return ThreadStamp(encoded.incarnation, write.expected_version + 1)
 
-    async def _write(
-        self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
-    ) -> tuple[int, float]:
-        """Apply the write as one statement; return the previous log length and creation time.
+    async def _write(self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite) -> int:
+        """Apply the write as one statement; return the log length before it.
 
         One statement is one transaction and one round trip: the ``claimed``
         CTE is the compare-and-swap, and the inserts read from it, so when it
@@ -439,6 +349,7 @@ class PgCheckpointer(Checkpointer):
         params = {
             "user": key.user_id,
             "thread": key.thread_id,
+            "incarnation": encoded.incarnation,
             "expected": write.expected_version,
             "version": write.expected_version + 1,
             "added": added,
@@ -460,26 +371,17 @@ class PgCheckpointer(Checkpointer):
             cursor = await conn.execute(statement, params)
             row = await cursor.fetchone()
             if row is not None:
-                return int(row[0]), float(row[1])
+                return int(row[0])
             cursor = await conn.execute(
-                f"SELECT version, log_length FROM {self._s}.threads "
+                f"SELECT incarnation, version, log_length FROM {self._s}.threads "
                 "WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
             found = await cursor.fetchone()
-        if found is not None and found[0] == write.expected_version:  # the version matched,
-            check_window(key, write.window, int(found[1]) + added)  # so the window did not
-        raise ConflictError(
-            key.thread_id, write.expected_version, None if found is None else int(found[0])
-        )
-
-    async def _version(self, conn: AsyncConnection[Any], key: ThreadKey) -> int | None:
-        cursor = await conn.execute(
-            f"SELECT version FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
-            (key.user_id, key.thread_id),
-        )
-        row = await cursor.fetchone()
-        return None if row is None else int(row[0])
+        stamp = None if found is None else ThreadStamp(str(found[0]), int(found[1]))
+        if found is not None and stamp == (encoded.incarnation, write.expected_version):
+            check_window(key, write.window, int(found[2]) + added)  # the window did not fit
+        raise conflict(key, write, encoded.incarnation, stamp)
 
     @on_io_loop
     async def alist_messages(

@@ -1,14 +1,15 @@
 """``RedisThreadCache``: a hot copy of loaded threads in Redis, in front of Postgres.
 
-An entry is two keys per thread: a hash holding the state row (version,
-creation time, log length, values, window, metadata) and a list holding the
+An entry is two keys per thread: a hash holding the state row (incarnation,
+version, log length, values, window, metadata) and a list holding the
 JSON of the context messages in window order. Both always change together,
 inside one MULTI/EXEC.
 
 The cache is never trusted alone: ``PgCheckpointer`` serves an entry only
-when Postgres reports the same version and creation time for the thread (a
-cheap indexed read sent alongside the Redis read), so a stale or lost
-update can cost a miss but never a wrong answer. After a committed save the
+when Postgres reports the same incarnation and version for the thread (a
+cheap indexed read sent alongside the Redis read), so a stale or lost update,
+or the entry of a thread since deleted and re-created to the same version,
+can cost a miss but never a wrong answer. After a committed save the
 entry follows incrementally when the save only appended to the context
 (WATCH on the hash makes that a compare-and-swap too); any other change
 evicts it and the next load refills it. Conflicts and deletes evict.
@@ -43,7 +44,13 @@ from tenxgraph.storage.checkpointer._codec import (
     window_seqs,
     window_size,
 )
-from tenxgraph.storage.checkpointer.base import StoredThread, ThreadKey, ThreadWrite, Window
+from tenxgraph.storage.checkpointer.base import (
+    StoredThread,
+    ThreadKey,
+    ThreadStamp,
+    ThreadWrite,
+    Window,
+)
 
 __all__ = ["CachedThread", "RedisThreadCache"]
 
@@ -57,14 +64,20 @@ class CachedThread:
     """A thread's state row and context as stored JSON text, for one version."""
 
     version: int
-    created_at: float
-    """With ``version``, identifies the thread's state: a re-created thread restarts at 1."""
+    incarnation: str
+    """With ``version``, identifies the thread's state: a re-created thread restarts at
+    version 1 with a new incarnation."""
     log_length: int
     values: bytes
     window: bytes
     metadata: bytes
     bodies: list[bytes]
     """The JSON of the window's messages, in window order."""
+
+    @property
+    def stamp(self) -> ThreadStamp:
+        """The incarnation and version this entry holds."""
+        return ThreadStamp(self.incarnation, self.version)
 
     def decode(self, key: ThreadKey) -> StoredThread | None:
         """The thread this entry holds; None (a miss) if it does not decode."""
@@ -80,6 +93,7 @@ class CachedThread:
                 window=window,
                 context=decode_messages(key, window_seqs(window), self.bodies),
                 metadata=decode_json_object(key, "metadata", self.metadata),
+                incarnation=self.incarnation,
             )
         except (StorageError, ValueError):
             return None
@@ -186,12 +200,12 @@ class RedisThreadCache:
         if not done or result is None:
             return None
         fields, bodies = result
-        if not fields:
-            return None
+        if b"incarnation" not in fields:  # none, or written by a tenxgraph before incarnations
+            return None  # a miss: the load that follows replaces it
         try:
             return CachedThread(
                 version=int(fields[b"version"]),
-                created_at=float(fields[b"created_at"]),
+                incarnation=fields[b"incarnation"].decode(),
                 log_length=int(fields[b"log_length"]),
                 values=fields[b"values"],
                 window=fields[b"window"],
@@ -208,7 +222,7 @@ class RedisThreadCache:
         state, context = self.keys(key)
         header = {
             "version": entry.version,
-            "created_at": repr(entry.created_at),
+            "incarnation": entry.incarnation,
             "log_length": entry.log_length,
             "values": entry.values,
             "window": entry.window,
@@ -229,19 +243,18 @@ class RedisThreadCache:
         write: ThreadWrite,
         encoded: EncodedWrite,
         base: int,
-        created_at: float,
     ) -> None:
         """Follow a committed save: append to the entry it extends, else evict.
 
-        The entry follows only if it holds exactly the version this save
-        replaced (checked under WATCH) and the new window is the old one
-        plus the new messages; a trim or summary evicts it instead.
+        The entry follows only if it holds exactly the incarnation and version
+        this save replaced (checked under WATCH) and the new window is the old
+        one plus the new messages; a trim or summary evicts it instead.
         """
         state, _ = self.keys(key)
         new_bodies = [row.body.encode() for row in encoded.messages]
         header: dict[str, Any] = {
             "version": write.expected_version + 1,
-            "created_at": repr(created_at),
+            "incarnation": encoded.incarnation,
             "log_length": base + len(new_bodies),
             "values": encoded.values,
             "window": encoded.window,
@@ -262,11 +275,11 @@ class RedisThreadCache:
                     await pipe.execute()
                     return False
                 await pipe.watch(state)
-                version, cached_at, window = await pipe.hmget(
-                    state, ["version", "created_at", "window"]
+                version, incarnation, window = await pipe.hmget(
+                    state, ["version", "incarnation", "window"]
                 )
-                expected = (str(write.expected_version).encode(), repr(created_at).encode())
-                if (version, cached_at) != expected or not _appends(
+                expected = (str(write.expected_version).encode(), encoded.incarnation.encode())
+                if (version, incarnation) != expected or not _appends(
                     key, window, write.window, base, len(new_bodies)
                 ):
                     await pipe.unwatch()

@@ -25,10 +25,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConflictError, StorageError, ThreadNotFoundError
+from tenxgraph.errors import StorageError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
     check_window,
+    conflict,
     decode_checkpoint,
     decode_json_object,
     decode_messages,
@@ -40,12 +41,14 @@ from tenxgraph.storage.checkpointer._codec import (
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
+    LEGACY_INCARNATION,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
     ThreadKey,
+    ThreadStamp,
     ThreadWrite,
     Window,
     check_id,
@@ -90,6 +93,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at REAL NOT NULL,
             PRIMARY KEY (user_id, thread_id, version)
         )""",
+    ),
+    (  # 2: thread identity; threads stored before it share the incarnation 'legacy'
+        f"ALTER TABLE threads ADD COLUMN incarnation TEXT NOT NULL DEFAULT '{LEGACY_INCARNATION}'",
     ),
 )
 """Ordered schema changes; ``schema_version`` records how many were applied. Append only."""
@@ -140,13 +146,13 @@ class SqliteCheckpointer(Checkpointer):
             except sqlite3.Error as exc:
                 raise StorageError(f"sqlite ({self.path}): {exc}") from exc
 
-    async def aversion(self, key: ThreadKey) -> int | None:
-        """The thread's version: one indexed one-row query."""
-        return await asyncio.to_thread(self._current_version, key)
+    async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
+        """The thread's incarnation and version: one indexed one-row query."""
+        return await asyncio.to_thread(self._current_stamp, key)
 
-    def _current_version(self, key: ThreadKey) -> int | None:
+    def _current_stamp(self, key: ThreadKey) -> ThreadStamp | None:
         with self._connection() as conn:
-            return _version(conn, key)
+            return _stamp(conn, key)
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """One query for the state row, one for the window's messages (one read snapshot)."""
@@ -155,13 +161,13 @@ class SqliteCheckpointer(Checkpointer):
     def _load(self, key: ThreadKey) -> StoredThread | None:
         with self._connection() as conn, _transaction(conn, "DEFERRED"):
             row = conn.execute(
-                'SELECT version, log_length, "values", "window", metadata FROM threads '
-                "WHERE user_id = ? AND thread_id = ?",
+                'SELECT version, log_length, "values", "window", metadata, incarnation '
+                "FROM threads WHERE user_id = ? AND thread_id = ?",
                 (key.user_id, key.thread_id),
             ).fetchone()
             if row is None:
                 return None
-            version, log_length, values, window_text, metadata = row
+            version, log_length, values, window_text, metadata, incarnation = row
             window = decode_window(key, window_text, log_length)
             rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
         return StoredThread(
@@ -172,13 +178,14 @@ class SqliteCheckpointer(Checkpointer):
             window=window,
             context=decode_window_messages(key, window, rows),
             metadata=decode_json_object(key, "metadata", metadata),
+            incarnation=incarnation,
         )
 
-    async def asave(self, key: ThreadKey, write: ThreadWrite) -> int:
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         """One ``BEGIN IMMEDIATE`` transaction: CAS the state row, append, record a checkpoint."""
         return await asyncio.to_thread(self._save, key, write)
 
-    def _save(self, key: ThreadKey, write: ThreadWrite) -> int:
+    def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         encoded = encode_write(key, write)
         added = len(encoded.messages)
         version = write.expected_version + 1
@@ -187,12 +194,13 @@ class SqliteCheckpointer(Checkpointer):
         with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
             if write.expected_version == 0:
                 inserted = conn.execute(
-                    "INSERT INTO threads (user_id, thread_id, version, log_length, "
+                    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
                     '"values", "window", metadata, created_at, updated_at) '
-                    "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         user,
                         thread,
+                        encoded.incarnation,
                         added,
                         encoded.values,
                         encoded.window,
@@ -202,13 +210,14 @@ class SqliteCheckpointer(Checkpointer):
                     ),
                 ).rowcount
                 if not inserted:
-                    raise ConflictError(thread, 0, _version(conn, key))
+                    raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
                 base = 0
             else:
                 row = conn.execute(
                     "UPDATE threads SET version = version + 1, log_length = log_length + ?, "
                     '"values" = ?, "window" = ?, metadata = coalesce(?, metadata), updated_at = ? '
-                    "WHERE user_id = ? AND thread_id = ? AND version = ? RETURNING log_length",
+                    "WHERE user_id = ? AND thread_id = ? AND incarnation = ? AND version = ? "
+                    "RETURNING log_length",
                     (
                         added,
                         encoded.values,
@@ -217,11 +226,12 @@ class SqliteCheckpointer(Checkpointer):
                         now,
                         user,
                         thread,
+                        encoded.incarnation,
                         write.expected_version,
                     ),
                 ).fetchone()
                 if row is None:
-                    raise ConflictError(thread, write.expected_version, _version(conn, key))
+                    raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
                 base = row[0] - added
             check_window(key, write.window, base + added)
             conn.executemany(
@@ -252,7 +262,7 @@ class SqliteCheckpointer(Checkpointer):
                     "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version <= ?",
                     (user, thread, version - self._keep),
                 )
-        return version
+        return ThreadStamp(encoded.incarnation, version)
 
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
@@ -423,12 +433,12 @@ def _transaction(conn: sqlite3.Connection, mode: str) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def _version(conn: sqlite3.Connection, key: ThreadKey) -> int | None:
+def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
     row = conn.execute(
-        "SELECT version FROM threads WHERE user_id = ? AND thread_id = ?",
+        "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?",
         (key.user_id, key.thread_id),
     ).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
 
 
 def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> int:

@@ -1,0 +1,113 @@
+"""The PostgreSQL checkpointer's schema and statements: ordered migrations, the one-statement save.
+
+Kept apart from ``postgres.py`` so the backend's logic reads in one sitting.
+Every ``{schema}`` is the quoted schema name.
+"""
+
+from __future__ import annotations
+
+from tenxgraph.storage.checkpointer.base import LEGACY_INCARNATION
+
+__all__ = ["CLAIM_NEW", "CLAIM_NEXT", "MIGRATIONS", "save_statement"]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE {schema}.threads (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            version bigint NOT NULL,
+            log_length bigint NOT NULL,
+            "values" jsonb NOT NULL,
+            "window" jsonb NOT NULL,
+            metadata jsonb NOT NULL,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            PRIMARY KEY (user_id, thread_id)
+        )""",
+        "CREATE INDEX threads_recent ON {schema}.threads (user_id, updated_at DESC, thread_id)",
+        "CREATE INDEX threads_metadata ON {schema}.threads USING gin (metadata jsonb_path_ops)",
+        """CREATE TABLE {schema}.messages (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            seq bigint NOT NULL,
+            message_id text NOT NULL,
+            role text NOT NULL,
+            usage jsonb,
+            body json NOT NULL,
+            PRIMARY KEY (user_id, thread_id, seq)
+        )""",
+        """CREATE TABLE {schema}.checkpoints (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            version bigint NOT NULL,
+            node text NOT NULL,
+            step bigint NOT NULL,
+            log_length bigint NOT NULL,
+            "values" jsonb NOT NULL,
+            "window" jsonb NOT NULL,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (user_id, thread_id, version)
+        )""",
+    ),
+    (  # 2: thread identity; threads stored before it share the incarnation 'legacy'
+        "ALTER TABLE {schema}.threads ADD COLUMN incarnation text NOT NULL "
+        f"DEFAULT '{LEGACY_INCARNATION}'",
+    ),
+)
+"""Ordered schema changes (``{schema}`` is the quoted schema name). Append only.
+
+Message bodies are ``json`` (kept as written, read back as text for one
+pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
+``@>`` and a GIN index).
+"""
+
+CLAIM_NEW = """
+    INSERT INTO {schema}.threads (user_id, thread_id, incarnation, version, log_length,
+        "values", "window", metadata, created_at, updated_at)
+    VALUES (%(user)s, %(thread)s, %(incarnation)s, 1, %(added)s, %(values)s::jsonb,
+        %(window)s::jsonb, coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
+    ON CONFLICT DO NOTHING
+    RETURNING 0::bigint AS base"""
+"""Claims a new thread: inserts its state row, with its new incarnation, unless the key exists."""
+
+CLAIM_NEXT = """
+    UPDATE {schema}.threads SET version = version + 1, log_length = log_length + %(added)s,
+        "values" = %(values)s::jsonb, "window" = %(window)s::jsonb,
+        metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
+    WHERE user_id = %(user)s AND thread_id = %(thread)s AND incarnation = %(incarnation)s
+        AND version = %(expected)s AND log_length + %(added)s >= %(reach)s
+    RETURNING log_length - %(added)s AS base"""
+"""Claims the next version: the compare-and-swap on incarnation and version (the window
+must fit the grown log)."""
+
+_SAVE = """
+WITH claimed AS ({claim}),
+appended AS (
+    INSERT INTO {schema}.messages (user_id, thread_id, seq, message_id, role, usage, body)
+    SELECT %(user)s, %(thread)s, claimed.base + t.ord - 1, t.message_id, t.role,
+        t.usage::jsonb, t.body::json
+    FROM claimed, unnest(%(message_ids)s::text[], %(roles)s::text[], %(usages)s::text[],
+        %(bodies)s::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
+),
+recorded AS (
+    INSERT INTO {schema}.checkpoints (user_id, thread_id, version, node, step, log_length,
+        "values", "window", created_at)
+    SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
+        %(values)s::jsonb, %(window)s::jsonb, %(now)s
+    FROM claimed
+){prune}
+SELECT base FROM claimed"""
+
+_PRUNE = """,
+pruned AS (
+    DELETE FROM {schema}.checkpoints
+    WHERE user_id = %(user)s AND thread_id = %(thread)s AND version <= %(prune_upto)s
+        AND EXISTS (SELECT FROM claimed)
+)"""
+"""Retention: drops checkpoints older than the newest ``keep_checkpoints`` (never the new one)."""
+
+
+def save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> str:
+    """The save as one statement: ``claim`` (``CLAIM_NEW`` or ``CLAIM_NEXT``) and its writes."""
+    prune = "" if keep_checkpoints is None else _PRUNE.format(schema=schema)
+    return _SAVE.format(claim=claim.format(schema=schema), schema=schema, prune=prune)

@@ -1,0 +1,201 @@
+"""Thread identity on every backend: a deleted and re-created thread is another thread.
+
+A thread's stamp is its incarnation (made when it is created) and its
+version. A writer still holding a thread that was deleted and saved again up
+to the same version (ABA) must lose its compare-and-swap and write nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, StateError
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    SqliteCheckpointer,
+    StoredThread,
+    ThreadKey,
+    ThreadStamp,
+    ThreadWrite,
+)
+from tests.storage.conftest import PG_DSN, MakeCheckpointer, drop_schema
+
+KEY = ThreadKey("identity", "alice")
+
+
+def turn(
+    stamp: ThreadStamp | None, text: str, log_length: int, incarnation: str | None = None
+) -> ThreadWrite:
+    """A write adding one message after ``stamp`` (None: creating), the window covering all."""
+    return ThreadWrite(
+        expected_version=0 if stamp is None else stamp.version,
+        new_messages=[Message.text_message(text)],
+        values={"by": text},
+        window=[(0, log_length + 1)],
+        node="n",
+        step=log_length,
+        expected_incarnation=incarnation if stamp is None else stamp.incarnation,
+    )
+
+
+async def run_turns(checkpointer: Checkpointer, texts: list[str]) -> ThreadStamp:
+    """Create KEY (which must not exist) and save one message per text."""
+    stamp: ThreadStamp | None = None
+    for length, text in enumerate(texts):
+        stamp = await checkpointer.asave(KEY, turn(stamp, text, length))
+    assert stamp is not None
+    return stamp
+
+
+async def snapshot(checkpointer: Checkpointer) -> tuple[Any, ...]:
+    """Everything stored for KEY, to show a refused write changed nothing."""
+    stored = await checkpointer.aload(KEY)
+    assert stored is not None
+    log = [(m.seq, m.message.text()) for m in await checkpointer.alist_messages(KEY)]
+    checkpoints = [(c.version, c.log_length) for c in await checkpointer.alist_checkpoints(KEY)]
+    return stored.stamp, stored.log_length, stored.values, stored.window, log, checkpoints
+
+
+async def test_a_writer_holding_a_recreated_thread_loses_even_at_the_same_version(
+    checkpointer: Checkpointer,
+) -> None:
+    held = await run_turns(checkpointer, ["a1", "a2"])  # writer A holds version 2 mid-run
+    assert await checkpointer.adelete_thread(KEY)
+    reborn = await run_turns(checkpointer, ["b1", "b2"])  # writer B re-creates it to version 2
+    assert reborn.version == held.version and reborn.incarnation != held.incarnation
+    before = await snapshot(checkpointer)
+    with pytest.raises(ConflictError, match="deleted and re-created") as raised:
+        await checkpointer.asave(KEY, turn(held, "a3", 2))
+    assert raised.value.recreated
+    assert (raised.value.expected, raised.value.actual) == (2, 2)
+    assert await snapshot(checkpointer) == before  # nothing written
+    stored = await checkpointer.aload(KEY)
+    assert stored is not None and [m.text() for m in stored.context] == ["b1", "b2"]
+    assert await checkpointer.asave(KEY, turn(reborn, "b3", 2)) == (reborn.incarnation, 3)
+
+
+async def test_the_right_version_with_a_wrong_incarnation_is_refused(
+    checkpointer: Checkpointer,
+) -> None:
+    stamp = await run_turns(checkpointer, ["a"])
+    before = await snapshot(checkpointer)
+    for wrong in ("0123456789abcdef", stamp.incarnation.upper(), "legacy"):
+        with pytest.raises(ConflictError, match="deleted and re-created"):
+            await checkpointer.asave(KEY, turn(ThreadStamp(wrong, stamp.version), "x", 1))
+    assert await snapshot(checkpointer) == before
+
+
+async def test_a_stale_version_of_the_same_incarnation_is_a_plain_conflict(
+    checkpointer: Checkpointer,
+) -> None:
+    first = await run_turns(checkpointer, ["a"])
+    await checkpointer.asave(KEY, turn(first, "b", 1))
+    with pytest.raises(ConflictError, match="changed by another run") as raised:
+        await checkpointer.asave(KEY, turn(first, "late", 1))
+    assert not raised.value.recreated
+    with pytest.raises(ConflictError, match="changed by another run") as raised:
+        await checkpointer.asave(KEY, turn(None, "create again", 0))
+    assert not raised.value.recreated
+
+
+async def test_a_deleted_thread_refuses_its_old_writers(checkpointer: Checkpointer) -> None:
+    held = await run_turns(checkpointer, ["a"])
+    await checkpointer.adelete_thread(KEY)
+    with pytest.raises(ConflictError, match="found None"):
+        await checkpointer.asave(KEY, turn(held, "ghost", 1))
+    assert await checkpointer.aload(KEY) is None
+    assert await checkpointer.alist_messages(KEY) == []
+
+
+async def test_every_creation_makes_a_new_incarnation_that_saves_keep(
+    make_checkpointer: MakeCheckpointer,
+) -> None:
+    checkpointer = make_checkpointer()
+    seen = set()
+    for _ in range(3):
+        stamp = await run_turns(checkpointer, ["a", "b"])
+        assert len(stamp.incarnation) == 16 and int(stamp.incarnation, 16) >= 0
+        seen.add(stamp.incarnation)
+        stored = await checkpointer.aload(KEY)
+        assert isinstance(stored, StoredThread) and stored.stamp == stamp
+        assert await checkpointer.aversion(KEY) == stamp
+        await checkpointer.adelete_thread(KEY)
+    assert len(seen) == 3
+    stamp = await run_turns(checkpointer, ["kept"])
+    await checkpointer.aclose()
+    memory = isinstance(checkpointer, InMemoryCheckpointer)
+    reopened = checkpointer if memory else make_checkpointer()
+    assert await reopened.aversion(KEY) == stamp  # durable backends store the identity
+
+
+async def test_an_incarnation_is_required_exactly_when_the_thread_exists(
+    checkpointer: Checkpointer,
+) -> None:
+    with pytest.raises(StateError, match="expected_incarnation must be None"):
+        await checkpointer.asave(KEY, turn(None, "a", 0, incarnation="0123456789abcdef"))
+    assert await checkpointer.aload(KEY) is None
+    stamp = await run_turns(checkpointer, ["a"])
+    before = await snapshot(checkpointer)
+    for missing in (None, ""):
+        write = turn(stamp, "b", 1)
+        write.expected_incarnation = missing
+        with pytest.raises(StateError, match="needs expected_incarnation"):
+            await checkpointer.asave(KEY, write)
+    assert await snapshot(checkpointer) == before
+
+
+async def test_sqlite_threads_from_before_incarnations_get_the_legacy_one(tmp_path: Any) -> None:
+    path = tmp_path / "old.db"
+    checkpointer = SqliteCheckpointer(path)
+    await run_turns(checkpointer, ["old"])
+    await checkpointer.aclose()
+    with sqlite3.connect(path) as conn:  # back to schema version 1, as an older release left it
+        conn.execute("ALTER TABLE threads DROP COLUMN incarnation")
+        conn.execute("DELETE FROM schema_version WHERE version = 2")
+    checkpointer = SqliteCheckpointer(path)
+    try:
+        await continue_a_legacy_thread(checkpointer)
+    finally:
+        await checkpointer.aclose()
+    with sqlite3.connect(path) as conn:
+        assert [v for (v,) in conn.execute("SELECT version FROM schema_version")] == [1, 2]
+
+
+@pytest.mark.postgres
+async def test_postgres_threads_from_before_incarnations_get_the_legacy_one(
+    pg_schema: str,
+) -> None:
+    import psycopg
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    try:
+        checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+        await run_turns(checkpointer, ["old"])
+        await checkpointer.aclose()
+        async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+            await conn.execute(f'ALTER TABLE "{pg_schema}".threads DROP COLUMN incarnation')
+            await conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version = 2')
+        checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+        await continue_a_legacy_thread(checkpointer)
+        await checkpointer.aclose()
+    finally:
+        await drop_schema(pg_schema)
+
+
+async def continue_a_legacy_thread(checkpointer: Checkpointer) -> None:
+    """A migrated thread has the incarnation "legacy" and goes on; a new one gets another."""
+    stored = await checkpointer.aload(KEY)
+    assert stored is not None and stored.stamp == ("legacy", 1)
+    assert await checkpointer.aversion(KEY) == ("legacy", 1)
+    assert await checkpointer.asave(KEY, turn(stored.stamp, "new", 1)) == ("legacy", 2)
+    await checkpointer.adelete_thread(KEY)
+    reborn = await run_turns(checkpointer, ["reborn"])
+    assert reborn.incarnation != "legacy"
+    with pytest.raises(ConflictError, match="deleted and re-created"):
+        await checkpointer.asave(KEY, turn(ThreadStamp("legacy", 1), "stale", 1))
