@@ -96,8 +96,7 @@ async def postgres(redis: bool, dsn: str = PG_DSN) -> dict[str, Any]:
     try:
         return await turns(checkpointer, ThreadKey("w2"))
     finally:
-        if cache is not None:
-            await cache.evict(ThreadKey("w2"))
+        await checkpointer.adelete_thread(ThreadKey("w2"))  # also evicts the Redis entry
         await checkpointer.aclose()
         async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
             await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
