@@ -2,16 +2,21 @@
 
     TenxGraphError
     ├── GraphBuildError            the graph definition is wrong (raised by build/compile)
+    ├── ConfigError                an option or argument has a value the library cannot use
+    │                              (also a ValueError)
+    ├── UsageError                 something was called where it cannot work (also a RuntimeError)
     ├── MissingExtraError          an optional SDK is not installed (also an ImportError)
     ├── StateError                 bad input for, or a bad update to, the graph state
-    │   └── InvalidIdError         a thread_id or user_id storage cannot key by (also a ValueError)
+    │   │                          (also a ValueError)
+    │   └── InvalidIdError         a thread_id or user_id storage cannot key by
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
     │   ├── RecursionLimitError    a run took more steps than its limit allows
     │   ├── WorkersExhaustedError  every worker thread is held by a call that timed out
-    │   └── RunStoppedError        a run was stopped on request before it finished
+    │   └── RunStoppedError        reserved: a run cancelled from outside (the server's cancel)
     ├── ToolError                  a tool could not be registered or called directly
-    ├── ModelError                 a model provider failed
+    │   └── ToolArgumentsError     arguments do not fit the tool's parameters (also a ValueError)
+    ├── ModelError                 a model provider failed, or a model broke its contract
     │   ├── RateLimitError
     │   ├── AuthenticationError
     │   ├── ContextWindowExceededError
@@ -21,19 +26,41 @@
     │   └── OutputValidationError  structured output did not match its schema
     └── StorageError               a checkpointer failed
         ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
+        │   └── ThreadBusyError    reserved: another run holds the thread (the server's lease)
         ├── ThreadNotFoundError
         ├── CorruptRecordError     a stored row failed validation
         └── StorageUnavailableError  the database could not be reached in time
 
+Defined next to their users: ``tenxgraph.cli.errors.CliError`` (bad command-line
+input) and ``tenxgraph.core.llm.testing.ScriptError`` (a test model used in a
+way its test did not expect; also an AssertionError).
+
+"Reserved" classes are part of the contract but nothing raises them yet:
+callers may already catch them, and the server will raise them.
+
+Setup errors come before anything runs: ``GraphBuildError``,
+``MissingExtraError`` and ``ConfigError`` for a constructor's options
+(``ConfigError`` also reports a bad argument to a call, such as a negative
+``offset``). The others are raised while running.
+Classes that also derive from a builtin (``ValueError``, ``RuntimeError``...)
+keep ``except ValueError`` code written before they existed working.
+
 Pydantic's ``ValidationError`` is raised unchanged for bad field values, so
-the message names the field that was wrong.
+the message names the field that was wrong: validators inside pydantic models
+raise plain ``ValueError``, which pydantic turns into that error.
+``GraphInterrupt`` (``tenxgraph.core.graph.interrupt``) is not an error but the
+signal ``interrupt()`` uses to pause a run; the runtime always catches it.
+
+``HTTP_STATUS`` and ``http_status`` give the HTTP status each error maps to.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "HTTP_STATUS",
     "AuthenticationError",
     "BadRequestError",
+    "ConfigError",
     "ConflictError",
     "ContextWindowExceededError",
     "CorruptRecordError",
@@ -53,9 +80,13 @@ __all__ = [
     "StorageError",
     "StorageUnavailableError",
     "TenxGraphError",
+    "ThreadBusyError",
     "ThreadNotFoundError",
+    "ToolArgumentsError",
     "ToolError",
+    "UsageError",
     "WorkersExhaustedError",
+    "http_status",
 ]
 
 
@@ -65,6 +96,14 @@ class TenxGraphError(Exception):
 
 class GraphBuildError(TenxGraphError):
     """The graph definition is invalid; raised while building, never while running."""
+
+
+class ConfigError(TenxGraphError, ValueError):
+    """An option or argument has a value the library cannot use; the message names it."""
+
+
+class UsageError(TenxGraphError, RuntimeError):
+    """Something was called where it cannot work (``interrupt()`` outside a running node)."""
 
 
 class MissingExtraError(TenxGraphError, ImportError):
@@ -88,11 +127,11 @@ class MissingExtraError(TenxGraphError, ImportError):
         self.extra = extra
 
 
-class StateError(TenxGraphError):
+class StateError(TenxGraphError, ValueError):
     """An input or an update does not fit the graph's state class."""
 
 
-class InvalidIdError(StateError, ValueError):
+class InvalidIdError(StateError):
     """A ``thread_id`` or ``user_id`` is missing, empty, not a string, too long or unstorable.
 
     Raised before anything is read or written, with the same rules on every
@@ -128,15 +167,32 @@ class WorkersExhaustedError(GraphRunError):
 
 
 class RunStoppedError(GraphRunError):
-    """A run was stopped on request before it finished."""
+    """Reserved for the server's cancel path: a run cancelled from outside before it finished.
+
+    Nothing raises it yet. ``CompiledGraph.stop`` does not: a stopped run
+    ends normally, saved with status ``stopped``, and returns its
+    ``RunResult``. A server that cancels a run on a client's behalf will raise
+    this to the code that waits for that run's result.
+    """
 
 
 class ToolError(TenxGraphError):
     """A tool could not be registered, found or called directly."""
 
 
+class ToolArgumentsError(ToolError, ValueError):
+    """Arguments do not fit a tool's parameters; the message lists each problem.
+
+    ``ToolNode`` turns it into an error result the model reads; it reaches
+    callers only from direct calls such as ``Tool.validate``.
+    """
+
+
 class ModelError(TenxGraphError):
-    """A model provider failed. ``status`` is the HTTP status when there was one."""
+    """A model provider failed, or a model broke its contract (a stream with no final message).
+
+    ``status`` is the provider's HTTP status when there was one.
+    """
 
     def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
         super().__init__(message)
@@ -195,10 +251,28 @@ class ConflictError(StorageError):
             )
         super().__init__(message)
         self.thread_id = thread_id
-        self.expected = expected
+        self.expected: int | None = expected
         self.actual = actual
         self.recreated = recreated
         """True when the thread was deleted and created anew (a new incarnation)."""
+
+
+class ThreadBusyError(ConflictError):
+    """Reserved for the server: another run holds the thread (its lease has not expired).
+
+    Nothing raises it yet; one run holds a thread at a time (DESIGN invariant
+    7) and a server that rejects a second run raises this. Unlike a lost
+    compare-and-swap there are no versions: ``expected`` and ``actual`` are None.
+    """
+
+    def __init__(self, thread_id: str, detail: str = "") -> None:
+        StorageError.__init__(
+            self, f"thread {thread_id!r} is busy: another run holds it{detail and ': '}{detail}"
+        )
+        self.thread_id = thread_id
+        self.expected = None
+        self.actual = None
+        self.recreated = False
 
 
 class ThreadNotFoundError(StorageError):
@@ -214,3 +288,34 @@ class StorageUnavailableError(StorageError):
 
     Transient when the server is merely down: the next call after it is back succeeds.
     """
+
+
+HTTP_STATUS: dict[type[TenxGraphError], int] = {
+    ConfigError: 400,
+    StateError: 422,
+    InvalidIdError: 400,
+    ToolArgumentsError: 422,
+    ThreadNotFoundError: 404,
+    ConflictError: 409,
+    ThreadBusyError: 409,
+    RateLimitError: 429,
+    ModelTimeoutError: 504,
+    ModelError: 502,
+    StorageUnavailableError: 503,
+}
+"""The HTTP status a server answers with for each error; ``http_status`` applies it.
+
+Bad requests are 4xx: an unusable option or id is 400, a well-formed body the
+graph's state cannot take is 422. A provider failure is 502 (504 when it timed
+out); a database out of reach is 503. Anything else is 500, the library's or
+the graph's own failure.
+"""
+
+
+def http_status(error: BaseException) -> int:
+    """The HTTP status for ``error``: its closest class in ``HTTP_STATUS``, else 500."""
+    for cls in type(error).__mro__:
+        status = HTTP_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500

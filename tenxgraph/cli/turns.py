@@ -11,6 +11,7 @@ from tenxgraph.core.graph.compiled import CompiledGraph
 from tenxgraph.core.graph.events import MessageEvent, RunResult, UpdateEvent
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import TextBlock
+from tenxgraph.errors import GraphRunError
 
 __all__ = ["stream_turn"]
 
@@ -59,7 +60,7 @@ async def stream_turn(
                 _rest(console, message, prefix)
             else:
                 console.message(message, prefix=prefix)
-    raise RuntimeError("the run ended without a result")  # pragma: no cover
+    raise GraphRunError("the run ended without a result")  # pragma: no cover
 
 
 def _rest(console: Console, message: Message, prefix: str) -> None:

@@ -30,7 +30,12 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.context.overflow import areduce_on_overflow
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ContextWindowExceededError, GraphBuildError, OutputValidationError
+from tenxgraph.errors import (
+    ContextWindowExceededError,
+    GraphBuildError,
+    ModelError,
+    OutputValidationError,
+)
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph.builder import StateGraph
@@ -138,6 +143,7 @@ class Agent(Node):
                         yield MessageEvent(ctx.node, message)
                     else:
                         answer = message
+                break  # only a context overflow is retried, never a stream without an answer
             except ContextWindowExceededError as exc:
                 if overflowed:
                     raise ContextWindowExceededError(
@@ -149,8 +155,11 @@ class Agent(Node):
                 if not await areduce_on_overflow(state, manager):
                     raise
                 overflowed = True
-        if answer is None:  # pragma: no cover - adapters always end with a complete message
-            raise RuntimeError(f"model {self.model.model!r} returned no complete message")
+        if answer is None:  # a custom model's stream ended with deltas only
+            raise ModelError(
+                f"model {self.model.model!r} returned no complete message",
+                provider=self.model.provider,
+            )
         answer = answer.model_copy(update={"message_id": ctx.id_generator()})
         if self.output_schema is None:
             yield NodeOutput([answer])

@@ -33,7 +33,13 @@ from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_input import as_messages
-from tenxgraph.errors import NodeError, RecursionLimitError, StateError, TenxGraphError
+from tenxgraph.errors import (
+    GraphRunError,
+    NodeError,
+    RecursionLimitError,
+    StateError,
+    TenxGraphError,
+)
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 from tenxgraph.utils.constants import END, START
 
@@ -532,5 +538,5 @@ async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:
         if isinstance(event, RunResult):
             result = event
     if result is None:  # pragma: no cover - the loop always ends with a RunResult
-        raise RuntimeError("the run ended without a result")
+        raise GraphRunError("the run ended without a result")
     return result.as_dict()

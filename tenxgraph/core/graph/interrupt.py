@@ -11,6 +11,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenxgraph.errors import UsageError
+
 __all__ = ["GraphInterrupt", "InterruptScope", "interrupt"]
 
 
@@ -40,7 +42,7 @@ def interrupt(value: Any = None) -> Any:
     """
     scope = _scope.get()
     if scope is None:
-        raise RuntimeError("interrupt() can only be called inside a running graph node or tool")
+        raise UsageError("interrupt() can only be called inside a running graph node or tool")
     index = scope.asked
     scope.asked += 1
     if index < len(scope.answers):

@@ -16,7 +16,7 @@ from typing import Any, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from tenxgraph.core.llm.base import ToolSpec
-from tenxgraph.errors import ToolError
+from tenxgraph.errors import ToolArgumentsError, ToolError
 
 __all__ = ["INJECTED_PARAMETERS", "Tool", "as_tools", "tool"]
 
@@ -54,7 +54,7 @@ class Tool:
         return ToolSpec(self.name, self.description, schema)
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Check the model's arguments; raise ``ValueError`` saying what was wrong."""
+        """Check the model's arguments; raise ``ToolArgumentsError`` saying what was wrong."""
         try:
             model = self.arguments.model_validate(args)
         except ValidationError as exc:
@@ -62,7 +62,9 @@ class Tool:
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
                 for e in exc.errors()
             )
-            raise ValueError(f"invalid arguments for tool {self.name!r}: {problems}") from None
+            raise ToolArgumentsError(
+                f"invalid arguments for tool {self.name!r}: {problems}"
+            ) from None
         return {name: getattr(model, name) for name in type(model).model_fields}
 
     def __repr__(self) -> str:

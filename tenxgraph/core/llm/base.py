@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ModelError
 
 __all__ = ["ChatModel", "ModelRequest", "ToolChoice", "ToolSpec"]
 
@@ -72,5 +73,8 @@ class ChatModel(ABC):
             if not message.delta:
                 final = message
         if final is None:
-            raise RuntimeError(f"{type(self).__name__}.stream ended without a complete message")
+            raise ModelError(
+                f"{type(self).__name__}.stream ended without a complete message",
+                provider=self.provider,
+            )
         return final

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import RootModel, field_validator
 
+from tenxgraph.errors import StateError
+
 __all__ = ["AppState"]
 
 
@@ -51,8 +53,8 @@ class AppState(RootModel[dict[str, Any]]):
 
 def _check(key: Any, value: Any) -> str:
     if not isinstance(key, str):
-        raise ValueError(f"app_state keys must be strings, got {key!r}")
+        raise StateError(f"app_state keys must be strings, got {key!r}")
     try:
         return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"app_state value for {key!r} is not JSON-serializable: {exc}") from None
+        raise StateError(f"app_state value for {key!r} is not JSON-serializable: {exc}") from None

@@ -29,6 +29,7 @@ from tenxgraph.core.state.message_block import (
     VideoBlock,
     check_json_data,
 )
+from tenxgraph.errors import ConfigError
 
 __all__ = [
     "MAX_INLINE_BYTES",
@@ -252,7 +253,7 @@ class Message(BaseModel):
         file = Path(path)
         size = file.stat().st_size
         if size > max_inline_bytes:
-            raise ValueError(
+            raise ConfigError(
                 f"{file} is {size} bytes, above the inline limit of {max_inline_bytes} bytes; "
                 "upload it and use MediaRef(kind='url' or 'file_id') instead"
             )

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock
 from tenxgraph.core.state.message_input import MessageLike, as_messages
+from tenxgraph.errors import ConfigError
 
 __all__ = [
     "add_messages",
@@ -103,7 +104,7 @@ class MessageIndex:
     def copy_for(self, messages: list[Message]) -> MessageIndex:
         """An index of ``messages``, a copy of the list this index covers (a C-speed copy)."""
         if len(messages) != self._size:
-            raise ValueError("copy_for needs a list with the same messages")
+            raise ConfigError("copy_for needs a list with the same messages")
         twin = MessageIndex.__new__(MessageIndex)
         twin._list, twin._size = messages, self._size
         twin._ids = self._ids.copy()

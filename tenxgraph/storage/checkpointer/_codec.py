@@ -28,7 +28,13 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from tenxgraph.core.state.message import Message, MessagesAdapter
-from tenxgraph.errors import ConflictError, CorruptRecordError, InvalidIdError, StateError
+from tenxgraph.errors import (
+    ConfigError,
+    ConflictError,
+    CorruptRecordError,
+    InvalidIdError,
+    StateError,
+)
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
     ThreadInfo,
@@ -107,7 +113,7 @@ def encode_json(what: str, value: Any) -> str:
 def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
     """Validate and encode a write before any transaction starts."""
     if write.expected_version < 0:
-        raise ValueError(f"expected_version must be >= 0, got {write.expected_version}")
+        raise StateError(f"expected_version must be >= 0, got {write.expected_version}")
     incarnation = _write_incarnation(key, write)
     rows = []
     for index, message in enumerate(write.new_messages):
@@ -228,9 +234,9 @@ def window_reach(key: ThreadKey, window: Window) -> int:
 def check_page(offset: int, limit: int | None) -> None:
     """Reject a negative offset or limit with a clear message."""
     if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset}")
+        raise ConfigError(f"offset must be >= 0, got {offset}")
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+        raise ConfigError(f"limit must be >= 0 or None, got {limit}")
 
 
 def window_seqs(window: Window) -> list[int]:

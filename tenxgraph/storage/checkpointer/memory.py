@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ThreadNotFoundError
+from tenxgraph.errors import ConfigError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
     check_window,
@@ -76,7 +76,7 @@ class InMemoryCheckpointer(Checkpointer):
     def __init__(self, *, keep_checkpoints: int | None = None) -> None:
         """Create an empty store; ``keep_checkpoints`` keeps only the newest N per thread."""
         if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
         self._keep = keep_checkpoints
         self._lock = threading.Lock()
         self._tenants: dict[str, dict[str, _Thread]] = {}

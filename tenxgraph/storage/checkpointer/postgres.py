@@ -45,7 +45,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConflictError, MissingExtraError, StorageError, ThreadNotFoundError
+from tenxgraph.errors import (
+    ConfigError,
+    ConflictError,
+    MissingExtraError,
+    StorageError,
+    ThreadNotFoundError,
+)
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_page,
@@ -128,20 +134,20 @@ class PgCheckpointer(Checkpointer):
         except ImportError:
             raise MissingExtraError("psycopg", "postgres") from None
         if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
         if not _SCHEMA_NAME.fullmatch(schema):
-            raise ValueError(
+            raise ConfigError(
                 f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
             )
         if not connect_timeout > 0:
-            raise ValueError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
+            raise ConfigError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
         if not 0 <= pool_min_size <= pool_size or pool_size < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"need 0 <= pool_min_size <= pool_size and pool_size >= 1, "
                 f"got {pool_min_size} and {pool_size}"
             )
         if not isinstance(conninfo, (str, AsyncConnectionPool)):
-            raise TypeError(f"conninfo must be a DSN or an AsyncConnectionPool, got {conninfo!r}")
+            raise ConfigError(f"conninfo must be a DSN or an AsyncConnectionPool, got {conninfo!r}")
         self._db = PgConnections(
             conninfo, connect_timeout=connect_timeout, min_size=pool_min_size, max_size=pool_size
         )

@@ -35,7 +35,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tenxgraph.errors import MissingExtraError, StorageError
+from tenxgraph.errors import ConfigError, MissingExtraError, StorageError
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     decode_json_object,
@@ -124,7 +124,7 @@ class RedisThreadCache:
         except ImportError:
             raise MissingExtraError("redis", "redis") from None
         if not timeout > 0 or cooldown < 0:
-            raise ValueError(f"need timeout > 0 and cooldown >= 0, got {timeout} and {cooldown}")
+            raise ConfigError(f"need timeout > 0 and cooldown >= 0, got {timeout} and {cooldown}")
         self.owns_client = isinstance(redis, str)
         """True when the client was made here from a URL (and is closed by ``aclose``)."""
         self._client: Any = (

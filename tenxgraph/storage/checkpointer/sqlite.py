@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import StorageError, ThreadNotFoundError
+from tenxgraph.errors import ConfigError, StorageError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
     check_window,
@@ -125,7 +125,7 @@ class SqliteCheckpointer(Checkpointer):
         ``timeout`` is how long a save waits for another process's write lock.
         """
         if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ValueError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
         self.path = os.fspath(path)
         self._keep = keep_checkpoints
         self._timeout = timeout

@@ -8,6 +8,7 @@ from typing import TypeVar
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.overflow import drop_older_half, shrink_tool_results
+from tenxgraph.errors import ConfigError
 
 __all__ = ["BaseContextManager"]
 
@@ -50,6 +51,6 @@ class BaseContextManager(ABC):
 
 
 def check_count(owner: str, name: str, value: object, *, minimum: int = 1) -> None:
-    """Raise ``ValueError`` naming ``owner`` and ``name`` unless ``value`` is an int >= minimum."""
+    """Raise ``ConfigError`` naming ``owner`` and ``name`` unless ``value`` is an int >= minimum."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+        raise ConfigError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")

@@ -22,6 +22,7 @@ from tenxgraph.core.state.context.cuts import (
 )
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
+from tenxgraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from tenxgraph.core.state.context.base import BaseContextManager
@@ -78,7 +79,7 @@ def truncate_largest_tool_results(
     new list; messages without a shortened output are the same objects.
     """
     if not 0 < keep_ratio < 1:
-        raise ValueError(f"keep_ratio must be between 0 and 1, got {keep_ratio!r}")
+        raise ConfigError(f"keep_ratio must be between 0 and 1, got {keep_ratio!r}")
     texts = {
         (i, j): text
         for i, message in enumerate(messages)

@@ -17,6 +17,7 @@ from tenxgraph.core.state.context.render import render_transcript
 from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ErrorBlock, TextBlock
+from tenxgraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from tenxgraph.core.llm.base import ChatModel
@@ -81,7 +82,7 @@ class SummaryContextManager(BaseContextManager):
             check_count(owner, "token_budget", token_budget)
         check_count(owner, "keep_recent", keep_recent, minimum=0)
         if not summary_prompt.strip():
-            raise ValueError(f"{owner}: summary_prompt must not be empty")
+            raise ConfigError(f"{owner}: summary_prompt must not be empty")
         self.model = model
         self.max_messages = max_messages
         self.token_budget = token_budget

@@ -25,7 +25,7 @@ from tenxgraph.core.state.context.tokens import (
     countable_parts,
 )
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import MissingExtraError
+from tenxgraph.errors import ConfigError, MissingExtraError
 
 __all__ = ["TiktokenCounter"]
 
@@ -114,12 +114,12 @@ def _encoding_name(model_or_encoding: str) -> str:
     try:
         name: str = tiktoken.encoding_name_for_model(model_or_encoding)
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"TiktokenCounter: unknown model or encoding {model_or_encoding!r}; "
             f"pass one of {sorted(_ENCODINGS)} or an OpenAI model name"
         ) from None
     if name not in _ENCODINGS:
-        raise ValueError(
+        raise ConfigError(
             f"TiktokenCounter: model {model_or_encoding!r} uses the {name} encoding, which is "
             f"not available offline (available: {sorted(_ENCODINGS)})"
         )
@@ -140,7 +140,7 @@ def _load_encoding(name: str) -> Any:
         raise MissingExtraError("bpe-openai", "tokens") from None
     data = gzip.decompress(packed)
     if hashlib.sha256(data).hexdigest() != spec.sha256:
-        raise ValueError(
+        raise ConfigError(
             f"TiktokenCounter: the {name} file shipped by bpe-openai does not match "
             "OpenAI's published digest; reinstall bpe-openai"
         )

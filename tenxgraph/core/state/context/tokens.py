@@ -29,6 +29,7 @@ from tenxgraph.core.state.message_block import (
     ToolResultBlock,
     VideoBlock,
 )
+from tenxgraph.errors import ConfigError
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -80,7 +81,7 @@ class CharEstimateCounter:
         media_tokens: int = MEDIA_TOKENS,
     ) -> None:
         if not chars_per_token > 0:
-            raise ValueError(
+            raise ConfigError(
                 f"CharEstimateCounter: chars_per_token must be positive, got {chars_per_token!r}"
             )
         self.chars_per_token = chars_per_token
