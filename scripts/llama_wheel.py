@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-PROGRESS = re.compile(r"\[\s*(\d+)%\]")
-"""CMake prints ``[ 42%] Building C object ...`` as it goes."""
+PROGRESS = re.compile(r"^\s*\[(\d+)/(\d+)\]", re.MULTILINE)
+"""Ninja (which the build uses) prints ``[40/193] /usr/bin/g++ ...`` per compiled file."""
 REPORT_EVERY = 15.0
 
 
@@ -69,7 +69,10 @@ def build(wheelhouse: Path, version: str) -> int:
 def _progress(log_path: Path) -> str:
     """The compiler's latest percentage, or the phase before compiling starts."""
     found = PROGRESS.findall(log_path.read_text(errors="replace"))
-    return f"compiling, {found[-1]}% done" if found else "downloading and configuring"
+    if not found:
+        return "downloading and configuring"
+    done, total = map(int, found[-1])
+    return f"compiling file {done} of {total}"
 
 
 def _elapsed(started: float) -> str:
