@@ -260,9 +260,9 @@ class ConflictError(StorageError):
 class ThreadBusyError(ConflictError):
     """Reserved for the server: another run holds the thread (its lease has not expired).
 
-    Nothing raises it yet; one run holds a thread at a time (DESIGN invariant
-    7) and a server that rejects a second run raises this. Unlike a lost
-    compare-and-swap there are no versions: ``expected`` and ``actual`` are None.
+    Nothing raises it yet; one run holds a thread at a time, and a server that
+    rejects a second run raises this. Unlike a lost compare-and-swap there are
+    no versions: ``expected`` and ``actual`` are None.
     """
 
     def __init__(self, thread_id: str, detail: str = "") -> None:

@@ -1,6 +1,6 @@
 """``Agent``: the graph node that calls a chat model over the state.
 
-Each call builds the request as 001 documents (system prompt, then the
+Each call builds the request in a fixed order (system prompt, then the
 ``context_summary``, then the context), streams the answer (delta messages
 go out as stream events, never into state), and returns the complete
 assistant message with its usages. Tool calls in the answer are run by a

@@ -1,4 +1,4 @@
-"""Direct tool calls: application code runs a graph's tool by name (004's ``agent.tool.x()``).
+"""Direct tool calls: application code runs a graph's tool by name (Strands: ``agent.tool.x()``).
 
 A direct call runs through the same loop as any run, as a one-node graph on
 the same thread: by default the call and its result are recorded in the

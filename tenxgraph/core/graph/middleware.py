@@ -1,4 +1,4 @@
-"""Middleware: hooks around the agent loop of ``create_agent`` (003's AgentMiddleware).
+"""Middleware: hooks around the agent loop of ``create_agent`` (like LangChain's AgentMiddleware).
 
 A middleware overrides any of ``before_agent``, ``before_model``,
 ``after_model``, ``after_agent`` (each gets the state and returns what a node

@@ -1,4 +1,4 @@
-"""Thread snapshots (004) and threads started from an existing conversation.
+"""Thread snapshots (as in Strands Agents) and threads started from an existing conversation.
 
 A ``ThreadSnapshot`` is plain JSON data: the state's non-message fields and
 the messages of its context window at one moment. Restoring one writes it as

@@ -61,9 +61,9 @@ class AgentState(BaseModel):
     execution_meta: ExecMeta = Field(default_factory=lambda: ExecMeta(current_node=START))
     """Runtime bookkeeping; use the helper methods rather than editing it."""
     app_state: AppState = Field(default_factory=AppState)
-    """JSON key-value data of the thread (004's agent state); never sent to the model."""
+    """JSON key-value data of the thread (Strands' agent state); never sent to the model."""
     structured_response: Any = None
-    """The last ``output_schema`` answer of an Agent (003's structured_response); set by the
+    """The last ``output_schema`` answer of an Agent (LangChain's structured_response); set by the
     runtime, not by invoke input. Stored as JSON: after a reload it is a dict."""
 
     _index: MessageIndex | None = PrivateAttr(default=None)

@@ -1,6 +1,6 @@
 """``AppState``: a JSON-validated key-value store on the thread, never shown to the model.
 
-The 004 (Strands) "agent state": data that lives beside the conversation,
+What Strands Agents calls "agent state": data that lives beside the conversation,
 persists with the thread, and is read and written by tools and application
 code. Values must be JSON; anything else is refused when it is set, so what
 is stored can always be restored.

@@ -1,7 +1,7 @@
 """Explicit message edits: remove one message, remove all, or replace one by id.
 
-Returning a message whose id is already in context does nothing (000's
-rule), so changing history takes an explicit directive in a node's or a
+Returning a message whose id is already in context does nothing (the
+messages reducer's rule), so changing history takes an explicit directive in a node's or a
 tool's returned list::
 
     return [RemoveMessage("m-17"), ReplaceMessage(fixed), Message.text_message("new")]

@@ -1,4 +1,4 @@
-"""The one check of DESIGN.md invariant 2: a tool call and its result stay together.
+"""The one check that a tool call and its result stay together.
 
 A *tool group* is an assistant message holding ``ToolCallBlock``s followed by
 the tool messages that answer them. A conversation is well paired when every

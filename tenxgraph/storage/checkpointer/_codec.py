@@ -3,7 +3,7 @@
 Messages are stored one JSON document per log row and decoded in one
 pydantic call over the joined rows, which is several times faster than one
 call per row. Nothing here imports or instantiates a class named in stored
-data (DESIGN.md invariant 3): values and metadata come back as plain JSON
+data (data only on disk): values and metadata come back as plain JSON
 data, messages through the declared ``Message`` model only.
 
 A row that fails to decode raises ``CorruptRecordError`` naming the thread,

@@ -1,7 +1,7 @@
 """Postgres connections for ``PgCheckpointer``: a checked pool, outage handling, an I/O loop.
 
-``PgConnections`` hands out pooled connections with bounded waits
-(DESIGN invariant 8). Every connection taken from the pool is checked
+``PgConnections`` hands out pooled connections with bounded waits.
+Every connection taken from the pool is checked
 (``AsyncConnectionPool.check_connection``, one empty round trip) before it is
 used. When a check fails, a direct connection attempt (the *probe*, bounded
 by ``connect_timeout``) tells the two cases apart:

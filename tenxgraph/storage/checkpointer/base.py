@@ -1,6 +1,6 @@
 """The checkpointer contract: a handful of typed async methods every backend implements.
 
-Storage layout (DESIGN.md invariant 1): a thread is an append-only log of
+Storage layout (history is append-only): a thread is an append-only log of
 messages, numbered from 0 (``seq``), plus one small state row holding the
 non-message fields (``values``), the context *window* (which log entries form
 ``state.context``, as half-open ``[start, end)`` ranges of seqs) and a

@@ -1,7 +1,7 @@
 """State <-> stored JSON: the non-message fields go to the state row, messages to the log.
 
-Loading always goes through the graph's declared state class (DESIGN.md
-invariant 3): stored rows never name a class to import.
+Loading always goes through the graph's declared state class (data only on
+disk): stored rows never name a class to import.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Trimming (``MessageContextManager``), summarizing (``SummaryContextManager``),
 a token budget (``TokenBudgetContextManager``) and a sliding window
 (``SlidingWindowContextManager``), plus token counters and overflow
-recovery. Every cut keeps tool calls with their results (DESIGN.md
-invariant 2); dropped messages stay in the thread's message log.
+recovery. Every cut keeps tool calls with their results; dropped messages
+stay in the thread's message log.
 """
 
 from tenxgraph.core.state.context.base import BaseContextManager

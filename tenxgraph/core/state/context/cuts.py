@@ -4,7 +4,7 @@ Every manager keeps a suffix of the conversation plus the system messages
 before it. The suffix starts at a user message (a turn boundary) or, for the
 summarizer's ``keep_recent``, at a group start (``pairing.group_starts``); in a
 well-paired conversation neither separates a tool call from its result, so
-the kept list is well paired too (DESIGN.md invariant 2).
+the kept list is well paired too.
 """
 
 from __future__ import annotations
