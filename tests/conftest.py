@@ -1,12 +1,20 @@
-"""Test-wide guards: no real network, only loopback and local sockets."""
+"""Test-wide guards: no network, one line per missing service, Ctrl-C reaching children."""
 
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 from typing import Any
 
 import pytest
+
+# The Ctrl-C tests send SIGINT to child processes. A runner started in the
+# background (as CI may be) has SIGINT ignored, and an ignored signal stays
+# ignored across exec, so the children would never see Ctrl-C; a handled one is
+# reset to the default in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _is_local(address: Any) -> bool:
