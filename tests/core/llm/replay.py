@@ -133,3 +133,16 @@ def _sse(events: Sequence[Any]) -> Iterator[bytes]:
             yield f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
         else:
             yield f"data: {json.dumps(event)}\n\n".encode()
+
+
+def chat_chunk(
+    delta: dict[str, Any], finish: str | None = None, *, model: str = "gpt-test"
+) -> dict[str, Any]:
+    """One OpenAI Chat Completions stream chunk with a single choice."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }

@@ -14,7 +14,7 @@ from tenxgraph.core.llm import OpenAIChatModel
 from tenxgraph.core.state import AgentState, Message, ToolResult
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils import END
-from tests.core.llm.replay import ReplayServer
+from tests.core.llm.replay import ReplayServer, chat_chunk
 
 
 class Cart(AgentState):
@@ -30,16 +30,6 @@ def add_item(item: str, state: Cart) -> ToolResult:
     return ToolResult(message=f"added {item}", state={"items": [*state.items, item]})
 
 
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": "gpt-test",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def _tool_call(call_id: str, item: str) -> list[Any]:
     call = {
         "index": 0,
@@ -47,11 +37,15 @@ def _tool_call(call_id: str, item: str) -> list[Any]:
         "type": "function",
         "function": {"name": "add_item", "arguments": json.dumps({"item": item})},
     }
-    return [_chunk({"role": "assistant", "tool_calls": [call]}), _chunk({}, "tool_calls"), "[DONE]"]
+    return [
+        chat_chunk({"role": "assistant", "tool_calls": [call]}),
+        chat_chunk({}, "tool_calls"),
+        "[DONE]",
+    ]
 
 
 def _text(text: str) -> list[Any]:
-    return [_chunk({"role": "assistant", "content": text}), _chunk({}, "stop"), "[DONE]"]
+    return [chat_chunk({"role": "assistant", "content": text}), chat_chunk({}, "stop"), "[DONE]"]
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
-from tests.core.llm.replay import ReplayServer
+from tests.core.llm.replay import ReplayServer, chat_chunk
 
 CUT = '{"pattern": "tmp/*.lo'
 """The arguments as a truncated answer left them."""
@@ -33,30 +33,20 @@ CUT = '{"pattern": "tmp/*.lo'
 # --- OpenAI Chat Completions ---------------------------------------------------------------
 
 
-def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": "gpt-test",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def _chat_call(server: ReplayServer, arguments: str) -> None:
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "delete_files"}}
     server.stream(
         [
-            _chat_chunk({"role": "assistant", "tool_calls": [call]}),
-            _chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
-            _chat_chunk({}, finish="length"),
+            chat_chunk({"role": "assistant", "tool_calls": [call]}),
+            chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            chat_chunk({}, finish="length"),
             "[DONE]",
         ]
     )
 
 
 def _chat_text(server: ReplayServer) -> None:
-    server.stream([_chat_chunk({"content": "Sorry."}, finish="stop"), "[DONE]"])
+    server.stream([chat_chunk({"content": "Sorry."}, finish="stop"), "[DONE]"])
 
 
 def _chat_sent(body: dict[str, Any]) -> tuple[Any, str]:

@@ -8,21 +8,11 @@ from tenxgraph.core.llm.anthropic import AnthropicModel
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.state.message import Message
-from tests.core.llm.replay import ReplayServer
+from tests.core.llm.replay import ReplayServer, chat_chunk
 
 
 def ask() -> ModelRequest:
     return ModelRequest(messages=[Message.text_message("hi")])
-
-
-def chat_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1700000000,
-        "model": "gpt-test",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 async def collect(model: Any) -> list[Message]:
