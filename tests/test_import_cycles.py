@@ -1,0 +1,83 @@
+"""No import cycles between tenxgraph's modules.
+
+A cycle works only while the import order happens to suit it and breaks on
+the next innocent import; it also means two modules cannot be understood
+apart. Module-level imports count (those under ``if TYPE_CHECKING:`` do
+not, nor imports inside functions). ``from package import name`` depends on
+``package.name`` when that is a module, else on the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import tenxgraph
+
+ROOT = Path(tenxgraph.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(tree: ast.Module) -> Iterator[tuple[str, str | None]]:
+    """(module, name) pairs of the module-level tenxgraph imports."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tenxgraph"):
+            yield from ((str(node.module), alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names if a.name.startswith("tenxgraph"))
+
+
+def import_graph() -> dict[str, set[str]]:
+    trees = {module_name(path): ast.parse(path.read_text()) for path in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        targets = set()
+        for module, member in imported(tree):
+            submodule = f"{module}.{member}"
+            targets.add(submodule if submodule in trees else module)
+        graph[name] = {target for target in targets if target in trees and target != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path (first module repeated at the end), or None."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return None
+        for target in sorted(graph[module]):
+            cycle = visit(target, [*path, module])
+            if cycle is not None:
+                return cycle
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        cycle = visit(module, [])
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_graph_holds_the_real_imports() -> None:
+    graph = import_graph()
+    assert "tenxgraph.core.graph.session" in graph["tenxgraph.core.graph.compiled"]
+    assert "tenxgraph.core.graph.builder" not in graph["tenxgraph.core.graph.compiled"]  # typing only
+
+
+def test_the_check_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
