@@ -17,11 +17,16 @@ from pathlib import Path
 import tenxgraph
 
 SNAPSHOT = Path(__file__).with_name("public_api.json")
+PUBLIC_MODULES = ("tenxgraph", "tenxgraph.errors")
+"""Public modules that are not sub-packages: the root and the one error tree."""
 
 
 def public_surface() -> dict[str, list[str]]:
-    """Every tenxgraph package (an ``__init__``) and the names it exports."""
-    surface = {}
+    """Every tenxgraph package (an ``__init__``) and public module, and the names it exports."""
+    surface = {
+        name: sorted(getattr(importlib.import_module(name), "__all__", []))
+        for name in PUBLIC_MODULES
+    }
     for info in pkgutil.walk_packages(tenxgraph.__path__, "tenxgraph."):
         if not info.ispkg or "._" in info.name or info.name.startswith("tenxgraph.cli"):
             continue
