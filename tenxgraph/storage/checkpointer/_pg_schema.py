@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tenxgraph.storage.checkpointer.base import LEGACY_INCARNATION
 
-__all__ = ["CLAIM_NEW", "CLAIM_NEXT", "MIGRATIONS", "save_statement"]
+__all__ = ["CLAIM_NEW", "CLAIM_NEXT", "LEASE_HELD", "MIGRATIONS", "save_statement"]
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -53,6 +53,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE {schema}.threads ADD COLUMN incarnation text NOT NULL "
         f"DEFAULT '{LEGACY_INCARNATION}'",
     ),
+    (  # 3: leases, one run holding a thread at a time; times on the database clock
+        """CREATE TABLE {schema}.leases (
+            user_id text NOT NULL,
+            thread_id text NOT NULL,
+            owner text NOT NULL,
+            expires_at double precision NOT NULL,
+            stop text,
+            PRIMARY KEY (user_id, thread_id)
+        )""",
+    ),
 )
 """Ordered schema changes (``{schema}`` is the quoted schema name). Append only.
 
@@ -61,14 +71,23 @@ pydantic call); the small JSON columns are ``jsonb`` (metadata filters use
 ``@>`` and a GIN index).
 """
 
+LEASE_HELD = """(%(lease)s::text IS NULL OR EXISTS (
+        SELECT FROM {schema}.leases WHERE user_id = %(user)s AND thread_id = %(thread)s
+            AND owner = %(lease)s FOR SHARE))"""
+"""The save's fence: true without a lease (``%(lease)s`` NULL), else only while the lease
+row is that owner's. ``FOR SHARE`` holds the row until the save commits, so a run taking
+the lease waits for a save that passed the fence, and a save after the take fails it."""
+
 CLAIM_NEW = """
     INSERT INTO {schema}.threads (user_id, thread_id, incarnation, version, log_length,
         "values", "window", metadata, created_at, updated_at)
-    VALUES (%(user)s, %(thread)s, %(incarnation)s, 1, %(added)s, %(values)s::jsonb,
-        %(window)s::jsonb, coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s)
+    SELECT %(user)s, %(thread)s, %(incarnation)s, 1, %(added)s, %(values)s::jsonb,
+        %(window)s::jsonb, coalesce(%(metadata)s::jsonb, '{{}}'), %(now)s, %(now)s
+    WHERE {lease_held}
     ON CONFLICT DO NOTHING
     RETURNING 0::bigint AS base"""
-"""Claims a new thread: inserts its state row, with its new incarnation, unless the key exists."""
+"""Claims a new thread: inserts its state row, with its new incarnation, unless the key
+exists or the write's lease is lost (``{lease_held}`` is ``LEASE_HELD``)."""
 
 CLAIM_NEXT = """
     UPDATE {schema}.threads SET version = version + 1, log_length = log_length + %(added)s,
@@ -76,9 +95,10 @@ CLAIM_NEXT = """
         metadata = coalesce(%(metadata)s::jsonb, metadata), updated_at = %(now)s
     WHERE user_id = %(user)s AND thread_id = %(thread)s AND incarnation = %(incarnation)s
         AND version = %(expected)s AND log_length + %(added)s >= %(reach)s
+        AND {lease_held}
     RETURNING log_length - %(added)s AS base"""
 """Claims the next version: the compare-and-swap on incarnation and version (the window
-must fit the grown log)."""
+must fit the grown log, and the write's lease, if any, must still be held)."""
 
 _SAVE = """
 WITH claimed AS ({claim}),
@@ -110,4 +130,5 @@ pruned AS (
 def save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> str:
     """The save as one statement: ``claim`` (``CLAIM_NEW`` or ``CLAIM_NEXT``) and its writes."""
     prune = "" if keep_checkpoints is None else _PRUNE.format(schema=schema)
-    return _SAVE.format(claim=claim.format(schema=schema), schema=schema, prune=prune)
+    claimed = claim.format(schema=schema, lease_held=LEASE_HELD.format(schema=schema))
+    return _SAVE.format(claim=claimed, schema=schema, prune=prune)

@@ -7,7 +7,9 @@ one transaction whose first statement is the compare-and-swap
 a new thread), so of two concurrent saves of one thread the second finds the
 new version and raises ``ConflictError``, and a save based on a thread since
 deleted and re-created finds another incarnation. A load reads the state row and the window's
-messages in one repeatable-read snapshot.
+messages in one repeatable-read snapshot. Leases and rewinds are ``_pg_leases``'
+statements; a save made under a lease claims nothing unless the lease row is
+still its owner's (checked inside the same statement).
 
 Tables live in their own schema (``tenxgraph`` by default). Migrations are
 ordered, recorded in ``schema_version`` and applied under a transaction-level
@@ -52,9 +54,11 @@ from tenxgraph.errors import (
     StorageError,
     ThreadNotFoundError,
 )
+from tenxgraph.storage.checkpointer import _pg_leases
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_page,
+    check_stop_request,
     check_window,
     conflict,
     decode_checkpoint,
@@ -64,6 +68,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
+    lease_lost,
     list_threads,
     window_reach,
 )
@@ -371,6 +376,7 @@ class PgCheckpointer(Checkpointer):
             "usages": [row.usage for row in encoded.messages],
             "bodies": [row.body for row in encoded.messages],
             "prune_upto": write.expected_version + 1 - (self._keep or 0),
+            "lease": write.lease,
         }
         statement = self._create_statement if write.expected_version == 0 else self._save_statement
         async with self._connection() as conn:
@@ -378,6 +384,14 @@ class PgCheckpointer(Checkpointer):
             row = await cursor.fetchone()
             if row is not None:
                 return int(row[0])
+            if write.lease is not None:
+                cursor = await conn.execute(
+                    f"SELECT owner FROM {self._s}.leases WHERE user_id = %s AND thread_id = %s",
+                    (key.user_id, key.thread_id),
+                )
+                holder = await cursor.fetchone()
+                if holder is None or holder[0] != write.lease:
+                    raise lease_lost(key, write.lease)
             cursor = await conn.execute(
                 f"SELECT incarnation, version, log_length FROM {self._s}.threads "
                 "WHERE user_id = %s AND thread_id = %s",
@@ -388,6 +402,43 @@ class PgCheckpointer(Checkpointer):
         if found is not None and stamp == (encoded.incarnation, write.expected_version):
             check_window(key, write.window, int(found[2]) + added)  # the window did not fit
         raise conflict(key, write, encoded.incarnation, stamp)
+
+    @on_io_loop
+    async def arewind(
+        self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
+    ) -> ThreadStamp | None:
+        """One transaction: lock the thread row, check the stamp (and lease), cut, then evict."""
+        try:
+            async with self._connection(transaction=True) as conn:
+                return await _pg_leases.rewind(conn, self._s, key, stamp, to_version, lease)
+        finally:
+            if self._cache is not None:
+                await self._cache.evict(key)
+
+    @on_io_loop
+    async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Take the lease if free, expired or ``owner``'s (database clock); else the holder."""
+        async with self._connection() as conn:
+            return await _pg_leases.take(conn, self._s, key, owner, seconds)
+
+    @on_io_loop
+    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Extend ``owner``'s lease; return the stop request made of it, if any."""
+        async with self._connection() as conn:
+            return await _pg_leases.renew(conn, self._s, key, owner, seconds)
+
+    @on_io_loop
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        """Drop the lease if ``owner`` still holds it."""
+        async with self._connection() as conn:
+            await _pg_leases.release(conn, self._s, key, owner)
+
+    @on_io_loop
+    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
+        """Mark the unexpired lease with ``request``; return its holder (None: no one)."""
+        check_stop_request(request)
+        async with self._connection() as conn:
+            return await _pg_leases.request_stop(conn, self._s, key, request)
 
     @on_io_loop
     async def alist_messages(
