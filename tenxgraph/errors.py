@@ -258,11 +258,14 @@ class ConflictError(StorageError):
 
 
 class ThreadBusyError(ConflictError):
-    """Reserved for the server: another run holds the thread (its lease has not expired).
+    """Another run holds the thread (its lease has not expired), or took it from this run.
 
-    Nothing raises it yet; one run holds a thread at a time, and a server that
-    rejects a second run raises this. Unlike a lost compare-and-swap there are
-    no versions: ``expected`` and ``actual`` are None.
+    One run holds a thread at a time. A second run with the default
+    ``multitask_strategy`` (``"reject"``) gets this before it writes
+    anything; a run that lost its lease (it stalled past the expiry and
+    another run took the thread) gets it at its next save, which writes
+    nothing. Unlike a lost compare-and-swap there are no versions:
+    ``expected`` and ``actual`` are None.
     """
 
     def __init__(self, thread_id: str, detail: str = "") -> None:

@@ -23,6 +23,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadStamp,
     ThreadWrite,
 )
+from tenxgraph.storage.checkpointer.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.storage.conftest import PG_DSN, MakeCheckpointer, drop_schema
 
 KEY = ThreadKey("identity", "alice")
@@ -156,14 +157,16 @@ async def test_sqlite_threads_from_before_incarnations_get_the_legacy_one(tmp_pa
     await checkpointer.aclose()
     with sqlite3.connect(path) as conn:  # back to schema version 1, as an older release left it
         conn.execute("ALTER TABLE threads DROP COLUMN incarnation")
-        conn.execute("DELETE FROM schema_version WHERE version = 2")
+        conn.execute("DROP TABLE leases")
+        conn.execute("DELETE FROM schema_version WHERE version >= 2")
     checkpointer = SqliteCheckpointer(path)
     try:
         await continue_a_legacy_thread(checkpointer)
     finally:
         await checkpointer.aclose()
     with sqlite3.connect(path) as conn:
-        assert [v for (v,) in conn.execute("SELECT version FROM schema_version")] == [1, 2]
+        applied = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
+        assert applied == list(range(1, len(SQLITE_MIGRATIONS) + 1))
 
 
 @pytest.mark.postgres
@@ -180,7 +183,8 @@ async def test_postgres_threads_from_before_incarnations_get_the_legacy_one(
         await checkpointer.aclose()
         async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
             await conn.execute(f'ALTER TABLE "{pg_schema}".threads DROP COLUMN incarnation')
-            await conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version = 2')
+            await conn.execute(f'DROP TABLE "{pg_schema}".leases')
+            await conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version >= 2')
         checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
         await continue_a_legacy_thread(checkpointer)
         await checkpointer.aclose()

@@ -34,8 +34,10 @@ from tenxgraph.errors import (
     CorruptRecordError,
     InvalidIdError,
     StateError,
+    ThreadBusyError,
 )
 from tenxgraph.storage.checkpointer.base import (
+    STOP_REQUESTS,
     Checkpoint,
     ThreadInfo,
     ThreadKey,
@@ -48,6 +50,7 @@ __all__ = [
     "EncodedWrite",
     "MessageRow",
     "check_page",
+    "check_stop_request",
     "check_window",
     "conflict",
     "decode_checkpoint",
@@ -58,8 +61,11 @@ __all__ = [
     "encode_json",
     "encode_write",
     "json_contains",
+    "lease_lost",
     "list_threads",
+    "missing_checkpoint",
     "new_incarnation",
+    "rewind_conflict",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -154,6 +160,36 @@ def conflict(
     )
     actual = None if found is None else found.version
     return ConflictError(key.thread_id, write.expected_version, actual, recreated=recreated)
+
+
+def rewind_conflict(key: ThreadKey, stamp: ThreadStamp, found: ThreadStamp | None) -> ConflictError:
+    """The error for a rewind based on ``stamp`` when the thread is at ``found`` (None: absent)."""
+    recreated = found is not None and found.incarnation != stamp.incarnation
+    actual = None if found is None else found.version
+    return ConflictError(key.thread_id, stamp.version, actual, recreated=recreated)
+
+
+def lease_lost(key: ThreadKey, owner: str) -> ThreadBusyError:
+    """The error for a call made under a lease that ``owner`` no longer holds."""
+    return ThreadBusyError(
+        key.thread_id,
+        f"this run's lease ({owner}) expired and another run took the thread, or it was "
+        "released; nothing was written",
+    )
+
+
+def missing_checkpoint(key: ThreadKey, version: int) -> StateError:
+    """The error for a rewind to a checkpoint that retention (``keep_checkpoints``) dropped."""
+    return StateError(
+        f"thread {key.thread_id!r} has no checkpoint {version} any more (keep_checkpoints "
+        "dropped it), so it cannot be rewound to it"
+    )
+
+
+def check_stop_request(request: str) -> None:
+    """Refuse a stop request other than ``interrupt`` and ``rollback``."""
+    if request not in STOP_REQUESTS:
+        raise StateError(f"a stop request must be one of {sorted(STOP_REQUESTS)}, got {request!r}")
 
 
 def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:

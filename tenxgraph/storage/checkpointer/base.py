@@ -16,6 +16,15 @@ raises ``ConflictError`` and writes nothing, so a writer that still holds a
 deleted thread never writes over its successor, whatever version that has
 reached. Stored data is JSON only (invariant 3).
 
+One run holds a thread at a time through its *lease*: a row naming the
+holder (``owner``) and an expiry, taken before the run reads the thread,
+extended by a heartbeat, and released at the run's end. A holder that dies
+stops extending it, so the thread is free again once it expires. A save made
+under a lease (``ThreadWrite.lease``) is refused unless that lease is still
+its owner's, so a run that lost its lease (it stalled past the expiry and
+another run took the thread) writes nothing more. Leases exist for threads
+that have no state yet (a new thread's first run holds one too).
+
 Sync callers use the ``get_state``-style wrappers of ``SyncCheckpointerMixin``;
 backends implement only the async methods.
 """
@@ -36,6 +45,7 @@ __all__ = [
     "DEFAULT_USER",
     "LEGACY_INCARNATION",
     "MAX_ID_LENGTH",
+    "STOP_REQUESTS",
     "Checkpoint",
     "Checkpointer",
     "StoredMessage",
@@ -63,6 +73,11 @@ Postgres refuses index entries over about 2,700 bytes, and the keys index
 so both ids together always fit. 256 holds a UUID, a URL-safe slug or an
 e-mail address (at most 254 characters).
 """
+
+STOP_REQUESTS = frozenset({"interrupt", "rollback"})
+"""What a waiting run may ask of a thread's lease holder (``arequest_stop``): stop at the
+next step and keep the turn so far (``interrupt``), or stop and have the waiting run discard
+the unfinished turn (``rollback``)."""
 
 Window = list[tuple[int, int]]
 """Half-open ranges of log seqs, in order, that make up ``state.context``."""
@@ -244,6 +259,10 @@ class ThreadWrite:
     """The incarnation this write was based on (``StoredThread.incarnation`` or the
     stamp the previous save returned); required unless ``expected_version`` is 0,
     when it must be None or "" (creating a thread makes a new incarnation)."""
+    lease: str | None = None
+    """The owner of the lease this write is made under; when set, the save raises
+    ``ThreadBusyError`` and writes nothing unless the thread's lease is still this
+    owner's (expired but not taken by anyone else counts as still held)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +360,54 @@ class Checkpointer(ABC):
     @abstractmethod
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in order (used to rebuild a past checkpoint)."""
+
+    @abstractmethod
+    async def arewind(
+        self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
+    ) -> ThreadStamp | None:
+        """Return the thread to its checkpoint ``to_version``, discarding what came after.
+
+        Compare-and-swap on ``stamp`` (``ConflictError`` otherwise, nothing
+        changed). The log is cut back to that checkpoint's length, the later
+        checkpoints are deleted, and the state row becomes the checkpoint's,
+        as a new version (``stamp.version + 1``: versions never go back, so a
+        writer holding a discarded version still conflicts). ``to_version`` 0
+        deletes the thread and returns None. This is the one operation that
+        removes log entries: it exists to discard a turn that did not finish.
+        Raises ``StateError`` when the checkpoint is no longer kept
+        (``keep_checkpoints``). ``lease`` fences it like ``ThreadWrite.lease``.
+        """
+
+    @abstractmethod
+    async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Take the thread's lease for ``owner`` for ``seconds``, unless someone else holds it.
+
+        Returns None when ``owner`` holds it now (taken because it was free
+        or expired, or already ``owner``'s: then extended), else the current
+        holder's owner string. Taking it clears any stop request.
+        """
+
+    @abstractmethod
+    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Extend ``owner``'s lease to ``seconds`` from now (the heartbeat).
+
+        Returns the stop request a waiting run made (one of ``STOP_REQUESTS``)
+        or None. Raises ``ThreadBusyError`` when ``owner`` no longer holds the
+        lease (released, or expired and taken by another run).
+        """
+
+    @abstractmethod
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        """Give the lease up, if ``owner`` still holds it (else do nothing)."""
+
+    @abstractmethod
+    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
+        """Ask the holder of the unexpired lease to stop (``request`` in ``STOP_REQUESTS``).
+
+        Returns the holder's owner string, or None when no one holds the
+        lease (nothing to stop). The holder sees the request at its next
+        ``arenew_lease``.
+        """
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's current stamp, or None; lets a runtime reuse a state it still holds.

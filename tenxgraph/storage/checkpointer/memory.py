@@ -19,6 +19,7 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConfigError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
+    check_stop_request,
     check_window,
     conflict,
     decode_checkpoint,
@@ -26,7 +27,10 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_messages,
     decode_window,
     encode_write,
+    lease_lost,
     list_threads,
+    missing_checkpoint,
+    rewind_conflict,
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -57,6 +61,14 @@ class _Checkpoint:
 
 
 @dataclass(slots=True)
+class _Lease:
+    owner: str
+    expires_at: float
+    """``time.monotonic()`` seconds: one process, so its clock is the only one."""
+    stop: str | None = None
+
+
+@dataclass(slots=True)
 class _Thread:
     incarnation: str
     version: int
@@ -80,6 +92,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._keep = keep_checkpoints
         self._lock = threading.Lock()
         self._tenants: dict[str, dict[str, _Thread]] = {}
+        self._leases: dict[ThreadKey, _Lease] = {}
 
     def _get(self, key: ThreadKey) -> _Thread | None:
         return self._tenants.get(key.user_id, {}).get(key.thread_id)
@@ -117,6 +130,7 @@ class InMemoryCheckpointer(Checkpointer):
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
         with self._lock:
+            self._check_lease(key, write.lease)
             thread = self._get(key)
             _check_stamp(key, write, encoded.incarnation, thread)
             log_length = (0 if thread is None else len(thread.log)) + len(bodies)
@@ -143,6 +157,85 @@ class InMemoryCheckpointer(Checkpointer):
             while self._keep is not None and len(thread.checkpoints) > self._keep:
                 thread.checkpoints.popleft()
             return ThreadStamp(thread.incarnation, thread.version)
+
+    async def arewind(
+        self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
+    ) -> ThreadStamp | None:
+        """Cut the log and checkpoints back to ``to_version``'s, as a new version (CAS)."""
+        with self._lock:
+            self._check_lease(key, lease)
+            thread = self._get(key)
+            found = None if thread is None else ThreadStamp(thread.incarnation, thread.version)
+            if thread is None or found != stamp:
+                raise rewind_conflict(key, stamp, found)
+            if to_version == 0:
+                del self._tenants[key.user_id][key.thread_id]
+                return None
+            target = next((cp for cp in thread.checkpoints if cp.version == to_version), None)
+            if target is None:
+                raise missing_checkpoint(key, to_version)
+            while thread.checkpoints and thread.checkpoints[-1].version > to_version:
+                thread.checkpoints.pop()
+            del thread.log[target.log_length :]
+            thread.version += 1
+            thread.values, thread.window = target.values, target.window
+            thread.updated_at = time.time()
+            thread.checkpoints.append(
+                _Checkpoint(
+                    thread.version,
+                    "__rollback__",
+                    target.step,
+                    target.log_length,
+                    target.values,
+                    target.window,
+                    thread.updated_at,
+                )
+            )
+            return ThreadStamp(thread.incarnation, thread.version)
+
+    async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Take the lease if it is free, expired or already ``owner``'s."""
+        now = time.monotonic()
+        with self._lock:
+            held = self._leases.get(key)
+            if held is not None and held.owner != owner and held.expires_at >= now:
+                return held.owner
+            self._leases[key] = _Lease(owner, now + seconds)
+            return None
+
+    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Extend ``owner``'s lease; return the stop request made of it, if any."""
+        with self._lock:
+            held = self._leases.get(key)
+            if held is None or held.owner != owner:
+                raise lease_lost(key, owner)
+            held.expires_at = time.monotonic() + seconds
+            return held.stop
+
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        """Drop the lease if ``owner`` still holds it."""
+        with self._lock:
+            held = self._leases.get(key)
+            if held is not None and held.owner == owner:
+                del self._leases[key]
+
+    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
+        """Mark the unexpired lease with ``request``; return its owner."""
+        check_stop_request(request)
+        with self._lock:
+            held = self._leases.get(key)
+            if held is None or held.expires_at < time.monotonic():
+                return None
+            held.stop = request
+            return held.owner
+
+    def _check_lease(self, key: ThreadKey, owner: str | None) -> None:
+        """Refuse a write fenced by a lease ``owner`` no longer holds (call under the lock)."""
+        if owner is None:
+            return
+        held = self._leases.get(key)
+        if held is None or held.owner != owner:
+            raise lease_lost(key, owner)
 
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None

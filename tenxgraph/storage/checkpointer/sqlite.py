@@ -20,14 +20,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConfigError, StorageError, ThreadNotFoundError
+from tenxgraph.storage.checkpointer import _sqlite_leases as leases
 from tenxgraph.storage.checkpointer._codec import (
     check_page,
+    check_stop_request,
     check_window,
     conflict,
     decode_checkpoint,
@@ -55,6 +57,8 @@ from tenxgraph.storage.checkpointer.base import (
 )
 
 __all__ = ["SqliteCheckpointer"]
+
+R = TypeVar("R")
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -97,6 +101,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 2: thread identity; threads stored before it share the incarnation 'legacy'
         f"ALTER TABLE threads ADD COLUMN incarnation TEXT NOT NULL DEFAULT '{LEGACY_INCARNATION}'",
     ),
+    (leases.LEASES_TABLE,),  # 3: one run per thread at a time
 )
 """Ordered schema changes; ``schema_version`` records how many were applied. Append only."""
 
@@ -192,6 +197,7 @@ class SqliteCheckpointer(Checkpointer):
         now = time.time()
         user, thread = key.user_id, key.thread_id
         with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+            leases.check_lease(conn, key, write.lease)
             if write.expected_version == 0:
                 inserted = conn.execute(
                     "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
@@ -327,6 +333,34 @@ class SqliteCheckpointer(Checkpointer):
             conn.execute("DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ?", where)
             deleted = conn.execute("DELETE FROM threads WHERE user_id = ? AND thread_id = ?", where)
             return deleted.rowcount > 0
+
+    async def arewind(
+        self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
+    ) -> ThreadStamp | None:
+        """One write transaction: CAS on ``stamp``, then cut the log and checkpoints back."""
+        return await asyncio.to_thread(self._in_write, leases.rewind, key, stamp, to_version, lease)
+
+    async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Take the lease in one write transaction (an upsert guarded by owner and expiry)."""
+        return await asyncio.to_thread(self._in_write, leases.take, key, owner, seconds)
+
+    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        """Extend the lease; return the stop request made of it."""
+        return await asyncio.to_thread(self._in_write, leases.renew, key, owner, seconds)
+
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        """Delete the lease row if ``owner`` holds it."""
+        await asyncio.to_thread(self._in_write, leases.release, key, owner)
+
+    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
+        """Mark the unexpired lease with ``request``; return its holder."""
+        check_stop_request(request)
+        return await asyncio.to_thread(self._in_write, leases.request_stop, key, request)
+
+    def _in_write(self, statement: Callable[..., R], key: ThreadKey, *args: Any) -> R:
+        """Run ``statement(conn, key, *args)`` in one write transaction."""
+        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+            return statement(conn, key, *args)
 
     async def alist_checkpoints(
         self, key: ThreadKey, *, limit: int | None = None

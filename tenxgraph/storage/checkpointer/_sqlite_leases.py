@@ -1,0 +1,135 @@
+"""The SQLite checkpointer's lease and rewind statements, each run inside the caller's transaction.
+
+Kept apart from ``sqlite.py`` so the backend's save and load path reads in
+one sitting. Lease times are ``time.time()`` seconds: a SQLite file is shared
+only by processes of one machine, so they share its clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from tenxgraph.storage.checkpointer._codec import lease_lost, missing_checkpoint, rewind_conflict
+from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
+
+__all__ = ["LEASES_TABLE", "check_lease", "release", "renew", "request_stop", "rewind", "take"]
+
+LEASES_TABLE = """CREATE TABLE leases (
+    user_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    stop TEXT,
+    PRIMARY KEY (user_id, thread_id)
+)"""
+
+
+def take(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> str | None:
+    """Take the lease if free, expired or ``owner``'s; else return the holder."""
+    now = time.time()
+    taken = conn.execute(
+        "INSERT INTO leases (user_id, thread_id, owner, expires_at, stop) "
+        "VALUES (?, ?, ?, ?, NULL) ON CONFLICT (user_id, thread_id) DO UPDATE SET "
+        "owner = excluded.owner, expires_at = excluded.expires_at, stop = NULL "
+        "WHERE leases.owner = excluded.owner OR leases.expires_at < ?",
+        (key.user_id, key.thread_id, owner, now + seconds, now),
+    ).rowcount
+    if taken:
+        return None
+    row = conn.execute(
+        "SELECT owner FROM leases WHERE user_id = ? AND thread_id = ?",
+        (key.user_id, key.thread_id),
+    ).fetchone()
+    return str(row[0])
+
+
+def renew(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> str | None:
+    """Extend ``owner``'s lease and return its stop request; ``ThreadBusyError`` if lost."""
+    row = conn.execute(
+        "UPDATE leases SET expires_at = ? WHERE user_id = ? AND thread_id = ? AND owner = ? "
+        "RETURNING stop",
+        (time.time() + seconds, key.user_id, key.thread_id, owner),
+    ).fetchone()
+    if row is None:
+        raise lease_lost(key, owner)
+    return None if row[0] is None else str(row[0])
+
+
+def release(conn: sqlite3.Connection, key: ThreadKey, owner: str) -> None:
+    conn.execute(
+        "DELETE FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?",
+        (key.user_id, key.thread_id, owner),
+    )
+
+
+def request_stop(conn: sqlite3.Connection, key: ThreadKey, request: str) -> str | None:
+    """Mark the unexpired lease with ``request``; return its holder (None: no one holds it)."""
+    row = conn.execute(
+        "UPDATE leases SET stop = ? WHERE user_id = ? AND thread_id = ? AND expires_at >= ? "
+        "RETURNING owner",
+        (request, key.user_id, key.thread_id, time.time()),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def check_lease(conn: sqlite3.Connection, key: ThreadKey, owner: str | None) -> None:
+    """Refuse a write fenced by a lease that ``owner`` no longer holds."""
+    if owner is None:
+        return
+    row = conn.execute(
+        "SELECT 1 FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?",
+        (key.user_id, key.thread_id, owner),
+    ).fetchone()
+    if row is None:
+        raise lease_lost(key, owner)
+
+
+def rewind(
+    conn: sqlite3.Connection,
+    key: ThreadKey,
+    stamp: ThreadStamp,
+    to_version: int,
+    lease: str | None,
+) -> ThreadStamp | None:
+    """Cut the thread back to checkpoint ``to_version`` as version ``stamp.version + 1``."""
+    check_lease(conn, key, lease)
+    where = (key.user_id, key.thread_id)
+    row = conn.execute(
+        "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?", where
+    ).fetchone()
+    found = None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+    if found != stamp:
+        raise rewind_conflict(key, stamp, found)
+    if to_version == 0:
+        for table in ("messages", "checkpoints", "threads"):
+            conn.execute(f"DELETE FROM {table} WHERE user_id = ? AND thread_id = ?", where)
+        return None
+    target = conn.execute(
+        'SELECT step, log_length, "values", "window" FROM checkpoints '
+        "WHERE user_id = ? AND thread_id = ? AND version = ?",
+        (*where, to_version),
+    ).fetchone()
+    if target is None:
+        raise missing_checkpoint(key, to_version)
+    step, log_length, values, window = target
+    version, now = stamp.version + 1, time.time()
+    conn.execute(
+        "DELETE FROM messages WHERE user_id = ? AND thread_id = ? AND seq >= ?",
+        (*where, log_length),
+    )
+    conn.execute(
+        "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version > ?",
+        (*where, to_version),
+    )
+    conn.execute(
+        'UPDATE threads SET version = ?, log_length = ?, "values" = ?, "window" = ?, '
+        "updated_at = ? WHERE user_id = ? AND thread_id = ?",
+        (version, log_length, values, window, now, *where),
+    )
+    conn.execute(
+        "INSERT INTO checkpoints (user_id, thread_id, version, node, step, log_length, "
+        '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        (*where, version, "__rollback__", step, log_length, values, window, now),
+    )
+    return ThreadStamp(stamp.incarnation, version)
