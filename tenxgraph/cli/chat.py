@@ -159,12 +159,15 @@ async def _converse(
                 app, {"messages": [Message.text_message(text)]}, session.config, console
             )
         except (ModelError, ToolError, NodeError) as exc:
-            # the turn failed (saved with status "error"); the conversation goes on
+            # the failed turn is discarded whole, so the message can simply be sent again
             Console(sys.stderr).error(str(exc))
+            await app.arollback(session.config)
+            console.note("(the message was not kept; send it again to retry)")
         except asyncio.CancelledError:  # Ctrl-C during an answer: back to the prompt
             _forgive_cancel()
+            await app.arollback(session.config)
             console.line()
-            console.note("(interrupted: the answer was not saved; Ctrl-C again to leave)")
+            console.note("(interrupted: the turn was not kept; Ctrl-C again to leave)")
 
 
 class _Session:

@@ -35,31 +35,35 @@ async def stream_turn(
     """
     streaming = False
     waiting = Spinner("thinking...") if spinner else None
-    with waiting or contextlib.nullcontext():
-        async for event in app.astream(input, config):
-            if isinstance(event, RunResult):
-                if streaming:
+    events = app.astream(input, config)
+    async with contextlib.aclosing(events):  # a cancelled turn lets go of its thread at once
+        with waiting or contextlib.nullcontext():
+            async for event in events:
+                if isinstance(event, RunResult):
+                    if streaming:
+                        console.line()
+                    return event
+                if isinstance(event, UpdateEvent) and show_updates and event.values:
+                    changed = ", ".join(f"{k} = {v!r}" for k, v in event.values.items())
+                    console.line(
+                        f"{prefix}state update from node {event.node!r}: {changed}", "blue"
+                    )
+                if not isinstance(event, MessageEvent):
+                    continue
+                if waiting is not None:
+                    waiting.stop()
+                message = event.message
+                if message.delta:
+                    if not streaming:
+                        console.write(f"{prefix}{console.role(message.role)} ")
+                        streaming = True
+                    console.write(message.text())
+                elif streaming:
                     console.line()
-                return event
-            if isinstance(event, UpdateEvent) and show_updates and event.values:
-                changed = ", ".join(f"{k} = {v!r}" for k, v in event.values.items())
-                console.line(f"{prefix}state update from node {event.node!r}: {changed}", "blue")
-            if not isinstance(event, MessageEvent):
-                continue
-            if waiting is not None:
-                waiting.stop()
-            message = event.message
-            if message.delta:
-                if not streaming:
-                    console.write(f"{prefix}{console.role(message.role)} ")
-                    streaming = True
-                console.write(message.text())
-            elif streaming:
-                console.line()
-                streaming = False
-                _rest(console, message, prefix)
-            else:
-                console.message(message, prefix=prefix)
+                    streaming = False
+                    _rest(console, message, prefix)
+                else:
+                    console.message(message, prefix=prefix)
     raise GraphRunError("the run ended without a result")  # pragma: no cover
 
 

@@ -196,7 +196,7 @@ def test_chat_on_the_real_local_model(tmp_path: Path) -> None:
     child.expect(r"\w+ \w+")  # some tokens arrived
     child.sendintr()
     child.expect_exact("you> ")
-    assert "(interrupted: the answer was not saved" in str(child.before)
+    assert "(interrupted: the turn was not kept" in str(child.before)
     history = say(child, "/history")
     assert re.search(r"^\s*1 \* assistant", history, re.MULTILINE)
     assert not re.search(r"^\s*2 ", history, re.MULTILINE)  # the interrupted turn left nothing

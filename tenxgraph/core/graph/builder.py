@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph.core.graph.node import FunctionNode, Node
+from tenxgraph.core.graph.thread_lease import LeasePolicy, MultitaskStrategy
 from tenxgraph.core.graph.updates import StateSchema
 from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
-from tenxgraph.errors import GraphBuildError
+from tenxgraph.errors import ConfigError, GraphBuildError
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
@@ -157,6 +158,9 @@ class StateGraph(Generic[S]):
         warm_threads: int = 128,
         warm_bytes: int = 64 * 2**20,
         tool_threads: int = 16,
+        lease_seconds: float = 30.0,
+        multitask_strategy: MultitaskStrategy = "reject",
+        busy_timeout: float = 60.0,
     ) -> CompiledGraph[S]:
         """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
 
@@ -167,6 +171,12 @@ class StateGraph(Generic[S]):
         ``tool_threads`` bounds the threads the graph runs sync tools, nodes and
         routers on, apart from storage I/O; a sync call that timed out holds
         its thread until it returns.
+
+        One run holds a thread at a time (see ``thread_lease``):
+        ``lease_seconds`` is the longest a dead run blocks its thread;
+        ``multitask_strategy`` is what a run does when another holds its
+        thread (``reject``, ``enqueue``, ``interrupt`` or ``rollback``; a run's
+        config may say otherwise), and ``busy_timeout`` bounds the waits.
         """
         from tenxgraph.core.graph.compiled import CompiledGraph
 
@@ -179,6 +189,10 @@ class StateGraph(Generic[S]):
             raise GraphBuildError("recursion_limit must be at least 1")
         if tool_threads < 1:
             raise GraphBuildError(f"tool_threads must be at least 1, got {tool_threads}")
+        try:
+            leases = LeasePolicy(lease_seconds, multitask_strategy, busy_timeout)
+        except ConfigError as exc:
+            raise GraphBuildError(str(exc)) from None
         return CompiledGraph(
             builder=self,
             nodes={name: node.bind(self, name) for name, node in self.nodes.items()},
@@ -189,6 +203,7 @@ class StateGraph(Generic[S]):
             recursion_limit=recursion_limit,
             warm=WarmThreads(warm_threads, warm_bytes),
             workers=WorkerPool(tool_threads),
+            leases=leases,
         )
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:

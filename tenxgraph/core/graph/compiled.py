@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
 from tenxgraph.core.graph.command import Command
+from tenxgraph.core.graph.entry import check_input, entry_point
 from tenxgraph.core.graph.events import (
     ErrorEvent,
     InterruptEvent,
@@ -25,13 +26,25 @@ from tenxgraph.core.graph.events import (
 )
 from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph.run_control import (
+    ActiveRun,
+    Displaced,
+    Fail,
+    Finish,
+    Next,
+    Outcome,
+    Pause,
+)
 from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph.thread_ops import ThreadOperations
+from tenxgraph.core.graph.tool_node import close_interrupted_calls
 from tenxgraph.core.graph.updates import Applied, StateSchema
 from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.core.state.message_input import as_messages
 from tenxgraph.errors import (
     GraphRunError,
@@ -52,14 +65,6 @@ S = TypeVar("S", bound=AgentState)
 
 
 @dataclass(slots=True)
-class _ActiveRun:
-    """A run in progress, so ``stop`` can reach it."""
-
-    stop_requested: bool = False
-    task: asyncio.Task[Any] | None = None
-
-
-@dataclass(slots=True)
 class _Run(Generic[S]):
     """Everything one run carries between steps."""
 
@@ -68,46 +73,10 @@ class _Run(Generic[S]):
     session: ThreadSession | None
     next_node: str
     skip_interrupt_before: bool = False
+    new_input: bool = False
+    """The run brought messages or state: saved before its first node."""
     produced: list[Message] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
-
-
-class _Outcome:
-    """How a step ended; the run loop goes on only after ``_Next``."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _Next(_Outcome):
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Pause(_Outcome):
-    node: str
-    resume_at: str
-    value: Any
-    when: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Finish(_Outcome):
-    status: Literal["completed", "stopped"]
-
-
-@dataclass(frozen=True, slots=True)
-class _Fail(_Outcome):
-    node: str
-    error: BaseException
-
-    def raised(self) -> TenxGraphError:
-        """What the caller gets: library errors as they are, anything else as a NodeError."""
-        if isinstance(self.error, TenxGraphError):
-            return self.error
-        error = NodeError(self.node, f"raised {type(self.error).__name__}: {self.error}")
-        error.__cause__ = self.error
-        return error
 
 
 class CompiledGraph(ThreadOperations[S]):
@@ -125,6 +94,7 @@ class CompiledGraph(ThreadOperations[S]):
         recursion_limit: int,
         warm: WarmThreads | None = None,
         workers: WorkerPool | None = None,
+        leases: LeasePolicy | None = None,
     ) -> None:
         self.builder = builder
         self.schema = schema
@@ -136,11 +106,13 @@ class CompiledGraph(ThreadOperations[S]):
         self.edges = dict(builder.edges)
         self.branches = dict(builder.branches)
         self.context_manager = builder.context_manager
-        self._active: dict[ThreadKey | None, _ActiveRun] = {}
+        self._active: dict[ThreadKey | None, ActiveRun] = {}
         self.warm = warm if warm is not None else WarmThreads()
         """Recently finished threads kept in memory, so their next run skips a reload."""
         self.workers = workers if workers is not None else WorkerPool()
         """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
+        self.leases = leases if leases is not None else LeasePolicy()
+        """How runs hold their thread: lease duration, default strategy, wait bound."""
 
     # --- entry points -------------------------------------------------------------------
 
@@ -150,8 +122,12 @@ class CompiledGraph(ThreadOperations[S]):
         config: Mapping[str, Any] | None = None,
         *,
         invocation_state: dict[str, Any] | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """Run the graph: yield messages (deltas too), node updates and, last, a RunResult."""
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Run the graph: yield messages (deltas too), node updates and, last, a RunResult.
+
+        Close it (``aclose``, or ``contextlib.aclosing``) when you stop reading early:
+        the run holds its thread until then.
+        """
         return self._run(input, config, invocation_state, inline_sync=False)
 
     def stream(
@@ -200,10 +176,7 @@ class CompiledGraph(ThreadOperations[S]):
         active = self._active.get(key)
         if active is None:
             return False
-        active.stop_requested = True
-        task = active.task
-        if task is not None and not task.get_loop().is_closed():
-            task.get_loop().call_soon_threadsafe(task.cancel)
+        active.stop()
         return True
 
     # --- the run loop -------------------------------------------------------------------
@@ -216,7 +189,7 @@ class CompiledGraph(ThreadOperations[S]):
         *,
         inline_sync: bool,
         progress: bool = True,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """The run loop: one node per step until END, an interrupt, a stop or an error.
 
         Every step ends in an outcome (next node / pause / finish / fail), and
@@ -225,14 +198,22 @@ class CompiledGraph(ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
-        run = await self._start(input or {}, config, invocation_state, inline_sync)
+        run_id = str(config.get("run_id") or uuid.uuid4().hex)
+        lease = await self._take(config, run_id)
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
-        active = self._active[key] = _ActiveRun()
+        active = ActiveRun()
         try:
-            outcome = await self._enter(run)
-            while isinstance(outcome, _Next):
+            run = await self._start(
+                input or {}, config, invocation_state, inline_sync, lease, run_id
+            )
+            self._active[key] = active
+            if lease is not None:
+                lease.on_stop = active.stop
+                lease.start_heartbeat()
+            outcome = await self._begin_turn(run)
+            while isinstance(outcome, Next):
                 async for item in self._step(run, outcome.node, active, progress):
-                    if isinstance(item, _Outcome):
+                    if isinstance(item, Outcome):
                         outcome = item
                     else:
                         yield item
@@ -241,22 +222,35 @@ class CompiledGraph(ThreadOperations[S]):
         finally:
             if self._active.get(key) is active:
                 del self._active[key]
+            if lease is not None:
+                await lease.release()
 
-    async def _enter(self, run: _Run[S]) -> _Outcome:
-        """The first node: where the thread stopped, the entry edge, or the entry router."""
+    async def _take(self, config: Mapping[str, Any], run_id: str) -> ThreadLease | None:
+        """Take the thread's lease before anything is read (None: no checkpointer)."""
+        if self.checkpointer is None:
+            return None
+        if config.get("thread_id") is None:
+            raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
+        key = ThreadKey.from_config(config)
+        return await take_thread(self.checkpointer, key, run_id, self.leases.for_run(config))
+
+    async def _begin_turn(self, run: _Run[S]) -> Outcome:
+        """Save the run's input before any node runs, then find the first node."""
+        if run.new_input:
+            await self._save(run, [], START)
         if run.next_node != START:
-            return _Next(run.next_node)
+            return Next(run.next_node)
         try:
-            return _Next(await self._route(START, run))
+            return Next(await self._route(START, run))
         except TenxGraphError as exc:
-            return _Fail(START, exc)
+            return Fail(START, exc)
 
     async def _step(
-        self, run: _Run[S], node_name: str, active: _ActiveRun, progress: bool
-    ) -> AsyncIterator[StreamEvent | _Outcome]:
+        self, run: _Run[S], node_name: str, active: ActiveRun, progress: bool
+    ) -> AsyncIterator[StreamEvent | Outcome]:
         """Run one node and merge its output; the last item is the step's outcome."""
         if node_name == END:
-            yield _Finish("completed")
+            yield Finish("completed")
             return
         gate = self._gate(run, node_name, active)
         if gate is not None:
@@ -275,17 +269,17 @@ class CompiledGraph(ThreadOperations[S]):
                     yield item
             applied, next_node = await self._advance(run, node_name, output)
         except GraphInterrupt as signal:
-            yield _Pause(node_name, node_name, signal.value, "inside")
+            yield Pause(node_name, node_name, signal.value, "inside")
             return
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not active.stop_requested or task is None:
                 raise
             task.uncancel()
-            yield _Finish("stopped")
+            yield active.outcome()
             return
         except Exception as exc:
-            yield _Fail(node_name, exc)
+            yield Fail(node_name, exc)
             return
         finally:
             active.task = None
@@ -296,7 +290,7 @@ class CompiledGraph(ThreadOperations[S]):
 
     async def _commit(
         self, run: _Run[S], node_name: str, applied: Applied, next_node: str, progress: bool
-    ) -> tuple[list[StreamEvent], _Outcome]:
+    ) -> tuple[list[StreamEvent], Outcome]:
         """Save a finished step; return its events (when wanted) and where the run goes next."""
         run.produced.extend(applied.messages)
         run.state.execution_meta.next_node = next_node
@@ -307,19 +301,19 @@ class CompiledGraph(ThreadOperations[S]):
             step = run.state.execution_meta.step
             events.append(UpdateEvent(node_name, step, tuple(applied.messages), applied.values))
         if node_name in self.interrupt_after:
-            return events, _Pause(node_name, next_node, None, "after")
-        return events, _Next(next_node)
+            return events, Pause(node_name, next_node, None, "after")
+        return events, Next(next_node)
 
-    def _gate(self, run: _Run[S], node_name: str, active: _ActiveRun) -> _Outcome | None:
+    def _gate(self, run: _Run[S], node_name: str, active: ActiveRun) -> Outcome | None:
         """Why ``node_name`` must not run now: a stop, an interrupt before it, the limit."""
         if active.stop_requested:
-            return _Finish("stopped")
+            return active.outcome()
         if node_name in self.interrupt_before and not run.skip_interrupt_before:
-            return _Pause(node_name, node_name, None, "before")
+            return Pause(node_name, node_name, None, "before")
         run.skip_interrupt_before = False
         limit = int(run.ctx.config.get("recursion_limit", self.recursion_limit))
         if run.state.execution_meta.step >= limit:
-            return _Fail(node_name, RecursionLimitError(limit, [*run.path, node_name]))
+            return Fail(node_name, RecursionLimitError(limit, [*run.path, node_name]))
         return None
 
     def _begin_node(self, run: _Run[S], node_name: str) -> None:
@@ -347,20 +341,22 @@ class CompiledGraph(ThreadOperations[S]):
             raise NodeError(node_name, f"Command(goto={next_node!r}) names no node")
         return applied, next_node
 
-    async def _conclude(self, run: _Run[S], outcome: _Outcome) -> AsyncIterator[StreamEvent]:
+    async def _conclude(self, run: _Run[S], outcome: Outcome) -> AsyncIterator[StreamEvent]:
         """End the run as ``outcome`` says: save it, yield the last events, raise on failure."""
-        if isinstance(outcome, _Pause):
+        if isinstance(outcome, Pause):
             yield await self._pause(
                 run, outcome.node, outcome.resume_at, outcome.value, outcome.when
             )
             yield self._result(run)
-        elif isinstance(outcome, _Finish):
+        elif isinstance(outcome, Finish):
             yield await self._finish(run, outcome.status)
             if outcome.status == "completed" and run.session is not None:
                 self.warm.keep(run.session)
-        elif isinstance(outcome, _Fail):
+        elif isinstance(outcome, Fail):
             yield await self._fail(run, outcome.node, outcome.error)
             raise outcome.raised()
+        elif isinstance(outcome, Displaced):
+            raise outcome.raised(str(run.ctx.config["thread_id"]))
 
     async def _start(
         self,
@@ -368,47 +364,30 @@ class CompiledGraph(ThreadOperations[S]):
         config: dict[str, Any],
         invocation_state: dict[str, Any] | None,
         inline_sync: bool,
+        lease: ThreadLease | None,
+        run_id: str,
     ) -> _Run[S]:
-        if not isinstance(input, Mapping):
-            raise StateError(
-                f"invoke input must be a dict such as {{'messages': [...]}} or "
-                f"{{'resume': answer}}, got {type(input).__name__}"
-            )
-        unknown = set(input) - {"messages", "state", "resume"}
-        if unknown:
-            raise StateError(
-                f"invoke input has unknown key(s) {sorted(unknown)}; "
-                "expected 'messages', 'state' and/or 'resume'"
-            )
-        session, state = await self._load(config)
+        """Load the thread and apply the input; see ``entry`` for where the run enters."""
+        input = check_input(input)
+        session, state = await self._load(config, lease)
         meta = state.execution_meta
-        next_node = self.edges.get(START, START)  # START itself: a conditional entry
-        resuming = "resume" in input
-        skip_before = False
-        if meta.status == "interrupted":
-            if not resuming:
-                raise StateError(
-                    f"thread {config.get('thread_id')!r} is paused at node "
-                    f"{meta.current_node!r}; continue it with invoke({{'resume': answer}}, config)"
-                )
-            next_node = meta.next_node or next_node
-            skip_before = meta.interrupt_kind == "before"
-            if meta.interrupt_kind == "inside":
-                meta.resume_values = [*meta.resume_values, input["resume"]]
-        elif resuming:
-            raise StateError("nothing to resume: the thread is not paused at an interrupt")
-        elif meta.status == "running" and meta.next_node and not input.get("messages"):
-            next_node = meta.next_node  # a run that died mid-way continues where it stopped
-        else:
+        entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
+        input_messages = _input_messages(input.get("messages"))
+        added: list[Message] = []
+        if entry.new_turn:
             meta.step = 0
+            meta.turn_start = 0 if session is None else session.version
+            if meta.status in ("running", "stopped"):  # a run that died or was stopped
+                added = self._close_interrupted_calls(state, input_messages)
+        if "resume" in input and meta.interrupt_kind == "inside":
+            meta.resume_values = [*meta.resume_values, input["resume"]]
         meta.status = "running"
         if meta.error is not None or meta.stop_requested or meta.interrupt_kind is not None:
             meta.error, meta.stop_requested = None, False
             meta.interrupt_kind = meta.interrupt_value = None
-        input_messages = _input_messages(input.get("messages"))
         if "state" in input:
             self.schema.apply_input(state, input["state"])
-        added = state.append_messages(input_messages)
+        added += state.append_messages(input_messages)
         if session is not None:
             session.record(added)
         ctx = RunContext(
@@ -420,25 +399,41 @@ class CompiledGraph(ThreadOperations[S]):
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
             workers=self.workers,
-            run_id=str(config.get("run_id") or uuid.uuid4().hex),
+            run_id=run_id,
         )
-        return _Run(state, ctx, session, next_node, skip_interrupt_before=skip_before)
+        run = _Run(state, ctx, session, entry.node, entry.skip_interrupt_before)
+        run.new_input = entry.new_turn and (bool(added) or "state" in input)
+        return run
 
-    async def _load(self, config: Mapping[str, Any]) -> tuple[ThreadSession | None, S]:
+    def _close_interrupted_calls(self, state: S, input_messages: list[Message]) -> list[Message]:
+        """Answer the calls a stopped or dead run left without a result (unless the input does)."""
+        answered = {
+            block.call_id
+            for message in input_messages
+            for block in message.content
+            if isinstance(block, ToolResultBlock)
+        }
+        interrupted = close_interrupted_calls(state, self.builder.id_generator, answered)
+        if interrupted is None:
+            return []
+        return self.schema.apply(state, interrupted, "interrupted tool calls").messages
+
+    async def _load(
+        self, config: Mapping[str, Any], lease: ThreadLease | None
+    ) -> tuple[ThreadSession | None, S]:
         session = None
         state: S | None = None
-        if self.checkpointer is not None:
-            if config.get("thread_id") is None:
-                raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
-            key = ThreadKey.from_config(config)
+        if self.checkpointer is not None and lease is not None:
+            key = lease.key
             session = self.warm.take(key)
             # Reuse the warm state only if the thread is the same incarnation at the same
             # version: one deleted and re-created since may have reached that version too.
             if session is not None and await self.checkpointer.aversion(key) == session.stamp:
                 state = session.revive(self.builder.state_class)
-            if state is None:
+            if state is None or session is None:
                 session = ThreadSession(self.checkpointer, key)
                 state = await session.load(self.builder.state_class)
+            session.lease = lease.owner
         if state is None:
             state = self._fresh_state()
         return session, state

@@ -59,6 +59,8 @@ class ThreadSession:
         self._undeclared: dict[str, Any] = {}
         self.approx_bytes = 0
         """An estimate of the bytes the context messages hold (kept up to date per save)."""
+        self.lease: str | None = None
+        """The owner of the thread lease the saves are made under (fences every save)."""
         self._index: MessageIndex | None = None
 
     @property
@@ -130,6 +132,7 @@ class ThreadSession:
                 node=node,
                 step=step,
                 expected_incarnation=self.incarnation or None,
+                lease=self.lease,
             ),
         )
         self._values = values

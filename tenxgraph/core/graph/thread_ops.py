@@ -7,12 +7,15 @@ checkpointer and state class, never through a second copy of the run loop
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import run_sync
-from tenxgraph.core.graph import history, snapshots
+from tenxgraph.core.graph import history, snapshots, turns
 from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
@@ -37,6 +40,7 @@ class ThreadOperations(Generic[S]):
     schema: StateSchema
     checkpointer: Checkpointer | None
     nodes: dict[str, Node]
+    leases: LeasePolicy
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from (``CompiledGraph`` provides it)."""
@@ -81,9 +85,10 @@ class ThreadOperations(Generic[S]):
         Returns the new version. The run status is kept, so a paused thread can be
         corrected and then resumed.
         """
-        return await history.update_state(
-            self._require_checkpointer(), history.thread_key(config), self.schema, values, as_node
-        )
+        async with self._holding(config) as lease:
+            return await history.update_state(
+                lease.checkpointer, lease.key, self.schema, values, as_node
+            )
 
     def update_state(
         self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
@@ -124,12 +129,10 @@ class ThreadOperations(Generic[S]):
 
     async def arestore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
         """Make ``snapshot`` the thread's current state, as a new checkpoint; return the version."""
-        return await snapshots.restore_snapshot(
-            self._require_checkpointer(),
-            history.thread_key(config),
-            snapshot,
-            self.builder.state_class,
-        )
+        async with self._holding(config) as lease:
+            return await snapshots.restore_snapshot(
+                lease.checkpointer, lease.key, snapshot, self.builder.state_class
+            )
 
     def restore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
         """Sync ``arestore``."""
@@ -149,9 +152,8 @@ class ThreadOperations(Generic[S]):
         initial = self._fresh_state()
         if state:
             self.schema.apply_input(initial, state)
-        return await snapshots.create_thread(
-            self._require_checkpointer(), history.thread_key(config), messages, initial
-        )
+        async with self._holding(config) as lease:
+            return await snapshots.create_thread(lease.checkpointer, lease.key, messages, initial)
 
     def create_thread(
         self,
@@ -161,6 +163,33 @@ class ThreadOperations(Generic[S]):
     ) -> int:
         """Sync ``acreate_thread``."""
         return run_sync(self.acreate_thread(config, messages, state))
+
+    async def arollback(self, config: Mapping[str, Any]) -> bool:
+        """Discard the thread's latest turn if it did not complete; True if one was discarded.
+
+        A turn that failed, was stopped, died with its process or is paused
+        at an interrupt is removed whole: the thread returns to its state
+        before the turn, and the turn's messages leave the log (this is the
+        one operation that removes logged messages). A completed turn stays.
+        Use it to drop a failed turn before sending the input again.
+        """
+        async with self._holding(config) as lease:
+            return await turns.discard_unfinished(lease.checkpointer, lease.key, lease.owner)
+
+    def rollback(self, config: Mapping[str, Any]) -> bool:
+        """Sync ``arollback``."""
+        return run_sync(self.arollback(config))
+
+    @asynccontextmanager
+    async def _holding(self, config: Mapping[str, Any]) -> AsyncIterator[ThreadLease]:
+        """Hold the thread's lease while an operation writes it, as a run does."""
+        key = history.thread_key(config)
+        policy = self.leases.for_run(run_config(config))
+        lease = await take_thread(self._require_checkpointer(), key, uuid.uuid4().hex, policy)
+        try:
+            yield lease
+        finally:
+            await lease.release()
 
     def _require_checkpointer(self) -> Checkpointer:
         if self.checkpointer is None:

@@ -8,14 +8,17 @@ whose arguments the model adapter refused (not a JSON object, see
 wrappers: its result quotes the error and the start of the arguments. A call
 that finished is made storable (``ToolOutcome.storable``), written to the
 tool ledger and saved at once, so a crash, an interrupt or a failed save
-elsewhere in the step never runs it twice.
+elsewhere in the step never runs it twice. Each start of a call is counted
+and saved before the call runs: a call whose runs died ``max_starts`` times
+(a tool that crashes its process) is answered with an error instead of being
+started again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +39,26 @@ from tenxgraph.core.state.message_block import (
 from tenxgraph.core.state.storable import storable_data, storable_text
 from tenxgraph.core.state.tool_arguments import invalid_tool_args
 from tenxgraph.core.state.tool_result import ToolResult
+from tenxgraph.errors import ConfigError
 
-__all__ = ["STORAGE_NOTES_KEY", "ToolCallWrapper", "ToolNode", "ToolOutcome", "execute_tool"]
+__all__ = [
+    "INTERRUPTED_CALL_TEXT",
+    "STORAGE_NOTES_KEY",
+    "ToolCallWrapper",
+    "ToolNode",
+    "ToolOutcome",
+    "close_interrupted_calls",
+    "execute_tool",
+]
 
 STORAGE_NOTES_KEY = "storage_notes"
 """Tool message metadata key: where text the store cannot hold was replaced by U+FFFD."""
+
+INTERRUPTED_CALL_TEXT = (
+    "[tenxgraph: this tool call was interrupted: its run stopped before the call finished, "
+    "so it has no result]"
+)
+"""Output of the failed result that answers a call whose run stopped or died."""
 
 
 @dataclass(slots=True)
@@ -119,15 +137,21 @@ class ToolNode(Node):
         *,
         timeout: float | None = None,
         wrappers: Sequence[ToolCallWrapper] = (),
+        max_starts: int = 3,
     ) -> None:
         """``timeout`` (seconds) applies to each call unless its ``Tool`` sets its own.
 
         ``wrappers`` run around every call, the first outermost (middleware's
         ``wrap_tool_call``); each may change the call or answer it itself.
+        ``max_starts`` is how many times one call may be started when its runs
+        keep dying before it finishes (resumed after a crash each time).
         """
+        if max_starts < 1:
+            raise ConfigError(f"max_starts must be >= 1, got {max_starts}")
         self.tools = as_tools(tools)
         self.timeout = timeout
         self.wrappers = tuple(wrappers)
+        self.max_starts = max_starts
 
     async def run(
         self, state: AgentState, ctx: RunContext
@@ -139,7 +163,9 @@ class ToolNode(Node):
             if call.id in refused and call.id not in ledger:
                 refusal = ToolOutcome(refused[call.id], is_error=True).storable(call.name)
                 ledger[call.id] = refusal.entry()
-        pending = [call for call in calls if call.id not in ledger]
+        pending = self._count_starts([call for call in calls if call.id not in ledger], state)
+        if pending:
+            yield SaveProgress()  # the starts are durable before any call runs
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
         async for progress in self._settle(pending, state, ctx, interrupts):
             yield progress
@@ -149,7 +175,24 @@ class ToolNode(Node):
             if call.id != pending[0].id:  # only the first pending call holds the node's answers
                 state.execution_meta.resume_values = []
             raise signal
-        yield NodeOutput(Updates(_results(calls, ledger, ctx)))
+        yield NodeOutput(Updates(_results(calls, state, ctx.id_generator)))
+
+    def _count_starts(self, pending: list[ToolCallBlock], state: AgentState) -> list[ToolCallBlock]:
+        """Count a start of each pending call; answer those started ``max_starts`` times."""
+        meta = state.execution_meta
+        starting = []
+        for call in pending:
+            starts = meta.tool_starts.get(call.id, 0)
+            if starts >= self.max_starts:
+                meta.tool_ledger[call.id] = ToolOutcome(
+                    f"tool {call.name!r} was started {starts} times and its run stopped before "
+                    "it finished each time; it is not started again",
+                    True,
+                ).entry()
+            else:
+                meta.tool_starts[call.id] = starts + 1
+                starting.append(call)
+        return starting
 
     async def _settle(
         self,
@@ -172,6 +215,7 @@ class ToolNode(Node):
                 outcome = await handler(call)
             except GraphInterrupt as signal:
                 interrupts.append((call, signal))
+                state.execution_meta.tool_starts.pop(call.id, None)  # a pause is no crash
                 return
             ledger[call.id] = outcome.storable(call.name).entry()
 
@@ -192,17 +236,48 @@ class ToolNode(Node):
                 task.cancel()
 
 
+def close_interrupted_calls(
+    state: AgentState, new_id: Callable[[], str | int], answered: Set[str] = frozenset()
+) -> Updates | None:
+    """Results for the calls of the last tool group that have none, or None if all have one.
+
+    Used when a thread moves on (new input) after its run stopped or died
+    inside the tools: a call that finished gets its ledger result, any other
+    a failed result saying ``INTERRUPTED_CALL_TEXT``, so the stored log stays
+    paired and the model is told plainly. Calls in ``answered`` (results the
+    new input brings) are left alone.
+    """
+    calls, _ = _last_calls(state.context)
+    if not calls:
+        return None
+    answered = set(answered)
+    for message in reversed(state.context):  # the group's results follow its call
+        if message.role != "tool":
+            break
+        answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
+    pending = [call for call in calls if call.id not in answered]
+    if not pending:
+        return None
+    ledger = state.execution_meta.tool_ledger
+    for call in pending:
+        if call.id not in ledger:
+            ledger[call.id] = ToolOutcome(INTERRUPTED_CALL_TEXT, True).entry()
+    return Updates(_results(pending, state, new_id))
+
+
 def _results(
-    calls: list[ToolCallBlock], ledger: dict[str, dict[str, Any]], ctx: RunContext
+    calls: list[ToolCallBlock], state: AgentState, new_id: Callable[[], str | int]
 ) -> list[tuple[str, Any]]:
     """One tool message per settled call, in call order, plus their ``ToolResult.state``."""
+    meta = state.execution_meta
     updates: list[tuple[str, Any]] = []
     for call in calls:
-        entry = ledger.pop(call.id, None)
+        meta.tool_starts.pop(call.id, None)
+        entry = meta.tool_ledger.pop(call.id, None)
         if entry is None:  # answered in an earlier step
             continue
         outcome = ToolOutcome(**entry)
-        message = outcome.message(call.id, ctx.id_generator())
+        message = outcome.message(call.id, new_id())
         updates.append((f"tool {call.name!r} (call {call.id})", [message]))
         if outcome.update:
             updates.append((f"tool {call.name!r} ToolResult.state", outcome.update))

@@ -49,6 +49,11 @@ class ExecMeta(BaseModel):
     tool_ledger: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Results of tool calls that finished while their step was still running, by call id,
     so a crash or an interrupt in a sibling call never runs a finished tool twice."""
+    tool_starts: dict[str, int] = Field(default_factory=dict)
+    """How many times each pending tool call was started, by call id, saved before it runs:
+    a call whose runs all died is not started again past the ToolNode's ``max_starts``."""
+    turn_start: int = 0
+    """The thread's version before its latest turn began; ``rollback`` returns to it."""
 
 
 class AgentState(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ WORK = Path(sys.argv[1])
 
 
 def plan(state: AgentState) -> Message:
+    if os.environ.get("DIE") == "1":
+        return Message(role="assistant", content=[ToolCallBlock(id="d", name="die")])
     return Message(
         role="assistant",
         content=[ToolCallBlock(id="q", name="quick"), ToolCallBlock(id="s", name="slow")],
@@ -35,6 +38,14 @@ def slow() -> str:
     return "slow done"
 
 
+def die() -> str:
+    """Kills its own process, as a tool that crashes the interpreter would."""
+    with open(WORK / "die.log", "a") as log:
+        log.write("started\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "unreachable"
+
+
 def answer(state: AgentState) -> Message:
     return Message.text_message("all done", role="assistant")
 
@@ -42,12 +53,15 @@ def answer(state: AgentState) -> Message:
 def build() -> object:
     graph = StateGraph(AgentState)
     graph.add_node("plan", plan)
-    graph.add_node("tools", ToolNode([quick, slow]))
+    graph.add_node("tools", ToolNode([quick, slow, die]))
     graph.add_node("answer", answer)
     graph.set_entry_point("plan")
     graph.add_edge("plan", "tools")
     graph.add_edge("tools", "answer")
-    return graph.compile(SqliteCheckpointer(WORK / "crash.sqlite"))
+    # the killed run's lease blocks the thread until it expires: short, and the resume waits
+    return graph.compile(
+        SqliteCheckpointer(WORK / "crash.sqlite"), lease_seconds=1, multitask_strategy="enqueue"
+    )
 
 
 if __name__ == "__main__":

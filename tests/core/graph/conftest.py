@@ -2,6 +2,7 @@
 
 from tests.storage.conftest import (  # noqa: F401 - fixtures, found by pytest by name
     backend,
+    checkpointer,
     make_checkpointer,
     pg_schema,
     redis_prefix,

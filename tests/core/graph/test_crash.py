@@ -55,6 +55,33 @@ def test_sigkill_mid_step_then_resume(tmp_path: Path) -> None:
     assert texts == ["go", "", "quick done", "slow done", "all done"]
 
 
+def test_a_tool_that_kills_its_process_is_not_started_a_fourth_time(tmp_path: Path) -> None:
+    env = {**os.environ, "DIE": "1", "HANG": "0"}
+
+    def worker(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(WORKER), str(tmp_path), mode],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert worker("start").returncode == -signal.SIGKILL
+    for _ in range(2):  # each resume starts the call again, and dies again
+        assert worker("resume").returncode == -signal.SIGKILL
+    last = worker("resume")  # the call was started 3 times (max_starts): it is answered
+    assert last.returncode == 0, last.stderr
+    assert last.stdout.split()[0] == "completed"
+    assert (tmp_path / "die.log").read_text() == "started\n" * 3
+    state = SqliteCheckpointer(tmp_path / "crash.sqlite").get_state({"thread_id": "crash"})
+    assert state is not None
+    result = state.context[2].content[0]
+    assert result.is_error
+    assert "started 3 times" in result.output
+    assert state.execution_meta.tool_starts == {}
+
+
 async def test_two_concurrent_runs_on_one_thread_one_conflicts(tmp_path: Path) -> None:
     import asyncio
 

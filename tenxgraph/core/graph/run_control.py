@@ -1,0 +1,104 @@
+"""How a run is steered: how each step ends, and the stop requests that reach a run.
+
+The run loop goes on only after a ``Next``; every other outcome ends the run
+in ``CompiledGraph._conclude``. ``ActiveRun`` is the handle ``stop`` and the
+thread lease's stop requests use to reach a run from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tenxgraph.errors import NodeError, TenxGraphError, ThreadBusyError
+
+__all__ = ["ActiveRun", "Displaced", "Fail", "Finish", "Next", "Outcome", "Pause"]
+
+
+@dataclass(slots=True)
+class ActiveRun:
+    """A run in progress, so ``stop`` and its lease's stop requests can reach it."""
+
+    stop_requested: bool = False
+    task: asyncio.Task[Any] | None = None
+    request: str = "interrupt"
+    """Why it stops: ``interrupt`` (a stop: keep the turn so far), ``rollback`` (a newer run
+    discards the turn) or ``lost`` (another run took the thread)."""
+
+    def stop(self, request: str = "interrupt") -> None:
+        """Stop before the next node, cancelling a running async node; safe from any thread."""
+        self.stop_requested, self.request = True, request
+        task = self.task
+        if task is not None and not task.get_loop().is_closed():
+            task.get_loop().call_soon_threadsafe(task.cancel)
+
+    def outcome(self) -> Outcome:
+        """How the stopped run ends: stopped and saved, or displaced without another write."""
+        if self.request == "interrupt":
+            return Finish("stopped")
+        return Displaced(self.request)
+
+
+class Outcome:
+    """How a step ended; the run loop goes on only after ``Next``."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Next(Outcome):
+    """Run ``node`` next."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(Outcome):
+    """Pause at an interrupt ``when`` (before, after or inside ``node``); go on at ``resume_at``."""
+
+    node: str
+    resume_at: str
+    value: Any
+    when: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish(Outcome):
+    """End the run: it reached END, or a stop request (kept turn) ended it."""
+
+    status: Literal["completed", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Displaced(Outcome):
+    """Another run took the thread: this one writes nothing more."""
+
+    request: str
+
+    def raised(self, thread_id: str) -> ThreadBusyError:
+        """What the displaced run's caller gets."""
+        if self.request == "rollback":
+            detail = (
+                "a newer run with multitask_strategy 'rollback' stopped this run and discards "
+                "its unfinished turn"
+            )
+        else:
+            detail = "this run's lease expired and another run took the thread"
+        return ThreadBusyError(thread_id, detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Fail(Outcome):
+    """End the run as failed at ``node``: saved with status ``error``, then raised."""
+
+    node: str
+    error: BaseException
+
+    def raised(self) -> TenxGraphError:
+        """What the caller gets: library errors as they are, anything else as a NodeError."""
+        if isinstance(self.error, TenxGraphError):
+            return self.error
+        error = NodeError(self.node, f"raised {type(self.error).__name__}: {self.error}")
+        error.__cause__ = self.error
+        return error

@@ -1,0 +1,169 @@
+"""One run per thread: the lease a run holds on its thread, and what a second run does.
+
+A run takes its thread's lease before it reads the thread and gives it up
+when it ends. While it runs, a heartbeat extends the lease every third of its
+duration, so a run that dies (kill -9, a lost machine) blocks the thread for
+at most ``lease_seconds``. Every save of the run is fenced by the lease, so a
+run that stalled past its expiry and lost the thread writes nothing more.
+
+A run that finds the thread held acts on its ``multitask_strategy`` (the
+names of LangGraph's server): ``reject`` raises ``ThreadBusyError`` before
+anything is written, ``enqueue`` waits for the thread, ``interrupt`` asks the
+holder to stop at its next step (keeping its turn so far) and waits,
+``rollback`` asks it to stop and then discards its unfinished turn. Waits are
+bounded by ``busy_timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from tenxgraph.core.graph import turns
+from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+
+__all__ = ["LeasePolicy", "MultitaskStrategy", "ThreadLease", "take_thread"]
+
+logger = logging.getLogger("tenxgraph.runs")
+
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+"""What a run does when another run holds its thread (config key ``multitask_strategy``)."""
+
+_STRATEGIES: tuple[str, ...] = get_args(MultitaskStrategy)
+_FIRST_POLL, _LAST_POLL = 0.01, 0.25
+"""Seconds between attempts to take a held thread: doubling from the first to the last."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeasePolicy:
+    """How a graph's runs hold threads; a run's config may override the strategy and the wait."""
+
+    lease_seconds: float = 30.0
+    """How long a lease lasts unless renewed: the longest a dead run blocks its thread."""
+    strategy: MultitaskStrategy = "reject"
+    busy_timeout: float = 60.0
+    """How long ``enqueue``, ``interrupt`` and ``rollback`` wait for the thread."""
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds > 0:
+            raise ConfigError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
+        if self.strategy not in _STRATEGIES:
+            raise ConfigError(
+                f"multitask_strategy must be one of {list(_STRATEGIES)}, got {self.strategy!r}"
+            )
+        if not self.busy_timeout >= 0:
+            raise ConfigError(f"busy_timeout must be >= 0 seconds, got {self.busy_timeout!r}")
+
+    def for_run(self, config: Mapping[str, Any]) -> LeasePolicy:
+        """The policy with the run config's ``multitask_strategy`` and ``busy_timeout``."""
+        strategy = config.get("multitask_strategy", self.strategy)
+        timeout = config.get("busy_timeout", self.busy_timeout)
+        if strategy == self.strategy and timeout == self.busy_timeout:
+            return self
+        return LeasePolicy(self.lease_seconds, strategy, timeout)
+
+
+class ThreadLease:
+    """A held lease: its heartbeat, the stop requests it brings, and its release."""
+
+    def __init__(self, checkpointer: Checkpointer, key: ThreadKey, owner: str, seconds: float):
+        self.checkpointer = checkpointer
+        self.key = key
+        self.owner = owner
+        """Who holds it: the run id and a random suffix (passed to every fenced save)."""
+        self.seconds = seconds
+        self.on_stop: Callable[[str], None] | None = None
+        """Called on the run's loop with ``"interrupt"``, ``"rollback"`` or ``"lost"``."""
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    def start_heartbeat(self) -> None:
+        """Extend the lease every third of its duration until ``release``."""
+        self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.seconds / 3)
+            try:
+                request = await self.checkpointer.arenew_lease(self.key, self.owner, self.seconds)
+            except ThreadBusyError:
+                request = "lost"
+            except StorageError as exc:  # the next save reports it; keep trying meanwhile
+                logger.warning("lease of thread %r not renewed: %s", self.key.thread_id, exc)
+                continue
+            if request is not None and self.on_stop is not None:
+                self.on_stop(request)
+                if request == "lost":
+                    return
+
+    async def release(self) -> None:
+        """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+        try:
+            await self.checkpointer.arelease_lease(self.key, self.owner)
+        except StorageError as exc:
+            logger.warning(
+                "lease of thread %r not released (it expires in %s s): %s",
+                self.key.thread_id,
+                self.seconds,
+                exc,
+            )
+
+
+async def take_thread(
+    checkpointer: Checkpointer, key: ThreadKey, run_id: str, policy: LeasePolicy
+) -> ThreadLease:
+    """Take ``key``'s lease for run ``run_id``, acting on ``policy.strategy`` if it is held.
+
+    With ``rollback``, the turn the displaced holder left unfinished is
+    discarded once the lease is taken, before the caller reads the thread (a
+    thread that was free is not touched).
+    """
+    owner = f"{run_id}/{secrets.token_hex(4)}"
+    lease = ThreadLease(checkpointer, key, owner, policy.lease_seconds)
+    holder = await checkpointer.atake_lease(key, owner, policy.lease_seconds)
+    if holder is None:
+        return lease
+    await _wait_for(lease, holder, policy)
+    if policy.strategy == "rollback":
+        try:
+            await turns.discard_unfinished(checkpointer, key, owner)
+        except BaseException:
+            await lease.release()
+            raise
+    return lease
+
+
+async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> None:
+    """Act on the strategy toward ``holder``, then poll until the lease is ours or time is up."""
+    key = lease.key
+    if policy.strategy == "reject":
+        raise ThreadBusyError(
+            key.thread_id,
+            f"run {holder} holds it; pass multitask_strategy 'enqueue' in the config to wait "
+            "for it, or 'interrupt' or 'rollback' to stop it",
+        )
+    if policy.strategy in ("interrupt", "rollback"):
+        await lease.checkpointer.arequest_stop(key, policy.strategy)
+    deadline = time.monotonic() + policy.busy_timeout
+    delay = _FIRST_POLL
+    waiting_for: str | None = holder
+    while waiting_for is not None:
+        if time.monotonic() >= deadline:
+            raise ThreadBusyError(
+                key.thread_id,
+                f"run {waiting_for} still held it after a wait of {policy.busy_timeout} s "
+                "(busy_timeout)",
+            )
+        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, _LAST_POLL)
+        waiting_for = await lease.checkpointer.atake_lease(key, lease.owner, lease.seconds)

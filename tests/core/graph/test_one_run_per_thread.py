@@ -1,0 +1,253 @@
+"""One run per thread on every backend: the strategies, lost leases, whole turns, repair.
+
+Runs here are asyncio tasks of one process; ``tests/storage/test_busy_processes.py``
+runs the same strategies across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tenxgraph.core.graph import StateGraph, ToolNode
+from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.graph.tool_node import INTERRUPTED_CALL_TEXT
+from tenxgraph.core.state import AgentState, Message, ToolCallBlock
+from tenxgraph.core.state.pairing import is_paired
+from tenxgraph.errors import GraphBuildError, StateError, ThreadBusyError
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey
+from tests.storage.conftest import MakeCheckpointer
+
+CONFIG = {"thread_id": "busy"}
+KEY = ThreadKey("busy")
+
+
+class Gated:
+    """A reply node that waits for its gate, so a test controls when a run is mid-turn."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def __call__(self, state: AgentState) -> Message:
+        self.started.set()
+        await self.gate.wait()
+        return Message.text_message(f"reply to {state.context[-1].text()}", role="assistant")
+
+
+def gated_app(checkpointer: Checkpointer, **options: Any) -> tuple[CompiledGraph[Any], Gated]:
+    node = Gated()
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", node)
+    graph.set_entry_point("reply")
+    return graph.compile(checkpointer, **options), node
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"messages": [Message.text_message(text)]}
+
+
+async def log(checkpointer: Checkpointer) -> list[str]:
+    return [stored.message.text() for stored in await checkpointer.alist_messages(KEY)]
+
+
+async def test_a_second_run_is_rejected_before_it_writes(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer)
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    with pytest.raises(ThreadBusyError, match="multitask_strategy 'enqueue'"):
+        await app.ainvoke(said("B"), CONFIG)
+    node.gate.set()
+    await first
+    assert await log(checkpointer) == ["A", "reply to A"]
+
+
+async def test_enqueue_waits_and_both_turns_land_whole(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer, multitask_strategy="enqueue")
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    second = asyncio.create_task(app.ainvoke(said("B"), CONFIG))
+    await asyncio.sleep(0.1)
+    assert not second.done()
+    node.gate.set()
+    await asyncio.gather(first, second)
+    assert await log(checkpointer) == ["A", "reply to A", "B", "reply to B"]
+
+
+async def test_enqueue_gives_up_after_busy_timeout(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer)
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    waiting = {**CONFIG, "multitask_strategy": "enqueue", "busy_timeout": 0.2}
+    with pytest.raises(ThreadBusyError, match="busy_timeout"):
+        await app.ainvoke(said("B"), waiting)
+    node.gate.set()
+    await first
+    assert await log(checkpointer) == ["A", "reply to A"]
+
+
+async def test_interrupt_stops_the_holder_and_keeps_its_turn(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer, lease_seconds=0.3)
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    node.started.clear()
+    second = asyncio.create_task(
+        app.ainvoke(said("B"), {**CONFIG, "multitask_strategy": "interrupt"})
+    )
+    result = await asyncio.wait_for(first, 5)
+    assert result["state"].execution_meta.status == "stopped"
+    await node.started.wait()
+    node.gate.set()
+    await second
+    assert await log(checkpointer) == ["A", "B", "reply to B"]
+
+
+async def test_rollback_discards_the_holders_unfinished_turn(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer, lease_seconds=0.3)
+    node.gate.set()
+    await app.ainvoke(said("seed"), CONFIG)
+    node.gate.clear()
+    node.started.clear()
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    node.started.clear()
+    second = asyncio.create_task(
+        app.ainvoke(said("B"), {**CONFIG, "multitask_strategy": "rollback"})
+    )
+    with pytest.raises(ThreadBusyError, match="rollback"):
+        await asyncio.wait_for(first, 5)
+    await node.started.wait()
+    node.gate.set()
+    await second
+    assert await log(checkpointer) == ["seed", "reply to seed", "B", "reply to B"]
+
+
+async def test_a_run_that_lost_its_lease_writes_nothing_more(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer, lease_seconds=0.3)
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    stored_before = await checkpointer.aload(KEY)
+    # what a stall past the expiry amounts to: the lease is gone and another run took it
+    holder = await checkpointer.atake_lease(KEY, "someone", 60)
+    assert holder is not None
+    await checkpointer.arelease_lease(KEY, holder)
+    assert await checkpointer.atake_lease(KEY, "someone", 60) is None
+    node.gate.set()
+    with pytest.raises(ThreadBusyError):
+        await asyncio.wait_for(first, 5)
+    stored = await checkpointer.aload(KEY)
+    assert stored is not None and stored_before is not None
+    assert stored.stamp == stored_before.stamp
+    assert await log(checkpointer) == ["A"]
+
+
+async def test_the_input_is_stored_before_the_first_node_runs(checkpointer: Checkpointer) -> None:
+    app, node = gated_app(checkpointer)
+    run = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    assert await log(checkpointer) == ["A"]
+    node.gate.set()
+    await run
+
+
+def failing_app(checkpointer: Checkpointer, failures: list[str]) -> CompiledGraph[Any]:
+    def reply(state: AgentState) -> Message:
+        if failures:
+            raise RuntimeError(failures.pop())
+        return Message.text_message(f"reply to {state.context[-1].text()}", role="assistant")
+
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    return graph.compile(checkpointer)
+
+
+async def test_a_failed_turn_refuses_new_input_and_retries_without_duplicates(
+    checkpointer: Checkpointer,
+) -> None:
+    app = failing_app(checkpointer, ["provider down"])
+    with pytest.raises(Exception, match="provider down"):
+        await app.ainvoke(said("A"), CONFIG)
+    with pytest.raises(StateError, match=r"failed at node 'reply'.*invoke\(None, config\)"):
+        await app.ainvoke(said("A"), CONFIG)
+    result = await app.ainvoke(None, CONFIG)
+    assert result["state"].execution_meta.status == "completed"
+    assert await log(checkpointer) == ["A", "reply to A"]
+
+
+async def test_rollback_discards_a_failed_turn_whole(checkpointer: Checkpointer) -> None:
+    failures: list[str] = []
+    app = failing_app(checkpointer, failures)
+    await app.ainvoke(said("seed"), CONFIG)
+    before = await app.aget_state(CONFIG)
+    failures.append("provider down")
+    with pytest.raises(Exception, match="provider down"):
+        await app.ainvoke(said("A"), CONFIG)
+    assert await app.arollback(CONFIG) is True
+    assert await app.arollback(CONFIG) is False  # nothing unfinished is left
+    after = await app.aget_state(CONFIG)
+    assert before is not None and after is not None
+    assert after.context == before.context
+    assert after.execution_meta.status == "completed"
+    assert await log(checkpointer) == ["seed", "reply to seed"]
+    await app.ainvoke(said("A"), CONFIG)
+    assert await log(checkpointer) == ["seed", "reply to seed", "A", "reply to A"]
+
+
+async def test_rollback_of_a_new_threads_failed_turn_deletes_it(
+    checkpointer: Checkpointer,
+) -> None:
+    app = failing_app(checkpointer, ["provider down"])
+    with pytest.raises(Exception, match="provider down"):
+        await app.ainvoke(said("A"), CONFIG)
+    assert await app.arollback(CONFIG) is True
+    assert await checkpointer.aload(KEY) is None
+
+
+async def test_a_stopped_tool_call_is_answered_when_the_thread_moves_on(
+    checkpointer: Checkpointer,
+) -> None:
+    started = asyncio.Event()
+
+    def plan(state: AgentState) -> Message:
+        if state.context[-1].text() == "go":
+            return Message(role="assistant", content=[ToolCallBlock(id="c1", name="slow")])
+        return Message.text_message("fine", role="assistant")
+
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    graph = StateGraph(AgentState)
+    graph.add_node("plan", plan)
+    graph.add_node("tools", ToolNode([slow]))
+    graph.set_entry_point("plan")
+    graph.add_conditional_edges(
+        "plan", lambda s: "tools" if s.context[-1].tool_calls() else "__end__"
+    )
+    app = graph.compile(checkpointer)
+    run = asyncio.create_task(app.ainvoke(said("go"), CONFIG))
+    await started.wait()
+    assert app.stop(CONFIG)
+    assert (await run)["state"].execution_meta.status == "stopped"
+
+    await app.ainvoke(said("next"), CONFIG)
+    stored = [s.message for s in await checkpointer.alist_messages(KEY)]
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "user", "assistant"]
+    result = stored[2].content[0]
+    assert result.call_id == "c1" and result.is_error
+    assert result.output == INTERRUPTED_CALL_TEXT
+    assert is_paired(stored)
+
+
+def test_compile_refuses_a_bad_lease_policy(make_checkpointer: MakeCheckpointer) -> None:
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", Gated())
+    graph.set_entry_point("reply")
+    with pytest.raises(GraphBuildError, match="multitask_strategy"):
+        graph.compile(make_checkpointer(), multitask_strategy="queue")  # type: ignore[arg-type]
+    with pytest.raises(GraphBuildError, match="lease_seconds"):
+        graph.compile(make_checkpointer(), lease_seconds=0)
