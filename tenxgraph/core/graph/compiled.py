@@ -39,6 +39,7 @@ from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph.thread_ops import ThreadOperations
 from tenxgraph.core.graph.tool_node import close_interrupted_calls
+from tenxgraph.core.graph.turns import discard_unfinished
 from tenxgraph.core.graph.updates import Applied, StateSchema
 from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
@@ -356,6 +357,10 @@ class CompiledGraph(ThreadOperations[S]):
             yield await self._fail(run, outcome.node, outcome.error)
             raise outcome.raised()
         elif isinstance(outcome, Displaced):
+            session = run.session
+            if outcome.request == "rollback" and session is not None and session.lease:
+                # still the holder: discard the turn before another run can build on it
+                await discard_unfinished(session.checkpointer, session.key, session.lease)
             raise outcome.raised(str(run.ctx.config["thread_id"]))
 
     async def _start(

@@ -124,9 +124,10 @@ async def take_thread(
 ) -> ThreadLease:
     """Take ``key``'s lease for run ``run_id``, acting on ``policy.strategy`` if it is held.
 
-    With ``rollback``, the turn the displaced holder left unfinished is
-    discarded once the lease is taken, before the caller reads the thread (a
-    thread that was free is not touched).
+    With ``rollback``, a holder that is alive discards its own unfinished turn
+    before it lets go; one that died leaves its turn ``running``, and that
+    turn is discarded here once the lease is taken, before the caller reads
+    the thread (a thread that was free is not touched).
     """
     owner = f"{run_id}/{secrets.token_hex(4)}"
     lease = ThreadLease(checkpointer, key, owner, policy.lease_seconds)
@@ -134,9 +135,9 @@ async def take_thread(
     if holder is None:
         return lease
     await _wait_for(lease, holder, policy)
-    if policy.strategy == "rollback":
+    if policy.strategy == "rollback":  # the holder died before it could discard its turn
         try:
-            await turns.discard_unfinished(checkpointer, key, owner)
+            await turns.discard_unfinished(checkpointer, key, owner, turns.DIED)
         except BaseException:
             await lease.release()
             raise

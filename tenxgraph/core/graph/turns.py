@@ -15,14 +15,22 @@ from typing import Any
 from tenxgraph.errors import StateError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
 
-__all__ = ["UNFINISHED", "discard_unfinished"]
+__all__ = ["DIED", "UNFINISHED", "discard_unfinished"]
 
 UNFINISHED = frozenset({"running", "error", "stopped", "interrupted"})
 """Statuses of a thread whose latest turn did not complete."""
 
+DIED = frozenset({"running"})
+"""The status a turn keeps when its run died (or lost its thread) before ending it."""
 
-async def discard_unfinished(checkpointer: Checkpointer, key: ThreadKey, lease: str) -> bool:
-    """Rewind the thread to before its latest turn if that turn did not complete.
+
+async def discard_unfinished(
+    checkpointer: Checkpointer,
+    key: ThreadKey,
+    lease: str,
+    statuses: frozenset[str] = UNFINISHED,
+) -> bool:
+    """Rewind the thread to before its latest turn if that turn ended in one of ``statuses``.
 
     Returns True when something was discarded. The caller holds the thread's
     lease (``lease`` fences the rewind). A thread the turn created is deleted.
@@ -31,7 +39,7 @@ async def discard_unfinished(checkpointer: Checkpointer, key: ThreadKey, lease: 
     if stored is None:
         return False
     meta: dict[str, Any] = stored.values.get("execution_meta") or {}
-    if meta.get("status") not in UNFINISHED:
+    if meta.get("status") not in statuses:
         return False
     turn_start = meta.get("turn_start")
     if type(turn_start) is not int or not 0 <= turn_start <= stored.version:

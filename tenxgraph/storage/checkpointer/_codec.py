@@ -181,8 +181,8 @@ def lease_lost(key: ThreadKey, owner: str) -> ThreadBusyError:
 def missing_checkpoint(key: ThreadKey, version: int) -> StateError:
     """The error for a rewind to a checkpoint that retention (``keep_checkpoints``) dropped."""
     return StateError(
-        f"thread {key.thread_id!r} has no checkpoint {version} any more (keep_checkpoints "
-        "dropped it), so it cannot be rewound to it"
+        f"thread {key.thread_id!r} has no checkpoint {version} (keep_checkpoints dropped it, "
+        "or the thread never reached it), so it cannot be rewound to it"
     )
 
 
