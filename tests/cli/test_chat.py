@@ -231,7 +231,7 @@ async def test_a_failed_turn_is_reported_and_the_chat_goes_on(
 
 
 async def test_chat_with_a_named_model_on_an_openai_compatible_server(tmp_path: Path) -> None:
-    from tests.core.llm.replay import ReplayServer
+    from tenxgraph.testing.replay import ReplayServer
 
     def chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
         return {

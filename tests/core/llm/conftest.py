@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.core.llm.replay import ReplayServer
+from tenxgraph.testing.replay import ReplayServer
 
 
 @pytest.fixture(scope="module")

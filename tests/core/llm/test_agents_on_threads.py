@@ -13,8 +13,8 @@ from tenxgraph.core.graph import Agent, StateGraph, ToolNode, create_agent
 from tenxgraph.core.llm import OpenAIChatModel
 from tenxgraph.core.state import AgentState, Message, ToolResult
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+from tenxgraph.testing.replay import ReplayServer, chat_chunk
 from tenxgraph.utils import END
-from tests.core.llm.replay import ReplayServer, chat_chunk
 
 
 class Cart(AgentState):

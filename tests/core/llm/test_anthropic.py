@@ -40,7 +40,7 @@ from tenxgraph.errors import (
     ServerError,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
-from tests.core.llm.replay import ReplayServer
+from tenxgraph.testing.replay import ReplayServer
 
 MODEL = "claude-opus-4-7"
 WEATHER = ToolSpec(

@@ -39,7 +39,7 @@ from tenxgraph.errors import (
     ServerError,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
-from tests.core.llm.replay import ReplayServer
+from tenxgraph.testing.replay import ReplayServer
 
 MODEL = "gemini-2.5-flash"
 STREAM_PATH = f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"

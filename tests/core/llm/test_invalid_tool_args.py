@@ -24,7 +24,7 @@ from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
-from tests.core.llm.replay import ReplayServer, chat_chunk
+from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
 CUT = '{"pattern": "tmp/*.lo'
 """The arguments as a truncated answer left them."""

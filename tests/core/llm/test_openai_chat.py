@@ -36,7 +36,7 @@ from tenxgraph.errors import (
     RateLimitError,
     ServerError,
 )
-from tests.core.llm.replay import ReplayServer
+from tenxgraph.testing.replay import ReplayServer
 
 WEATHER = ToolSpec(
     name="get_weather",

@@ -38,7 +38,7 @@ from tenxgraph.errors import (
     ServerError,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
-from tests.core.llm.replay import ReplayServer
+from tenxgraph.testing.replay import ReplayServer
 
 MODEL = "gpt-5.1"
 WEATHER = ToolSpec(

@@ -8,7 +8,7 @@ from tenxgraph.core.llm.anthropic import AnthropicModel
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.llm.openai import OpenAIChatModel
 from tenxgraph.core.state.message import Message
-from tests.core.llm.replay import ReplayServer, chat_chunk
+from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
 
 def ask() -> ModelRequest:

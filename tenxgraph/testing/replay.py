@@ -2,7 +2,16 @@
 
 Each test queues the responses the server should give (JSON bodies, error
 statuses, or server-sent-event streams) and reads back the requests the SDK
-sent. Only loopback is used.
+sent. Only loopback is used. Point the provider's SDK (or your adapter) at
+``server.url``::
+
+    with ReplayServer() as server:
+        server.stream([chat_chunk({"content": "Hi"}, "stop"), "[DONE]"])
+        model = OpenAIChatModel("gpt-test", base_url=f"{server.url}/v1", api_key="test")
+        ...
+        assert server.requests[0].body["model"] == "gpt-test"
+
+The standard library is all it needs (no pytest).
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+__all__ = ["Recorded", "ReplayServer", "Reply", "chat_chunk"]
 
 
 @dataclass
@@ -50,15 +61,18 @@ class ReplayServer:
 
     @property
     def url(self) -> str:
+        """The server's base URL, ``http://127.0.0.1:<port>``."""
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
     def reply(
         self, body: Any = None, *, status: int = 200, headers: dict[str, str] | None = None
     ) -> None:
+        """Queue one JSON response (``status`` other than 200 for an error)."""
         self.replies.append(Reply(status=status, body=body, headers=headers or {}))
 
     def stream(self, events: Sequence[Any], *, headers: dict[str, str] | None = None) -> None:
+        """Queue one server-sent-event stream (see ``Reply.events``)."""
         self.replies.append(Reply(events=events, headers=headers or {}))
 
     def __enter__(self) -> ReplayServer:
@@ -76,7 +90,7 @@ class ReplayServer:
             protocol_version = "HTTP/1.1"
 
             def log_message(self, format: str, *args: Any) -> None:
-                pass
+                """Keep the test output quiet."""
 
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

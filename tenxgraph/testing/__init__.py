@@ -1,0 +1,64 @@
+"""Test kits for code that plugs into tenxgraph: the suites our own backends and adapters pass.
+
+- ``CheckpointerContract`` (``tenxgraph.testing.checkpointers``): the
+  checkpointer conformance suite as a pytest base class. Subclass it in a
+  test module as ``TestMyCheckpointer`` and give it a ``make_checkpointer``
+  fixture returning a factory ``(**options) -> Checkpointer`` for your
+  backend; pytest then runs every test of the contract against it (see that
+  module for an example).
+- ``ReplayServer`` and ``chat_chunk`` (``tenxgraph.testing.replay``): a local
+  HTTP server that replays queued provider responses, so an adapter is
+  tested through the provider's real SDK with no network.
+
+The suites need pytest and pytest-asyncio installed (the ``testing`` extra:
+``pip install tenxgraph[testing]``); the replay server needs only the
+standard library. Importing this package imports neither: each name is
+loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tenxgraph.testing.checkpointers import CheckpointerContract, MakeCheckpointer
+    from tenxgraph.testing.replay import ReplayServer, chat_chunk
+
+__all__ = ["CheckpointerContract", "MakeCheckpointer", "ReplayServer", "chat_chunk"]
+
+_LAZY = {
+    "CheckpointerContract": "tenxgraph.testing.checkpointers",
+    "MakeCheckpointer": "tenxgraph.testing.checkpointers",
+    "ReplayServer": "tenxgraph.testing.replay",
+    "chat_chunk": "tenxgraph.testing.replay",
+}
+_SUITES = (
+    "tenxgraph.testing.checkpointers",
+    "tenxgraph.testing._checkpointer_base",
+    "tenxgraph.testing._checkpointer_leases",
+    "tenxgraph.testing._checkpointer_rewind",
+    "tenxgraph.testing._checkpointer_threads",
+)
+"""Modules whose ``assert`` statements pytest should rewrite, for its detailed failure reports."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a suite or the replay server on first access."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _rewrite_asserts() -> None:
+    """Have pytest rewrite the suites' asserts, as it does a test module's (when pytest runs)."""
+    import sys
+
+    if "pytest" in sys.modules:
+        import pytest
+
+        pytest.register_assert_rewrite(*_SUITES)
+
+
+_rewrite_asserts()

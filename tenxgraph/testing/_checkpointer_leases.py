@@ -1,0 +1,237 @@
+"""The lease part of the checkpointer contract: one run holds a thread at a time.
+
+A lease names its holder (``owner``) and expires unless renewed. Taking it
+when someone else holds it returns the holder; a waiting run asks the holder
+to stop through it; a save or rewind made under a lease is refused
+(``ThreadBusyError``) once the lease is someone else's or gone, so a run that
+lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import ConflictError, StateError, ThreadBusyError
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.testing._checkpointer_base import ContractBase
+
+KEY = ThreadKey("leased", "alice")
+LONG = 30.0
+"""Seconds of a lease that must not expire during the test."""
+SHORT = 0.2
+"""Seconds of a lease the test lets expire (it sleeps ``EXPIRED`` after taking it)."""
+EXPIRED = 0.5
+
+
+def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | None) -> ThreadWrite:
+    """A write adding one message after ``stamp`` (None: creating), made under ``lease``."""
+    return ThreadWrite(
+        expected_version=0 if stamp is None else stamp.version,
+        new_messages=[Message.text_message(text)],
+        values={"by": text},
+        window=[(0, log_length + 1)],
+        node="n",
+        step=log_length,
+        expected_incarnation=None if stamp is None else stamp.incarnation,
+        lease=lease,
+    )
+
+
+async def snapshot(checkpointer: Checkpointer, key: ThreadKey = KEY) -> tuple[Any, ...]:
+    """Everything stored for ``key``, to show a refused write changed nothing."""
+    stored = await checkpointer.aload(key)
+    assert stored is not None
+    log = [(m.seq, m.message.text()) for m in await checkpointer.alist_messages(key)]
+    checkpoints = [c.version for c in await checkpointer.alist_checkpoints(key)]
+    return stored.stamp, stored.log_length, stored.values, log, checkpoints
+
+
+class LeaseContract(ContractBase):
+    """Leases: one run holds a thread at a time, and a run that lost it writes nothing."""
+
+    async def test_a_free_lease_is_taken_and_a_second_owner_gets_the_holder(
+        self,
+        checkpointer: Checkpointer,
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None  # its own: extended
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"
+
+    async def test_taking_again_extends_the_owners_lease(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"  # not expired
+
+    async def test_an_expired_lease_is_taken_by_another_run(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) == "run-b"
+        with pytest.raises(ThreadBusyError, match="leased") as raised:
+            await checkpointer.arenew_lease(KEY, "run-a", LONG)
+        assert (raised.value.expected, raised.value.actual) == (None, None)
+
+    async def test_renewing_reports_the_stop_request_a_waiting_run_made(
+        self,
+        checkpointer: Checkpointer,
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.arequest_stop(KEY, "interrupt") == "run-a"
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) == "interrupt"
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) == "interrupt"  # kept
+        assert await checkpointer.arequest_stop(KEY, "rollback") == "run-a"
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) == "rollback"
+
+    async def test_renewing_keeps_an_expiring_lease(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"
+
+    async def test_an_expired_lease_no_one_took_is_still_its_owners(
+        self,
+        checkpointer: Checkpointer,
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        await asyncio.sleep(EXPIRED)
+        stamp = await checkpointer.asave(KEY, turn(None, "late but alone", 0, "run-a"))
+        assert stamp.version == 1
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"
+
+    async def test_a_released_lease_is_free_and_releasing_anothers_does_nothing(
+        self,
+        checkpointer: Checkpointer,
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        await checkpointer.arelease_lease(KEY, "run-b")  # not its lease: nothing happens
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"
+        await checkpointer.arelease_lease(KEY, "run-a")
+        await checkpointer.arelease_lease(KEY, "run-a")  # twice is fine
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.arenew_lease(KEY, "run-a", LONG)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) == "run-b"
+
+    async def test_renewing_a_lease_never_taken_raises(self, checkpointer: Checkpointer) -> None:
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.arenew_lease(KEY, "run-a", LONG)
+        await checkpointer.arelease_lease(KEY, "run-a")  # nothing to release: nothing happens
+
+    async def test_a_stop_request_needs_a_holder(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.arequest_stop(KEY, "interrupt") is None  # never taken
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.arequest_stop(KEY, "interrupt") is None  # expired
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None
+        await checkpointer.arelease_lease(KEY, "run-b")
+        assert await checkpointer.arequest_stop(KEY, "rollback") is None  # released
+
+    async def test_taking_the_lease_clears_the_stop_request(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.arequest_stop(KEY, "rollback") == "run-a"
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None  # re-taken: cleared
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.arequest_stop(KEY, "interrupt") == "run-a"
+        await checkpointer.arelease_lease(KEY, "run-a")
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None  # new holder: cleared
+        assert await checkpointer.arenew_lease(KEY, "run-b", LONG) is None
+
+    async def test_an_unknown_stop_request_is_refused(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        with pytest.raises(StateError, match="stop request"):
+            await checkpointer.arequest_stop(KEY, "cancel")
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None
+
+    async def test_saves_under_the_held_lease_go_through(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None  # no state yet
+        first = await checkpointer.asave(KEY, turn(None, "one", 0, "run-a"))
+        second = await checkpointer.asave(KEY, turn(first, "two", 1, "run-a"))
+        assert second == (first.incarnation, 2)
+        third = await checkpointer.asave(KEY, turn(second, "unfenced", 2, None))  # no lease check
+        assert third.version == 3
+        stored = await checkpointer.aload(KEY)
+        assert stored is not None and [m.text() for m in stored.context] == [
+            "one",
+            "two",
+            "unfenced",
+        ]
+
+    async def test_a_save_under_a_lost_lease_writes_nothing(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        stamp = await checkpointer.asave(KEY, turn(None, "a1", 0, "run-a"))
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None  # run-a stalled
+        before = await snapshot(checkpointer)
+        with pytest.raises(ThreadBusyError, match="leased"):
+            await checkpointer.asave(KEY, turn(stamp, "a2", 1, "run-a"))
+        assert await snapshot(checkpointer) == before
+        stored = await checkpointer.aload(KEY)
+        assert stored is not None and [m.text() for m in stored.context] == ["a1"]
+        assert await checkpointer.asave(KEY, turn(stamp, "b1", 1, "run-b")) == (
+            stamp.incarnation,
+            2,
+        )
+
+    async def test_a_lost_lease_wins_over_a_stale_version(self, checkpointer: Checkpointer) -> None:
+        """The error says the lease was lost, not that the version moved, when both are true."""
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None
+        stamp = await checkpointer.asave(KEY, turn(None, "b1", 0, "run-b"))
+        await checkpointer.asave(KEY, turn(stamp, "b2", 1, "run-b"))
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.asave(KEY, turn(stamp, "a2", 1, "run-a"))
+        with pytest.raises(ConflictError) as raised:  # the right lease, a stale version
+            await checkpointer.asave(KEY, turn(stamp, "b2 again", 1, "run-b"))
+        assert type(raised.value) is ConflictError
+
+    async def test_a_save_under_a_lease_that_does_not_exist_is_refused(
+        self,
+        checkpointer: Checkpointer,
+    ) -> None:
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.asave(KEY, turn(None, "never leased", 0, "run-a"))
+        assert await checkpointer.aload(KEY) is None
+        assert await checkpointer.alist_messages(KEY) == []
+        stamp = await checkpointer.asave(KEY, turn(None, "unfenced", 0, None))
+        before = await snapshot(checkpointer)
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        await checkpointer.arelease_lease(KEY, "run-a")
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.asave(KEY, turn(stamp, "after release", 1, "run-a"))
+        assert await snapshot(checkpointer) == before
+
+    async def test_leases_are_per_tenant(self, checkpointer: Checkpointer) -> None:
+        bob = ThreadKey(KEY.thread_id, "bob")
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        assert await checkpointer.atake_lease(bob, "run-b", LONG) is None
+        assert await checkpointer.arequest_stop(bob, "interrupt") == "run-b"
+        assert await checkpointer.arenew_lease(KEY, "run-a", LONG) is None  # alice's: no request
+        with pytest.raises(ThreadBusyError):
+            await checkpointer.asave(bob, turn(None, "wrong tenant", 0, "run-a"))
+        assert await checkpointer.aload(bob) is None
+        await checkpointer.asave(bob, turn(None, "bob's", 0, "run-b"))
+        await checkpointer.arelease_lease(bob, "run-a")  # alice's owner name on bob's lease
+        assert await checkpointer.atake_lease(bob, "run-c", LONG) == "run-b"
+        await checkpointer.arelease_lease(KEY, "run-a")
+        assert await checkpointer.atake_lease(bob, "run-c", LONG) == "run-b"  # alice's release only
+        assert await checkpointer.atake_lease(KEY, "run-c", LONG) is None
+
+    async def test_concurrent_takes_have_one_winner(self, checkpointer: Checkpointer) -> None:
+        owners = [f"run-{n}" for n in range(8)]
+        results = await asyncio.gather(*(checkpointer.atake_lease(KEY, o, LONG) for o in owners))
+        winners = [o for o, held in zip(owners, results, strict=True) if held is None]
+        assert len(winners) == 1
+        assert all(held in (None, winners[0]) for held in results)
