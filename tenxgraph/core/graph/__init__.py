@@ -12,6 +12,7 @@ from tenxgraph.core.graph.events import (
     StreamEvent,
     UpdateEvent,
 )
+from tenxgraph.core.graph.hooks import RunHooks
 from tenxgraph.core.graph.interrupt import GraphInterrupt, interrupt
 from tenxgraph.core.graph.middleware import (
     AgentMiddleware,
@@ -22,7 +23,9 @@ from tenxgraph.core.graph.middleware import (
 )
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph.prebuilt import create_agent, tools_condition
+from tenxgraph.core.graph.run_control import RunControl
 from tenxgraph.core.graph.snapshots import ThreadSnapshot
+from tenxgraph.core.graph.thread_lease import MultitaskStrategy
 from tenxgraph.core.graph.tool_node import ToolNode, ToolOutcome
 from tenxgraph.core.graph.tools import Tool, tool
 
@@ -35,9 +38,12 @@ __all__ = [
     "GraphInterrupt",
     "InterruptEvent",
     "MessageEvent",
+    "MultitaskStrategy",
     "Node",
     "NodeOutput",
     "RunContext",
+    "RunControl",
+    "RunHooks",
     "RunResult",
     "StateGraph",
     "StreamEvent",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from tenxgraph.core.graph.hooks import RunHooks
 from tenxgraph.core.graph.node import FunctionNode, Node
 from tenxgraph.core.graph.thread_lease import LeasePolicy, MultitaskStrategy
 from tenxgraph.core.graph.updates import StateSchema
@@ -161,6 +162,7 @@ class StateGraph(Generic[S]):
         lease_seconds: float = 30.0,
         multitask_strategy: MultitaskStrategy = "reject",
         busy_timeout: float = 60.0,
+        hooks: Sequence[RunHooks] = (),
     ) -> CompiledGraph[S]:
         """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
 
@@ -177,6 +179,8 @@ class StateGraph(Generic[S]):
         ``multitask_strategy`` is what a run does when another holds its
         thread (``reject``, ``enqueue``, ``interrupt`` or ``rollback``; a run's
         config may say otherwise), and ``busy_timeout`` bounds the waits.
+        ``hooks`` (``RunHooks``) are told when runs and nodes start and end and
+        when the thread is saved: the seam for tracing, metrics and servers.
         """
         from tenxgraph.core.graph.compiled import CompiledGraph
 
@@ -204,6 +208,7 @@ class StateGraph(Generic[S]):
             warm=WarmThreads(warm_threads, warm_bytes),
             workers=WorkerPool(tool_threads),
             leases=leases,
+            hooks=hooks,
         )
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -24,16 +24,17 @@ from tenxgraph.core.graph.events import (
     StreamEvent,
     UpdateEvent,
 )
+from tenxgraph.core.graph.hooks import HookCaller, RunHooks
 from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph.run_control import (
-    ActiveRun,
     Displaced,
     Fail,
     Finish,
     Next,
     Outcome,
     Pause,
+    RunControl,
 )
 from tenxgraph.core.graph.session import ThreadSession
 from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
@@ -72,6 +73,7 @@ class _Run(Generic[S]):
     state: S
     ctx: RunContext
     session: ThreadSession | None
+    control: RunControl
     next_node: str
     skip_interrupt_before: bool = False
     new_input: bool = False
@@ -96,6 +98,7 @@ class CompiledGraph(ThreadOperations[S]):
         warm: WarmThreads | None = None,
         workers: WorkerPool | None = None,
         leases: LeasePolicy | None = None,
+        hooks: Sequence[RunHooks] = (),
     ) -> None:
         self.builder = builder
         self.schema = schema
@@ -107,7 +110,10 @@ class CompiledGraph(ThreadOperations[S]):
         self.edges = dict(builder.edges)
         self.branches = dict(builder.branches)
         self.context_manager = builder.context_manager
-        self._active: dict[ThreadKey | None, ActiveRun] = {}
+        self._active: dict[ThreadKey | None, RunControl] = {}
+        self._runs: dict[str, RunControl] = {}
+        self.hooks = HookCaller(hooks)
+        """The ``RunHooks`` given to ``compile``, called around runs, nodes and saves."""
         self.warm = warm if warm is not None else WarmThreads()
         """Recently finished threads kept in memory, so their next run skips a reload."""
         self.workers = workers if workers is not None else WorkerPool()
@@ -202,29 +208,63 @@ class CompiledGraph(ThreadOperations[S]):
         run_id = str(config.get("run_id") or uuid.uuid4().hex)
         lease = await self._take(config, run_id)
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
-        active = ActiveRun()
+        control = RunControl(run_id, key)
+        run: _Run[S] | None = None
+        error: BaseException | None = None
         try:
             run = await self._start(
-                input or {}, config, invocation_state, inline_sync, lease, run_id
+                input or {}, config, invocation_state, inline_sync, lease, control
             )
-            self._active[key] = active
-            if lease is not None:
-                lease.on_stop = active.stop
-                lease.start_heartbeat()
+            self._track(control, lease)
+            if self.hooks:
+                await self.hooks.run_started(control)
             outcome = await self._begin_turn(run)
             while isinstance(outcome, Next):
-                async for item in self._step(run, outcome.node, active, progress):
+                async for item in self._step(run, outcome.node, progress):
                     if isinstance(item, Outcome):
                         outcome = item
                     else:
                         yield item
             async for event in self._conclude(run, outcome):
                 yield event
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            if self._active.get(key) is active:
-                del self._active[key]
-            if lease is not None:
-                await lease.release()
+            await self._end(control, lease, run, error)
+
+    def stop_run(self, run_id: str) -> bool:
+        """Ask the run ``run_id`` to stop, as ``stop`` does; False when it is not running here."""
+        control = self._runs.get(run_id)
+        if control is None:
+            return False
+        control.stop()
+        return True
+
+    def _track(self, control: RunControl, lease: ThreadLease | None) -> None:
+        """Make the run reachable by ``stop``, ``stop_run`` and its lease's stop requests."""
+        self._active[control.thread] = self._runs[control.run_id] = control
+        if lease is not None:
+            lease.on_stop = control.stop
+            lease.start_heartbeat()
+
+    async def _end(
+        self,
+        control: RunControl,
+        lease: ThreadLease | None,
+        run: _Run[S] | None,
+        error: BaseException | None,
+    ) -> None:
+        """Forget the run, let its thread go, and tell the hooks how it ended."""
+        if self._active.get(control.thread) is control:
+            del self._active[control.thread]
+        if self._runs.get(control.run_id) is control:
+            del self._runs[control.run_id]
+        if lease is not None:
+            await lease.release()
+        if self.hooks and run is not None:
+            status = "error" if error is not None else run.state.execution_meta.status
+            await self.hooks.run_ended(control, status, error)
 
     async def _take(self, config: Mapping[str, Any], run_id: str) -> ThreadLease | None:
         """Take the thread's lease before anything is read (None: no checkpointer)."""
@@ -247,17 +287,18 @@ class CompiledGraph(ThreadOperations[S]):
             return Fail(START, exc)
 
     async def _step(
-        self, run: _Run[S], node_name: str, active: ActiveRun, progress: bool
+        self, run: _Run[S], node_name: str, progress: bool
     ) -> AsyncIterator[StreamEvent | Outcome]:
         """Run one node and merge its output; the last item is the step's outcome."""
         if node_name == END:
             yield Finish("completed")
             return
-        gate = self._gate(run, node_name, active)
+        gate = self._gate(run, node_name)
         if gate is not None:
             yield gate
             return
-        self._begin_node(run, node_name)
+        await self._begin_node(run, node_name)
+        active = run.control
         active.task = asyncio.current_task()
         try:
             output: Any = None
@@ -270,6 +311,7 @@ class CompiledGraph(ThreadOperations[S]):
                     yield item
             applied, next_node = await self._advance(run, node_name, output)
         except GraphInterrupt as signal:
+            await self._node_ended(run, node_name, signal)
             yield Pause(node_name, node_name, signal.value, "inside")
             return
         except asyncio.CancelledError:
@@ -280,10 +322,12 @@ class CompiledGraph(ThreadOperations[S]):
             yield active.outcome()
             return
         except Exception as exc:
+            await self._node_ended(run, node_name, exc)
             yield Fail(node_name, exc)
             return
         finally:
             active.task = None
+        await self._node_ended(run, node_name, None)
         events, outcome = await self._commit(run, node_name, applied, next_node, progress)
         for event in events:
             yield event
@@ -305,10 +349,14 @@ class CompiledGraph(ThreadOperations[S]):
             return events, Pause(node_name, next_node, None, "after")
         return events, Next(next_node)
 
-    def _gate(self, run: _Run[S], node_name: str, active: ActiveRun) -> Outcome | None:
+    async def _node_ended(self, run: _Run[S], node: str, error: BaseException | None) -> None:
+        if self.hooks:
+            await self.hooks.node_ended(run.control, node, run.state.execution_meta.step, error)
+
+    def _gate(self, run: _Run[S], node_name: str) -> Outcome | None:
         """Why ``node_name`` must not run now: a stop, an interrupt before it, the limit."""
-        if active.stop_requested:
-            return active.outcome()
+        if run.control.stop_requested:
+            return run.control.outcome()
         if node_name in self.interrupt_before and not run.skip_interrupt_before:
             return Pause(node_name, node_name, None, "before")
         run.skip_interrupt_before = False
@@ -317,13 +365,15 @@ class CompiledGraph(ThreadOperations[S]):
             return Fail(node_name, RecursionLimitError(limit, [*run.path, node_name]))
         return None
 
-    def _begin_node(self, run: _Run[S], node_name: str) -> None:
+    async def _begin_node(self, run: _Run[S], node_name: str) -> None:
         meta = run.state.execution_meta
         run.path.append(node_name)
         meta.current_node = node_name
         meta.step += 1
         run.ctx.node = node_name
         run.ctx.interrupt_scope = InterruptScope(answers=meta.resume_values)
+        if self.hooks:
+            await self.hooks.node_started(run.control, node_name, meta.step)
 
     async def _advance(self, run: _Run[S], node_name: str, output: Any) -> tuple[Applied, str]:
         """Merge a node's output into the state and decide the next node."""
@@ -370,7 +420,7 @@ class CompiledGraph(ThreadOperations[S]):
         invocation_state: dict[str, Any] | None,
         inline_sync: bool,
         lease: ThreadLease | None,
-        run_id: str,
+        control: RunControl,
     ) -> _Run[S]:
         """Load the thread and apply the input; see ``entry`` for where the run enters."""
         input = check_input(input)
@@ -404,9 +454,9 @@ class CompiledGraph(ThreadOperations[S]):
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
             workers=self.workers,
-            run_id=run_id,
+            run_id=control.run_id,
         )
-        run = _Run(state, ctx, session, entry.node, entry.skip_interrupt_before)
+        run = _Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before)
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         return run
 
@@ -479,9 +529,12 @@ class CompiledGraph(ThreadOperations[S]):
         return str(target)
 
     async def _save(self, run: _Run[S], added: list[Message], node: str) -> None:
-        if run.session is not None:
-            run.session.record(added)
-            await run.session.save(run.state, node, run.state.execution_meta.step)
+        session = run.session
+        if session is not None:
+            session.record(added)
+            await session.save(run.state, node, run.state.execution_meta.step)
+            if self.hooks:
+                await self.hooks.saved(run.control, node, session.stamp)
 
     async def _pause(
         self, run: _Run[S], node: str, resume_at: str, value: Any, when: str

@@ -1,8 +1,9 @@
 """How a run is steered: how each step ends, and the stop requests that reach a run.
 
 The run loop goes on only after a ``Next``; every other outcome ends the run
-in ``CompiledGraph._conclude``. ``ActiveRun`` is the handle ``stop`` and the
-thread lease's stop requests use to reach a run from any thread.
+in ``CompiledGraph._conclude``. ``RunControl`` is a running run's handle: what
+``stop``, ``stop_run``, the thread lease's stop requests and run hooks use to
+reach it from any thread.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tenxgraph.errors import NodeError, TenxGraphError, ThreadBusyError
+from tenxgraph.storage.checkpointer.base import ThreadKey
 
-__all__ = ["ActiveRun", "Displaced", "Fail", "Finish", "Next", "Outcome", "Pause"]
+__all__ = ["Displaced", "Fail", "Finish", "Next", "Outcome", "Pause", "RunControl"]
 
 
-@dataclass(slots=True)
-class ActiveRun:
-    """A run in progress, so ``stop`` and its lease's stop requests can reach it."""
+@dataclass(slots=True, eq=False)
+class RunControl:
+    """A run in progress: its identity, and ``stop`` to end it from any thread."""
 
+    run_id: str
+    thread: ThreadKey | None
+    """The thread the run holds (None for a graph without a checkpointer and thread id)."""
     stop_requested: bool = False
     task: asyncio.Task[Any] | None = None
     request: str = "interrupt"
@@ -27,7 +32,11 @@ class ActiveRun:
     discards the turn) or ``lost`` (another run took the thread)."""
 
     def stop(self, request: str = "interrupt") -> None:
-        """Stop before the next node, cancelling a running async node; safe from any thread."""
+        """Stop before the next node, cancelling a running async node; safe from any thread.
+
+        The run ends with status ``stopped`` and keeps its turn so far; the
+        other requests (``rollback``, ``lost``) come from the thread's lease.
+        """
         self.stop_requested, self.request = True, request
         task = self.task
         if task is not None and not task.get_loop().is_closed():
