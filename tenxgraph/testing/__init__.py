@@ -6,6 +6,9 @@
   fixture returning a factory ``(**options) -> Checkpointer`` for your
   backend; pytest then runs every test of the contract against it (see that
   module for an example).
+- ``ChatModelContract`` (``tenxgraph.testing.chat_models``): the contract
+  every chat-model adapter meets (text, streamed deltas, a tool call, token
+  usage, HTTP errors), as a pytest base class run against the replay server.
 - ``ReplayServer`` and ``chat_chunk`` (``tenxgraph.testing.replay``): a local
   HTTP server that replays queued provider responses, so an adapter is
   tested through the provider's real SDK with no network.
@@ -21,18 +24,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tenxgraph.testing.chat_models import ChatModelContract
     from tenxgraph.testing.checkpointers import CheckpointerContract, MakeCheckpointer
     from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
-__all__ = ["CheckpointerContract", "MakeCheckpointer", "ReplayServer", "chat_chunk"]
+__all__ = [
+    "ChatModelContract",
+    "CheckpointerContract",
+    "MakeCheckpointer",
+    "ReplayServer",
+    "chat_chunk",
+]
 
 _LAZY = {
+    "ChatModelContract": "tenxgraph.testing.chat_models",
     "CheckpointerContract": "tenxgraph.testing.checkpointers",
     "MakeCheckpointer": "tenxgraph.testing.checkpointers",
     "ReplayServer": "tenxgraph.testing.replay",
     "chat_chunk": "tenxgraph.testing.replay",
 }
 _SUITES = (
+    "tenxgraph.testing.chat_models",
     "tenxgraph.testing.checkpointers",
     "tenxgraph.testing._checkpointer_base",
     "tenxgraph.testing._checkpointer_leases",

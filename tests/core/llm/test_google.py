@@ -8,7 +8,7 @@ import json
 import re
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -35,10 +35,10 @@ from tenxgraph.errors import (
     ContextWindowExceededError,
     MissingExtraError,
     ModelTimeoutError,
-    RateLimitError,
     ServerError,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
+from tenxgraph.testing.chat_models import ChatModelContract
 from tenxgraph.testing.replay import ReplayServer
 
 MODEL = "gemini-2.5-flash"
@@ -540,26 +540,6 @@ async def test_input_token_count_exceeded_raises_context_window_exceeded(
     assert caught.value.provider == "google"
 
 
-async def test_resource_exhausted_raises_rate_limit(
-    server: ReplayServer, model: GoogleModel
-) -> None:
-    server.reply(
-        {
-            "error": {
-                "code": 429,
-                "message": "Resource has been exhausted (e.g. check quota).",
-                "status": "RESOURCE_EXHAUSTED",
-            }
-        },
-        status=429,
-    )
-
-    with pytest.raises(RateLimitError) as caught:
-        await model.complete(ask())
-
-    assert caught.value.status == 429
-
-
 async def test_unavailable_raises_server_error(server: ReplayServer, model: GoogleModel) -> None:
     server.reply(
         {
@@ -685,3 +665,38 @@ async def test_tool_agent_runs_a_multi_turn_conversation_on_a_thread(
             ],
         },
     ]
+
+
+class TestGoogleContract(ChatModelContract):
+    """The adapter contract (``tenxgraph.testing``) on the Gemini API wire."""
+
+    @pytest.fixture
+    def model(self, model: GoogleModel) -> GoogleModel:
+        return model
+
+    def queue_text(
+        self,
+        server: ReplayServer,
+        pieces: Sequence[str],
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        usage = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": completion_tokens,
+            "totalTokenCount": prompt_tokens + completion_tokens,
+        }
+        chunks = [chunk([{"text": piece}]) for piece in pieces]
+        chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+        chunks[-1]["usageMetadata"] = usage
+        server.stream(chunks)
+
+    def queue_tool_call(
+        self, server: ReplayServer, call_id: str, name: str, arguments: dict[str, Any]
+    ) -> None:
+        call = {"functionCall": {"id": call_id, "name": name, "args": arguments}}
+        server.stream([chunk([call], finish="STOP", usage=USAGE)])
+
+    def queue_error(self, server: ReplayServer, status: int, message: str) -> None:
+        kind = "RESOURCE_EXHAUSTED" if status == 429 else "INTERNAL"
+        server.reply({"error": {"code": status, "message": message, "status": kind}}, status=status)

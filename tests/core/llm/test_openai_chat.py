@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ from tenxgraph.errors import (
     RateLimitError,
     ServerError,
 )
+from tenxgraph.testing.chat_models import ChatModelContract
 from tenxgraph.testing.replay import ReplayServer
 
 WEATHER = ToolSpec(
@@ -700,3 +702,46 @@ def test_one_model_serves_several_event_loops(server: ReplayServer) -> None:
         server.stream([chunk({"content": text}, finish="stop"), "[DONE]"])
         answers.append(asyncio.run(once()))
     assert answers == ["first", "second"]
+
+
+class TestOpenAIChatContract(ChatModelContract):
+    """The adapter contract (``tenxgraph.testing``) on the Chat Completions wire."""
+
+    @pytest.fixture
+    def model(self, models: Make) -> OpenAIChatModel:
+        return models()
+
+    def queue_text(
+        self,
+        server: ReplayServer,
+        pieces: Sequence[str],
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        server.stream(
+            [
+                chunk({"role": "assistant", "content": ""}),
+                *(chunk({"content": piece}) for piece in pieces),
+                chunk(finish="stop"),
+                usage_chunk(prompt_tokens, completion_tokens),
+                "[DONE]",
+            ]
+        )
+
+    def queue_tool_call(
+        self, server: ReplayServer, call_id: str, name: str, arguments: dict[str, Any]
+    ) -> None:
+        text = json.dumps(arguments)
+        call = {"index": 0, "id": call_id, "type": "function"}
+        server.stream(
+            [
+                chunk({"role": "assistant", "tool_calls": [{**call, "function": {"name": name}}]}),
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": text[:7]}}]}),
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": text[7:]}}]}),
+                chunk(finish="tool_calls"),
+                "[DONE]",
+            ]
+        )
+
+    def queue_error(self, server: ReplayServer, status: int, message: str) -> None:
+        server.reply({"error": {"message": message}}, status=status)

@@ -6,7 +6,7 @@ import asyncio
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import openai
@@ -38,6 +38,7 @@ from tenxgraph.errors import (
     ServerError,
 )
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
+from tenxgraph.testing.chat_models import ChatModelContract
 from tenxgraph.testing.replay import ReplayServer
 
 MODEL = "gpt-5.1"
@@ -552,28 +553,6 @@ async def test_context_length_exceeded(server: ReplayServer, model: OpenAIRespon
     assert caught.value.provider == "openai"
 
 
-async def test_rate_limit(server: ReplayServer, model: OpenAIResponsesModel) -> None:
-    server.reply(
-        {
-            "error": {
-                "message": (
-                    "Rate limit reached for gpt-5.1 on tokens per min (TPM): "
-                    "Limit 30000, Used 30000."
-                ),
-                "type": "tokens",
-                "param": None,
-                "code": "rate_limit_exceeded",
-            }
-        },
-        status=429,
-    )
-
-    with pytest.raises(RateLimitError) as caught:
-        await model.complete(ask())
-
-    assert caught.value.status == 429
-
-
 async def test_failed_response_in_the_stream_is_mapped(
     server: ReplayServer, model: OpenAIResponsesModel
 ) -> None:
@@ -706,3 +685,56 @@ async def test_tool_agent_runs_a_multi_turn_conversation_on_a_thread(
     ]
     assert items[2]["id"] == "fc_call_1"
     assert [items[3]["call_id"], items[7]["call_id"]] == ["call_1", "call_2"]
+
+
+class TestOpenAIResponsesContract(ChatModelContract):
+    """The adapter contract (``tenxgraph.testing``) on the Responses API wire."""
+
+    @pytest.fixture
+    def model(self, model: OpenAIResponsesModel) -> OpenAIResponsesModel:
+        return model
+
+    def queue_text(
+        self,
+        server: ReplayServer,
+        pieces: Sequence[str],
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        usage = {
+            "input_tokens": prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        events = Events().created()
+        item = events.text_item(0, "msg_1", list(pieces))
+        server.stream(events.completed([item], usage))
+
+    def queue_tool_call(
+        self, server: ReplayServer, call_id: str, name: str, arguments: dict[str, Any]
+    ) -> None:
+        text = json.dumps(arguments)
+        call = {"id": "fc_1", "type": "function_call", "call_id": call_id, "name": name}
+        events = Events().created()
+        added = {**call, "arguments": "", "status": "in_progress"}
+        events.add("response.output_item.added", output_index=0, item=added)
+        for piece in (text[:7], text[7:]):
+            events.add(
+                "response.function_call_arguments.delta",
+                item_id="fc_1",
+                output_index=0,
+                delta=piece,
+            )
+        events.add(
+            "response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments=text
+        )
+        done = {**call, "arguments": text, "status": "completed"}
+        events.add("response.output_item.done", output_index=0, item=done)
+        server.stream(events.completed([done]))
+
+    def queue_error(self, server: ReplayServer, status: int, message: str) -> None:
+        code = "rate_limit_exceeded" if status == 429 else "server_error"
+        body = {"error": {"message": message, "type": "tokens", "param": None, "code": code}}
+        server.reply(body, status=status)
