@@ -33,8 +33,10 @@ from tenxgraph.storage.checkpointer import (
     Checkpointer,
     SqliteCheckpointer,
     ThreadKey,
+    ThreadStamp,
+    ThreadWrite,
 )
-from tenxgraph.utils.constants import END
+from tenxgraph.utils.constants import END, START
 
 BUSY_THREAD = "busy"
 KILL_THREAD = "killed"
@@ -138,6 +140,39 @@ async def _append_turns(
                 results.put((text, "error", repr(error)))
     finally:
         await checkpointer.aclose()
+
+
+# --- a run killed right after its input is saved --------------------------------------------
+
+
+def reply_graph(checkpointer: Checkpointer, *, failing: bool = False) -> CompiledGraph[Any]:
+    """user ``X`` -> reply (``reply to X``, or a raised error with ``failing``)."""
+
+    async def reply(state: AgentState) -> Message:
+        if failing:
+            raise RuntimeError("the provider is down")
+        return Message.text_message(f"reply to {last_user_text(state)}", role="assistant")
+
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    return graph.compile(checkpointer, lease_seconds=0.3, multitask_strategy="enqueue")
+
+
+def die_after_input(spec: dict[str, Any], text: str) -> None:
+    """Send ``text`` to ``KILL_THREAD``; SIGKILL this process once the input is saved."""
+    checkpointer = open_checkpointer(spec)
+    save = checkpointer.asave
+
+    async def save_then_die(key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
+        stamp = await save(key, write)
+        if write.node == START:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return stamp
+
+    checkpointer.asave = save_then_die  # type: ignore[method-assign]
+    app = reply_graph(checkpointer)
+    asyncio.run(app.ainvoke({"messages": [Message.text_message(text)]}, {"thread_id": KILL_THREAD}))
 
 
 # --- runs killed at random moments ---------------------------------------------------------
