@@ -24,6 +24,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadWrite,
 )
 from tenxgraph.storage.checkpointer.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from tenxgraph.storage.sql._migrations import LEGACY_TOMBSTONE
 from tests.storage.conftest import PG_DSN, MakeCheckpointer, drop_schema
 
 KEY = ThreadKey("identity", "alice")
@@ -158,15 +159,23 @@ async def test_sqlite_threads_from_before_incarnations_get_the_legacy_one(tmp_pa
     with sqlite3.connect(path) as conn:  # back to schema version 1, as an older release left it
         conn.execute("ALTER TABLE threads DROP COLUMN incarnation")
         conn.execute("DROP TABLE leases")
-        conn.execute("DELETE FROM schema_version WHERE version >= 2")
+        conn.execute("DROP TABLE schema_versions")  # and its version table, from before components
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        conn.execute("INSERT INTO schema_version VALUES (1, 0)")
     checkpointer = SqliteCheckpointer(path)
     try:
         await continue_a_legacy_thread(checkpointer)
     finally:
         await checkpointer.aclose()
     with sqlite3.connect(path) as conn:
-        applied = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
-        assert applied == list(range(1, len(SQLITE_MIGRATIONS) + 1))
+        applied = conn.execute(
+            "SELECT component, version FROM schema_versions ORDER BY version"
+        ).fetchall()
+        assert applied == [("threads", v) for v in range(1, len(SQLITE_MIGRATIONS) + 1)]
+        legacy = [v for (v,) in conn.execute("SELECT version FROM schema_version")]
+        assert legacy == [LEGACY_TOMBSTONE]  # an older release refuses the file as newer
 
 
 @pytest.mark.postgres
@@ -184,10 +193,22 @@ async def test_postgres_threads_from_before_incarnations_get_the_legacy_one(
         async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
             await conn.execute(f'ALTER TABLE "{pg_schema}".threads DROP COLUMN incarnation')
             await conn.execute(f'DROP TABLE "{pg_schema}".leases')
-            await conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version >= 2')
+            await conn.execute(f'DROP TABLE "{pg_schema}".schema_versions')
+            await conn.execute(
+                f'CREATE TABLE "{pg_schema}".schema_version '
+                "(version integer PRIMARY KEY, applied_at double precision NOT NULL)"
+            )
+            await conn.execute(f'INSERT INTO "{pg_schema}".schema_version VALUES (1, 0)')
         checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
         await continue_a_legacy_thread(checkpointer)
         await checkpointer.aclose()
+        async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+            cursor = await conn.execute(
+                f'SELECT component, version FROM "{pg_schema}".schema_versions ORDER BY version'
+            )
+            assert await cursor.fetchall() == [("threads", v) for v in range(1, 4)]
+            cursor = await conn.execute(f'SELECT version FROM "{pg_schema}".schema_version')
+            assert await cursor.fetchall() == [(LEGACY_TOMBSTONE,)]
     finally:
         await drop_schema(pg_schema)
 

@@ -92,11 +92,17 @@ async def test_two_processes_migrate_a_fresh_store_at_once(spec: dict[str, Any])
 async def applied_versions(spec: dict[str, Any]) -> list[int]:
     if spec["kind"] == "sqlite":
         with sqlite3.connect(spec["path"]) as conn:
-            return [row[0] for row in conn.execute("SELECT version FROM schema_version")]
+            rows = conn.execute(
+                "SELECT version FROM schema_versions WHERE component = 'threads' ORDER BY version"
+            )
+            return [row[0] for row in rows]
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(PG_DSN) as conn:
-        cursor = await conn.execute(f'SELECT version FROM "{spec["schema"]}".schema_version')
+        cursor = await conn.execute(
+            f'SELECT version FROM "{spec["schema"]}".schema_versions '
+            "WHERE component = 'threads' ORDER BY version"
+        )
         return [row[0] for row in await cursor.fetchall()]
 
 

@@ -33,7 +33,7 @@ async def test_one_wal_file_shared_by_instances(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"threads", "messages", "checkpoints", "schema_version"} <= tables
+    assert {"threads", "messages", "checkpoints", "schema_versions"} <= tables
 
 
 def test_usable_from_sync_code(tmp_path: Path) -> None:

@@ -35,10 +35,13 @@ from tenxgraph.errors import (
     InvalidIdError,
     StateError,
     ThreadBusyError,
+    ThreadNotFoundError,
 )
 from tenxgraph.storage.checkpointer.base import (
     STOP_REQUESTS,
     Checkpoint,
+    StoredMessage,
+    StoredThread,
     ThreadInfo,
     ThreadKey,
     ThreadStamp,
@@ -49,13 +52,16 @@ from tenxgraph.storage.checkpointer.base import (
 __all__ = [
     "EncodedWrite",
     "MessageRow",
+    "check_keep",
     "check_page",
     "check_stop_request",
     "check_window",
     "conflict",
     "decode_checkpoint",
     "decode_json_object",
+    "decode_message_page",
     "decode_messages",
+    "decode_thread",
     "decode_window",
     "decode_window_messages",
     "encode_json",
@@ -66,6 +72,8 @@ __all__ = [
     "missing_checkpoint",
     "new_incarnation",
     "rewind_conflict",
+    "stamp_of",
+    "thread_not_found",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -267,6 +275,12 @@ def window_reach(key: ThreadKey, window: Window) -> int:
     return reach
 
 
+def check_keep(keep_checkpoints: int | None) -> None:
+    """Reject a retention that would keep no checkpoint."""
+    if keep_checkpoints is not None and keep_checkpoints < 1:
+        raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+
+
 def check_page(offset: int, limit: int | None) -> None:
     """Reject a negative offset or limit with a clear message."""
     if offset < 0:
@@ -347,6 +361,44 @@ def decode_window_messages(
     seqs = window_seqs(window)
     rows = [(seq, by_seq[seq]) for seq in seqs]
     return decode_messages(key, seqs, [body for _, body in rows])
+
+
+StateRow = tuple[Any, Any, Any, Any, Any, Any]
+"""A thread's state row: version, log_length, values, window, metadata (JSON), incarnation."""
+
+
+def decode_thread(
+    key: ThreadKey, row: StateRow, window: Window, rows: Sequence[tuple[int, Body]]
+) -> StoredThread:
+    """A loaded thread: its state row, its decoded ``window`` and the window's message rows."""
+    version, log_length, values, _, metadata, incarnation = row
+    return StoredThread(
+        key=key,
+        version=version,
+        log_length=log_length,
+        values=decode_json_object(key, "values", values),
+        window=window,
+        context=decode_window_messages(key, window, rows),
+        metadata=decode_json_object(key, "metadata", metadata),
+        incarnation=incarnation,
+    )
+
+
+def decode_message_page(key: ThreadKey, rows: Sequence[tuple[int, Body]]) -> list[StoredMessage]:
+    """``(seq, body)`` log rows as stored messages, in the rows' order."""
+    seqs = [seq for seq, _ in rows]
+    messages = decode_messages(key, seqs, [body for _, body in rows])
+    return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+
+
+def stamp_of(row: Sequence[Any] | None) -> ThreadStamp | None:
+    """An ``(incarnation, version)`` row as a stamp; None for no row."""
+    return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+
+
+def thread_not_found(key: ThreadKey) -> ThreadNotFoundError:
+    """The error for a call that needs the thread to exist."""
+    return ThreadNotFoundError(f"thread {key.thread_id!r} does not exist for user {key.user_id!r}")
 
 
 def decode_checkpoint(

@@ -16,7 +16,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.storage.checkpointer._codec import lease_lost, missing_checkpoint, rewind_conflict
+from tenxgraph.storage.checkpointer._codec import (
+    lease_lost,
+    missing_checkpoint,
+    rewind_conflict,
+    stamp_of,
+)
 from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
 
 if TYPE_CHECKING:
@@ -157,8 +162,7 @@ async def rewind(
         "WHERE user_id = %s AND thread_id = %s FOR UPDATE",
         where,
     )
-    row = await cursor.fetchone()
-    found = None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+    found = stamp_of(await cursor.fetchone())
     if found != stamp:
         raise rewind_conflict(key, stamp, found)
     if to_version == 0:

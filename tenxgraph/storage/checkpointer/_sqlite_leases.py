@@ -10,7 +10,12 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from tenxgraph.storage.checkpointer._codec import lease_lost, missing_checkpoint, rewind_conflict
+from tenxgraph.storage.checkpointer._codec import (
+    lease_lost,
+    missing_checkpoint,
+    rewind_conflict,
+    stamp_of,
+)
 from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
 
 __all__ = ["LEASES_TABLE", "check_lease", "release", "renew", "request_stop", "rewind", "take"]
@@ -95,10 +100,11 @@ def rewind(
     """Cut the thread back to checkpoint ``to_version`` as version ``stamp.version + 1``."""
     check_lease(conn, key, lease)
     where = (key.user_id, key.thread_id)
-    row = conn.execute(
-        "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?", where
-    ).fetchone()
-    found = None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+    found = stamp_of(
+        conn.execute(
+            "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?", where
+        ).fetchone()
+    )
     if found != stamp:
         raise rewind_conflict(key, stamp, found)
     if to_version == 0:

@@ -11,68 +11,46 @@ messages in one repeatable-read snapshot. Leases and rewinds are ``_pg_leases``'
 statements; a save made under a lease claims nothing unless the lease row is
 still its owner's (checked inside the same statement).
 
-Tables live in their own schema (``tenxgraph`` by default). Migrations are
-ordered, recorded in ``schema_version`` and applied under a transaction-level
-advisory lock, so processes starting together apply each one exactly once.
-
-Where the work runs (decision). An asyncio connection pool belongs to one
-event loop, and sync callers each bring their own: every OS thread calling
-``invoke`` runs a private loop. One pool per loop was rejected: a
-thread-per-request server (Flask, Django) makes a new thread, hence a new
-loop, per request, so per-loop pools would multiply connections without
-bound, and a pool whose thread has gone cannot be closed from another one.
-Instead, a checkpointer that owns its connections (a DSN, and Redis from a
-URL) runs its database work on one private I/O loop in a daemon thread, and
-every caller, on any loop or thread, awaits the result there: one pool of
-``pool_size`` connections per checkpointer, and ``close()`` works from
-anywhere. The price is a thread hop per call, as ``SqliteCheckpointer``
-pays for ``asyncio.to_thread``. A pool or Redis client the caller passes in
-belongs to the caller's loop, so such a checkpointer runs on the loop that
-first uses it and refuses others.
-
-Faults: see ``_pg_connections`` (checked connections, one
-``StorageUnavailableError`` within ``connect_timeout`` while the server is
-down, recovery without user action) and ``redis_cache`` (timeouts and a
+Connections, transactions, the schema, its migrations (the ``threads``
+component) and the private I/O loop that owned connections run on are
+``tenxgraph.storage.sql.PgDatabase``'s (see ``sql/_postgres.py`` for where
+the work runs and why). Faults: see ``sql/_pg_pool`` (checked connections,
+one ``StorageUnavailableError`` within ``connect_timeout`` while the server
+is down, recovery without user action) and ``redis_cache`` (timeouts and a
 cool-down after a Redis failure).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import (
-    ConfigError,
-    ConflictError,
-    MissingExtraError,
-    StorageError,
-    ThreadNotFoundError,
-)
+from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import _pg_leases
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
+    check_keep,
     check_page,
     check_stop_request,
     check_window,
     conflict,
     decode_checkpoint,
-    decode_json_object,
-    decode_messages,
+    decode_message_page,
+    decode_thread,
     decode_window,
     decode_window_messages,
     encode_json,
     encode_write,
     lease_lost,
     list_threads,
+    stamp_of,
+    thread_not_found,
     window_reach,
 )
-from tenxgraph.storage.checkpointer._pg_connections import IoLoop, PgConnections, on_io_loop
 from tenxgraph.storage.checkpointer._pg_schema import (
     CLAIM_NEW,
     CLAIM_NEXT,
@@ -93,6 +71,9 @@ from tenxgraph.storage.checkpointer.base import (
     check_id,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
+from tenxgraph.storage.sql import Component
+from tenxgraph.storage.sql._pg_pool import on_io_loop
+from tenxgraph.storage.sql._postgres import PgDatabase
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -100,7 +81,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MIGRATIONS", "PgCheckpointer"]
 
-_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
+"""The thread tables; ``schema_version`` recorded them before ``schema_versions``."""
 
 R = TypeVar("R")
 
@@ -134,116 +116,36 @@ class PgCheckpointer(Checkpointer):
         or pooled: past it a call raises ``StorageUnavailableError``. The
         owned pool keeps ``pool_min_size`` to ``pool_size`` connections.
         """
-        try:
-            from psycopg_pool import AsyncConnectionPool
-        except ImportError:
-            raise MissingExtraError("psycopg", "postgres") from None
-        if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
-        if not _SCHEMA_NAME.fullmatch(schema):
-            raise ConfigError(
-                f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
-            )
-        if not connect_timeout > 0:
-            raise ConfigError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
-        if not 0 <= pool_min_size <= pool_size or pool_size < 1:
-            raise ConfigError(
-                f"need 0 <= pool_min_size <= pool_size and pool_size >= 1, "
-                f"got {pool_min_size} and {pool_size}"
-            )
-        if not isinstance(conninfo, (str, AsyncConnectionPool)):
-            raise ConfigError(f"conninfo must be a DSN or an AsyncConnectionPool, got {conninfo!r}")
-        self._db = PgConnections(
-            conninfo, connect_timeout=connect_timeout, min_size=pool_min_size, max_size=pool_size
+        check_keep(keep_checkpoints)
+        owns_redis = (
+            redis is None
+            or isinstance(redis, str)
+            or (isinstance(redis, RedisThreadCache) and redis.owns_client)
+        )
+        self._db = PgDatabase(
+            conninfo,
+            components=[THREADS],
+            schema=schema,
+            connect_timeout=connect_timeout,
+            pool_min_size=pool_min_size,
+            pool_size=pool_size,
+            private_loop=owns_redis,
+            on_close=self._close_cache,
         )
         self._cache = (
             redis
             if redis is None or isinstance(redis, RedisThreadCache)
             else RedisThreadCache(redis)
         )
-        owns_all = isinstance(conninfo, str) and (self._cache is None or self._cache.owns_client)
-        self._io = IoLoop("tenxgraph-postgres", self._close_connections) if owns_all else None
         self._keep = keep_checkpoints
         self.schema = schema
-        self._s = f'"{schema}"'
-        self._ready = False
-        self._ready_lock = asyncio.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._s = self._db.s
         self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
         self._save_statement = save_statement(self._s, CLAIM_NEXT, keep_checkpoints)
 
     async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
-        """Await ``coroutine`` on the I/O loop, or on the one caller loop it is bound to."""
-        if self._io is not None:
-            return await self._io.run(coroutine)
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif self._loop is not loop:
-            coroutine.close()
-            raise StorageError(
-                "this PgCheckpointer uses a connection pool or Redis client you passed in, which "
-                "belongs to the event loop that first used it; use it from that loop only (or "
-                "pass a DSN and a redis:// URL, which work from any loop and thread)"
-            )
-        return await coroutine
-
-    @asynccontextmanager
-    async def _connection(
-        self, *, transaction: bool = False, snapshot: bool = False
-    ) -> AsyncIterator[AsyncConnection[Any]]:
-        """A pooled connection, in a transaction if asked (``snapshot``: repeatable read).
-
-        Driver errors surface as ``StorageError``; the original is the cause.
-        """
-        import psycopg
-
-        try:
-            if not self._ready:
-                async with self._ready_lock:
-                    if not self._ready:
-                        await self._migrate()
-                        self._ready = True
-            async with self._db.connection() as conn:
-                if not (transaction or snapshot):
-                    yield conn
-                    return
-                async with conn.transaction():
-                    if snapshot:
-                        await conn.execute(
-                            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                        )
-                    yield conn
-        except psycopg.Error as exc:
-            raise StorageError(f"postgres ({self.schema}): {exc}") from exc
-
-    async def _migrate(self) -> None:
-        """Apply missing migrations; the advisory lock makes concurrent starters take turns."""
-        s = self._s
-        async with self._db.connection() as conn, conn.transaction():
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"tenxgraph:{self.schema}",)
-            )
-            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {s}.schema_version "
-                "(version integer PRIMARY KEY, applied_at double precision NOT NULL)"
-            )
-            cursor = await conn.execute(f"SELECT coalesce(max(version), 0) FROM {s}.schema_version")
-            row = await cursor.fetchone()
-            current = int(row[0]) if row else 0
-            if current > len(MIGRATIONS):
-                raise StorageError(
-                    f"schema {self.schema!r} is at version {current}, newer than this tenxgraph "
-                    f"({len(MIGRATIONS)}); upgrade tenxgraph"
-                )
-            for number in range(current + 1, len(MIGRATIONS) + 1):
-                for statement in MIGRATIONS[number - 1]:
-                    await conn.execute(statement.format(schema=s))
-                await conn.execute(
-                    f"INSERT INTO {s}.schema_version (version, applied_at) VALUES (%s, %s)",
-                    (number, time.time()),
-                )
+        """Await ``coroutine`` where the database work runs (see ``PgDatabase.run``)."""
+        return await self._db.run(coroutine)
 
     @on_io_loop
     async def aload(self, key: ThreadKey) -> StoredThread | None:
@@ -272,17 +174,16 @@ class PgCheckpointer(Checkpointer):
         return await self._identity(key)
 
     async def _identity(self, key: ThreadKey) -> ThreadStamp | None:
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             cursor = await conn.execute(
                 f"SELECT incarnation, version FROM {self._s}.threads "
                 "WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
-            row = await cursor.fetchone()
-        return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+            return stamp_of(await cursor.fetchone())
 
     async def _load(self, key: ThreadKey) -> _Loaded | None:
-        async with self._connection(snapshot=True) as conn:
+        async with self._db.connection(snapshot=True) as conn:
             cursor = await conn.execute(
                 'SELECT version, log_length, "values"::text, "window"::text, metadata::text, '
                 f"incarnation FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
@@ -294,16 +195,7 @@ class PgCheckpointer(Checkpointer):
             version, log_length, values, window_text, metadata, incarnation = row
             window = decode_window(key, window_text, log_length)
             rows = await self._window_rows(conn, key, window)
-        thread = StoredThread(
-            key=key,
-            version=version,
-            log_length=log_length,
-            values=decode_json_object(key, "values", values),
-            window=window,
-            context=decode_window_messages(key, window, rows),
-            metadata=decode_json_object(key, "metadata", metadata),
-            incarnation=incarnation,
-        )
+        thread = decode_thread(key, row, window, rows)
         entry = CachedThread(
             version=version,
             incarnation=incarnation,
@@ -379,7 +271,7 @@ class PgCheckpointer(Checkpointer):
             "lease": write.lease,
         }
         statement = self._create_statement if write.expected_version == 0 else self._save_statement
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             cursor = await conn.execute(statement, params)
             row = await cursor.fetchone()
             if row is not None:
@@ -409,7 +301,7 @@ class PgCheckpointer(Checkpointer):
     ) -> ThreadStamp | None:
         """One transaction: lock the thread row, check the stamp (and lease), cut, then evict."""
         try:
-            async with self._connection(transaction=True) as conn:
+            async with self._db.connection(transaction=True) as conn:
                 return await _pg_leases.rewind(conn, self._s, key, stamp, to_version, lease)
         finally:
             if self._cache is not None:
@@ -418,26 +310,26 @@ class PgCheckpointer(Checkpointer):
     @on_io_loop
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Take the lease if free, expired or ``owner``'s (database clock); else the holder."""
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             return await _pg_leases.take(conn, self._s, key, owner, seconds)
 
     @on_io_loop
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend ``owner``'s lease; return the stop request made of it, if any."""
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             return await _pg_leases.renew(conn, self._s, key, owner, seconds)
 
     @on_io_loop
     async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
         """Drop the lease if ``owner`` still holds it."""
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             await _pg_leases.release(conn, self._s, key, owner)
 
     @on_io_loop
     async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
         """Mark the unexpired lease with ``request``; return its holder (None: no one)."""
         check_stop_request(request)
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             return await _pg_leases.request_stop(conn, self._s, key, request)
 
     @on_io_loop
@@ -446,16 +338,14 @@ class PgCheckpointer(Checkpointer):
     ) -> list[StoredMessage]:
         """The whole log in seq order, paginated by seq; empty for an unknown thread."""
         check_page(offset, limit)
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             cursor = await conn.execute(
                 f"SELECT seq, body::text FROM {self._s}.messages "
                 "WHERE user_id = %s AND thread_id = %s AND seq >= %s ORDER BY seq LIMIT %s",
                 (key.user_id, key.thread_id, offset, limit),
             )
             rows = await cursor.fetchall()
-        seqs = [seq for seq, _ in rows]
-        messages = decode_messages(key, seqs, [body for _, body in rows])
-        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+        return decode_message_page(key, rows)
 
     @on_io_loop
     async def alist_threads(
@@ -478,7 +368,7 @@ class PgCheckpointer(Checkpointer):
         if metadata:
             contains = "AND metadata @> %s::jsonb "
             params += (encode_json("the metadata filter", dict(metadata)),)
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             cursor = await conn.execute(
                 "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "
                 f"FROM {self._s}.threads WHERE user_id = %s {contains}"
@@ -492,7 +382,7 @@ class PgCheckpointer(Checkpointer):
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict."""
         where = (key.user_id, key.thread_id)
-        async with self._connection(transaction=True) as conn:
+        async with self._db.connection(transaction=True) as conn:
             for table in ("messages", "checkpoints", "threads"):
                 cursor = await conn.execute(
                     f"DELETE FROM {self._s}.{table} WHERE user_id = %s AND thread_id = %s", where
@@ -508,7 +398,7 @@ class PgCheckpointer(Checkpointer):
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
         check_page(0, limit)
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             cursor = await conn.execute(
                 'SELECT version, node, step, log_length, "values"::text, "window"::text, '
                 f"created_at FROM {self._s}.checkpoints WHERE user_id = %s AND thread_id = %s "
@@ -521,29 +411,22 @@ class PgCheckpointer(Checkpointer):
     @on_io_loop
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
-        async with self._connection(snapshot=True) as conn:
+        async with self._db.connection(snapshot=True) as conn:
             cursor = await conn.execute(
                 f"SELECT log_length FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
             row = await cursor.fetchone()
             if row is None:
-                raise ThreadNotFoundError(
-                    f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
-                )
+                raise thread_not_found(key)
             check_window(key, window, int(row[0]))
             rows = await self._window_rows(conn, key, window)
         return decode_window_messages(key, window, rows)
 
     async def aclose(self) -> None:
         """Close the pool and Redis client if this checkpointer made them; later calls reopen."""
-        if self._io is not None:
-            await self._io.aclose()
-        else:
-            await self._close_connections()
-
-    async def _close_connections(self) -> None:
-        self._ready_lock = asyncio.Lock()  # the next use may be on a new I/O loop
         await self._db.aclose()
+
+    async def _close_cache(self) -> None:
         if self._cache is not None:
             await self._cache.aclose()

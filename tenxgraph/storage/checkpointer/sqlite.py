@@ -1,16 +1,13 @@
 """``SqliteCheckpointer``: the embedded default, one SQLite file in WAL mode.
 
-One connection per instance, guarded by a lock: the async methods run the
-blocking sqlite3 calls in a worker thread (``asyncio.to_thread``), one at a
-time per instance. Other processes share the file safely: every save is one
-``BEGIN IMMEDIATE`` transaction that takes SQLite's write lock (waiting up
-to ``timeout`` seconds for another writer) and then compares versions, so
-of two processes saving the same thread exactly one wins.
-
-``synchronous=NORMAL`` (the usual WAL setting): a committed save survives a
-killed process; after a power cut the last few commits may be lost. The WAL
-is folded into the file every 256 pages and truncated to 1 MB, so the files
-stay small while open. Needs SQLite >= 3.35 (``RETURNING``).
+The file, its connection (one per instance, behind a lock), WAL and the
+migrations are ``tenxgraph.storage.sql.SqliteDatabase``'s; the async methods
+run the blocking sqlite3 calls in a worker thread (``asyncio.to_thread``),
+one at a time per instance. Other processes share the file safely: every
+save is one ``BEGIN IMMEDIATE`` transaction that takes SQLite's write lock
+(waiting up to ``timeout`` seconds for another writer) and then compares
+versions, so of two processes saving the same thread exactly one wins.
+Needs SQLite >= 3.35 (``RETURNING``).
 """
 
 from __future__ import annotations
@@ -18,28 +15,28 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConfigError, StorageError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer import _sqlite_leases as leases
 from tenxgraph.storage.checkpointer._codec import (
+    check_keep,
     check_page,
     check_stop_request,
     check_window,
     conflict,
     decode_checkpoint,
-    decode_json_object,
-    decode_messages,
+    decode_message_page,
+    decode_thread,
     decode_window,
     decode_window_messages,
     encode_json,
     encode_write,
     list_threads,
+    stamp_of,
+    thread_not_found,
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -55,6 +52,7 @@ from tenxgraph.storage.checkpointer.base import (
     Window,
     check_id,
 )
+from tenxgraph.storage.sql import Component, SqliteDatabase
 
 __all__ = ["SqliteCheckpointer"]
 
@@ -103,7 +101,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (leases.LEASES_TABLE,),  # 3: one run per thread at a time
 )
-"""Ordered schema changes; ``schema_version`` records how many were applied. Append only."""
+"""Ordered schema changes of the ``threads`` component (recorded in ``schema_versions``).
+
+Append only."""
+
+THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
+"""The thread tables; ``schema_version`` recorded them before ``schema_versions``."""
 
 _WINDOW_QUERY = """
     SELECT m.seq, m.body FROM json_each(?) AS w CROSS JOIN messages AS m
@@ -129,34 +132,17 @@ class SqliteCheckpointer(Checkpointer):
         ``keep_checkpoints`` keeps only the newest N checkpoints per thread;
         ``timeout`` is how long a save waits for another process's write lock.
         """
-        if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
-        self.path = os.fspath(path)
+        check_keep(keep_checkpoints)
+        self._db = SqliteDatabase(path, components=[THREADS], timeout=timeout)
+        self.path = self._db.path
         self._keep = keep_checkpoints
-        self._timeout = timeout
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        """The instance's connection, held exclusively; opened and migrated on first use.
-
-        sqlite3 errors surface as ``StorageError``; the original is the cause.
-        """
-        with self._lock:
-            try:
-                if self._conn is None:
-                    self._conn = _open(self.path, self._timeout)
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise StorageError(f"sqlite ({self.path}): {exc}") from exc
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's incarnation and version: one indexed one-row query."""
         return await asyncio.to_thread(self._current_stamp, key)
 
     def _current_stamp(self, key: ThreadKey) -> ThreadStamp | None:
-        with self._connection() as conn:
+        with self._db.connection() as conn:
             return _stamp(conn, key)
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
@@ -164,7 +150,7 @@ class SqliteCheckpointer(Checkpointer):
         return await asyncio.to_thread(self._load, key)
 
     def _load(self, key: ThreadKey) -> StoredThread | None:
-        with self._connection() as conn, _transaction(conn, "DEFERRED"):
+        with self._db.transaction() as conn:
             row = conn.execute(
                 'SELECT version, log_length, "values", "window", metadata, incarnation '
                 "FROM threads WHERE user_id = ? AND thread_id = ?",
@@ -172,19 +158,9 @@ class SqliteCheckpointer(Checkpointer):
             ).fetchone()
             if row is None:
                 return None
-            version, log_length, values, window_text, metadata, incarnation = row
-            window = decode_window(key, window_text, log_length)
-            rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
-        return StoredThread(
-            key=key,
-            version=version,
-            log_length=log_length,
-            values=decode_json_object(key, "values", values),
-            window=window,
-            context=decode_window_messages(key, window, rows),
-            metadata=decode_json_object(key, "metadata", metadata),
-            incarnation=incarnation,
-        )
+            window = decode_window(key, row[3], row[1])
+            rows = conn.execute(_WINDOW_QUERY, (row[3], key.user_id, key.thread_id)).fetchall()
+        return decode_thread(key, row, window, rows)
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         """One ``BEGIN IMMEDIATE`` transaction: CAS the state row, append, record a checkpoint."""
@@ -196,7 +172,7 @@ class SqliteCheckpointer(Checkpointer):
         version = write.expected_version + 1
         now = time.time()
         user, thread = key.user_id, key.thread_id
-        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+        with self._db.transaction("IMMEDIATE") as conn:
             leases.check_lease(conn, key, write.lease)
             if write.expected_version == 0:
                 inserted = conn.execute(
@@ -278,15 +254,13 @@ class SqliteCheckpointer(Checkpointer):
         return await asyncio.to_thread(self._list_messages, key, offset, limit)
 
     def _list_messages(self, key: ThreadKey, offset: int, limit: int | None) -> list[StoredMessage]:
-        with self._connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(
                 "SELECT seq, body FROM messages WHERE user_id = ? AND thread_id = ? AND seq >= ? "
                 "ORDER BY seq LIMIT ?",
                 (key.user_id, key.thread_id, offset, -1 if limit is None else limit),
             ).fetchall()
-        seqs = [seq for seq, _ in rows]
-        messages = decode_messages(key, seqs, [body for _, body in rows])
-        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+        return decode_message_page(key, rows)
 
     async def alist_threads(
         self,
@@ -318,7 +292,7 @@ class SqliteCheckpointer(Checkpointer):
             query += " LIMIT ? OFFSET ?"
             params += (-1 if limit is None else limit, offset)
             offset, limit = 0, None
-        with self._connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(query, params).fetchall()
         return list_threads(user_id, rows, wanted, offset, limit)
 
@@ -328,7 +302,7 @@ class SqliteCheckpointer(Checkpointer):
 
     def _delete(self, key: ThreadKey) -> bool:
         where = (key.user_id, key.thread_id)
-        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+        with self._db.transaction("IMMEDIATE") as conn:
             conn.execute("DELETE FROM messages WHERE user_id = ? AND thread_id = ?", where)
             conn.execute("DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ?", where)
             deleted = conn.execute("DELETE FROM threads WHERE user_id = ? AND thread_id = ?", where)
@@ -359,7 +333,7 @@ class SqliteCheckpointer(Checkpointer):
 
     def _in_write(self, statement: Callable[..., R], key: ThreadKey, *args: Any) -> R:
         """Run ``statement(conn, key, *args)`` in one write transaction."""
-        with self._connection() as conn, _transaction(conn, "IMMEDIATE"):
+        with self._db.transaction("IMMEDIATE") as conn:
             return statement(conn, key, *args)
 
     async def alist_checkpoints(
@@ -370,7 +344,7 @@ class SqliteCheckpointer(Checkpointer):
         return await asyncio.to_thread(self._list_checkpoints, key, limit)
 
     def _list_checkpoints(self, key: ThreadKey, limit: int | None) -> list[Checkpoint]:
-        with self._connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(
                 'SELECT version, node, step, log_length, "values", "window", created_at '
                 "FROM checkpoints WHERE user_id = ? AND thread_id = ? "
@@ -385,7 +359,7 @@ class SqliteCheckpointer(Checkpointer):
 
     def _load_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         window_text = encode_json("the window", [[start, end] for start, end in window])
-        with self._connection() as conn, _transaction(conn, "DEFERRED"):
+        with self._db.transaction() as conn:
             log_length = _log_length(conn, key)
             check_window(key, window, log_length)
             rows = conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
@@ -393,86 +367,16 @@ class SqliteCheckpointer(Checkpointer):
 
     async def aclose(self) -> None:
         """Close the connection (after the call in progress); a later call opens it again."""
-        await asyncio.to_thread(self._close)
-
-    def _close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-
-def _open(path: str, timeout: float) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        _enable_wal(conn, timeout)
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA wal_autocheckpoint=256")
-        conn.execute("PRAGMA journal_size_limit=1048576")
-        _migrate(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
-    """Switch to WAL, retrying while another process does the same.
-
-    On a fresh file SQLite can answer a concurrent journal-mode change with
-    "database is locked" at once, without waiting for the busy timeout.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
-            if not busy or time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Apply the missing migrations; the write lock makes two starting processes take turns."""
-    with _transaction(conn, "IMMEDIATE"):
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
-        )
-        (current,) = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
-        if current > len(MIGRATIONS):
-            raise StorageError(
-                f"the database is at schema version {current}, newer than this tenxgraph "
-                f"({len(MIGRATIONS)}); upgrade tenxgraph"
-            )
-        for number in range(current + 1, len(MIGRATIONS) + 1):
-            for statement in MIGRATIONS[number - 1]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
-                (number, time.time()),
-            )
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection, mode: str) -> Iterator[None]:
-    conn.execute(f"BEGIN {mode}")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        await asyncio.to_thread(self._db.close)
 
 
 def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
-    row = conn.execute(
-        "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?",
-        (key.user_id, key.thread_id),
-    ).fetchone()
-    return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+    return stamp_of(
+        conn.execute(
+            "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?",
+            (key.user_id, key.thread_id),
+        ).fetchone()
+    )
 
 
 def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> int:
@@ -481,7 +385,5 @@ def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> int:
         (key.user_id, key.thread_id),
     ).fetchone()
     if row is None:
-        raise ThreadNotFoundError(
-            f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
-        )
+        raise thread_not_found(key)
     return int(row[0])

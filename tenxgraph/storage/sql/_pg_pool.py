@@ -1,4 +1,4 @@
-"""Postgres connections for ``PgCheckpointer``: a checked pool, outage handling, an I/O loop.
+"""Postgres connections for every store: a checked pool, outage handling, an I/O loop.
 
 ``PgConnections`` hands out pooled connections with bounded waits.
 Every connection taken from the pool is checked
@@ -18,9 +18,9 @@ The first use probes too, so a wrong DSN fails in one line, never reaching
 the pool. A caller's own pool is used as given: no probe, no replacement,
 only the same error mapping.
 
-``IoLoop`` is a private event loop in a daemon thread. A checkpointer that
-owns all its connections runs its database work there, whatever loop or
-thread calls it (see ``postgres.py`` for why). Loops still running at
+``IoLoop`` is a private event loop in a daemon thread. A store that owns
+all its connections runs its database work there, whatever loop or thread
+calls it (see ``_postgres.py`` for why). Loops still running at
 interpreter exit are closed by an ``atexit`` hook, so a forgotten
 ``close()`` prints nothing.
 """
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["IoLoop", "PgConnections", "on_io_loop"]
 
 logger = logging.getLogger("tenxgraph.storage.checkpointer.postgres")
+"""The name users configure (documented in docs/persistence-and-threads.md); kept as it was."""
 
 T = TypeVar("T")
 P = ParamSpec("P")
