@@ -207,19 +207,7 @@ CHECKS = {
     "interrupt": check_interrupt,
     "rollback": check_rollback,
 }
-STOP_RACE = (
-    "library bug: a stop request (interrupt or rollback) whose cancel lands while a save is "
-    "in flight ends the run with ConflictError or CancelledError instead of status 'stopped' "
-    "or ThreadBusyError "
-    "(pinned by test_a_stop_while_a_save_commits_ends_the_run_stopped and "
-    "test_a_stop_as_a_node_returns_ends_the_run_stopped); shows in some runs only"
-)
-STRATEGIES = [
-    "reject",
-    "enqueue",
-    pytest.param("interrupt", marks=pytest.mark.xfail(strict=False, reason=STOP_RACE)),
-    pytest.param("rollback", marks=pytest.mark.xfail(strict=False, reason=STOP_RACE)),
-]
+STRATEGIES = ["reject", "enqueue", "interrupt", "rollback"]
 
 
 @pytest.mark.parametrize("processes", [2, 4, pytest.param(8, marks=pytest.mark.slow)])
@@ -350,7 +338,6 @@ async def run_outcome(app: CompiledGraph[Any]) -> tuple[str, str]:
     return outcome, stored.execution_meta.status
 
 
-@pytest.mark.xfail(strict=True, reason=STOP_RACE)
 @pytest.mark.parametrize("stop_at", [3, 4])  # the tool node's saves: its start, its result
 async def test_a_stop_while_a_save_commits_ends_the_run_stopped(
     tmp_path: Path, stop_at: int
@@ -359,10 +346,9 @@ async def test_a_stop_while_a_save_commits_ends_the_run_stopped(
     app = store.app = pinned_app(store, Hooks())
     outcome = await run_outcome(app)
     await store.aclose()
-    assert outcome == ("stopped", "stopped")  # today: ConflictError, stored 'running'
+    assert outcome == ("stopped", "stopped")
 
 
-@pytest.mark.xfail(strict=True, reason=STOP_RACE)
 async def test_a_stop_as_a_node_returns_ends_the_run_stopped(tmp_path: Path) -> None:
     store = SqliteCheckpointer(tmp_path / "t.db")
     hooks = Hooks()
@@ -370,4 +356,4 @@ async def test_a_stop_as_a_node_returns_ends_the_run_stopped(tmp_path: Path) -> 
     hooks.returning = lambda: app.stop({"thread_id": "t"})  # its cancel lands in the next save
     outcome = await run_outcome(app)
     await store.aclose()
-    assert outcome == ("stopped", "stopped")  # today: CancelledError, stored 'running'
+    assert outcome == ("stopped", "stopped")

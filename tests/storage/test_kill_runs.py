@@ -73,14 +73,6 @@ def test_kill_9_loses_no_acknowledged_message(spec: dict[str, Any], tmp_path: Pa
     assert figures.finished_reruns <= figures.reruns <= figures.kills
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "library bug: a run killed right after saving its input leaves next_node None, so "
-        "invoke(None) restarts the turn as a new one with turn_start after the input; when "
-        "that continuation fails, rollback keeps the input and re-sending it stores it twice"
-    ),
-)
 def test_a_turn_killed_after_its_input_then_failed_rolls_back_whole(tmp_path: Path) -> None:
     """The documented recovery: continue the dead run, it fails, roll back, send again."""
     spec = {"kind": "sqlite", "path": str(tmp_path / "threads.db")}

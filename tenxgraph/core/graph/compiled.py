@@ -276,15 +276,21 @@ class CompiledGraph(ThreadOperations[S]):
         return await take_thread(self.checkpointer, key, run_id, self.leases.for_run(config))
 
     async def _begin_turn(self, run: _Run[S]) -> Outcome:
-        """Save the run's input before any node runs, then find the first node."""
+        """Find the first node, then save the input, and where the run goes on, before it runs.
+
+        A run that dies after this save is continued by ``invoke(None)`` at that
+        node, inside the same turn (so ``rollback`` still discards all of it).
+        """
+        first = run.next_node
+        if first == START:
+            try:
+                first = await self._route(START, run)
+            except TenxGraphError as exc:
+                return Fail(START, exc)
         if run.new_input:
+            run.state.execution_meta.next_node = first
             await self._save(run, [], START)
-        if run.next_node != START:
-            return Next(run.next_node)
-        try:
-            return Next(await self._route(START, run))
-        except TenxGraphError as exc:
-            return Fail(START, exc)
+        return Next(first)
 
     async def _step(
         self, run: _Run[S], node_name: str, progress: bool
@@ -298,15 +304,17 @@ class CompiledGraph(ThreadOperations[S]):
             yield gate
             return
         await self._begin_node(run, node_name)
-        active = run.control
-        active.task = asyncio.current_task()
+        active, task = run.control, asyncio.current_task()
         try:
+            active.arm(task)
             output: Any = None
             async for item in self.nodes[node_name].run(run.state, run.ctx):
                 if isinstance(item, NodeOutput):
                     output = item.value
                 elif isinstance(item, SaveProgress):
+                    active.disarm()  # a stop never cancels a save halfway
                     await self._save(run, [], node_name)
+                    active.arm(task)
                 elif progress:
                     yield item
             applied, next_node = await self._advance(run, node_name, output)
@@ -326,7 +334,7 @@ class CompiledGraph(ThreadOperations[S]):
             yield Fail(node_name, exc)
             return
         finally:
-            active.task = None
+            active.disarm()
         await self._node_ended(run, node_name, None)
         events, outcome = await self._commit(run, node_name, applied, next_node, progress)
         for event in events:

@@ -27,6 +27,8 @@ class RunControl:
     """The thread the run holds (None for a graph without a checkpointer and thread id)."""
     stop_requested: bool = False
     task: asyncio.Task[Any] | None = None
+    """The run's task while the node's own code runs (None during saves and between steps)."""
+    loop: asyncio.AbstractEventLoop | None = None
     request: str = "interrupt"
     """Why it stops: ``interrupt`` (a stop: keep the turn so far), ``rollback`` (a newer run
     discards the turn) or ``lost`` (another run took the thread)."""
@@ -38,9 +40,35 @@ class RunControl:
         other requests (``rollback``, ``lost``) come from the thread's lease.
         """
         self.stop_requested, self.request = True, request
-        task = self.task
-        if task is not None and not task.get_loop().is_closed():
-            task.get_loop().call_soon_threadsafe(task.cancel)
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._cancel_node)
+
+    def arm(self, task: asyncio.Task[Any] | None) -> None:
+        """The node's code runs (again) in ``task``: a stop may cancel it from now on.
+
+        Raises ``CancelledError`` at once when a stop came while the node was
+        not cancellable (during a save), as if it had been delivered then.
+        """
+        self.task, self.loop = task, asyncio.get_running_loop()
+        if self.stop_requested:
+            raise asyncio.CancelledError
+
+    def disarm(self) -> None:
+        """A save or the step's end: a stop must not cancel the run's task now."""
+        self.task = None
+
+    def _cancel_node(self) -> None:
+        """On the run's loop: cancel the node if the run waits inside the node's code.
+
+        Decided here, not in ``stop``: between the request and this call the
+        node may have returned and a save begun, and a save cancelled halfway
+        could commit while the run believes it did not. This runs while the
+        run's task is suspended, so an armed task waits at an ``await`` of the
+        node and the cancellation lands there.
+        """
+        if self.task is not None:
+            self.task.cancel()
 
     def outcome(self) -> Outcome:
         """How the stopped run ends: stopped and saved, or displaced without another write."""
