@@ -2,7 +2,8 @@
 
 A run takes its thread's lease before it reads the thread and gives it up
 when it ends. While it runs, a heartbeat extends the lease every third of its
-duration, so a run that dies (kill -9, a lost machine) blocks the thread for
+duration (at least once a second, which is also how soon it sees a stop request
+made from another process), so a run that dies (kill -9, a lost machine) blocks the thread for
 at most ``lease_seconds``. Every save of the run is fenced by the lease, so a
 run that stalled past its expiry and lost the thread writes nothing more.
 
@@ -37,6 +38,9 @@ MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 """What a run does when another run holds its thread (config key ``multitask_strategy``)."""
 
 _STRATEGIES: tuple[str, ...] = get_args(MultitaskStrategy)
+HEARTBEAT = 1.0
+"""The longest gap, in seconds, between two renewals of a held lease (a third of
+``lease_seconds`` when that is shorter)."""
 _FIRST_POLL, _LAST_POLL = 0.01, 0.25
 """Seconds between attempts to take a held thread: doubling from the first to the last."""
 
@@ -84,12 +88,12 @@ class ThreadLease:
         self._heartbeat: asyncio.Task[None] | None = None
 
     def start_heartbeat(self) -> None:
-        """Extend the lease every third of its duration until ``release``."""
+        """Renew the lease and read stop requests every ``HEARTBEAT`` s (or less) until released."""
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def _beat(self) -> None:
         while True:
-            await asyncio.sleep(self.seconds / 3)
+            await asyncio.sleep(min(self.seconds / 3, HEARTBEAT))
             try:
                 request = await self.checkpointer.arenew_lease(self.key, self.owner, self.seconds)
             except ThreadBusyError:
