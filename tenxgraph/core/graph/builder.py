@@ -6,7 +6,7 @@ Building checks the whole definition, so a wrong graph fails here with a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -18,7 +18,7 @@ from tenxgraph.core.graph.warm import WarmThreads
 from tenxgraph.core.graph.workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
-from tenxgraph.errors import ConfigError, GraphBuildError
+from tenxgraph.errors import ConfigError, GraphBuildError, NodeError
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
@@ -43,6 +43,30 @@ class Branch:
     def targets(self) -> list[str] | None:
         """Every node this branch can lead to, or None when only the router knows."""
         return None if self.path_map is None else list(self.path_map.values())
+
+    @property
+    def name(self) -> str:
+        """The router's name, for error messages."""
+        return str(getattr(self.router, "__name__", self.router))
+
+    def target(self, source: str, value: Any, nodes: Container[str]) -> str:
+        """The node the router's ``value`` leads to; ``NodeError`` (at ``source``) if none."""
+        if self.path_map is None:
+            target = value
+        elif value in self.path_map:
+            target = self.path_map[value]
+        else:
+            raise NodeError(
+                source,
+                f"router {self.name!r} returned {value!r}, which is not in its path_map "
+                f"{sorted(map(str, self.path_map))}",
+            )
+        if target != END and target not in nodes:
+            raise NodeError(
+                source,
+                f"router {self.name!r} returned {target!r}, which is not a node of the graph",
+            )
+        return str(target)
 
 
 class StateGraph(Generic[S]):

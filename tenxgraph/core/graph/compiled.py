@@ -513,28 +513,14 @@ class CompiledGraph(ThreadOperations[S]):
         branch = self.branches.get(node)
         if branch is None:
             return END
-        name = getattr(branch.router, "__name__", branch.router)
         try:
             value = await run.ctx.call(branch.router, (run.state,))
         except (GraphInterrupt, TenxGraphError):
             raise
         except Exception as exc:
-            raise NodeError(node, f"router {name!r} raised {type(exc).__name__}: {exc}") from exc
-        if branch.path_map is None:
-            target = value
-        elif value in branch.path_map:
-            target = branch.path_map[value]
-        else:
-            raise NodeError(
-                node,
-                f"router {name!r} returned {value!r}, which is not in its path_map "
-                f"{sorted(map(str, branch.path_map))}",
-            )
-        if target != END and target not in self.nodes:
-            raise NodeError(
-                node, f"router {name!r} returned {target!r}, which is not a node of the graph"
-            )
-        return str(target)
+            detail = f"router {branch.name!r} raised {type(exc).__name__}: {exc}"
+            raise NodeError(node, detail) from exc
+        return branch.target(node, value, self.nodes)
 
     async def _save(self, run: _Run[S], added: list[Message], node: str) -> None:
         session = run.session
