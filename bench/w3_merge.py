@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench._timing import best_us
-from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.state import AgentState, Message
 
 

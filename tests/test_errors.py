@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from tenxgraph import errors
 from tenxgraph.core import Agent, StateGraph
-from tenxgraph.core.graph.interrupt import interrupt
-from tenxgraph.core.graph.tools import Tool
+from tenxgraph.core.graph._interrupt import interrupt
+from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state import (
     AgentState,
@@ -68,7 +68,7 @@ ALLOWED_BUILTIN_RAISES = {
     ("core/state/tool_arguments.py", "_no_constant"): (
         "json.loads parse_constant hook; parse_tool_arguments catches the ValueError"
     ),
-    ("core/graph/thread_ops.py", "_fresh_state"): (
+    ("core/graph/_thread_ops.py", "_fresh_state"): (
         "NotImplementedError of an abstract hook that CompiledGraph overrides"
     ),
     **{
@@ -89,7 +89,7 @@ VALIDATOR_DECORATORS = frozenset({"field_validator", "model_validator"})
 
 ALLOWED_EXCEPTION_CLASSES = {
     ("errors.py", "TenxGraphError"): "the root itself",
-    ("core/graph/interrupt.py", "GraphInterrupt"): (
+    ("core/graph/_interrupt.py", "GraphInterrupt"): (
         "not an error: the signal interrupt() uses to pause; the runtime always catches it"
     ),
     ("core/llm/_convert_openai.py", "_Unsupported"): "private, caught in its own module",

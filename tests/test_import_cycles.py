@@ -74,9 +74,9 @@ def test_no_module_imports_itself_through_others() -> None:
 
 def test_the_graph_holds_the_real_imports() -> None:
     graph = import_graph()
-    assert "tenxgraph.core.graph.session" in graph["tenxgraph.core.graph.compiled"]
-    compiled = graph["tenxgraph.core.graph.compiled"]
-    assert "tenxgraph.core.graph.builder" not in compiled  # imported for typing only
+    assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._compiled"]
+    compiled = graph["tenxgraph.core.graph._compiled"]
+    assert "tenxgraph.core.graph._builder" not in compiled  # imported for typing only
 
 
 def test_the_check_finds_a_cycle() -> None:

@@ -21,9 +21,7 @@ from tenxgraph.cli.prompt import Reader, read_line
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
 from tenxgraph.cli.turns import stream_turn
-from tenxgraph.core.graph.agent import Agent
-from tenxgraph.core.graph.builder import StateGraph
-from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.graph import Agent, CompiledGraph, StateGraph
 from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager

@@ -37,10 +37,7 @@ from tenxgraph.cli.locations import open_checkpointer
 from tenxgraph.cli.models import LOCAL, chat_model, close_model
 from tenxgraph.cli.render import Console, Spinner
 from tenxgraph.cli.turns import stream_turn
-from tenxgraph.core.graph.agent import Agent
-from tenxgraph.core.graph.builder import StateGraph
-from tenxgraph.core.graph.compiled import CompiledGraph
-from tenxgraph.core.graph.tool_node import ToolNode
+from tenxgraph.core.graph import Agent, CompiledGraph, StateGraph, ToolNode
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager

@@ -11,8 +11,7 @@ from tenxgraph.cli.errors import CliError
 from tenxgraph.cli.locations import open_checkpointer
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.turns import stream_turn
-from tenxgraph.core.graph.builder import StateGraph
-from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.core.state.message import Message
 
 __all__ = ["load_graph", "run_graph"]

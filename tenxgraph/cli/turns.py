@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tenxgraph.cli.render import Console, Spinner, block_text, usage_text
-from tenxgraph.core.graph.compiled import CompiledGraph
-from tenxgraph.core.graph.events import MessageEvent, RunResult, UpdateEvent
+from tenxgraph.core.graph import CompiledGraph, MessageEvent, RunResult, UpdateEvent
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import TextBlock
 from tenxgraph.errors import GraphRunError

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tenxgraph.core.graph import StateGraph, ToolNode
-from tenxgraph.core.graph.compiled import CompiledGraph
+from tenxgraph.core.graph._compiled import CompiledGraph
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock, is_paired
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import ThreadBusyError

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph, ToolNode
-from tenxgraph.core.graph.tool_node import STORAGE_NOTES_KEY
+from tenxgraph.core.graph._tool_node import STORAGE_NOTES_KEY
 from tenxgraph.core.state import AgentState, Message, TextBlock, ToolCallBlock, ToolResult
 from tenxgraph.storage.checkpointer import Checkpointer
 from tenxgraph.utils.constants import END

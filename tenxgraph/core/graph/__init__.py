@@ -1,10 +1,10 @@
 """The graph runtime: builder, run loop, Agent and ToolNode."""
 
-from tenxgraph.core.graph.agent import Agent
-from tenxgraph.core.graph.builder import StateGraph
-from tenxgraph.core.graph.command import Command
-from tenxgraph.core.graph.compiled import CompiledGraph
-from tenxgraph.core.graph.events import (
+from tenxgraph.core.graph._agent import Agent
+from tenxgraph.core.graph._builder import StateGraph
+from tenxgraph.core.graph._command import Command
+from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
     MessageEvent,
@@ -12,22 +12,22 @@ from tenxgraph.core.graph.events import (
     StreamEvent,
     UpdateEvent,
 )
-from tenxgraph.core.graph.hooks import RunHooks
-from tenxgraph.core.graph.interrupt import GraphInterrupt, interrupt
-from tenxgraph.core.graph.middleware import (
+from tenxgraph.core.graph._hooks import RunHooks
+from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
+from tenxgraph.core.graph._middleware import (
     AgentMiddleware,
     after_agent,
     after_model,
     before_agent,
     before_model,
 )
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
-from tenxgraph.core.graph.prebuilt import create_agent, tools_condition
-from tenxgraph.core.graph.run_control import RunControl
-from tenxgraph.core.graph.snapshots import ThreadSnapshot
-from tenxgraph.core.graph.thread_lease import MultitaskStrategy
-from tenxgraph.core.graph.tool_node import ToolNode, ToolOutcome
-from tenxgraph.core.graph.tools import Tool, tool
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph._prebuilt import create_agent, tools_condition
+from tenxgraph.core.graph._run_control import RunControl
+from tenxgraph.core.graph._snapshots import ThreadSnapshot
+from tenxgraph.core.graph._thread_lease import MultitaskStrategy
+from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
+from tenxgraph.core.graph._tools import Tool, tool
 
 __all__ = [
     "Agent",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tenxgraph.core.graph import create_agent
-from tenxgraph.core.graph.agent import turn_tool_choice
+from tenxgraph.core.graph._agent import turn_tool_choice
 from tenxgraph.core.llm import FunctionModel, ModelRequest, ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock, ToolResult
 from tenxgraph.core.state.message_block import ToolResultBlock

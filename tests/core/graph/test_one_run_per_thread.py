@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph, ToolNode
-from tenxgraph.core.graph.compiled import CompiledGraph
-from tenxgraph.core.graph.tool_node import INTERRUPTED_CALL_TEXT
+from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import GraphBuildError, StateError, ThreadBusyError

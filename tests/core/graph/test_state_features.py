@@ -174,7 +174,7 @@ def test_app_state_from_invoke_input_is_validated() -> None:
 
 
 def test_snapshot_and_restore_through_every_checkpointer(tmp_path: Any) -> None:
-    from tenxgraph.core.graph.snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._snapshots import ThreadSnapshot
     from tenxgraph.storage.checkpointer import SqliteCheckpointer
 
     class Prefs(AgentState):

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from tenxgraph.core.graph import StateGraph, Tool, ToolNode, create_agent, interrupt, tool
-from tenxgraph.core.graph.tools import _parse_docstring
+from tenxgraph.core.graph._tools import _parse_docstring
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import (
     AgentState,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenxgraph.core.graph import StateGraph
-from tenxgraph.core.graph.session import approx_bytes
+from tenxgraph.core.graph._session import approx_bytes
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey
 

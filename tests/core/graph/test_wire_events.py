@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from tenxgraph.core.graph import StateGraph, interrupt
-from tenxgraph.core.graph.wire import WIRE_EVENTS, event_schema, wire_events
+from tenxgraph.core.graph._wire import WIRE_EVENTS, event_schema, wire_events
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 

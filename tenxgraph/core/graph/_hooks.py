@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.run_control import RunControl
+    from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = ["HookCaller", "RunHooks"]

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
-from tenxgraph.core.graph.command import Command
-from tenxgraph.core.graph.entry import check_input, entry_point
-from tenxgraph.core.graph.events import (
+from tenxgraph.core.graph._command import Command
+from tenxgraph.core.graph._entry import check_input, entry_point
+from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
     MessageEvent,
@@ -24,10 +24,10 @@ from tenxgraph.core.graph.events import (
     StreamEvent,
     UpdateEvent,
 )
-from tenxgraph.core.graph.hooks import HookCaller, RunHooks
-from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
-from tenxgraph.core.graph.run_control import (
+from tenxgraph.core.graph._hooks import HookCaller, RunHooks
+from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._run_control import (
     Displaced,
     Fail,
     Finish,
@@ -36,14 +36,14 @@ from tenxgraph.core.graph.run_control import (
     Pause,
     RunControl,
 )
-from tenxgraph.core.graph.session import ThreadSession
-from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
-from tenxgraph.core.graph.thread_ops import ThreadOperations
-from tenxgraph.core.graph.tool_node import close_interrupted_calls
-from tenxgraph.core.graph.turns import discard_unfinished
-from tenxgraph.core.graph.updates import Applied, StateSchema
-from tenxgraph.core.graph.warm import WarmThreads
-from tenxgraph.core.graph.workers import WorkerPool
+from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
+from tenxgraph.core.graph._thread_ops import ThreadOperations
+from tenxgraph.core.graph._tool_node import close_interrupted_calls
+from tenxgraph.core.graph._turns import discard_unfinished
+from tenxgraph.core.graph._updates import Applied, StateSchema
+from tenxgraph.core.graph._warm import WarmThreads
+from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
@@ -59,7 +59,7 @@ from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_con
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph._builder import StateGraph
 
 __all__ = ["CompiledGraph"]
 

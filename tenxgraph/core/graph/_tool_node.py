@@ -24,10 +24,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tenxgraph.core.graph.interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext, SaveProgress
-from tenxgraph.core.graph.tools import Tool, as_tools
-from tenxgraph.core.graph.updates import Updates
+from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
-from tenxgraph.core.graph.tool_node import ToolOutcome, execute_tool
-from tenxgraph.core.graph.tools import Tool
-from tenxgraph.core.graph.updates import Updates
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph._tool_node import ToolOutcome, execute_tool
+from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
@@ -29,7 +29,7 @@ from tenxgraph.core.state.tool_arguments import (
 from tenxgraph.errors import ToolError
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.thread_ops import ThreadOperations
+    from tenxgraph.core.graph._thread_ops import ThreadOperations
 
 __all__ = ["DIRECT_NODE", "acall_tool"]
 
@@ -77,7 +77,7 @@ async def acall_tool(
     invocation_state: dict[str, Any] | None,
 ) -> ToolResultBlock:
     """Run tool ``name`` of ``graph`` on the thread of ``config`` (``CompiledGraph.call_tool``)."""
-    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph._builder import StateGraph
 
     tools = graph.tools()
     if name not in tools:

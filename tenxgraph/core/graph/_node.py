@@ -13,14 +13,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.graph.events import MessageEvent
-from tenxgraph.core.graph.interrupt import InterruptScope, _scope
-from tenxgraph.core.graph.workers import WorkerPool
+from tenxgraph.core.graph._events import MessageEvent
+from tenxgraph.core.graph._interrupt import InterruptScope, _scope
+from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph._builder import StateGraph
 
 __all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress"]
 

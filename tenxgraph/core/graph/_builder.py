@@ -10,19 +10,19 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from tenxgraph.core.graph.hooks import RunHooks
-from tenxgraph.core.graph.node import FunctionNode, Node
-from tenxgraph.core.graph.thread_lease import LeasePolicy, MultitaskStrategy
-from tenxgraph.core.graph.updates import StateSchema
-from tenxgraph.core.graph.warm import WarmThreads
-from tenxgraph.core.graph.workers import WorkerPool
+from tenxgraph.core.graph._hooks import RunHooks
+from tenxgraph.core.graph._node import FunctionNode, Node
+from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy
+from tenxgraph.core.graph._updates import StateSchema
+from tenxgraph.core.graph._warm import WarmThreads
+from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
 from tenxgraph.errors import ConfigError, GraphBuildError, NodeError
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.compiled import CompiledGraph
+    from tenxgraph.core.graph._compiled import CompiledGraph
     from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = ["Branch", "StateGraph"]
@@ -198,7 +198,7 @@ class StateGraph(Generic[S]):
         routers on, apart from storage I/O; a sync call that timed out holds
         its thread until it returns.
 
-        One run holds a thread at a time (see ``thread_lease``):
+        One run holds a thread at a time (docs: persistence-and-threads.md):
         ``lease_seconds`` is the longest a dead run blocks its thread;
         ``multitask_strategy`` is what a run does when another holds its
         thread (``reject``, ``enqueue``, ``interrupt`` or ``rollback``; a run's
@@ -206,7 +206,7 @@ class StateGraph(Generic[S]):
         ``hooks`` (``RunHooks``) are told when runs and nodes start and end and
         when the thread is saved: the seam for tracing, metrics and servers.
         """
-        from tenxgraph.core.graph.compiled import CompiledGraph
+        from tenxgraph.core.graph._compiled import CompiledGraph
 
         schema = StateSchema(self.state_class)
         self._check_names(interrupt_before, interrupt_after)

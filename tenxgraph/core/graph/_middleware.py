@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from tenxgraph.core.graph.command import Command
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph._command import Command
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message_block import ToolCallBlock
 from tenxgraph.errors import GraphBuildError, NodeError
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.tool_node import ToolOutcome
+    from tenxgraph.core.graph._tool_node import ToolOutcome
 
 __all__ = [
     "HOOKS",

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from tenxgraph.core.graph.events import MessageEvent
-from tenxgraph.core.graph.node import Node, NodeOutput, RunContext
-from tenxgraph.core.graph.tool_node import ToolNode
-from tenxgraph.core.graph.tools import Tool, as_tools
-from tenxgraph.core.graph.updates import Updates
+from tenxgraph.core.graph._events import MessageEvent
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph._tool_node import ToolNode
+from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ModelRequest, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
@@ -38,7 +38,7 @@ from tenxgraph.errors import (
 )
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.builder import StateGraph
+    from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.llm.retry import RetryPolicy
 
 __all__ = ["Agent", "turn_tool_choice"]

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from tenxgraph.core.graph.events import (
+from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
     MessageEvent,

@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from tenxgraph.core.graph.agent import Agent
-from tenxgraph.core.graph.builder import StateGraph
-from tenxgraph.core.graph.compiled import CompiledGraph
-from tenxgraph.core.graph.middleware import AgentMiddleware, HookNode, merge_state_schemas
-from tenxgraph.core.graph.tool_node import ToolNode
-from tenxgraph.core.graph.tools import Tool
+from tenxgraph.core.graph._agent import Agent
+from tenxgraph.core.graph._builder import StateGraph
+from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._middleware import AgentMiddleware, HookNode, merge_state_schemas
+from tenxgraph.core.graph._tool_node import ToolNode
+from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import GraphBuildError
@@ -56,7 +56,7 @@ def create_agent(
 
     ``agent_options`` go to ``Agent`` (``system_prompt``, ``output_schema``,
     ``trim_context``, ``provider``...). ``middleware`` adds hooks around the
-    loop (see ``tenxgraph.core.graph.middleware``). A forced ``tool_choice``
+    loop (see ``tenxgraph.core.graph._middleware``). A forced ``tool_choice``
     (a tool name or ``required``) applies until that tool has answered in the
     current turn, then the model gets ``auto``, so the loop can end.
     """

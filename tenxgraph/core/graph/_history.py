@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from tenxgraph.core.graph.session import ThreadSession
-from tenxgraph.core.graph.updates import StateSchema
+from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import StateError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer.base import (

@@ -13,9 +13,11 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import run_sync
-from tenxgraph.core.graph import history, snapshots, turns
-from tenxgraph.core.graph.session import ThreadSession
-from tenxgraph.core.graph.thread_lease import LeasePolicy, ThreadLease, take_thread
+from tenxgraph.core.graph import _history as history
+from tenxgraph.core.graph import _snapshots as snapshots
+from tenxgraph.core.graph import _turns as turns
+from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
@@ -23,10 +25,10 @@ from tenxgraph.errors import StateError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph.builder import StateGraph
-    from tenxgraph.core.graph.node import Node
-    from tenxgraph.core.graph.tools import Tool
-    from tenxgraph.core.graph.updates import StateSchema
+    from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.graph._node import Node
+    from tenxgraph.core.graph._tools import Tool
+    from tenxgraph.core.graph._updates import StateSchema
 
 __all__ = ["ThreadOperations"]
 
@@ -219,7 +221,7 @@ class ThreadOperations(Generic[S]):
         saved; ``record=False`` leaves the thread untouched. Tool failures come
         back as a result with ``is_error=True``, as the model would see them.
         """
-        from tenxgraph.core.graph.direct import acall_tool
+        from tenxgraph.core.graph._direct import acall_tool
 
         return await acall_tool(
             self, name, args or {}, config, record=record, invocation_state=invocation_state

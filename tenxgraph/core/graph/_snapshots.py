@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.pairing import pairing_violations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from tenxgraph.core.graph.session import ThreadSession
+from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["WarmThreads"]
