@@ -48,7 +48,7 @@ keep ``except ValueError`` code written before they existed working.
 Pydantic's ``ValidationError`` is raised unchanged for bad field values, so
 the message names the field that was wrong: validators inside pydantic models
 raise plain ``ValueError``, which pydantic turns into that error.
-``GraphInterrupt`` (``tenxgraph.core.graph.interrupt``) is not an error but the
+``GraphInterrupt`` (``tenxgraph.core.graph.GraphInterrupt``) is not an error but the
 signal ``interrupt()`` uses to pause a run; the runtime always catches it.
 
 ``HTTP_STATUS`` and ``http_status`` give the HTTP status each error maps to.
