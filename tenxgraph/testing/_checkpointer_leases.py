@@ -235,3 +235,27 @@ class LeaseContract(ContractBase):
         winners = [o for o, held in zip(owners, results, strict=True) if held is None]
         assert len(winners) == 1
         assert all(held in (None, winners[0]) for held in results)
+
+    async def test_taking_the_thread_also_reports_its_stamp(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        assert await checkpointer.atake_thread(KEY, "run-a", LONG) == (None, None)  # no thread
+        stamp = await checkpointer.asave(KEY, turn(None, "a1", 0, "run-a"))
+        assert await checkpointer.atake_thread(KEY, "run-a", LONG) == (None, stamp)
+        assert await checkpointer.atake_thread(KEY, "run-b", LONG) == ("run-a", None)
+
+    async def test_a_last_save_gives_the_lease_up_with_it(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        last = turn(None, "a1", 0, "run-a")
+        last.release_lease = True
+        stamp = await checkpointer.asave(KEY, last)
+        assert await checkpointer.atake_thread(KEY, "run-b", LONG) == (None, stamp)
+
+    async def test_a_failed_last_save_keeps_the_lease(self, checkpointer: Checkpointer) -> None:
+        assert await checkpointer.atake_lease(KEY, "run-a", LONG) is None
+        stamp = await checkpointer.asave(KEY, turn(None, "a1", 0, "run-a"))
+        stale = turn(ThreadStamp(stamp.incarnation, stamp.version + 5), "a2", 1, "run-a")
+        stale.release_lease = True
+        with pytest.raises(ConflictError):
+            await checkpointer.asave(KEY, stale)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) == "run-a"

@@ -76,6 +76,7 @@ class _Run(Generic[S]):
     control: RunControl
     next_node: str
     skip_interrupt_before: bool = False
+    lease: ThreadLease | None = None
     new_input: bool = False
     """The run brought messages or state: saved before its first node."""
     produced: list[Message] = field(default_factory=list)
@@ -464,7 +465,7 @@ class CompiledGraph(ThreadOperations[S]):
             workers=self.workers,
             run_id=control.run_id,
         )
-        run = _Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before)
+        run = _Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         return run
 
@@ -491,7 +492,7 @@ class CompiledGraph(ThreadOperations[S]):
             session = self.warm.take(key)
             # Reuse the warm state only if the thread is the same incarnation at the same
             # version: one deleted and re-created since may have reached that version too.
-            if session is not None and await self.checkpointer.aversion(key) == session.stamp:
+            if session is not None and lease.stamp == session.stamp:
                 state = session.revive(self.builder.state_class)
             if state is None or session is None:
                 session = ThreadSession(self.checkpointer, key)
@@ -522,13 +523,22 @@ class CompiledGraph(ThreadOperations[S]):
             raise NodeError(node, detail) from exc
         return branch.target(node, value, self.nodes)
 
-    async def _save(self, run: _Run[S], added: list[Message], node: str) -> None:
+    async def _save(
+        self, run: _Run[S], added: list[Message], node: str, *, last: bool = False
+    ) -> None:
+        """Save a step; the run's ``last`` save also gives the thread's lease up with it."""
         session = run.session
-        if session is not None:
-            session.record(added)
-            await session.save(run.state, node, run.state.execution_meta.step)
-            if self.hooks:
-                await self.hooks.saved(run.control, node, session.stamp)
+        if session is None:
+            return
+        session.record(added)
+        lease = run.lease if last else None
+        if lease is not None:
+            await lease.stop_heartbeat()
+        await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
+        if lease is not None:
+            lease.released = True
+        if self.hooks:
+            await self.hooks.saved(run.control, node, session.stamp)
 
     async def _pause(
         self, run: _Run[S], node: str, resume_at: str, value: Any, when: str
@@ -536,13 +546,13 @@ class CompiledGraph(ThreadOperations[S]):
         meta = run.state.execution_meta
         meta.status, meta.next_node, meta.interrupt_value = "interrupted", resume_at, value
         meta.interrupt_kind = when  # type: ignore[assignment]
-        await self._save(run, [], node)
+        await self._save(run, [], node, last=True)
         return InterruptEvent(node, value, when)
 
     async def _fail(self, run: _Run[S], node: str, exc: BaseException) -> ErrorEvent:
         run.state.error(f"{type(exc).__name__}: {exc}")
         run.state.execution_meta.next_node = node
-        await self._save(run, [], node)
+        await self._save(run, [], node, last=True)
         return ErrorEvent(node, f"{type(exc).__name__}: {exc}")
 
     async def _finish(self, run: _Run[S], status: str) -> RunResult:
@@ -555,7 +565,7 @@ class CompiledGraph(ThreadOperations[S]):
         meta.next_node = None
         meta.interrupt_value = None
         meta.stop_requested = status == "stopped"
-        await self._save(run, [], meta.current_node)
+        await self._save(run, [], meta.current_node, last=True)
         return self._result(run)
 
     def _result(self, run: _Run[S]) -> RunResult:

@@ -109,8 +109,11 @@ class ThreadSession:
         """Queue messages added to the thread; the next save appends them to the log."""
         self._pending.extend(messages)
 
-    async def save(self, state: AgentState, node: str, step: int) -> None:
-        """Write the queued messages and the state row as one compare-and-swap step."""
+    async def save(self, state: AgentState, node: str, step: int, *, release: bool = False) -> None:
+        """Write the queued messages and the state row as one compare-and-swap step.
+
+        ``release`` gives the session's lease up with the write (the run's last save).
+        """
         new = self._pending
         base = self.log_length
         window = self._extended_window(state.context, new, base)
@@ -133,6 +136,7 @@ class ThreadSession:
                 step=step,
                 expected_incarnation=self.incarnation or None,
                 lease=self.lease,
+                release_lease=release and self.lease is not None,
             ),
         )
         self._values = values

@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 
 from tenxgraph.core.graph import _turns as turns
 from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
 
 __all__ = ["LeasePolicy", "MultitaskStrategy", "ThreadLease", "take_thread"]
 
@@ -85,6 +85,10 @@ class ThreadLease:
         self.seconds = seconds
         self.on_stop: Callable[[str], None] | None = None
         """Called on the run's loop with ``"interrupt"``, ``"rollback"`` or ``"lost"``."""
+        self.stamp: ThreadStamp | None = None
+        """The thread's stamp when the lease was taken (None: no thread yet)."""
+        self.released = False
+        """Set once the lease was given up (by ``release`` or with the run's last save)."""
         self._heartbeat: asyncio.Task[None] | None = None
 
     def start_heartbeat(self) -> None:
@@ -106,12 +110,20 @@ class ThreadLease:
                 if request == "lost":
                     return
 
-    async def release(self) -> None:
-        """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
+    async def stop_heartbeat(self) -> None:
+        """No more renewals: the run is about to give the lease up."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
+            self._heartbeat = None
+
+    async def release(self) -> None:
+        """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
+        await self.stop_heartbeat()
+        if self.released:
+            return
+        self.released = True
         try:
             await self.checkpointer.arelease_lease(self.key, self.owner)
         except StorageError as exc:
@@ -135,13 +147,14 @@ async def take_thread(
     """
     owner = f"{run_id}/{secrets.token_hex(4)}"
     lease = ThreadLease(checkpointer, key, owner, policy.lease_seconds)
-    holder = await checkpointer.atake_lease(key, owner, policy.lease_seconds)
+    holder, lease.stamp = await checkpointer.atake_thread(key, owner, policy.lease_seconds)
     if holder is None:
         return lease
     await _wait_for(lease, holder, policy)
     if policy.strategy == "rollback":  # the holder died before it could discard its turn
         try:
-            await turns.discard_unfinished(checkpointer, key, owner, turns.DIED)
+            if await turns.discard_unfinished(checkpointer, key, owner, turns.DIED):
+                lease.stamp = await checkpointer.aversion(key)
         except BaseException:
             await lease.release()
             raise
@@ -171,4 +184,6 @@ async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> Non
             )
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, _LAST_POLL)
-        waiting_for = await lease.checkpointer.atake_lease(key, lease.owner, lease.seconds)
+        waiting_for, lease.stamp = await lease.checkpointer.atake_thread(
+            key, lease.owner, lease.seconds
+        )

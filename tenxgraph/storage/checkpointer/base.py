@@ -263,6 +263,10 @@ class ThreadWrite:
     """The owner of the lease this write is made under; when set, the save raises
     ``ThreadBusyError`` and writes nothing unless the thread's lease is still this
     owner's (expired but not taken by anyone else counts as still held)."""
+    release_lease: bool = False
+    """With ``lease``: give the lease up with this write, as ``arelease_lease`` would (a
+    run's last save), saving the runtime a round trip; nothing is released if the write
+    fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,6 +390,20 @@ class Checkpointer(ABC):
         or expired, or already ``owner``'s: then extended), else the current
         holder's owner string. Taking it clears any stop request.
         """
+
+    async def atake_thread(
+        self, key: ThreadKey, owner: str, seconds: float
+    ) -> tuple[str | None, ThreadStamp | None]:
+        """``atake_lease``, and when the lease is taken, the thread's current stamp too.
+
+        Returns ``(holder, None)`` when someone else holds the lease, else
+        ``(None, stamp)`` (the stamp None for a thread that does not exist).
+        A runtime that keeps threads warm learns with one call whether its
+        copy is current; backends override this default (two calls) to
+        answer in one round trip.
+        """
+        holder = await self.atake_lease(key, owner, seconds)
+        return holder, (await self.aversion(key) if holder is None else None)
 
     @abstractmethod
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:

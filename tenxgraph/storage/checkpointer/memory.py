@@ -156,6 +156,8 @@ class InMemoryCheckpointer(Checkpointer):
             )
             while self._keep is not None and len(thread.checkpoints) > self._keep:
                 thread.checkpoints.popleft()
+            if write.release_lease and write.lease is not None:
+                del self._leases[key]  # held: _check_lease passed
             return ThreadStamp(thread.incarnation, thread.version)
 
     async def arewind(
@@ -195,13 +197,20 @@ class InMemoryCheckpointer(Checkpointer):
 
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Take the lease if it is free, expired or already ``owner``'s."""
+        return (await self.atake_thread(key, owner, seconds))[0]
+
+    async def atake_thread(
+        self, key: ThreadKey, owner: str, seconds: float
+    ) -> tuple[str | None, ThreadStamp | None]:
+        """Take the lease and read the stamp under one lock."""
         now = time.monotonic()
         with self._lock:
             held = self._leases.get(key)
             if held is not None and held.owner != owner and held.expires_at >= now:
-                return held.owner
+                return held.owner, None
             self._leases[key] = _Lease(owner, now + seconds)
-            return None
+            thread = self._get(key)
+            return None, None if thread is None else ThreadStamp(thread.incarnation, thread.version)
 
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend ``owner``'s lease; return the stop request made of it, if any."""

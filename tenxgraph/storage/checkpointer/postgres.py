@@ -275,6 +275,8 @@ class PgCheckpointer(Checkpointer):
             cursor = await conn.execute(statement, params)
             row = await cursor.fetchone()
             if row is not None:
+                if write.release_lease and write.lease is not None:  # the next query, same hop
+                    await _pg_leases.release(conn, self._s, key, write.lease)
                 return int(row[0])
             if write.lease is not None:
                 cursor = await conn.execute(
@@ -312,6 +314,22 @@ class PgCheckpointer(Checkpointer):
         """Take the lease if free, expired or ``owner``'s (database clock); else the holder."""
         async with self._db.connection() as conn:
             return await _pg_leases.take(conn, self._s, key, owner, seconds)
+
+    @on_io_loop
+    async def atake_thread(
+        self, key: ThreadKey, owner: str, seconds: float
+    ) -> tuple[str | None, ThreadStamp | None]:
+        """Take the lease, then read the stamp on the same connection (one hop, two queries)."""
+        async with self._db.connection() as conn:
+            holder = await _pg_leases.take(conn, self._s, key, owner, seconds)
+            if holder is not None:
+                return holder, None
+            cursor = await conn.execute(
+                f"SELECT incarnation, version FROM {self._s}.threads "
+                "WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
+            )
+            return None, stamp_of(await cursor.fetchone())
 
     @on_io_loop
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:

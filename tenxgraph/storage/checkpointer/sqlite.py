@@ -239,12 +239,20 @@ class SqliteCheckpointer(Checkpointer):
                     now,
                 ),
             )
-            if self._keep is not None:
-                conn.execute(
-                    "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version <= ?",
-                    (user, thread, version - self._keep),
-                )
+            self._after_write(conn, key, write, version)
         return ThreadStamp(encoded.incarnation, version)
+
+    def _after_write(
+        self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, version: int
+    ) -> None:
+        """In the save's transaction: drop checkpoints past retention, give the lease up."""
+        if self._keep is not None:
+            conn.execute(
+                "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version <= ?",
+                (key.user_id, key.thread_id, version - self._keep),
+            )
+        if write.release_lease and write.lease is not None:
+            leases.release(conn, key, write.lease)
 
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
@@ -318,6 +326,12 @@ class SqliteCheckpointer(Checkpointer):
         """Take the lease in one write transaction (an upsert guarded by owner and expiry)."""
         return await asyncio.to_thread(self._in_write, leases.take, key, owner, seconds)
 
+    async def atake_thread(
+        self, key: ThreadKey, owner: str, seconds: float
+    ) -> tuple[str | None, ThreadStamp | None]:
+        """Take the lease and read the stamp in one write transaction."""
+        return await asyncio.to_thread(self._in_write, _take_thread, key, owner, seconds)
+
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend the lease; return the stop request made of it."""
         return await asyncio.to_thread(self._in_write, leases.renew, key, owner, seconds)
@@ -368,6 +382,13 @@ class SqliteCheckpointer(Checkpointer):
     async def aclose(self) -> None:
         """Close the connection (after the call in progress); a later call opens it again."""
         await asyncio.to_thread(self._db.close)
+
+
+def _take_thread(
+    conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float
+) -> tuple[str | None, ThreadStamp | None]:
+    holder = leases.take(conn, key, owner, seconds)
+    return holder, None if holder is not None else _stamp(conn, key)
 
 
 def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:

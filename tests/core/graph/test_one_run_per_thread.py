@@ -17,7 +17,7 @@ from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import GraphBuildError, StateError, ThreadBusyError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
 from tests.storage.conftest import MakeCheckpointer
 
 CONFIG = {"thread_id": "busy"}
@@ -251,3 +251,24 @@ def test_compile_refuses_a_bad_lease_policy(make_checkpointer: MakeCheckpointer)
         graph.compile(make_checkpointer(), multitask_strategy="queue")  # type: ignore[arg-type]
     with pytest.raises(GraphBuildError, match="lease_seconds"):
         graph.compile(make_checkpointer(), lease_seconds=0)
+
+
+async def test_a_run_gives_its_thread_up_with_its_last_save() -> None:
+    class Counting(InMemoryCheckpointer):
+        calls: list[str] = []
+
+        async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+            self.calls.append("release")
+            await super().arelease_lease(key, owner)
+
+        async def aversion(self, key: ThreadKey) -> Any:
+            self.calls.append("version")
+            return await super().aversion(key)
+
+    checkpointer = Counting()
+    app, node = gated_app(checkpointer)
+    node.gate.set()
+    for text in ("one", "two"):  # the second turn reuses the warm thread
+        await app.ainvoke(said(text), CONFIG)
+    assert checkpointer.calls == []  # no separate release, no separate version check
+    assert await checkpointer.atake_lease(KEY, "next", 30) is None  # the thread is free
