@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,24 @@ def private_postgres(_private_postgres_cluster: PrivatePostgres) -> PrivatePostg
     if not _private_postgres_cluster.running:
         _private_postgres_cluster.start()
     return _private_postgres_cluster
+
+
+@asynccontextmanager
+async def process_spec(
+    kind: str, tmp_path: Path, pg_schema: str, redis_prefix: str
+) -> AsyncIterator[dict[str, Any]]:
+    """What a child process needs to open backend ``kind`` (plain data, so it pickles);
+    the Postgres schema and Redis keys are dropped afterwards."""
+    if kind == "sqlite":
+        yield {"kind": kind, "path": str(tmp_path / "threads.db")}
+        return
+    yield {
+        "kind": kind,
+        "dsn": PG_DSN,
+        "schema": pg_schema,
+        "redis_url": REDIS_URL,
+        "prefix": redis_prefix,
+    }
+    await drop_schema(pg_schema)
+    if kind == "postgres+redis":
+        await drop_redis_keys(redis_prefix)

@@ -35,7 +35,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadWrite,
 )
 from tests.storage import _run_workers
-from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
+from tests.storage.conftest import process_spec
 
 TURNS = 5
 LEASE_SECONDS = 0.3
@@ -59,20 +59,8 @@ Outcomes = dict[str, tuple[str, str]]
 async def spec(
     request: pytest.FixtureRequest, tmp_path: Path, pg_schema: str, redis_prefix: str
 ) -> AsyncIterator[dict[str, Any]]:
-    kind = request.param
-    if kind == "sqlite":
-        yield {"kind": kind, "path": str(tmp_path / "threads.db")}
-        return
-    yield {
-        "kind": kind,
-        "dsn": PG_DSN,
-        "schema": pg_schema,
-        "redis_url": REDIS_URL,
-        "prefix": redis_prefix,
-    }
-    await drop_schema(pg_schema)
-    if kind == "postgres+redis":
-        await drop_redis_keys(redis_prefix)
+    async with process_spec(request.param, tmp_path, pg_schema, redis_prefix) as spec:
+        yield spec
 
 
 def run_writers(spec: dict[str, Any], processes: int, strategy: str) -> Outcomes:

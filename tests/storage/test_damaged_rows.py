@@ -18,8 +18,8 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError, StateError
 from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.testing._checkpointer_base import save
 from tests.storage._damage import Damage
-from tests.storage._saving import save
 from tests.storage.conftest import MakeCheckpointer
 
 USER = "alice"

@@ -24,7 +24,7 @@ import pytest
 
 from tenxgraph.errors import NodeError
 from tests.storage import _run_workers
-from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
+from tests.storage.conftest import process_spec
 
 pytestmark = pytest.mark.slow
 
@@ -41,20 +41,8 @@ KILLS = 50
 async def spec(
     request: pytest.FixtureRequest, tmp_path: Path, pg_schema: str, redis_prefix: str
 ) -> AsyncIterator[dict[str, Any]]:
-    kind = request.param
-    if kind == "sqlite":
-        yield {"kind": kind, "path": str(tmp_path / "threads.db")}
-        return
-    yield {
-        "kind": kind,
-        "dsn": PG_DSN,
-        "schema": pg_schema,
-        "redis_url": REDIS_URL,
-        "prefix": redis_prefix,
-    }
-    await drop_schema(pg_schema)
-    if kind == "postgres+redis":
-        await drop_redis_keys(redis_prefix)
+    async with process_spec(request.param, tmp_path, pg_schema, redis_prefix) as spec:
+        yield spec
 
 
 def test_kill_9_loses_no_acknowledged_message(spec: dict[str, Any], tmp_path: Path) -> None:

@@ -11,32 +11,9 @@ import asyncio
 
 import pytest
 
-from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.storage.checkpointer import ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.testing._checkpointer_leases import EXPIRED, KEY, LONG, SHORT, turn
 from tests.storage.conftest import PG_DSN, drop_schema
-
-KEY = ThreadKey("leased", "alice")
-LONG = 30.0
-"""Seconds of a lease that must not expire during the test."""
-SHORT = 0.2
-"""Seconds of a lease the test lets expire."""
-EXPIRED = 0.5
-"""Seconds to wait for a ``SHORT`` lease to expire, or for a blocked call to show it waits."""
-
-
-def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | None) -> ThreadWrite:
-    """A write adding one message after ``stamp`` (None: creating), made under ``lease``."""
-    return ThreadWrite(
-        expected_version=0 if stamp is None else stamp.version,
-        new_messages=[Message.text_message(text)],
-        values={"by": text},
-        window=[(0, log_length + 1)],
-        node="n",
-        step=log_length,
-        expected_incarnation=None if stamp is None else stamp.incarnation,
-        lease=lease,
-    )
 
 
 @pytest.mark.postgres

@@ -9,7 +9,7 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, MissingExtraError, StorageError
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
-from tests.storage._saving import save
+from tenxgraph.testing._checkpointer_base import save
 from tests.storage.conftest import PG_DSN, drop_schema
 
 KEY = ThreadKey("t", "alice")

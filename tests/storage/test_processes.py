@@ -14,8 +14,8 @@ import pytest
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tenxgraph.testing._checkpointer_base import save
 from tests.storage import _workers
-from tests.storage._saving import save
 from tests.storage.conftest import PG_DSN, drop_schema
 
 ROUNDS = 12

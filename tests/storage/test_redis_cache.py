@@ -12,7 +12,7 @@ import pytest
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
-from tests.storage._saving import save
+from tenxgraph.testing._checkpointer_base import save
 from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]

@@ -17,7 +17,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadKey,
     ThreadWrite,
 )
-from tests.storage._saving import save
+from tenxgraph.testing._checkpointer_base import save
 
 THREADS = 6
 SAVES = 20
