@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConfigError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer._codec import (
+    check_keep,
     check_page,
     check_stop_request,
     check_window,
@@ -31,6 +31,7 @@ from tenxgraph.storage.checkpointer._codec import (
     list_threads,
     missing_checkpoint,
     rewind_conflict,
+    thread_not_found,
 )
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
@@ -87,8 +88,7 @@ class InMemoryCheckpointer(Checkpointer):
 
     def __init__(self, *, keep_checkpoints: int | None = None) -> None:
         """Create an empty store; ``keep_checkpoints`` keeps only the newest N per thread."""
-        if keep_checkpoints is not None and keep_checkpoints < 1:
-            raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+        check_keep(keep_checkpoints)
         self._keep = keep_checkpoints
         self._lock = threading.Lock()
         self._tenants: dict[str, dict[str, _Thread]] = {}
@@ -314,9 +314,7 @@ class InMemoryCheckpointer(Checkpointer):
         with self._lock:
             thread = self._get(key)
             if thread is None:
-                raise ThreadNotFoundError(
-                    f"thread {key.thread_id!r} does not exist for user {key.user_id!r}"
-                )
+                raise thread_not_found(key)
             check_window(key, window, len(thread.log))
             seqs, bodies = _window_rows(thread.log, window)
         return decode_messages(key, seqs, bodies)
