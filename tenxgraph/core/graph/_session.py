@@ -17,6 +17,7 @@ every save unchanged, so a graph never erases another graph's fields.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -92,17 +93,23 @@ class ThreadSession:
 
         Only valid while the stored stamp is still ``self.stamp`` (the caller
         checks). Returns None when the saved context list was changed since.
+        The context list and its index are handed to the new state: the list is
+        copied only while something else (the last run's result) still holds it,
+        and the index moves over whole, so a turn costs the same at 100,000
+        messages as at 10.
         """
-        context, values = self._window_list, self._values
+        context, values, index = self._window_list, self._values, self._index
         if context is None or values is None or len(context) != self._window_size:
             return None
         if context and context[-1] is not self._window_last:
             return None
+        self._window_list = self._index = None  # not counted as holders below
         state = state_class.model_validate(values)
-        copy = list(context)
-        index = self._index
-        state.set_context(copy, index.copy_for(copy) if index and index.covers(context) else None)
-        self._window_list = copy
+        if _shared(context, index):
+            context = list(context)
+        moved = index.hand_over(context) if index is not None and not index.retired else None
+        state.set_context(context, moved)
+        self._window_list = context
         return state
 
     def record(self, messages: list[Message]) -> None:
@@ -193,6 +200,18 @@ class ThreadSession:
         self._window_list = context
         self._window_size = len(context)
         self._window_last = context[-1] if context else None
+
+
+def _shared(context: list[Message], index: MessageIndex | None) -> bool:
+    """True when anything but ``revive``'s own references holds ``context``.
+
+    A CPython reference count: ``revive``'s local name, this call's argument,
+    ``getrefcount``'s own argument, and the index's reference to the list it
+    covers. Anything more is a holder outside the session (a result's state,
+    a caller's variable), so the list must not be changed under it.
+    """
+    own = 3 + (index is not None and index.covers(context))
+    return sys.getrefcount(context) > own
 
 
 def approx_bytes(message: Message) -> int:

@@ -7,6 +7,7 @@ without a reducer is replaced by the update.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from tenxgraph.core.state.message import Message
@@ -30,14 +31,22 @@ def add_messages(left: list[Message], right: Sequence[MessageLike] | MessageLike
 
     ``right`` may hold message-like values (``("user", "hi")``,
     ``{"role": "user", "content": "hi"}``, see ``message_input``), or be one;
-    they become ``Message``s. Returns a new list. The graph runtime applies the
-    same rules incrementally (``MessageIndex``) so a long history is neither
-    copied nor rescanned.
+    they become ``Message``s. Returns a new list.
+
+    A plain list cannot remember its ids, so this reads every id in ``left``:
+    O(len(left)), several times a list copy. Code that appends to one long
+    history again and again should use ``AgentState.append_messages``, which
+    keeps an index and costs O(new), as the graph runtime does.
     """
     right = as_messages(right, "add_messages: right")
-    left_ids = {message.message_id for message in left}
-    fresh = [m for m in right if m.message_id not in left_ids and m.delta is False]
-    return left + fresh
+    wanted = [m for m in right if m.delta is False]
+    if not wanted:
+        return list(left)
+    seen = {m.message_id for m in wanted}.intersection(map(_message_id, left))
+    return left + [m for m in wanted if m.message_id not in seen]
+
+
+_message_id = attrgetter("message_id")
 
 
 def replace_messages(
@@ -101,23 +110,34 @@ class MessageIndex:
         self._size = len(messages)
         self.system_positions = [i for i, m in enumerate(messages) if m.role == "system"]
 
-    def copy_for(self, messages: list[Message]) -> MessageIndex:
-        """An index of ``messages``, a copy of the list this index covers (a C-speed copy)."""
-        if len(messages) != self._size:
-            raise ConfigError("copy_for needs a list with the same messages")
+    def hand_over(self, messages: list[Message]) -> MessageIndex:
+        """An index of ``messages`` that takes this index's tables over, in O(1).
+
+        ``messages`` must hold the same messages as the list this index covers
+        (that list itself, or a copy of it). This index is retired: it forgets
+        its tables and behaves as if it had never been built (it rebuilds
+        itself if it is used again), so the two never share a growing id set.
+        """
+        if len(messages) != self._size or self._size < 0:
+            raise ConfigError("hand_over needs a list with the same messages")
         twin = MessageIndex.__new__(MessageIndex)
         twin._list, twin._size = messages, self._size
-        twin._ids = self._ids.copy()
-        twin.system_positions = list(self.system_positions)
+        twin._ids, twin.system_positions = self._ids, self.system_positions
+        self._list, self._size, self._ids, self.system_positions = [], -1, set(), []
         return twin
 
     def covers(self, messages: list[Message]) -> bool:
         """True when this index describes ``messages`` as it is now."""
         return messages is self._list and len(messages) == self._size
 
+    @property
+    def retired(self) -> bool:
+        """True once ``hand_over`` gave this index's tables away."""
+        return self._size < 0
+
     def direct_additions(self, messages: list[Message]) -> list[Message]:
         """Messages in ``messages`` that were added without this index (e.g. ``list.append``)."""
-        if self.covers(messages):
+        if self.covers(messages) or self.retired:
             return []
         if messages is self._list and len(messages) > self._size:
             return messages[self._size :]

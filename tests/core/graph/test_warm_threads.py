@@ -49,3 +49,31 @@ def test_the_estimate_follows_the_payload() -> None:
     large = Message.text_message("y" * 100_000)
     assert approx_bytes(small) < 2_000
     assert 100_000 <= approx_bytes(large) < 102_000
+
+
+def test_a_held_result_keeps_its_messages_when_the_thread_runs_on() -> None:
+    app = app_with()
+    config = {"thread_id": "held"}
+    first = app.invoke({"messages": [("user", "one")]}, config)
+    held = first["state"]
+    app.invoke({"messages": [("user", "two")]}, config)
+    assert [m.text() for m in held.context] == ["one", "ok"]
+    # its index gave its tables to the next run; it rebuilds them for its own list
+    again = Message.text_message("again")
+    assert held.append_messages([held.context[0], again]) == [again]
+    assert held.take_direct_additions() == []
+    third = app.invoke({"messages": [("user", "three")]}, config)
+    assert [m.text() for m in third["state"].context] == ["one", "ok", "two", "ok", "three", "ok"]
+
+
+def test_a_dropped_result_lends_its_list_to_the_next_run() -> None:
+    app = app_with()
+    config = {"thread_id": "dropped"}
+    list_id = id(app.invoke({"messages": [("user", "one")]}, config)["state"].context)
+    # the session still holds that list, so its id cannot have been reused
+    second = app.invoke({"messages": [("user", "two")]}, config)
+    assert id(second["state"].context) == list_id  # reused, not copied
+    assert [m.text() for m in second["state"].context] == ["one", "ok", "two", "ok"]
+    third = app.invoke({"messages": [("user", "three")]}, config)
+    assert third["state"].context is not second["state"].context  # held: copied
+    assert len(second["state"].context) == 4
