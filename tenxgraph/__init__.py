@@ -1,10 +1,13 @@
-"""tenxgraph: AI agents as graphs over typed, durable conversation state."""
+"""tenxgraph: AI agents as graphs over typed, durable conversation state.
+
+The exports are imported on first use (see ``tenxgraph.utils._lazy``):
+``import tenxgraph`` loads neither pydantic nor the run loop.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tenxgraph.core.state import AgentState, Message, ToolResult
 from tenxgraph.utils.constants import END, START
 
 __all__ = [
@@ -23,14 +26,24 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import Agent, CompiledGraph, StateGraph, ToolNode, create_agent
+    from tenxgraph.core.state.agent_state import AgentState
+    from tenxgraph.core.state.message import Message
+    from tenxgraph.core.state.tool_result import ToolResult
+else:
+    from tenxgraph.utils._lazy import lazy_exports
 
-_RUNTIME = frozenset({"Agent", "CompiledGraph", "StateGraph", "ToolNode", "create_agent"})
-
-
-def __getattr__(name: str) -> Any:
-    """Import the runtime on first use."""
-    if name in _RUNTIME:
-        from tenxgraph.core import graph
-
-        return getattr(graph, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "tenxgraph.core.graph": (
+                "Agent",
+                "CompiledGraph",
+                "StateGraph",
+                "ToolNode",
+                "create_agent",
+            ),
+            "tenxgraph.core.state.agent_state": ("AgentState",),
+            "tenxgraph.core.state.message": ("Message",),
+            "tenxgraph.core.state.tool_result": ("ToolResult",),
+        },
+    )

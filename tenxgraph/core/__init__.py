@@ -1,19 +1,17 @@
-"""The core of tenxgraph: state, models and the graph runtime."""
+"""The core of tenxgraph: state, models and the graph runtime.
+
+The exports are imported on first use, so the data model loads alone.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __all__ = ["Agent", "CompiledGraph", "StateGraph", "ToolNode", "create_agent"]
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import Agent, CompiledGraph, StateGraph, ToolNode, create_agent
+else:
+    from tenxgraph.utils._lazy import lazy_exports
 
-
-def __getattr__(name: str) -> Any:
-    """Import the runtime on first use, so the data model loads alone."""
-    if name in __all__:
-        from tenxgraph.core import graph
-
-        return getattr(graph, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__, __dir__ = lazy_exports(__name__, {"tenxgraph.core.graph": __all__})

@@ -1,33 +1,12 @@
-"""The graph runtime: builder, run loop, Agent and ToolNode."""
+"""The graph runtime: builder, run loop, Agent and ToolNode.
 
-from tenxgraph.core.graph._agent import Agent
-from tenxgraph.core.graph._builder import StateGraph
-from tenxgraph.core.graph._command import Command
-from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.graph._events import (
-    ErrorEvent,
-    InterruptEvent,
-    MessageEvent,
-    RunResult,
-    StreamEvent,
-    UpdateEvent,
-)
-from tenxgraph.core.graph._hooks import RunHooks
-from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
-from tenxgraph.core.graph._middleware import (
-    AgentMiddleware,
-    after_agent,
-    after_model,
-    before_agent,
-    before_model,
-)
-from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
-from tenxgraph.core.graph._prebuilt import create_agent, tools_condition
-from tenxgraph.core.graph._run_control import RunControl
-from tenxgraph.core.graph._snapshots import ThreadSnapshot
-from tenxgraph.core.graph._thread_lease import MultitaskStrategy
-from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
-from tenxgraph.core.graph._tools import Tool, tool
+The exports are imported on first use (see ``tenxgraph.utils._lazy``), each
+from the private module that defines it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __all__ = [
     "Agent",
@@ -61,3 +40,85 @@ __all__ = [
     "tool",
     "tools_condition",
 ]
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._agent import Agent
+    from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.graph._command import Command
+    from tenxgraph.core.graph._compiled import CompiledGraph
+    from tenxgraph.core.graph._events import (
+        ErrorEvent,
+        InterruptEvent,
+        MessageEvent,
+        RunResult,
+        StreamEvent,
+        UpdateEvent,
+    )
+    from tenxgraph.core.graph._hooks import RunHooks
+    from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
+    from tenxgraph.core.graph._middleware import (
+        AgentMiddleware,
+        after_agent,
+        after_model,
+        before_agent,
+        before_model,
+    )
+    from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
+    from tenxgraph.core.graph._prebuilt import create_agent, tools_condition
+    from tenxgraph.core.graph._run_control import RunControl
+    from tenxgraph.core.graph._snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._thread_lease import MultitaskStrategy
+    from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
+    from tenxgraph.core.graph._tools import Tool, tool
+else:
+    from tenxgraph.utils._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "tenxgraph.core.graph._agent": ("Agent",),
+            "tenxgraph.core.graph._builder": ("StateGraph",),
+            "tenxgraph.core.graph._command": ("Command",),
+            "tenxgraph.core.graph._compiled": ("CompiledGraph",),
+            "tenxgraph.core.graph._events": (
+                "ErrorEvent",
+                "InterruptEvent",
+                "MessageEvent",
+                "RunResult",
+                "StreamEvent",
+                "UpdateEvent",
+            ),
+            "tenxgraph.core.graph._hooks": ("RunHooks",),
+            "tenxgraph.core.graph._interrupt": (
+                "GraphInterrupt",
+                "interrupt",
+            ),
+            "tenxgraph.core.graph._middleware": (
+                "AgentMiddleware",
+                "after_agent",
+                "after_model",
+                "before_agent",
+                "before_model",
+            ),
+            "tenxgraph.core.graph._node": (
+                "Node",
+                "NodeOutput",
+                "RunContext",
+            ),
+            "tenxgraph.core.graph._prebuilt": (
+                "create_agent",
+                "tools_condition",
+            ),
+            "tenxgraph.core.graph._run_control": ("RunControl",),
+            "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
+            "tenxgraph.core.graph._thread_lease": ("MultitaskStrategy",),
+            "tenxgraph.core.graph._tool_node": (
+                "ToolNode",
+                "ToolOutcome",
+            ),
+            "tenxgraph.core.graph._tools": (
+                "Tool",
+                "tool",
+            ),
+        },
+    )

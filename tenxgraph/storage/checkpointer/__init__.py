@@ -2,8 +2,10 @@
 
 ``InMemoryCheckpointer`` and ``SqliteCheckpointer`` need only the standard
 library; ``PgCheckpointer`` (extra ``postgres``) and ``RedisThreadCache``
-(extra ``redis``) are imported on first access, so importing this package
-never needs psycopg or redis.
+(extra ``redis``) need theirs. Every export is imported on first access (see
+``tenxgraph.utils._lazy``), so importing this package, or the contract in
+``base`` as the run loop does, loads no backend: not psycopg, redis or
+``sqlite3``.
 
 Retention: ``keep_checkpoints=N`` (every backend) deletes, on each save,
 the thread's checkpoints older than its newest N. The newest checkpoint is
@@ -15,27 +17,7 @@ lost.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
-    Checkpoint,
-    Checkpointer,
-    StoredMessage,
-    StoredThread,
-    ThreadInfo,
-    ThreadKey,
-    ThreadStamp,
-    ThreadWrite,
-    Window,
-    run_config,
-)
-from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
-from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
-
-if TYPE_CHECKING:
-    from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
-    from tenxgraph.storage.checkpointer.redis_cache import RedisThreadCache
+from typing import TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_USER",
@@ -55,16 +37,46 @@ __all__ = [
     "run_config",
 ]
 
-_LAZY = {
-    "PgCheckpointer": "tenxgraph.storage.checkpointer.postgres",
-    "RedisThreadCache": "tenxgraph.storage.checkpointer.redis_cache",
-}
+if TYPE_CHECKING:
+    from tenxgraph.storage.checkpointer.base import (
+        DEFAULT_USER,
+        Checkpoint,
+        Checkpointer,
+        StoredMessage,
+        StoredThread,
+        ThreadInfo,
+        ThreadKey,
+        ThreadStamp,
+        ThreadWrite,
+        Window,
+        run_config,
+    )
+    from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
+    from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
+    from tenxgraph.storage.checkpointer.redis_cache import RedisThreadCache
+    from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
+else:
+    from tenxgraph.utils._lazy import lazy_exports
 
-
-def __getattr__(name: str) -> Any:
-    """Import the Postgres and Redis backends on first access."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "tenxgraph.storage.checkpointer.base": (
+                "DEFAULT_USER",
+                "Checkpoint",
+                "Checkpointer",
+                "StoredMessage",
+                "StoredThread",
+                "ThreadInfo",
+                "ThreadKey",
+                "ThreadStamp",
+                "ThreadWrite",
+                "Window",
+                "run_config",
+            ),
+            "tenxgraph.storage.checkpointer.memory": ("InMemoryCheckpointer",),
+            "tenxgraph.storage.checkpointer.postgres": ("PgCheckpointer",),
+            "tenxgraph.storage.checkpointer.redis_cache": ("RedisThreadCache",),
+            "tenxgraph.storage.checkpointer.sqlite": ("SqliteCheckpointer",),
+        },
+    )

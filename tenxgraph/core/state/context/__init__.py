@@ -4,26 +4,13 @@ Trimming (``MessageContextManager``), summarizing (``SummaryContextManager``),
 a token budget (``TokenBudgetContextManager``) and a sliding window
 (``SlidingWindowContextManager``), plus token counters and overflow
 recovery. Every cut keeps tool calls with their results; dropped messages
-stay in the thread's message log.
+stay in the thread's message log. The exports are imported on first use
+(see ``tenxgraph.utils._lazy``).
 """
 
-from tenxgraph.core.state.context.base import BaseContextManager
-from tenxgraph.core.state.context.injection import (
-    SUMMARY_MESSAGE_ID,
-    messages_for_model,
-    summary_message,
-)
-from tenxgraph.core.state.context.overflow import (
-    areduce_on_overflow,
-    truncate_largest_tool_results,
-)
-from tenxgraph.core.state.context.render import render_transcript
-from tenxgraph.core.state.context.sliding_window import SlidingWindowContextManager
-from tenxgraph.core.state.context.summary import DEFAULT_SUMMARY_PROMPT, SummaryContextManager
-from tenxgraph.core.state.context.tiktoken_counter import TiktokenCounter
-from tenxgraph.core.state.context.token_budget import TokenBudgetContextManager
-from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
-from tenxgraph.core.state.context.trimming import MessageContextManager
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -42,3 +29,53 @@ __all__ = [
     "summary_message",
     "truncate_largest_tool_results",
 ]
+
+if TYPE_CHECKING:
+    from tenxgraph.core.state.context.base import BaseContextManager
+    from tenxgraph.core.state.context.injection import (
+        SUMMARY_MESSAGE_ID,
+        messages_for_model,
+        summary_message,
+    )
+    from tenxgraph.core.state.context.overflow import (
+        areduce_on_overflow,
+        truncate_largest_tool_results,
+    )
+    from tenxgraph.core.state.context.render import render_transcript
+    from tenxgraph.core.state.context.sliding_window import SlidingWindowContextManager
+    from tenxgraph.core.state.context.summary import DEFAULT_SUMMARY_PROMPT, SummaryContextManager
+    from tenxgraph.core.state.context.tiktoken_counter import TiktokenCounter
+    from tenxgraph.core.state.context.token_budget import TokenBudgetContextManager
+    from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
+    from tenxgraph.core.state.context.trimming import MessageContextManager
+else:
+    from tenxgraph.utils._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "tenxgraph.core.state.context.base": ("BaseContextManager",),
+            "tenxgraph.core.state.context.injection": (
+                "SUMMARY_MESSAGE_ID",
+                "messages_for_model",
+                "summary_message",
+            ),
+            "tenxgraph.core.state.context.overflow": (
+                "areduce_on_overflow",
+                "truncate_largest_tool_results",
+            ),
+            "tenxgraph.core.state.context.render": ("render_transcript",),
+            "tenxgraph.core.state.context.sliding_window": ("SlidingWindowContextManager",),
+            "tenxgraph.core.state.context.summary": (
+                "DEFAULT_SUMMARY_PROMPT",
+                "SummaryContextManager",
+            ),
+            "tenxgraph.core.state.context.tiktoken_counter": ("TiktokenCounter",),
+            "tenxgraph.core.state.context.token_budget": ("TokenBudgetContextManager",),
+            "tenxgraph.core.state.context.tokens": (
+                "CharEstimateCounter",
+                "TokenCounter",
+            ),
+            "tenxgraph.core.state.context.trimming": ("MessageContextManager",),
+        },
+    )
