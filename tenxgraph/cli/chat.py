@@ -11,12 +11,11 @@ import asyncio
 import secrets
 import shlex
 import sys
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from tenxgraph.cli.errors import CliError
-from tenxgraph.cli.locations import DEFAULT_DB, describe_location, open_checkpointer
-from tenxgraph.cli.models import LOCAL, TEST_ECHO, chat_model, close_model
+from tenxgraph.cli.locations import describe_location, open_checkpointer
+from tenxgraph.cli.models import LOCAL, chat_model, close_model
+from tenxgraph.cli.options import ChatOptions, ContextChoice, check_options
 from tenxgraph.cli.prompt import Reader, read_line
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
@@ -41,8 +40,6 @@ __all__ = [
     "resume_command",
 ]
 
-ContextChoice = Literal["trim", "summary", "none"]
-
 COMMANDS = {
     "/history": "the whole thread log; * marks the messages in the context window",
     "/state": "run status, state fields and the context window",
@@ -52,22 +49,6 @@ COMMANDS = {
     "/quit": "leave (also /exit, Ctrl-D, or Ctrl-C at the prompt)",
     "/help": "this list",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ChatOptions:
-    """What ``tenxgraph chat`` was asked for on the command line."""
-
-    model: str = LOCAL
-    provider: str | None = None
-    base_url: str | None = None
-    thread: str | None = None
-    db: str = DEFAULT_DB
-    user: str | None = None
-    context: ContextChoice = "trim"
-    max_messages: int | None = None
-    max_tokens: int = 256
-    system: str = "You are a helpful assistant. Answer briefly."
 
 
 def context_manager(
@@ -121,8 +102,8 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
         async with open_checkpointer(options.db) as checkpointer:
             app = build_chat_graph(model, checkpointer, manager, options.system, options.max_tokens)
             session = _Session(checkpointer, console, options.user, options.thread or _new_id())
-            console.line(
-                f"tenxgraph chat - model {model.model or options.model} ({model.provider}), "
+            console.line(  # under the command's title, printed before the runtime loaded
+                f"model {model.model or options.model} ({model.provider}), "
                 f"database {describe_location(options.db)}",
                 "bold",
             )
@@ -257,34 +238,3 @@ def resume_command(options: ChatOptions, thread: str) -> str:
     if options.base_url:
         args += ["--base-url", options.base_url]
     return shlex.join(args)
-
-
-def check_options(options: ChatOptions) -> None:
-    """Reject option combinations that cannot work, before anything loads.
-
-    Model names are checked here rather than left to ``resolve_model``,
-    whose messages name its keyword arguments (``provider=``) where the
-    user typed flags (``--provider``).
-    """
-    if options.max_messages is not None and options.max_messages < 1:
-        raise CliError(f"--max-messages must be at least 1, got {options.max_messages}")
-    if options.max_tokens < 1:
-        raise CliError(f"--max-tokens must be at least 1, got {options.max_tokens}")
-    _check_model(options.model, options.provider, options.base_url)
-
-
-def _check_model(name: str, provider: str | None, base_url: str | None) -> None:
-    from tenxgraph.core.llm.resolve import NAME_FORMS, PROVIDERS, guess_provider
-
-    if provider is not None and provider not in PROVIDERS:
-        raise CliError(f"unknown --provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
-    if provider == "openai-compatible" and base_url is None:
-        raise CliError(
-            "--provider openai-compatible needs --base-url (e.g. http://localhost:11434/v1)"
-        )
-    if provider is None and base_url is None and name != TEST_ECHO and not guess_provider(name):
-        raise CliError(
-            f"unknown model {name!r}: --model takes {NAME_FORMS}, or {TEST_ECHO}; for another "
-            f"model pass --provider ({', '.join(PROVIDERS)}) or --base-url (an OpenAI-compatible "
-            "server)"
-        )

@@ -32,9 +32,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from tenxgraph.cli.chat import ChatOptions, check_options
 from tenxgraph.cli.locations import open_checkpointer
 from tenxgraph.cli.models import LOCAL, chat_model, close_model
+from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.render import Console, Spinner
 from tenxgraph.cli.turns import stream_turn
 from tenxgraph.core.graph import Agent, CompiledGraph, StateGraph, ToolNode
@@ -358,8 +358,7 @@ async def run_demo(
 
 
 def _introduce(demo: _Demo, *, tiny: bool, kept: bool) -> None:
-    console, model = demo.console, demo.model
-    console.line("tenxgraph demo: what tenxgraph does around a model, in one conversation", "bold")
+    console, model = demo.console, demo.model  # the title came first (``tenxgraph.cli.main``)
     if tiny:
         console.line(f"model: {model.model}, run offline by llama.cpp (no API key, no network).")
         for line in (

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tenxgraph.cli.errors import CliError
-from tenxgraph.storage.checkpointer.base import Checkpointer
+
+if TYPE_CHECKING:  # the run-time import would load the data model before `--help` prints
+    from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = [
     "DEFAULT_DB",

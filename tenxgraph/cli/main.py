@@ -9,15 +9,18 @@ status 141 (see ``pipes``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
+from tenxgraph.cli.render import Console
+
+if TYPE_CHECKING:
+    from tenxgraph.cli.options import ChatOptions
 
 __all__ = ["build_parser", "main"]
 
@@ -194,7 +197,11 @@ def _run(argv: Sequence[str] | None, pipes: PipeWatch) -> int:
     try:
         args = build_parser().parse_args(argv)
         debug = args.debug
-        return asyncio.run(_dispatch(args))
+        console = Console()
+        options = _start(args, console)
+        import asyncio  # only now: the first output does not wait for it
+
+        return asyncio.run(_dispatch(args, console, options))
     except KeyboardInterrupt:
         if debug:
             raise
@@ -205,30 +212,36 @@ def _run(argv: Sequence[str] | None, pipes: PipeWatch) -> int:
             return CLOSED_PIPE_STATUS
         if debug:
             raise
-        from tenxgraph.cli.render import Console
-
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         Console(sys.stderr).error(message)
         return 1
 
 
-async def _dispatch(args: argparse.Namespace) -> int:
-    from tenxgraph.cli.render import Console
+_TITLES = {
+    "demo": "tenxgraph demo: what tenxgraph does around a model, in one conversation",
+    "chat": "tenxgraph chat: a conversation on a stored thread, answers streamed",
+}
+"""The first line of the commands that run a model, printed before anything heavy loads."""
 
-    console = Console()
+
+def _start(args: argparse.Namespace, console: Console) -> ChatOptions | None:
+    """For ``demo`` and ``chat``: check the options, then print the command's title.
+
+    This runs before the run loop, the model adapters and ``asyncio`` are
+    imported (a few hundred milliseconds, then seconds for a local model),
+    so the user sees the command start at once, and a mistyped option is
+    refused before any output.
+    """
+    if args.command not in _TITLES:
+        return None
+    from tenxgraph.cli.options import ChatOptions, check_options
+
+    model = {"model": args.model, "provider": args.provider, "base_url": args.base_url}
     if args.command == "demo":
-        from tenxgraph.cli.demo import run_demo
-
-        await run_demo(
-            console, args.db, model=args.model, provider=args.provider, base_url=args.base_url
-        )
-    elif args.command == "chat":
-        from tenxgraph.cli.chat import ChatOptions, chat, check_options
-
+        options = ChatOptions(**model)
+    else:
         options = ChatOptions(
-            model=args.model,
-            provider=args.provider,
-            base_url=args.base_url,
+            **model,
             thread=args.thread,
             db=args.db,
             user=args.user,
@@ -237,7 +250,25 @@ async def _dispatch(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             **({"system": args.system} if args.system else {}),
         )
-        check_options(options)
+    check_options(options)
+    console.line(_TITLES[args.command], "bold")
+    return options
+
+
+async def _dispatch(args: argparse.Namespace, console: Console, options: ChatOptions | None) -> int:
+    if args.command == "demo" and options is not None:
+        from tenxgraph.cli.demo import run_demo
+
+        await run_demo(
+            console,
+            args.db,
+            model=options.model,
+            provider=options.provider,
+            base_url=options.base_url,
+        )
+    elif args.command == "chat" and options is not None:
+        from tenxgraph.cli.chat import chat
+
         await chat(options, console)
     elif args.command == "threads":
         await _threads(args, console)
@@ -255,7 +286,9 @@ async def _dispatch(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _threads(args: argparse.Namespace, console: Any) -> None:
+async def _threads(args: argparse.Namespace, console: Console) -> None:
+    import asyncio
+
     from tenxgraph.cli import threads
     from tenxgraph.cli.locations import open_checkpointer
     from tenxgraph.storage.checkpointer.base import DEFAULT_USER, ThreadKey

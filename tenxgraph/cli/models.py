@@ -7,7 +7,10 @@ deterministically without a model.
 
 from __future__ import annotations
 
-from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the model layer loads when a model is built, not when options are checked
+    from tenxgraph.core.llm.base import ChatModel, ModelRequest
 
 __all__ = ["LOCAL", "TEST_ECHO", "chat_model", "close_model"]
 

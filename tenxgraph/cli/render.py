@@ -14,12 +14,11 @@ import sys
 import threading
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic import BaseModel
-
-from tenxgraph.core.state.message import Message, TokenUsages
-from tenxgraph.core.state.message_block import ContentBlock, MediaRef
+if TYPE_CHECKING:  # a Console prints the CLI's first line before the data model loads
+    from tenxgraph.core.state.message import Message, TokenUsages
+    from tenxgraph.core.state.message_block import ContentBlock, MediaRef
 
 __all__ = ["Console", "Spinner", "block_text", "colors_enabled", "usage_text"]
 
@@ -138,6 +137,8 @@ def block_text(block: ContentBlock) -> str:
         case "data":
             return f"[data {block.mime_type}]"
         case _:
+            from tenxgraph.core.state.message_block import MediaRef  # loaded: a block exists
+
             media = getattr(block, "media", None)
             where = _media_text(media) if isinstance(media, MediaRef) else ""
             return f"[{block.type}{where}]"
@@ -150,6 +151,8 @@ def _media_text(media: MediaRef) -> str:
 
 
 def _short(value: Any, *, quote: bool = False) -> str:
+    from pydantic import BaseModel  # loaded: only message blocks hold these values
+
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     if isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
