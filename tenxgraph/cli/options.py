@@ -50,6 +50,8 @@ def check_options(options: ChatOptions) -> None:
 
 
 def _check_model(name: str, provider: str | None, base_url: str | None) -> None:
+    if provider is None and base_url is None and name in (LOCAL, TEST_ECHO):
+        return  # the default and the testing aid: nothing to resolve, no model layer to load
     from tenxgraph.core.llm.resolve import NAME_FORMS, PROVIDERS, guess_provider
 
     if provider is not None and provider not in PROVIDERS:

@@ -14,7 +14,6 @@ for the run loop, the checkpointers or ``asyncio``.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +36,8 @@ def lazy_exports(
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)  # not importlib.import_module: `python -X importtime` lists this one
+        value = getattr(sys.modules[module], name)
         namespace[name] = value
         return value
 
