@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
 from tenxgraph.core.graph._command import Command
-from tenxgraph.core.graph._entry import check_input, entry_point
+from tenxgraph.core.graph._entry import answered_calls, check_input, entry_point, input_messages_of
 from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
@@ -46,8 +46,6 @@ from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import ToolResultBlock
-from tenxgraph.core.state.message_input import as_messages
 from tenxgraph.errors import (
     GraphRunError,
     NodeError,
@@ -348,7 +346,10 @@ class CompiledGraph(ThreadOperations[S]):
         """Save a finished step; return its events (when wanted) and where the run goes next."""
         run.produced.extend(applied.messages)
         run.state.execution_meta.next_node = next_node
-        await self._save(run, applied.messages, node_name)
+        if self._ends_next(node_name, next_node, progress) and run.session is not None:
+            run.session.record(applied.messages)  # saved with the end, just after
+        else:
+            await self._save(run, applied.messages, node_name)
         events: list[StreamEvent] = []
         if progress:
             events = [MessageEvent(node_name, message) for message in applied.messages]
@@ -357,6 +358,15 @@ class CompiledGraph(ThreadOperations[S]):
         if node_name in self.interrupt_after:
             return events, Pause(node_name, next_node, None, "after")
         return events, Next(next_node)
+
+    def _ends_next(self, node: str, next_node: str, progress: bool) -> bool:
+        """True when the end's save follows this step's at once, so one save does both.
+
+        Not with a stream consumer (it sees the step's events first), a pause
+        after the node, or a context manager (it may call a model) before the end.
+        """
+        ends = next_node == END and node not in self.interrupt_after
+        return ends and not progress and self.context_manager is None
 
     async def _node_ended(self, run: _Run[S], node: str, error: BaseException | None) -> None:
         if self.hooks:
@@ -436,7 +446,7 @@ class CompiledGraph(ThreadOperations[S]):
         session, state = await self._load(config, lease)
         meta = state.execution_meta
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
-        input_messages = _input_messages(input.get("messages"))
+        input_messages = input_messages_of(input)
         added: list[Message] = []
         if entry.new_turn:
             meta.step = 0
@@ -471,12 +481,7 @@ class CompiledGraph(ThreadOperations[S]):
 
     def _close_interrupted_calls(self, state: S, input_messages: list[Message]) -> list[Message]:
         """Answer the calls a stopped or dead run left without a result (unless the input does)."""
-        answered = {
-            block.call_id
-            for message in input_messages
-            for block in message.content
-            if isinstance(block, ToolResultBlock)
-        }
+        answered = answered_calls(input_messages)
         interrupted = close_interrupted_calls(state, self.builder.id_generator, answered)
         if interrupted is None:
             return []
@@ -580,13 +585,6 @@ class CompiledGraph(ThreadOperations[S]):
             invocation_state=run.ctx.invocation_state,
             run_id=run.ctx.run_id,
         )
-
-
-def _input_messages(raw: Any) -> list[Message]:
-    """The input's messages; ``("user", "hi")`` pairs and role/content dicts are converted."""
-    if raw is None:
-        return []
-    return as_messages(raw, "invoke input 'messages'")
 
 
 async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:

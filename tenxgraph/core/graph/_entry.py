@@ -20,9 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tenxgraph.core.state.agent_state import ExecMeta
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ToolResultBlock
+from tenxgraph.core.state.message_input import as_messages
 from tenxgraph.errors import StateError
 
-__all__ = ["Entry", "check_input", "entry_point"]
+__all__ = ["Entry", "answered_calls", "check_input", "entry_point", "input_messages_of"]
 
 _INPUT_KEYS = frozenset({"messages", "state", "resume"})
 
@@ -80,3 +83,21 @@ def entry_point(meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, first:
     if meta.status == "running" and meta.next_node and not has_messages:
         return Entry(meta.next_node, False)  # a run that died mid-way continues
     return Entry(first, True)
+
+
+def input_messages_of(input: Mapping[str, Any]) -> list[Message]:
+    """The input's messages; ``("user", "hi")`` pairs and role/content dicts are converted."""
+    raw = input.get("messages")
+    if raw is None:
+        return []
+    return as_messages(raw, "invoke input 'messages'")
+
+
+def answered_calls(messages: list[Message]) -> set[str]:
+    """The ids of the tool calls that ``messages`` carry results for."""
+    return {
+        block.call_id
+        for message in messages
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+    }

@@ -66,12 +66,23 @@ def test_hooks_see_runs_nodes_and_saves_in_order() -> None:
         ("save", "first", 2),
         ("node start", "second", 2),
         ("node end", "second", 2, None),
-        ("save", "second", 3),
-        ("save", "second", 4),  # the run's end
+        ("save", "second", 3),  # the last step and the run's end: one save
         ("run end", "completed", None),
     ]
     assert recorder.controls[0].run_id == "r1"
     assert [m.text() for m in result["messages"]] == ["one", "two"]
+
+
+def test_a_stream_sees_the_last_step_saved_before_its_events() -> None:
+    recorder = Recorder()
+    app = two_nodes().compile(InMemoryCheckpointer(), hooks=[recorder])
+    config = {"thread_id": "t"}
+    saves_before_events = []
+    for event in app.stream({"messages": [("user", "hi")]}, config):
+        if getattr(event, "node", None) == "second":
+            saves_before_events.append([s for s in recorder.seen if s[0] == "save"][-1])
+    assert saves_before_events[0] == ("save", "second", 3)
+    assert [s for s in recorder.seen if s[0] == "save"][-1] == ("save", "second", 4)
 
 
 def test_hooks_see_a_failing_node_and_the_failed_run() -> None:
