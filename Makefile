@@ -56,8 +56,8 @@ check: install services lint typecheck
 demo: install-local
 	$(VENV)/bin/tenxgraph demo
 
-bench: install
-	$(PY) -m bench
+bench: install services  ## every benchmark (~5-10 min); rewrites the table in bench/README.md
+	$(PY) -m bench --readme
 
 clean:  ## remove the venv (the wheelhouse in .cache stays, so a new venv is quick)
 	rm -rf $(VENV)

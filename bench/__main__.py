@@ -1,19 +1,70 @@
-"""Run every benchmark: ``python -m bench`` (or ``python -m bench w1_invoke w3_merge``)."""
+"""Run the benchmarks: ``python -m bench`` (all), ``python -m bench w1_invoke w3_merge``
+(some), each printed as ``name: {json}``. ``python -m bench --readme`` (``make bench``)
+also rewrites the generated table in ``bench/README.md``.
+
+A workload that fails is reported (traceback on stderr, ``{"error": ...}`` in its line and
+in the table) and the others still run, so one broken backend does not hide the rest;
+the exit status is then 1.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
 import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
 
-WORKLOADS = ("w1_invoke", "w2_turns", "w2_graph", "w3_merge", "w4_resume", "w5_trim", "w6_memory")
+from bench import report
+
+WORKLOADS = (
+    "w1_invoke",
+    "w1_checkpointer",
+    "w2_turns",
+    "w2_graph",
+    "w2_scaling",
+    "w3_merge",
+    "w3_add_messages",
+    "w4_resume",
+    "w5_trim",
+    "w6_invoke",
+    "startup",
+    "floors",
+)
+README = Path(__file__).with_name("README.md")
 
 
-def main(names: list[str]) -> None:
-    for name in names or WORKLOADS:
-        module = importlib.import_module(f"bench.{name}")
-        print(f"{name}: {json.dumps(module.run())}", flush=True)
+def measure(names: list[str]) -> dict[str, dict[str, Any]]:
+    """Run each named workload once, in order, printing its line as it ends."""
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        start = time.perf_counter()
+        try:
+            results[name] = importlib.import_module(f"bench.{name}").run()
+        except Exception as exc:
+            traceback.print_exc()
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        elapsed = time.perf_counter() - start
+        print(f"{name}: {json.dumps(results[name])}", flush=True)
+        print(f"  ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    write = "--readme" in argv
+    names = [arg for arg in argv if arg != "--readme"] or list(WORKLOADS)
+    unknown = sorted(set(names) - set(WORKLOADS))
+    if unknown:
+        print(f"unknown workloads: {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+        return 2
+    results = measure(names)
+    if write:
+        report.update_readme(README, results)
+        print(f"wrote the table in {README}")
+    return 1 if any("error" in figures for figures in results.values()) else 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

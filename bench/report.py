@@ -1,0 +1,358 @@
+"""The generated table of ``bench/README.md``: ours next to the floor and the issue's target.
+
+``update_readme`` replaces what lies between ``BEGIN`` and ``END`` and leaves the rest of
+the file (the hand-written history) alone. Each row says how far ours is from its floor
+and whether the target is met; a missed target says by how much (the measured quantity
+over its bound), so the gap is visible without opening the raw figures.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BEGIN = "<!-- bench:begin -->"
+END = "<!-- bench:end -->"
+Results = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    ours: str
+    floor: str
+    ratio: str
+    target: str
+    verdict: str
+
+
+def value(results: Results, name: str, *keys: str) -> float | None:
+    """The figure at ``results[name][key][...]``, or None when that workload did not run."""
+    node: Any = results.get(name)
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return float(node) if isinstance(node, int | float) else None
+
+
+def number(figure: float | None, unit: str = "") -> str:
+    if figure is None:
+        return "—"
+    text = (
+        f"{figure:,.0f}" if figure >= 100 else f"{figure:.1f}" if figure >= 10 else f"{figure:.2f}"
+    )
+    return f"{text} {unit}".rstrip()
+
+
+def over(ours: float | None, floor: float | None) -> float | None:
+    return ours / floor if ours is not None and floor else None
+
+
+def verdict(checked: float | None, bound: float) -> str:
+    if checked is None:
+        return "not measured"
+    if checked <= bound:
+        return "met"
+    return f"**missed**: {checked / bound:.1f}x the bound"
+
+
+def row(
+    workload: str,
+    ours: float | None,
+    floor: float | None,
+    unit: str,
+    target: tuple[str, float | None, float] | None,
+) -> Row:
+    """A row; ``target`` is (its text, the quantity it bounds, the bound), None for info."""
+    ratio = over(ours, floor)
+    return Row(
+        workload,
+        number(ours, unit),
+        number(floor, unit),
+        f"{ratio:.1f}x" if ratio is not None else "—",
+        target[0] if target else "—",
+        verdict(target[1], target[2]) if target else "info",
+    )
+
+
+def w1_rows(r: Results) -> list[Row]:
+    floor = value(r, "floors", "w1_us")
+    plain = value(r, "w1_invoke", "invoke_us")
+    memory = value(r, "w1_checkpointer", "invoke_us")
+    return [
+        row(
+            "W1 3-node graph, per `invoke`, no checkpointer",
+            plain,
+            floor,
+            "µs",
+            ("≤ 3x floor", over(plain, floor), 3),
+        ),
+        row(
+            "W1 same graph on `InMemoryCheckpointer`, a fresh thread per `invoke`",
+            memory,
+            floor,
+            "µs",
+            ("≤ 6x floor (2x the budget above)", over(memory, floor), 6),
+        ),
+    ]
+
+
+def scaling_row(r: Results, backend: str, label: str, floor: float | None) -> Row:
+    sizes = ("10", "1000", "10000", "100000")
+    turns = [value(r, "w2_scaling", backend, "by_size", size, "turn_ms") for size in sizes]
+    ratio = value(r, "w2_scaling", backend, "ratio_100k_to_1k")
+    return Row(
+        f"W2 per turn through `invoke` at 10 / 1k / 10k / 100k messages, {label}",
+        " / ".join(number(turn) for turn in turns) + " ms",
+        number(floor, "ms") if floor else "flat",
+        f"{ratio:.2f}x (100k / 1k)" if ratio is not None else "—",
+        "turn at 100k ≤ 1.5x turn at 1k",
+        verdict(ratio, 1.5),
+    )
+
+
+def w2_rows(r: Results) -> list[Row]:
+    floor = value(r, "floors", "w2_turn_ms")
+    turn = value(r, "w2_graph", "turn_1000_ms")
+    store = value(r, "w2_turns", "sqlite", "turn_1000_ms")
+    postgres = [
+        value(r, "w2_turns", name, "mean_ms")
+        for name in ("postgres", "postgres+redis", "postgres_no_flush_wait")
+    ]
+    return [
+        row(
+            "W2 per turn through `invoke` on SQLite, turn 1,000",
+            turn,
+            floor,
+            "ms",
+            ("≤ 0.2 ms", turn, 0.2),
+        ),
+        scaling_row(r, "memory", "in memory", None),
+        scaling_row(r, "sqlite", "SQLite", floor),
+        row(
+            "W2 SQLite file after 1,000 turns (2,000 messages), closed",
+            value(r, "w2_graph", "files_mb"),
+            None,
+            "MB",
+            ("≤ 3 MB", value(r, "w2_graph", "files_mb"), 3),
+        ),
+        row("W2 checkpointer alone (`asave`), SQLite, turn 1,000", store, floor, "ms", None),
+        Row(
+            "W2 checkpointer alone, mean: Postgres / + Redis / `synchronous_commit=off`",
+            " / ".join(number(mean) for mean in postgres) + " ms",
+            "—",
+            "—",
+            "—",
+            "info",
+        ),
+    ]
+
+
+def w3_rows(r: Results) -> list[Row]:
+    merge = value(r, "w3_merge", "merge_us_at_100000")
+    public = value(r, "w3_add_messages", "add_messages_us_at_100000")
+    copy = value(r, "floors", "w3_copy_us")
+    return [
+        row(
+            "W3 runtime merge of one message into 100,000",
+            merge,
+            None,
+            "µs",
+            ("≤ 20 µs", merge, 20),
+        ),
+        row(
+            "W3 public `add_messages(left, [new])`, 100,000; floor `list(left)`",
+            public,
+            copy,
+            "µs",
+            ("≤ 3x floor", over(public, copy), 3),
+        ),
+    ]
+
+
+def w4_row(r: Results) -> Row:
+    ours = value(r, "w4_resume", "load_and_turn_ms")
+    floor = value(r, "floors", "w4", "validated_ms")
+    unvalidated = value(r, "floors", "w4", "json_only_ms")
+    base = row(
+        "W4 fresh process: load 10,000 messages from SQLite + one turn",
+        ours,
+        floor,
+        "ms",
+        ("≤ 60 ms", ours, 60),
+    )
+    floor_text = base.floor
+    if unvalidated is not None:
+        floor_text += f" ({number(unvalidated, 'ms')} without validation)"
+    return Row(
+        base.workload,
+        base.ours,
+        floor_text,
+        base.ratio,
+        base.target,
+        base.verdict,
+    )
+
+
+def w5_rows(r: Results) -> list[Row]:
+    trim = value(r, "w5_trim", "trim_best_us")
+    sync = value(r, "w5_trim", "sync_trim_context_best_us")
+    floor = value(r, "floors", "w5_us")
+    return [
+        row(
+            "W5 `atrim_context` of 10,000 messages to the last 10 user turns",
+            trim,
+            floor,
+            "µs",
+            ("≤ 20 µs", trim, 20),
+        ),
+        row(
+            "W5 sync `trim_context`; floor: the async call above",
+            sync,
+            trim,
+            "µs",
+            ("≤ 2x async", over(sync, trim), 2),
+        ),
+    ]
+
+
+def w6_rows(r: Results) -> list[Row]:
+    held = value(r, "w6_invoke", "held_bytes_per_message")
+    stored = value(r, "w6_invoke", "stored_bytes_per_message")
+    anchor = value(r, "w6_invoke", "anchor_stored_bytes_per_message") or 276
+    return [
+        row(
+            "W6 bytes held per message through `invoke`, 100 threads x 1,000, in memory",
+            held,
+            value(r, "floors", "w6", "held_bytes_per_message"),
+            "B",
+            ("≤ 400 B", held, 400),
+        ),
+        row(
+            "W6 SQLite bytes stored per message, same fill",
+            stored,
+            value(r, "floors", "w6", "stored_bytes_per_message"),
+            "B",
+            (f"≤ {anchor:.0f} B (openai-agents)", stored, anchor),
+        ),
+    ]
+
+
+def startup_rows(r: Results) -> list[Row]:
+    bare = value(r, "startup", "python_pass_ms")
+    graph = value(r, "startup", "import_graph_ms")
+    cli = value(r, "startup", "cli_help_ms")
+    return [
+        row(
+            "Startup: `import tenxgraph.core.graph`; floor `python -c pass`",
+            graph,
+            bare,
+            "ms",
+            ("≤ 150 ms", graph, 150),
+        ),
+        row("Startup: `tenxgraph --help`", cli, bare, "ms", ("≤ 150 ms", cli, 150)),
+        row(
+            "Startup: `from tenxgraph.core.graph import StateGraph` (loads the lazy modules)",
+            value(r, "startup", "import_state_graph_ms"),
+            bare,
+            "ms",
+            None,
+        ),
+    ]
+
+
+def rows(results: Results) -> list[Row]:
+    return [
+        *w1_rows(results),
+        *w2_rows(results),
+        *w3_rows(results),
+        w4_row(results),
+        *w5_rows(results),
+        *w6_rows(results),
+        *startup_rows(results),
+    ]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def commit() -> str:
+    """The checked-out commit, and whether the tree had other changes (it often does here)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return f"{head} (with uncommitted changes)" if git("status", "--porcelain") else head
+
+
+def machine() -> str:
+    load = ", ".join(f"{figure:.1f}" for figure in os.getloadavg())
+    return (
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, commit {commit()}; "
+        f"load average at the end (1, 5, 15 min): {load}."
+    )
+
+
+def footnotes(results: Results) -> list[str]:
+    """Figures that explain a row without a column of their own, and failed workloads."""
+    notes = []
+    peaks = [
+        value(results, "w2_scaling", backend, "by_size", "100000", "peak_rss_mb")
+        for backend in ("memory", "sqlite")
+    ]
+    if None not in peaks:
+        notes.append(
+            "Peak resident memory of the 100k-message scaling process (interpreter, the seed "
+            f"list and the thread): memory {number(peaks[0])} MB, SQLite {number(peaks[1])} MB."
+        )
+    store = value(results, "w6_invoke", "store_only_bytes_per_message")
+    if store is not None:
+        notes.append(f"W6 held with the compiled graph dropped (the store alone): {store:.0f} B.")
+    for name, figures in results.items():
+        if "error" in figures:
+            notes.append(f"`{name}` failed: {figures['error']}")
+    return notes
+
+
+def render(results: Results) -> str:
+    header = Row("workload", "ours", "floor", "ours / floor", "target", "verdict")
+    lines = [
+        BEGIN,
+        "<!-- generated by `make bench` (bench/report.py); edits here are overwritten -->",
+        "",
+        machine(),
+        "",
+        "| " + " | ".join(header.__dict__.values()) + " |",
+        "|" + "---|" * len(header.__dict__),
+    ]
+    lines += ["| " + " | ".join(line.__dict__.values()) + " |" for line in rows(results)]
+    notes = footnotes(results)
+    if notes:
+        lines += ["", *(f"- {note}" for note in notes)]
+    return "\n".join([*lines, "", END])
+
+
+def update_readme(path: Path, results: Results) -> None:
+    """Replace the generated section of ``path`` (between the markers) by a new table."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} needs the markers {BEGIN} and {END}")
+    path.write_text(text[:start] + render(results) + text[end + len(END) :], encoding="utf-8")

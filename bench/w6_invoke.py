@@ -1,0 +1,105 @@
+"""W6 through ``invoke``: 100 threads x 1,000 messages filled by real ``app.invoke`` turns
+(one user question in, one assistant answer with token usage out) on one compiled graph
+with default settings. Targets: <= 400 bytes held per message with
+``InMemoryCheckpointer``; stored bytes per message on SQLite at or below openai-agents'
+276 (its compact JSON items, measured on this machine for the issue).
+
+Held: what tracemalloc sees allocated after the fill and a ``gc.collect()``, minus what
+it saw before the checkpointer and the graph were made, over 100,000 messages. It
+counts everything the fill left alive: the store (messages, checkpoints, indexes) and the
+compiled graph's warm-thread cache. Also reported: the same after the compiled graph is
+dropped (the store alone), and tracemalloc's peak during the fill.
+
+Stored: the same fill on ``SqliteCheckpointer`` (WAL, ``synchronous=NORMAL``), then
+the database file plus any WAL left after the checkpointer is closed, over 100,000.
+
+Run: ``python -m bench.w6_invoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import tempfile
+import tracemalloc
+from typing import Any
+
+from tenxgraph.core.graph import CompiledGraph, StateGraph
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.message import TokenUsages
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, SqliteCheckpointer
+
+THREADS = 100
+MESSAGES = 1_000  # per thread: 500 turns of question and answer
+ANCHOR_STORED_BYTES = 276
+
+
+def answer(state: AgentState) -> list[Message]:
+    usage = TokenUsages(completion_tokens=20, prompt_tokens=100, total_tokens=120)
+    text = f"Answer {len(state.context) // 2}: it works like this, step by step."
+    return [Message.text_message(text, role="assistant", usages=usage)]
+
+
+def one_node(checkpointer: Checkpointer) -> CompiledGraph[AgentState]:
+    graph = StateGraph(AgentState)
+    graph.add_node("answer", answer)
+    graph.set_entry_point("answer")
+    return graph.compile(checkpointer)
+
+
+def fill(app: CompiledGraph[AgentState]) -> None:
+    for thread in range(THREADS):
+        config = {"thread_id": f"thread-{thread}", "user_id": f"user-{thread % 10}"}
+        for turn in range(MESSAGES // 2):
+            text = f"Question {turn} in thread {thread}: how does this work?"
+            app.invoke({"messages": [Message.text_message(text)]}, config)
+
+
+def held() -> dict[str, Any]:
+    """Bytes alive after an in-memory fill, with and without the compiled graph."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    checkpointer = InMemoryCheckpointer()
+    app = one_node(checkpointer)
+    fill(app)
+    gc.collect()
+    after, peak = tracemalloc.get_traced_memory()
+    del app
+    gc.collect()
+    store_only = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    total = THREADS * MESSAGES
+    return {
+        "held_bytes_per_message": round((after - before) / total),
+        "store_only_bytes_per_message": round((store_only - before) / total),
+        "peak_bytes_per_message": round((peak - before) / total),
+    }
+
+
+def stored() -> dict[str, Any]:
+    """SQLite file bytes (with any WAL left) after the same fill and a close."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "w6.sqlite")
+        checkpointer = SqliteCheckpointer(path)
+        fill(one_node(checkpointer))
+        asyncio.run(checkpointer.aclose())
+        files = [path, path + "-wal"]
+        size = sum(os.path.getsize(file) for file in files if os.path.exists(file))
+    return {"stored_bytes_per_message": round(size / (THREADS * MESSAGES))}
+
+
+def run() -> dict[str, Any]:
+    return {
+        "threads": THREADS,
+        "messages": THREADS * MESSAGES,
+        **held(),
+        **stored(),
+        "anchor_stored_bytes_per_message": ANCHOR_STORED_BYTES,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
