@@ -493,15 +493,9 @@ class CompiledGraph(ThreadOperations[S]):
         session = None
         state: S | None = None
         if self.checkpointer is not None and lease is not None:
-            key = lease.key
-            session = self.warm.take(key)
-            # Reuse the warm state only if the thread is the same incarnation at the same
-            # version: one deleted and re-created since may have reached that version too.
-            if session is not None and lease.stamp == session.stamp:
-                state = session.revive(self.builder.state_class)
-            if state is None or session is None:
-                session = ThreadSession(self.checkpointer, key)
-                state = await session.load(self.builder.state_class)
+            session, state = await self.warm.open(
+                self.checkpointer, lease.key, self.builder.state_class, lease.stamp
+            )
             session.lease = lease.owner
         if state is None:
             state = self._fresh_state()

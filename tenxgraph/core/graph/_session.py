@@ -85,6 +85,7 @@ class ThreadSession:
         fields = state_class.model_fields
         self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
         self._remember_window(state.context, stored.window)
+        self._index = state.message_index()
         self.approx_bytes = sum(map(approx_bytes, state.context))
         return state
 
@@ -109,7 +110,7 @@ class ThreadSession:
             context = list(context)
         moved = index.hand_over(context) if index is not None and not index.retired else None
         state.set_context(context, moved)
-        self._window_list = context
+        self._window_list, self._index = context, moved
         return state
 
     def record(self, messages: list[Message]) -> None:
@@ -219,19 +220,27 @@ def approx_bytes(message: Message) -> int:
 
     Large payloads (text, inline base64 media, tool outputs and arguments)
     live in the string fields of the content blocks, so those are counted;
-    everything else is a fixed allowance per message and per block. It looks
+    the objects around them are fixed allowances, measured with tracemalloc
+    on CPython 3.11 (a one-block text message holds about 1.5 KB). It looks
     one level into nested objects only, so a thread of 10,000 short messages
     is estimated in a few milliseconds.
     """
-    return _MESSAGE_BYTES + sum(map(_block_bytes, message.content))
+    size = _MESSAGE_BYTES + sum(map(_block_bytes, message.content))
+    return size if message.usages is None else size + _USAGES_BYTES
 
 
-_MESSAGE_BYTES = 400
-"""Allowance for a message's own fields (ids, role, metadata, usages)."""
+_MESSAGE_BYTES = 1_000
+"""The message object, its ids, timestamp, metadata dict and content list."""
+
+_BLOCK_BYTES = 550
+"""A content block object and its small fields."""
+
+_USAGES_BYTES = 600
+"""A ``TokenUsages`` record."""
 
 
 def _block_bytes(block: BaseModel) -> int:
-    size = 100
+    size = _BLOCK_BYTES
     for value in block.__dict__.values():
         if isinstance(value, str):
             size += len(value)

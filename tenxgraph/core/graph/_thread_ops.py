@@ -16,8 +16,8 @@ from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph import _turns as turns
-from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
+from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
@@ -43,6 +43,7 @@ class ThreadOperations(Generic[S]):
     checkpointer: Checkpointer | None
     nodes: dict[str, Node]
     leases: LeasePolicy
+    warm: WarmThreads
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from (``CompiledGraph`` provides it)."""
@@ -56,7 +57,11 @@ class ThreadOperations(Generic[S]):
         key = history.thread_key(config)
         if version is not None:
             return await history.state_at(checkpointer, key, self.builder.state_class, version)
-        return await ThreadSession(checkpointer, key).load(self.builder.state_class)
+        stamp = await checkpointer.aversion(key)
+        session, state = await self.warm.open(checkpointer, key, self.builder.state_class, stamp)
+        if state is not None:
+            self.warm.keep(session)  # the next run (or read) of the thread needs no reload
+        return state
 
     def get_state(self, config: Mapping[str, Any], *, version: int | None = None) -> S | None:
         """Sync ``aget_state``."""

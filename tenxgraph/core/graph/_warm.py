@@ -12,17 +12,21 @@ hundreds of megabytes with the count far below its limit.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TypeVar
 
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.storage.checkpointer.base import ThreadKey
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
 
 __all__ = ["WarmThreads"]
+
+S = TypeVar("S", bound=AgentState)
 
 
 class WarmThreads:
     """An LRU of ``ThreadSession`` by key, at most ``max_threads`` and ``max_bytes``."""
 
-    def __init__(self, max_threads: int = 128, max_bytes: int = 64 * 2**20) -> None:
+    def __init__(self, max_threads: int = 128, max_bytes: int = 8 * 2**20) -> None:
         self.max_threads = max_threads
         self.max_bytes = max_bytes
         self._sessions: OrderedDict[ThreadKey, tuple[ThreadSession, int]] = OrderedDict()
@@ -36,6 +40,30 @@ class WarmThreads:
         """The estimated bytes of the messages held by the kept sessions."""
         return self._bytes
 
+    async def open(
+        self,
+        checkpointer: Checkpointer,
+        key: ThreadKey,
+        state_class: type[S],
+        stamp: ThreadStamp | None,
+    ) -> tuple[ThreadSession, S | None]:
+        """The thread's session (taken out of the cache) and state, stored as ``stamp``.
+
+        The warm copy is used only if ``stamp`` is still its stamp: the same
+        incarnation at the same version (a thread deleted and re-created since
+        may have reached that version too). No stamp means no thread: nothing
+        is read. Otherwise the thread is loaded.
+        """
+        session = self.take(key)
+        if stamp is None:
+            return ThreadSession(checkpointer, key), None
+        if session is not None and session.stamp == stamp:
+            state = session.revive(state_class)
+            if state is not None:
+                return session, state
+        session = ThreadSession(checkpointer, key)
+        return session, await session.load(state_class)
+
     def take(self, key: ThreadKey) -> ThreadSession | None:
         """Remove and return the thread's session (a run takes it while it runs)."""
         kept = self._sessions.pop(key, None)
@@ -45,13 +73,21 @@ class WarmThreads:
         return kept[0]
 
     def keep(self, session: ThreadSession) -> None:
-        """Keep ``session`` as the newest; evict the oldest ones while over a bound."""
+        """Keep ``session`` as the newest; evict the oldest others while over a bound.
+
+        The newest session stays whatever its size: its run just held it in
+        memory anyway, and a very long thread that is being talked to now is
+        the one a reload would cost most. It goes as soon as another thread
+        finishes while the cache is over its bounds.
+        """
         self.take(session.key)
-        size = session.approx_bytes
-        if self.max_threads <= 0 or size > self.max_bytes:
+        if self.max_threads <= 0:
             return
+        size = session.approx_bytes
         self._sessions[session.key] = (session, size)
         self._bytes += size
-        while len(self._sessions) > self.max_threads or self._bytes > self.max_bytes:
+        while len(self._sessions) > 1 and (
+            len(self._sessions) > self.max_threads or self._bytes > self.max_bytes
+        ):
             _, (_, evicted) = self._sessions.popitem(last=False)
             self._bytes -= evicted

@@ -36,12 +36,20 @@ def test_large_threads_are_bounded_by_bytes() -> None:
     assert app.warm.take(ThreadKey("t29")) is not None  # the newest is kept
 
 
-def test_a_thread_larger_than_the_budget_is_not_kept() -> None:
+def test_a_thread_larger_than_the_budget_stays_only_while_it_is_the_newest() -> None:
     app = app_with(warm_bytes=MB)
     app.invoke({"messages": [("user", "x" * 2 * MB)]}, {"thread_id": "big"})
-    assert len(app.warm) == 0
+    assert len(app.warm) == 1  # the thread being talked to now keeps its warm copy
     app.invoke({"messages": [("user", "small")]}, {"thread_id": "small"})
     assert len(app.warm) == 1
+    assert app.warm.take(ThreadKey("big")) is None
+    assert app.warm.bytes < MB
+
+
+def test_warm_threads_zero_keeps_nothing() -> None:
+    app = app_with(warm_threads=0)
+    app.invoke({"messages": [("user", "hi")]}, {"thread_id": "t"})
+    assert len(app.warm) == 0
 
 
 def test_the_estimate_follows_the_payload() -> None:
@@ -77,3 +85,36 @@ def test_a_dropped_result_lends_its_list_to_the_next_run() -> None:
     third = app.invoke({"messages": [("user", "three")]}, config)
     assert third["state"].context is not second["state"].context  # held: copied
     assert len(second["state"].context) == 4
+
+
+class CountingLoads(InMemoryCheckpointer):
+    """Counts full thread loads, to show which reads the warm cache saves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    async def aload(self, key: ThreadKey) -> Any:
+        self.loads += 1
+        return await super().aload(key)
+
+
+def test_reading_a_thread_then_running_it_loads_it_once() -> None:
+    checkpointer = CountingLoads()
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    writer, reader = graph.compile(checkpointer), graph.compile(checkpointer)
+    config = {"thread_id": "t"}
+    writer.invoke({"messages": [("user", "one")]}, config)
+    assert checkpointer.loads == 0  # a new thread is not read at all
+    state = reader.get_state(config)
+    assert state is not None and checkpointer.loads == 1
+    reader.invoke({"messages": [("user", "two")]}, config)
+    assert checkpointer.loads == 1  # the run reused what get_state loaded
+    assert [m.text() for m in state.context] == ["one", "ok"]  # the read copy stays as read
+    writer.invoke({"messages": [("user", "three")]}, config)  # its warm copy is stale now
+    assert checkpointer.loads == 2
+    again = reader.get_state(config)
+    assert again is not None and checkpointer.loads == 3
+    assert [m.text() for m in again.context][-2:] == ["three", "ok"]
