@@ -24,12 +24,12 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
+from bench._child import run_child
 from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, SqliteCheckpointer
@@ -102,20 +102,12 @@ def measure(backend: str, size: int) -> dict[str, Any]:
     }
 
 
-def in_child(backend: str, size: int) -> dict[str, Any]:
-    child = subprocess.run(
-        [sys.executable, "-m", "bench.w2_scaling", "--one", backend, str(size)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(json.loads(child.stdout))
-
-
 def run() -> dict[str, Any]:
     result: dict[str, Any] = {}
     for backend in BACKENDS:
-        figures = {str(size): in_child(backend, size) for size in SIZES}
+        figures = {
+            str(size): run_child("bench.w2_scaling", "--one", backend, str(size)) for size in SIZES
+        }
         ratio = figures["100000"]["turn_ms"] / figures["1000"]["turn_ms"]
         result[backend] = {"by_size": figures, "ratio_100k_to_1k": round(ratio, 2)}
     return result

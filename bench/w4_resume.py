@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
+from bench._child import run_child
 from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
@@ -70,13 +70,7 @@ def run() -> dict[str, Any]:
         for attempt in range(RUNS):
             path = os.path.join(directory, f"w4-{attempt}.sqlite")
             seed(path)  # a fresh file each time, so every run loads the same 10,000
-            child = subprocess.run(
-                [sys.executable, "-m", "bench.w4_resume", "--turn", path],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            runs.append(json.loads(child.stdout)["load_and_turn_ms"])
+            runs.append(run_child("bench.w4_resume", "--turn", path)["load_and_turn_ms"])
         return {"load_and_turn_ms": min(runs), "runs_ms": runs}
 
 
