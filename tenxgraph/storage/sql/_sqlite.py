@@ -72,6 +72,9 @@ class SqliteDatabase:
         self.components = tuple(components)
         self.timeout = timeout
         self._lock = threading.Lock()
+        self._waiters = 0
+        """Threads blocked on ``_lock``: inline attempts step aside so they are not starved."""
+        self._waiters_lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._changes_left = 0
         """Rows the instance may change before the next call runs in a thread and checkpoints."""
@@ -99,7 +102,7 @@ class SqliteDatabase:
         def bound(conn: sqlite3.Connection) -> R:
             return function(conn, *args, **kwargs)
 
-        if self._lock.acquire(blocking=False):
+        if not self._waiters and self._lock.acquire(blocking=False):
             try:
                 if self._conn is not None and self._changes_left > 0:
                     return self._run(self._conn, bound, inline=True)
@@ -136,19 +139,21 @@ class SqliteDatabase:
 
         Locks are waited for up to ``timeout`` seconds while it is held.
         """
-        with self._lock:
+        self._acquire()
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            conn = self._conn
+            conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
             try:
-                if self._conn is None:
-                    self._conn = self._open()
-                conn = self._conn
-                conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-                try:
-                    yield conn
-                finally:
-                    _end_transaction(conn)
-                    conn.execute("PRAGMA busy_timeout=0")
-            except sqlite3.Error as exc:
-                raise StorageError(f"sqlite ({self.path}): {exc}") from exc
+                yield conn
+            finally:
+                _end_transaction(conn)
+                conn.execute("PRAGMA busy_timeout=0")
+        except sqlite3.Error as exc:
+            raise StorageError(f"sqlite ({self.path}): {exc}") from exc
+        finally:
+            self._lock.release()
 
     @contextmanager
     def transaction(
@@ -160,10 +165,29 @@ class SqliteDatabase:
 
     def close(self) -> None:
         """Close the connection (after the call in progress); a later call opens it again."""
-        with self._lock:
+        self._acquire()
+        try:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        finally:
+            self._lock.release()
+
+    def _acquire(self) -> None:
+        """Take the instance lock, waiting; while waiting, inline attempts leave it to us.
+
+        A lock is not fair: a loop calling back to back could otherwise take
+        it again each time before the woken thread does.
+        """
+        if self._lock.acquire(blocking=False):
+            return
+        with self._waiters_lock:
+            self._waiters += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
 
     def _run(
         self,
