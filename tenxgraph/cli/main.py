@@ -13,14 +13,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from tenxgraph.cli.locations import DEFAULT_DB
+from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
 from tenxgraph.cli.render import Console
-
-if TYPE_CHECKING:
-    from tenxgraph.cli.options import ChatOptions
 
 __all__ = ["build_parser", "main"]
 
@@ -234,8 +232,6 @@ def _start(args: argparse.Namespace, console: Console) -> ChatOptions | None:
     """
     if args.command not in _TITLES:
         return None
-    from tenxgraph.cli.options import ChatOptions, check_options
-
     model = {"model": args.model, "provider": args.provider, "base_url": args.base_url}
     if args.command == "demo":
         options = ChatOptions(**model)
