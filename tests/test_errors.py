@@ -302,8 +302,8 @@ def test_bad_options_raise_config_error(tmp_path: Path) -> None:
         CharEstimateCounter(0)
     with pytest.raises(ConfigError, match="keep_ratio"):
         truncate_largest_tool_results([], keep_ratio=1.5)
-    with pytest.raises(ConfigError, match="copy_for"):
-        MessageIndex([Message.text_message("hi")]).copy_for([])
+    with pytest.raises(ConfigError, match="hand_over"):
+        MessageIndex([Message.text_message("hi")]).hand_over([])
 
 
 def test_a_bad_page_raises_config_error() -> None:
