@@ -181,7 +181,7 @@ class StateGraph(Generic[S]):
         interrupt_after: Iterable[str] = (),
         recursion_limit: int = 25,
         warm_threads: int = 128,
-        warm_bytes: int = 64 * 2**20,
+        warm_bytes: int = 8 * 2**20,
         tool_threads: int = 16,
         lease_seconds: float = 30.0,
         multitask_strategy: MultitaskStrategy = "reject",
