@@ -11,16 +11,19 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo
+from pydantic_core import to_json
 
 from tenxgraph.core.state.message_block import (
     AudioBlock,
     ContentBlock,
     DataBlock,
     DocumentBlock,
+    FiniteJson,
     ImageBlock,
+    JsonChecked,
     MediaRef,
     Text,
     TextBlock,
@@ -107,6 +110,15 @@ class TokenUsages(BaseModel):
     """Audio modality tokens."""
 
 
+def _json_content(value: Any, info: ValidationInfo) -> Any:
+    """``parsed_content`` from Python: a model is checked by what it dumps to."""
+    if isinstance(value, BaseModel):
+        check_json_data(value.model_dump(mode="json"), "parsed_content")
+    elif value:
+        check_json_data(value, "parsed_content")
+    return value
+
+
 class Message(BaseModel):
     r"""One turn: a role, an ordered list of content blocks, and metadata.
 
@@ -126,37 +138,28 @@ class Message(BaseModel):
     """Ordered content blocks (any sequence is accepted and stored as a list)."""
     delta: bool = False
     """True for a streaming chunk; deltas are never stored in state."""
-    tools_calls: list[dict[str, Any]] | None = None
+    tools_calls: Annotated[
+        list[dict[str, Any]] | None, JsonChecked(list[dict[str, FiniteJson]] | None)
+    ] = None
     """Raw tool call dicts from a provider SDK; for adapters only."""
     reasoning: Text | None = None
     """Reasoning trace (deprecated: use a ``ReasoningBlock`` in ``content``)."""
     timestamp: float | None = Field(default_factory=time.time)
     """UNIX time the message was created."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], JsonChecked(dict[str, FiniteJson])] = Field(
+        default_factory=dict
+    )
     """Arbitrary JSON-serializable metadata."""
     usages: TokenUsages | None = None
     """Token usage of the model call that produced this message."""
-    raw: dict[str, Any] | None = None
+    raw: Annotated[dict[str, Any] | None, JsonChecked(dict[str, FiniteJson] | None)] = None
     """The raw provider response."""
-    parsed_content: dict[str, Any] | BaseModel | None = None
+    parsed_content: Annotated[
+        dict[str, Any] | BaseModel | None,
+        JsonChecked(dict[str, FiniteJson] | None, check=_json_content),
+    ] = None
     """Structured output validated against the agent's ``output_schema``.
     Stored as JSON: after a round trip through storage it is a dict."""
-
-    @field_validator("metadata", "raw", "tools_calls")
-    @classmethod
-    def _json_data(cls, value: Any, info: ValidationInfo) -> Any:
-        if value:
-            check_json_data(value, str(info.field_name), from_python=info.mode == "python")
-        return value
-
-    @field_validator("parsed_content")
-    @classmethod
-    def _json_content(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, BaseModel):
-            check_json_data(value.model_dump(mode="json"), "parsed_content")
-        elif value:
-            check_json_data(value, "parsed_content", from_python=info.mode == "python")
-        return value
 
     def text(self) -> str:
         """Concatenate the text of TextBlocks and the output of ToolResultBlocks."""
@@ -324,3 +327,42 @@ def _output_text(output: Any) -> str:
 
 MessagesAdapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 """Validates and serializes a whole list of messages in one call."""
+
+
+def compact_json(message: Message) -> str:
+    """``message`` as JSON without the fields at their default values: how stores keep it.
+
+    Validating the text gives back an equal message (the left-out fields get
+    the same defaults) at about half the size of ``model_dump_json()`` for a
+    typical message (no ``"delta":false``, ``"annotations":[]`` or nulls).
+    Always written: each block's ``type`` (the discriminator), ``message_id``
+    and ``timestamp`` (their defaults are made anew for every message, so one
+    left out would come back different), and a ``parsed_content`` model in
+    full (it comes back as a dict, which must hold all its fields). Raises
+    ``ValueError`` for what JSON cannot hold (a lone surrogate, an object).
+    """
+    data = message.model_dump(mode="json", exclude_defaults=True)
+    data["message_id"] = message.message_id
+    data["timestamp"] = message.timestamp
+    data["content"] = _typed(message.content, data["content"])
+    if isinstance(message.parsed_content, BaseModel):
+        data["parsed_content"] = message.parsed_content.model_dump(mode="json")
+    # inf_nan_mode="null": as model_dump_json() does with a NaN put in after validation
+    return to_json(data, inf_nan_mode="null").decode()
+
+
+def _typed(blocks: Sequence[ContentBlock], dumped: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``dumped`` (blocks dumped without defaults) with each block's ``type`` put back, first.
+
+    A tool result's output may itself be a list of blocks: those get theirs too.
+    """
+    typed = []
+    for block, data in zip(blocks, dumped, strict=True):
+        if isinstance(block, ToolResultBlock) and _holds_blocks(block.output):
+            data["output"] = _typed(block.output, data["output"])
+        typed.append({"type": block.type, **data})
+    return typed
+
+
+def _holds_blocks(output: Any) -> TypeGuard[list[ContentBlock]]:
+    return isinstance(output, list) and bool(output) and isinstance(output[0], BaseModel)

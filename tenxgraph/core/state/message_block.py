@@ -11,19 +11,23 @@ import binascii
 import json
 import math
 import re
-from typing import Annotated, Any, Literal, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, cast
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     JsonValue,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
+from typing_extensions import TypeAliasType
 
 __all__ = [
     "AnnotationBlock",
@@ -104,7 +108,7 @@ Text = Annotated[str, _PythonTextCheck()]
 
 
 def json_data(value: Any, info: ValidationInfo) -> Any:
-    """Field validator body for JSON-data fields: ``check_json_data`` naming the field."""
+    """Validator body for JSON-data fields: ``check_json_data`` naming the field."""
     if (
         value is None
         or isinstance(value, bool | int)
@@ -117,6 +121,83 @@ def json_data(value: Any, info: ValidationInfo) -> Any:
         return value  # blocks or media: validated themselves
     check_json_data(value, str(info.field_name), from_python=info.mode == "python")
     return value
+
+
+def _one_error(schema: core_schema.CoreSchema) -> core_schema.CoreSchema:
+    """Make a union of JSON types report one error, the only one JSON input can cause.
+
+    In JSON input only NaN or an infinity can fail such a union; without this a
+    refused value would get one error per type it is not.
+    """
+    union = cast("dict[str, Any]", schema["schema"] if schema["type"] == "nullable" else schema)
+    if union["type"] == "union":
+        union["custom_error_type"] = "finite_json"
+        union["custom_error_message"] = "NaN or infinity, which JSON data cannot hold"
+    return schema
+
+
+class _NotFinite:
+    """Applies ``_one_error`` to the type it annotates."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return _one_error(handler(source))
+
+
+if TYPE_CHECKING:
+    FiniteJson: TypeAlias = Any
+else:
+    FiniteJson = TypeAliasType(
+        "FiniteJson",
+        Annotated[
+            Union[  # noqa: UP007 - a recursive alias needs the string forward references
+                str, int, FiniteFloat, bool, dict[str, "FiniteJson"], list["FiniteJson"], None
+            ],
+            _NotFinite(),
+        ],
+    )
+"""JSON data as pydantic-core checks it for JSON input: any JSON value but NaN and infinities
+(which the parser accepts as ``NaN`` or ``1e999``). Each value keeps its JSON type."""
+
+
+class JsonChecked:
+    """Marks a field holding JSON data: refused are values JSON cannot hold, naming where.
+
+    Python input goes through ``check`` (``json_data`` by default: NaN, infinities,
+    lone surrogates, non-JSON types, too deep). JSON input can only be wrong by
+    NaN or an infinity (the parser refuses the rest), so it is validated as
+    ``json_type``, in which every number must be finite: pydantic-core checks
+    it without a Python call, which is what makes loading stored messages cheap.
+    The JSON schema and the dumps stay the declared type's.
+    """
+
+    def __init__(
+        self, json_type: Any, check: Callable[[Any, ValidationInfo], Any] = json_data
+    ) -> None:
+        """``json_type`` is the field's type for JSON input, with ``FiniteJson`` for its data."""
+        self.json_type = json_type
+        self.check = check
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """Python input: the field's schema then ``check``; JSON input: ``json_type``."""
+        return core_schema.json_or_python_schema(
+            json_schema=_one_error(handler.generate_schema(self.json_type)),
+            python_schema=core_schema.with_info_after_validator_function(
+                self.check, handler(source)
+            ),
+            # Dumped by what each value is (a model by its own fields, a tuple as an array),
+            # as the declared type does; the stricter ``json_type`` would warn about some.
+            serialization=core_schema.simple_ser_schema("any"),
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The schema of the declared type, not of ``json_type``."""
+        return handler(schema["python_schema"])
 
 
 def check_json_data(value: Any, field: str, *, from_python: bool = True) -> None:
@@ -332,12 +413,12 @@ class ToolCallBlock(_Block):
     """Tool call id, matched by ``ToolResultBlock.call_id``."""
     name: Text
     """Tool function name."""
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: Annotated[dict[str, Any], JsonChecked(dict[str, FiniteJson])] = Field(
+        default_factory=dict
+    )
     """Arguments."""
     tool_type: Text | None = None
     """Optional type hint, e.g. ``web_search`` or ``computer_use``."""
-
-    _args_are_json = field_validator("args")(json_data)
 
 
 class RemoteToolCallBlock(_Block):
@@ -349,12 +430,12 @@ class RemoteToolCallBlock(_Block):
     """Call id."""
     name: Text
     """Configured remote tool name with a matching client handler."""
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: Annotated[dict[str, Any], JsonChecked(dict[str, FiniteJson])] = Field(
+        default_factory=dict
+    )
     """Arguments."""
     tool_type: Literal["remote"] = "remote"
     """Always ``remote``."""
-
-    _args_are_json = field_validator("args")(json_data)
 
 
 class ToolResultBlock(_Block):
@@ -364,14 +445,15 @@ class ToolResultBlock(_Block):
     """Discriminator."""
     call_id: Text = Field(min_length=1)
     """The ``ToolCallBlock.id`` this answers."""
-    output: MediaRef | list[ContentBlock] | JsonValue = None
+    output: Annotated[
+        MediaRef | list[ContentBlock] | JsonValue,
+        JsonChecked(MediaRef | list[ContentBlock] | FiniteJson),
+    ] = None
     """What the tool returned: a string, JSON data, a ``MediaRef`` or a list of blocks."""
     is_error: bool = False
     """True when the tool failed."""
     status: Literal["completed", "failed"] | None = None
     """Status of the tool call."""
-
-    _output_is_json = field_validator("output")(json_data)
 
 
 class ReasoningBlock(_Block):
@@ -407,10 +489,8 @@ class ErrorBlock(_Block):
     """Error message."""
     code: Text | None = None
     """Optional error code."""
-    data: dict[str, Any] | None = None
+    data: Annotated[dict[str, Any] | None, JsonChecked(dict[str, FiniteJson] | None)] = None
     """Additional error data."""
-
-    _data_is_json = field_validator("data")(json_data)
 
 
 ContentBlock: TypeAlias = Annotated[
