@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from tenxgraph.core.state.message import Message, MessagesAdapter
+from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
 from tenxgraph.errors import (
     ConfigError,
     ConflictError,
@@ -141,7 +141,11 @@ def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
                 f"thread {key.thread_id!r}: new_messages[{index}] is a streaming delta; "
                 "only complete messages are stored"
             )
-        usage = message.usages.model_dump_json() if message.usages is not None else None
+        usage = (
+            None
+            if message.usages is None
+            else message.usages.model_dump_json(exclude_defaults=True)
+        )
         rows.append(MessageRow(str(message.message_id), message.role, usage, _dump(message)))
     where = f"thread {key.thread_id!r}:"
     return EncodedWrite(
@@ -221,7 +225,7 @@ def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:
 
 def _dump(message: Message) -> str:
     try:
-        return message.model_dump_json()
+        return compact_json(message)
     except ValueError as exc:  # pydantic's serialization errors derive from ValueError
         raise StateError(
             f"message {message.message_id!r} cannot be stored as JSON: {exc}"
