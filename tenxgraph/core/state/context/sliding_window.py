@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
+from tenxgraph.core.state.context.base import LocalContextManager, S, check_count
 from tenxgraph.core.state.context.cuts import (
     keep_from,
     last_user_index,
@@ -16,7 +16,7 @@ from tenxgraph.core.state.message import Message
 __all__ = ["SlidingWindowContextManager"]
 
 
-class SlidingWindowContextManager(BaseContextManager):
+class SlidingWindowContextManager(LocalContextManager):
     """A window over the most recent ``window_size`` non-system messages.
 
     The window starts at the first user message inside it, never on a tool
@@ -35,7 +35,7 @@ class SlidingWindowContextManager(BaseContextManager):
         check_count("SlidingWindowContextManager", "window_size", window_size)
         self.window_size = window_size
 
-    async def atrim_context(self, state: S) -> S:
+    def bound(self, state: S) -> S:
         """Slide the window to the end of the conversation."""
         self._slide(state, self.window_size)
         return state

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
+from tenxgraph.core.state.context.base import LocalContextManager, S, check_count
 from tenxgraph.core.state.context.cuts import keep_from, replace_context
 from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
 from tenxgraph.core.state.message import Message
@@ -10,7 +10,7 @@ from tenxgraph.core.state.message import Message
 __all__ = ["TokenBudgetContextManager"]
 
 
-class TokenBudgetContextManager(BaseContextManager):
+class TokenBudgetContextManager(LocalContextManager):
     """Keep the most recent turns whose tokens, with the system messages', fit ``max_tokens``.
 
     Cuts fall only at turn boundaries (a user message starts a turn), so a
@@ -30,7 +30,7 @@ class TokenBudgetContextManager(BaseContextManager):
         self.max_tokens = max_tokens
         self.token_counter: TokenCounter = token_counter or CharEstimateCounter()
 
-    async def atrim_context(self, state: S) -> S:
+    def bound(self, state: S) -> S:
         """Drop the oldest turns until the context fits ``max_tokens``."""
         context = state.context
         systems = state.message_index().system_positions

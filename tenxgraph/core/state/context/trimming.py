@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
+from tenxgraph.core.state.context.base import LocalContextManager, S, check_count
 from tenxgraph.core.state.context.cuts import (
     keep_from,
     nth_last_user_index,
@@ -14,7 +14,7 @@ from tenxgraph.core.state.message import Message
 __all__ = ["MessageContextManager"]
 
 
-class MessageContextManager(BaseContextManager):
+class MessageContextManager(LocalContextManager):
     """Trimming: keep everything from the ``max_messages``-th most recent user message on.
 
     Only user messages are counted: a user message with the assistant
@@ -40,7 +40,7 @@ class MessageContextManager(BaseContextManager):
         self.remove_tool_msgs = remove_tool_msgs
         self.keep_first = keep_first
 
-    async def atrim_context(self, state: S) -> S:
+    def bound(self, state: S) -> S:
         """Keep the last ``max_messages`` user turns and every system message."""
         context = state.context
         start = nth_last_user_index(context, self.max_messages)
