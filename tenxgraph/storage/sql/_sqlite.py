@@ -57,10 +57,6 @@ _MAX_CHANGES = 65_536
 """Upper bound of the rows changed between two checkpoints, whatever the pages per row."""
 
 
-class _WouldWait(Exception):
-    """An inline attempt met another connection's lock (``SQLITE_BUSY``) and changed nothing."""
-
-
 class SqliteDatabase:
     """One SQLite file: a locked connection, transactions, and the components' migrations."""
 
@@ -105,9 +101,11 @@ class SqliteDatabase:
         if not self._waiters and self._lock.acquire(blocking=False):
             try:
                 if self._conn is not None and self._changes_left > 0:
-                    return self._run(self._conn, bound, inline=True)
-            except _WouldWait:
-                pass
+                    return self._run(self._conn, bound)
+            except StorageError as exc:
+                if not _is_busy(exc.__cause__):
+                    raise
+                # it met another connection's lock: nothing was written; wait in a thread
             finally:
                 self._lock.release()
         return await asyncio.to_thread(self._run_waiting, bound)
@@ -128,7 +126,7 @@ class SqliteDatabase:
     def _run_waiting(self, function: Callable[[sqlite3.Connection], R]) -> R:
         """Wait for the lock and run; then fold the WAL in, still holding the lock, if it is due."""
         with self.connection() as conn:
-            result = self._run(conn, function, inline=False)
+            result = self._run(conn, function)
             if self._changes_left <= 0:
                 self._checkpoint(conn)
             return result
@@ -193,20 +191,17 @@ class SqliteDatabase:
         self,
         conn: sqlite3.Connection,
         function: Callable[[sqlite3.Connection], R],
-        *,
-        inline: bool,
     ) -> R:
         """Run with the lock held; any open transaction is rolled back if ``function`` fails.
 
-        Inline, ``SQLITE_BUSY`` becomes ``_WouldWait`` (nothing was written).
+        sqlite3 errors become ``StorageError`` with the original as the cause
+        (``SQLITE_BUSY`` there: nothing was written, as the rollback undid it).
         """
         before = conn.total_changes
         try:
             result = function(conn)
         except sqlite3.Error as exc:
             _end_transaction(conn)
-            if inline and _is_busy(exc):
-                raise _WouldWait from exc
             raise StorageError(f"sqlite ({self.path}): {exc}") from exc
         except BaseException:
             _end_transaction(conn)
@@ -261,7 +256,7 @@ class SqliteDatabase:
         return conn
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
+def _is_busy(exc: BaseException | None) -> bool:
     return getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
 
 
