@@ -160,11 +160,12 @@ class Agent(Node):
                 f"model {self.model.model!r} returned no complete message",
                 provider=self.model.provider,
             )
+        if self.output_schema is not None and not answer.tool_calls():
+            answer = await self._parse(state, answer)  # only a final answer is structured
         answer = answer.model_copy(update={"message_id": ctx.id_generator()})
-        if self.output_schema is None:
+        if self.output_schema is None or answer.tool_calls():  # tools run first
             yield NodeOutput([answer])
             return
-        answer = await self._parse(state, answer)
         yield NodeOutput(
             Updates(
                 [
@@ -187,7 +188,12 @@ class Agent(Node):
         )
 
     async def _parse(self, state: AgentState, answer: Message) -> Message:
-        """Validate the answer against ``output_schema``; on failure ask once more, then raise."""
+        """Validate the answer against ``output_schema``; on failure ask once more, then raise.
+
+        Only a final answer (no tool calls) is structured output. When the
+        model answers the correction with tool calls, that answer is returned
+        unparsed, and the loop runs the tools before asking again.
+        """
         assert self.output_schema is not None
         adapter = TypeAdapter(self.output_schema)
         parsed, error = _parse(adapter, answer)
@@ -197,6 +203,8 @@ class Agent(Node):
                 "Answer again with only a JSON object that matches the schema."
             )
             answer = await self.model.complete(self._request(state, [answer, correction]))
+            if answer.tool_calls():
+                return answer
             parsed, error = _parse(adapter, answer)
             if error:
                 raise OutputValidationError(

@@ -121,6 +121,58 @@ def test_output_schema_fails_after_the_retry() -> None:
         graph.compile().invoke({"messages": [Message.text_message("weather?")]})
 
 
+def test_output_schema_with_tools_runs_the_tools_then_structures_the_final_answer() -> None:
+    # issue 17 bug 1: an answer calling a tool was re-asked as bad structured output
+    ran: list[str] = []
+
+    def thermometer(city: str) -> float:
+        """Read the temperature in a city."""
+        ran.append(city)
+        return 4.5
+
+    def reply(request: ModelRequest) -> Message | str:
+        results = [b for m in request.messages for b in m.tool_results()]
+        if not results:
+            call = ToolCallBlock(id="t1", name="thermometer", args={"city": "Oslo"})
+            return Message(role="assistant", content=[call])
+        return f'{{"city": "Oslo", "celsius": {results[0].output}}}'
+
+    model = FunctionModel(reply)
+    app = create_agent(model, [thermometer], output_schema=Weather)
+    result = app.invoke({"messages": [Message.text_message("weather in Oslo?")]})
+    assert ran == ["Oslo"]
+    call, tool_message, final = result["messages"]
+    assert [b.name for b in call.tool_calls()] == ["thermometer"]
+    assert call.parsed_content is None
+    assert tool_message.tool_results()[0].call_id == "t1"
+    assert final.parsed_content == Weather(city="Oslo", celsius=4.5)
+    assert result["structured_response"] == Weather(city="Oslo", celsius=4.5)
+    assert len(model.requests) == 2  # no correction was asked for
+    assert all(r.output_schema == Weather.model_json_schema() for r in model.requests)
+    assert all([t.name for t in r.tools] == ["thermometer"] for r in model.requests)
+
+
+def test_a_correction_answered_with_a_tool_call_runs_the_tool() -> None:
+    def thermometer(city: str) -> float:
+        """Read the temperature in a city."""
+        return -2.0
+
+    asking = ToolCallBlock(id="t1", name="thermometer", args={"city": "Oslo"})
+    model = ScriptedModel(
+        [
+            "it is cold",
+            Message(role="assistant", content=[asking]),
+            '{"city": "Oslo", "celsius": -2}',
+        ]
+    )
+    app = create_agent(model, [thermometer], output_schema=Weather)
+    result = app.invoke({"messages": [Message.text_message("weather in Oslo?")]})
+    assert [m.role for m in result["messages"]] == ["assistant", "tool", "assistant"]
+    assert result["messages"][1].text() == "-2.0"
+    assert result["structured_response"] == Weather(city="Oslo", celsius=-2)
+    model.assert_consumed()
+
+
 def test_trim_context_without_manager_warns_at_compile() -> None:
     graph = StateGraph(AgentState)
     graph.add_node("main", Agent(model=ScriptedModel([]), trim_context=True))
