@@ -144,6 +144,10 @@ async def test_a_killed_redis_is_skipped_and_a_restarted_one_used_again(
     assert cache.available
     state = await app.aget_state(config)
     assert [m.text() for m in state.context if m.role == "user"] == ["one", "two", "three"]
+    # The app's process holds the thread warm and never reads it back; a load is
+    # what fills an entry, as another process's would after the restart.
+    loaded = await checkpointer.aload(ThreadKey("killed"))
+    assert [m.text() for m in loaded.context if m.role == "user"] == ["one", "two", "three"]
     state_key, _ = cache.keys(ThreadKey("killed"))
     from redis.asyncio import Redis
 
