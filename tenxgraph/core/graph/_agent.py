@@ -6,6 +6,10 @@ go out as stream events, never into state), and returns the complete
 assistant message with its usages. Tool calls in the answer are run by a
 ``ToolNode``; ``create_agent`` wires the two into a loop.
 
+Middleware's ``wrap_model_call`` wrappers run around each model call
+(``tenxgraph.core.graph._model_call``): they may change the request, the
+model or the answer, and call the model more than once.
+
 A forced ``tool_choice`` (``required`` or a tool name) holds only until the
 forced tool has answered in the current turn; later calls in that turn use
 ``auto``, so a loop that forces a tool still ends (see ``turn_tool_choice``).
@@ -21,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tenxgraph.core.graph._events import MessageEvent
+from tenxgraph.core.graph._model_call import ModelCall, ModelCallWrapper, stream_model_call
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool, as_tools
 from tenxgraph.core.graph._updates import Updates
-from tenxgraph.core.llm.base import ChatModel, ModelRequest, ToolChoice, ToolSpec
+from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.context.overflow import areduce_on_overflow
@@ -33,7 +38,6 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     ContextWindowExceededError,
     GraphBuildError,
-    ModelError,
     OutputValidationError,
 )
 
@@ -61,6 +65,7 @@ class Agent(Node):
         temperature: float | None = None,
         max_tokens: int | None = None,
         retry: RetryPolicy | None = None,
+        wrappers: Sequence[ModelCallWrapper] = (),
         **model_options: Any,
     ) -> None:
         """Describe the agent; the model itself is resolved on first use.
@@ -71,6 +76,8 @@ class Agent(Node):
         of the graph whose tools are used. ``trim_context=True`` runs the
         graph's context manager before each model call. A name no provider
         claims raises ``GraphBuildError`` here rather than at the first call.
+        ``wrappers`` run around every model call, the first outermost
+        (middleware's ``wrap_model_call``, see ``ModelCall``).
         """
         from tenxgraph.core.llm.resolve import check_model
 
@@ -79,6 +86,7 @@ class Agent(Node):
         self._provider = provider
         self._model_options = model_options
         self._retry = retry
+        self.wrappers = tuple(wrappers)
         self._model: ChatModel | None = None
         self.system_prompt = system_prompt
         self.tools = as_tools(tools)
@@ -138,7 +146,7 @@ class Agent(Node):
         overflowed = False
         while answer is None:
             try:
-                async for message in self.model.stream(self._request(state)):
+                async for message in stream_model_call(self._call(state, ctx), self.wrappers):
                     if message.delta:
                         yield MessageEvent(ctx.node, message)
                     else:
@@ -155,13 +163,9 @@ class Agent(Node):
                 if not await areduce_on_overflow(state, manager):
                     raise
                 overflowed = True
-        if answer is None:  # a custom model's stream ended with deltas only
-            raise ModelError(
-                f"model {self.model.model!r} returned no complete message",
-                provider=self.model.provider,
-            )
+        assert answer is not None  # stream_model_call ends with the complete message or raises
         if self.output_schema is not None and not answer.tool_calls():
-            answer = await self._parse(state, answer)  # only a final answer is structured
+            answer = await self._parse(state, ctx, answer)  # only a final answer is structured
         answer = answer.model_copy(update={"message_id": ctx.id_generator()})
         if self.output_schema is None or answer.tool_calls():  # tools run first
             yield NodeOutput([answer])
@@ -175,19 +179,25 @@ class Agent(Node):
             )
         )
 
-    def _request(self, state: AgentState, extra: Sequence[Message] = ()) -> ModelRequest:
+    def _call(self, state: AgentState, ctx: RunContext, extra: Sequence[Message] = ()) -> ModelCall:
+        """The next model call over ``state``, before the wrappers change it."""
         schema = self.output_schema
-        return ModelRequest(
-            messages=[*messages_for_model(state, self.system_prompt or ()), *extra],
+        return ModelCall(
+            model=self.model,
+            system_prompt=self.system_prompt,
+            messages=[*messages_for_model(state), *extra],
             tools=self.tool_specs(),
             tool_choice=turn_tool_choice(self.tool_choice, state.context),
             output_schema=schema.model_json_schema() if schema is not None else None,
             output_schema_name=schema.__name__ if schema is not None else "output",
             temperature=self.temperature,
             max_tokens=self.max_tokens,
+            state=state,
+            config=ctx.config,
+            invocation_state=ctx.invocation_state,
         )
 
-    async def _parse(self, state: AgentState, answer: Message) -> Message:
+    async def _parse(self, state: AgentState, ctx: RunContext, answer: Message) -> Message:
         """Validate the answer against ``output_schema``; on failure ask once more, then raise.
 
         Only a final answer (no tool calls) is structured output. When the
@@ -202,7 +212,9 @@ class Agent(Node):
                 f"Your answer did not match the required JSON schema: {error}. "
                 "Answer again with only a JSON object that matches the schema."
             )
-            answer = await self.model.complete(self._request(state, [answer, correction]))
+            correcting = self._call(state, ctx, [answer, correction])
+            async for message in stream_model_call(correcting, self.wrappers):
+                answer = message  # the last is the complete answer; deltas are not streamed
             if answer.tool_calls():
                 return answer
             parsed, error = _parse(adapter, answer)
