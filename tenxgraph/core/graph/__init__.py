@@ -17,6 +17,7 @@ __all__ = [
     "GraphInterrupt",
     "InterruptEvent",
     "MessageEvent",
+    "ModelCall",
     "MultitaskStrategy",
     "Node",
     "NodeOutput",
@@ -39,6 +40,8 @@ __all__ = [
     "interrupt",
     "tool",
     "tools_condition",
+    "wrap_model_call",
+    "wrap_tool_call",
 ]
 
 if TYPE_CHECKING:
@@ -62,7 +65,10 @@ if TYPE_CHECKING:
         after_model,
         before_agent,
         before_model,
+        wrap_model_call,
+        wrap_tool_call,
     )
+    from tenxgraph.core.graph._model_call import ModelCall
     from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
     from tenxgraph.core.graph._prebuilt import create_agent, tools_condition
     from tenxgraph.core.graph._run_control import RunControl
@@ -99,7 +105,10 @@ else:
                 "after_model",
                 "before_agent",
                 "before_model",
+                "wrap_model_call",
+                "wrap_tool_call",
             ),
+            "tenxgraph.core.graph._model_call": ("ModelCall",),
             "tenxgraph.core.graph._node": (
                 "Node",
                 "NodeOutput",

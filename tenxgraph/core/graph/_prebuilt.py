@@ -4,6 +4,9 @@ With middleware the loop becomes::
 
     START -> before_agent hooks -> before_model hooks -> agent -> after_model hooks
           -> tools (-> before_model hooks ...) | after_agent hooks -> END
+
+``wrap_model_call`` runs inside the agent node, ``wrap_tool_call`` inside the
+tools node; a middleware's ``tools`` join the agent's.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from typing import Any, TypeVar
 from tenxgraph.core.graph._agent import Agent
 from tenxgraph.core.graph._builder import StateGraph
 from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.graph._middleware import AgentMiddleware, HookNode, merge_state_schemas
+from tenxgraph.core.graph._middleware import (
+    AgentMiddleware,
+    HookNode,
+    agent_tools,
+    check_middleware,
+    merge_state_schemas,
+)
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.llm.base import ChatModel
@@ -56,10 +65,14 @@ def create_agent(
 
     ``agent_options`` go to ``Agent`` (``system_prompt``, ``output_schema``,
     ``trim_context``, ``provider``...). ``middleware`` adds hooks around the
-    loop (see ``tenxgraph.core.graph._middleware``). A forced ``tool_choice``
+    loop (see ``tenxgraph.core.graph._middleware``), checked here: an unknown
+    hook name, a sync ``wrap_*`` hook, two middleware of one name or two tools
+    of one name raise ``GraphBuildError``. A forced ``tool_choice``
     (a tool name or ``required``) applies until that tool has answered in the
     current turn, then the model gets ``auto``, so the loop can end.
     """
+    check_middleware(middleware)
+    tools = agent_tools(tools, middleware)
     base = state if isinstance(state, type) else type(state)
     merged = merge_state_schemas(base, middleware)
     seed: Any = merged if isinstance(state, type) else merged(**state.model_dump())
@@ -77,10 +90,11 @@ def create_agent(
                 raise GraphBuildError(f"{name}: can_jump_to 'tools' but the agent has no tools")
             jumps: dict[str, str] = {target: targets[target] for target in allowed}
             graph.add_node(name, HookNode(middle, hook, jumps), ends=list(jumps.values()))
-    wrappers = [m.wrap_tool_call for m in middleware if m.overrides("wrap_tool_call")]
-    graph.add_node(AGENT_NODE, Agent(model, tools=tools, **agent_options))
+    model_wrappers = [m.wrap_model_call for m in middleware if m.overrides("wrap_model_call")]
+    tool_wrappers = [m.wrap_tool_call for m in middleware if m.overrides("wrap_tool_call")]
+    graph.add_node(AGENT_NODE, Agent(model, tools=tools, wrappers=model_wrappers, **agent_options))
     if tools:
-        graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=wrappers))
+        graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=tool_wrappers))
         graph.add_edge(TOOL_NODE, model_entry)
     path = [
         *chains["before_agent"],
