@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
-from tenxgraph.core.state.app_state import AppState
+from tenxgraph.core.state.app_state import AppState, app_state_from
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex, add_messages
 from tenxgraph.core.state.storable import storable_text
@@ -72,6 +72,14 @@ class AgentState(BaseModel):
     runtime, not by invoke input. Stored as JSON: after a reload it is a dict."""
 
     _index: MessageIndex | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Assignments are not validated (that would cost every runtime write), but a dict
+        # assigned to app_state is user data entering the state: it is checked and copied
+        # here, so a later save never meets a value it cannot store.
+        if name == "app_state":
+            value = app_state_from(value)
+        super().__setattr__(name, value)
 
     def message_index(self) -> MessageIndex:
         """The index of ``context`` (ids, system positions), rebuilt only when stale."""
