@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
+from pydantic_core import PydanticSerializationError
 
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.core.state.pairing import pairing_violations
 from tenxgraph.errors import StateError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
@@ -41,12 +42,30 @@ class ThreadSnapshot(BaseModel):
 
     @classmethod
     def of(cls, state: AgentState, version: int = 0) -> ThreadSnapshot:
-        """Snapshot a state object (no checkpointer needed)."""
-        return cls(values=encode_values(state), context=list(state.context), version=version)
+        """Snapshot a state object (no checkpointer needed).
+
+        A copy, not a view: changing ``state`` (or one of its messages) afterwards
+        does not change the snapshot. Values are dumped as JSON data; messages are
+        copied through their JSON form, the fastest complete copy pydantic offers.
+        """
+        try:
+            values = encode_values(state)
+        except PydanticSerializationError as exc:
+            raise StateError(f"cannot snapshot a state that is not JSON data: {exc}") from None
+        context = MessagesAdapter.validate_json(MessagesAdapter.dump_json(state.context))
+        return cls(values=values, context=context, version=version)
 
     def to_state(self, state_class: type[S]) -> S:
-        """Rebuild the state through ``state_class`` (never a class named in the data)."""
-        stored = StoredThread(ThreadKey("snapshot"), self.version, 0, self.values, [], self.context)
+        """Rebuild the state through ``state_class`` (never a class named in the data).
+
+        The state shares nothing with the snapshot: one snapshot can be restored
+        many times, and running the restored state never changes it.
+        """
+        try:
+            copy = self.model_validate_json(self.model_dump_json())
+        except PydanticSerializationError as exc:
+            raise StateError(f"snapshot values are not JSON data: {exc}") from None
+        stored = StoredThread(ThreadKey("snapshot"), copy.version, 0, copy.values, [], copy.context)
         return decode_state(state_class, stored)
 
 
