@@ -15,6 +15,8 @@ from tenxgraph.core.graph import (
     before_agent,
     before_model,
     create_agent,
+    wrap_model_call,
+    wrap_tool_call,
 )
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
@@ -178,3 +180,112 @@ def test_hook_order_before_in_order_after_reversed() -> None:
     app = create_agent(ScriptedModel(["ok"]), middleware=[*make("a"), *make("b")])
     app.invoke({"messages": [Message.text_message("q")]})
     assert order == ["a.before_agent", "b.before_agent", "b.after_agent", "a.after_agent"]
+
+
+@pytest.mark.parametrize(
+    "method", ["before_modle", "wrap_model_request", "before_tool", "after_tool_call", "on_x"]
+)
+def test_an_unknown_hook_name_is_a_build_error(method: str) -> None:
+    def hook(self: Any, state: Any) -> None:
+        return None
+
+    typo = type("Typo", (AgentMiddleware,), {method: hook})
+    if method == "on_x":  # not hook-like: an ordinary method
+        create_agent(ScriptedModel([]), middleware=[typo()])
+        return
+    with pytest.raises(GraphBuildError) as caught:
+        create_agent(ScriptedModel([]), middleware=[typo()])
+    message = str(caught.value)
+    assert f"middleware 'Typo' defines {method}(), which is not a hook" in message
+    assert "before_agent, before_model, after_model, after_agent, wrap_model_call" in message
+
+
+def test_langchain_async_spellings_point_to_the_hook() -> None:
+    class Ported(AgentMiddleware):
+        async def awrap_model_call(self, call: Any, handler: Any) -> Any:
+            return await handler(call)
+
+    with pytest.raises(
+        GraphBuildError,
+        match=r"awrap_model_call\(\), which is not a hook "
+        r"\(define wrap_model_call itself, as async def\)",
+    ):
+        create_agent(ScriptedModel([]), middleware=[Ported()])
+
+
+def test_helper_methods_and_private_hook_like_names_are_allowed() -> None:
+    class Helpful(AgentMiddleware):
+        def before_model(self, state: Any) -> None:
+            self._before_count()
+
+        def _before_count(self) -> None:
+            self.count = getattr(self, "count", 0) + 1
+
+        def summarize(self) -> str:
+            return "ok"
+
+    helpful = Helpful()
+    create_agent(ScriptedModel(["x"]), middleware=[helpful]).invoke(
+        {"messages": [Message.text_message("q")]}
+    )
+    assert helpful.count == 1
+
+
+def test_wrap_hooks_must_be_async() -> None:
+    class SyncWrap(AgentMiddleware):
+        def wrap_model_call(self, call: Any, handler: Any) -> Any:  # type: ignore[override]
+            return handler(call)
+
+    with pytest.raises(GraphBuildError, match="'SyncWrap': wrap_model_call must be async def"):
+        create_agent(ScriptedModel([]), middleware=[SyncWrap()])
+    with pytest.raises(GraphBuildError, match="@wrap_tool_call needs an async function"):
+
+        @wrap_tool_call
+        def sync_wrap(call: Any, handler: Any) -> Any:
+            return handler(call)
+
+
+def test_two_middleware_with_one_name_are_a_build_error() -> None:
+    with pytest.raises(GraphBuildError, match="two middleware are named 'Auditor'"):
+        create_agent(ScriptedModel([]), middleware=[Auditor(), Auditor()])
+
+    @wrap_model_call(name="policy")
+    async def first(call: Any, handler: Any) -> Any:
+        return await handler(call)
+
+    @before_model(name="policy")
+    def second(state: Any) -> None:
+        return None
+
+    with pytest.raises(GraphBuildError, match="two middleware are named 'policy'"):
+        create_agent(ScriptedModel([]), middleware=[first, second])
+
+
+def test_a_middleware_tool_name_used_twice_is_a_build_error() -> None:
+    class Doubler(AgentMiddleware):
+        tools = [double]
+
+    with pytest.raises(
+        GraphBuildError,
+        match="tool name 'double' is used twice: by middleware 'Doubler' and by the agent's tools",
+    ):
+        create_agent(ScriptedModel([]), [double], middleware=[Doubler()])
+
+    class Other(AgentMiddleware):
+        tools = [double]
+
+    with pytest.raises(GraphBuildError, match="by middleware 'Other' and by middleware 'Doubler'"):
+        create_agent(ScriptedModel([]), middleware=[Doubler(), Other()])
+
+
+def test_wrap_tool_call_decorator() -> None:
+    @wrap_tool_call(name="tenfold")
+    async def tenfold(call: ToolCallBlock, handler: Any) -> ToolOutcome:
+        outcome: ToolOutcome = await handler(call)
+        return ToolOutcome(outcome.output * 10)
+
+    model = ScriptedModel([ToolCallBlock(id="1", name="double", args={"x": 2}), "done"])
+    result = create_agent(model, [double], middleware=[tenfold]).invoke(
+        {"messages": [Message.text_message("go")]}
+    )
+    assert result["messages"][1].text() == "40"
