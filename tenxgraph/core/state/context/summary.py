@@ -14,7 +14,7 @@ from tenxgraph.core.state.context.cuts import (
     strip_completed_tool_groups,
 )
 from tenxgraph.core.state.context.render import render_transcript
-from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
+from tenxgraph.core.state.context.tokens import TokenCounter, as_token_counter
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ErrorBlock, TextBlock
 from tenxgraph.errors import ConfigError
@@ -61,8 +61,8 @@ class SummaryContextManager(BaseContextManager):
         remove_tool_msgs: When summarizing, also drop tool calls and results,
             as whole groups, from the kept turns but the current one.
         summary_prompt: The summarizer's system prompt.
-        token_counter: Counts tokens for ``token_budget``; ~4 characters a
-            token by default.
+        token_counter: Counts tokens for ``token_budget``: an object with a
+            ``count(messages)`` method; ~4 characters a token by default.
     """
 
     def __init__(
@@ -89,7 +89,7 @@ class SummaryContextManager(BaseContextManager):
         self.keep_recent = keep_recent
         self.remove_tool_msgs = remove_tool_msgs
         self.summary_prompt = summary_prompt
-        self.token_counter: TokenCounter = token_counter or CharEstimateCounter()
+        self.token_counter = as_token_counter(owner, token_counter)
         self._chat_model: ChatModel | None = None
 
     def should_summarize(self, context: list[Message]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tenxgraph.core.state.context.base import LocalContextManager, S, check_count
 from tenxgraph.core.state.context.cuts import keep_from, replace_context
-from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
+from tenxgraph.core.state.context.tokens import TokenCounter, as_token_counter
 from tenxgraph.core.state.message import Message
 
 __all__ = ["TokenBudgetContextManager"]
@@ -21,14 +21,16 @@ class TokenBudgetContextManager(LocalContextManager):
 
     Args:
         max_tokens: The budget for the whole context (at least 1).
-        token_counter: How tokens are counted; the ~4 characters per token
-            estimate by default, ``TiktokenCounter`` for exact OpenAI counts.
+        token_counter: How tokens are counted: an object with a
+            ``count(messages)`` method. The ~4 characters per token estimate
+            by default, ``TiktokenCounter`` for exact OpenAI counts; anything
+            else raises ``ConfigError`` here.
     """
 
     def __init__(self, max_tokens: int, token_counter: TokenCounter | None = None) -> None:
         check_count("TokenBudgetContextManager", "max_tokens", max_tokens)
         self.max_tokens = max_tokens
-        self.token_counter: TokenCounter = token_counter or CharEstimateCounter()
+        self.token_counter = as_token_counter("TokenBudgetContextManager", token_counter)
 
     def bound(self, state: S) -> S:
         """Drop the oldest turns until the context fits ``max_tokens``."""

@@ -7,9 +7,11 @@ walking back from the end, and stop as soon as its budget is reached.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
-from collections.abc import Iterator, Sequence
+import reprlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -112,6 +114,47 @@ class CharEstimateCounter:
 
     def __repr__(self) -> str:
         return f"CharEstimateCounter(chars_per_token={self.chars_per_token!r})"
+
+
+def as_token_counter(owner: str, value: object) -> TokenCounter:
+    """The counter a manager's ``token_counter`` option names: the default for None.
+
+    A counter is an object with a ``count(messages)`` method (the ``TokenCounter``
+    protocol); anything else raises ``ConfigError`` naming ``owner`` when the
+    manager is built, not at its first trim. Strings, lists and tuples have a
+    ``count`` method of their own (a substring or item count), so containers
+    are refused by kind, and a class is refused with a hint to pass an instance.
+    """
+    if value is None:
+        return CharEstimateCounter()
+    problem = _counter_problem(value)
+    if problem is None and isinstance(value, TokenCounter):
+        return value
+    raise ConfigError(
+        f"{owner}: token_counter must be a token counter, an object with a count(messages) "
+        f"method such as CharEstimateCounter() or TiktokenCounter(); got "
+        f"{reprlib.repr(value)} ({type(value).__name__}): {problem}"
+    )
+
+
+def _counter_problem(value: object) -> str | None:
+    if isinstance(value, type):
+        return f"a class, not an instance (pass {value.__name__}())"
+    if isinstance(value, str):
+        return f"a string (for a model or encoding name, pass TiktokenCounter({value!r}))"
+    if isinstance(value, bytes | Sequence | Mapping):
+        return "a container, not a counter"
+    count = getattr(value, "count", None)
+    if not callable(count):
+        hint = " (wrap a function in a class with a count method)" if callable(value) else ""
+        return f"it has no count method{hint}"
+    try:
+        inspect.signature(count).bind([])
+    except TypeError:
+        return "its count method cannot be called with one list of messages"
+    except ValueError:
+        pass  # no signature to read (some builtins): trust the name
+    return None
 
 
 def countable_parts(message: Message) -> Iterator[str | MediaRef | None]:
