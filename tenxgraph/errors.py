@@ -8,7 +8,10 @@
     ├── MissingExtraError          an optional SDK is not installed (also an ImportError)
     ├── StateError                 bad input for, or a bad update to, the graph state
     │   │                          (also a ValueError)
-    │   └── InvalidIdError         a thread_id or user_id storage cannot key by
+    │   ├── InvalidIdError         a thread_id or user_id storage cannot key by
+    │   │   └── InvalidMediaKeyError  a media key or graph://media URL that is malformed
+    │   ├── MediaTypeError         a malformed MIME type, or one the media's bytes contradict
+    │   └── MediaTooLargeError     media over the media store's size limit
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
     │   ├── RecursionLimitError    a run took more steps than its limit allows
@@ -28,6 +31,7 @@
         ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
         │   └── ThreadBusyError    reserved: another run holds the thread (the server's lease)
         ├── ThreadNotFoundError
+        ├── MediaNotFoundError     no media with that key for this user_id
         ├── CorruptRecordError     a stored row failed validation
         └── StorageUnavailableError  the database could not be reached in time
 
@@ -67,6 +71,10 @@ __all__ = [
     "GraphBuildError",
     "GraphRunError",
     "InvalidIdError",
+    "InvalidMediaKeyError",
+    "MediaNotFoundError",
+    "MediaTooLargeError",
+    "MediaTypeError",
     "MissingExtraError",
     "ModelError",
     "ModelTimeoutError",
@@ -137,6 +145,25 @@ class InvalidIdError(StateError):
     Raised before anything is read or written, with the same rules on every
     backend (see ``tenxgraph.storage.checkpointer.base.check_id``).
     """
+
+
+class InvalidMediaKeyError(InvalidIdError):
+    """A media key, or a ``graph://media/{key}`` URL, is malformed (raised before any I/O).
+
+    A key is 64 lowercase hex digits (the SHA-256 of the bytes), so no key
+    can name a path or another tenant's media.
+    """
+
+
+class MediaTypeError(StateError):
+    """A MIME type is malformed, or the media's first bytes show another type than declared.
+
+    The message names the declared type and the detected one.
+    """
+
+
+class MediaTooLargeError(StateError):
+    """Media is larger than the media store's ``max_bytes``; nothing was stored."""
 
 
 class GraphRunError(TenxGraphError):
@@ -282,6 +309,10 @@ class ThreadNotFoundError(StorageError):
     """The thread does not exist for this user."""
 
 
+class MediaNotFoundError(StorageError):
+    """No media with that key is stored for this ``user_id`` (another tenant's reads as missing)."""
+
+
 class CorruptRecordError(StorageError):
     """A stored row failed validation; the message names the thread and the field."""
 
@@ -297,8 +328,10 @@ HTTP_STATUS: dict[type[TenxGraphError], int] = {
     ConfigError: 400,
     StateError: 422,
     InvalidIdError: 400,
+    MediaTooLargeError: 413,
     ToolArgumentsError: 422,
     ThreadNotFoundError: 404,
+    MediaNotFoundError: 404,
     ConflictError: 409,
     ThreadBusyError: 409,
     RateLimitError: 429,
@@ -309,9 +342,9 @@ HTTP_STATUS: dict[type[TenxGraphError], int] = {
 """The HTTP status a server answers with for each error; ``http_status`` applies it.
 
 Bad requests are 4xx: an unusable option or id is 400, a well-formed body the
-graph's state cannot take is 422. A provider failure is 502 (504 when it timed
-out); a database out of reach is 503. Anything else is 500, the library's or
-the graph's own failure.
+graph's state cannot take is 422, media over the store's size limit 413. A
+provider failure is 502 (504 when it timed out); a database out of reach is
+503. Anything else is 500, the library's or the graph's own failure.
 """
 
 
