@@ -22,11 +22,10 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-
 from tenxgraph.core.graph._events import MessageEvent
 from tenxgraph.core.graph._model_call import ModelCall, ModelCallWrapper, stream_model_call
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
+from tenxgraph.core.graph._structured import OutputStrategy, StructuredOutput
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool, as_tools
 from tenxgraph.core.graph._updates import Updates
@@ -35,11 +34,7 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.context.overflow import areduce_on_overflow
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import (
-    ContextWindowExceededError,
-    GraphBuildError,
-    OutputValidationError,
-)
+from tenxgraph.errors import ContextWindowExceededError, GraphBuildError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
@@ -60,7 +55,9 @@ class Agent(Node):
         tools: Sequence[Callable[..., Any] | Tool] = (),
         tool_node: str | None = None,
         tool_choice: ToolChoice = "auto",
-        output_schema: type[BaseModel] | None = None,
+        output_schema: Any = None,
+        output_strategy: OutputStrategy = "auto",
+        output_retries: int = 1,
         trim_context: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -78,6 +75,10 @@ class Agent(Node):
         claims raises ``GraphBuildError`` here rather than at the first call.
         ``wrappers`` run around every model call, the first outermost
         (middleware's ``wrap_model_call``, see ``ModelCall``).
+        ``output_schema`` (a pydantic model, dataclass, TypedDict, JSON-schema
+        dict, or a union of them), ``output_strategy`` and ``output_retries``:
+        structured output, see ``tenxgraph.core.graph._structured``; a schema
+        that cannot be used raises ``GraphBuildError`` here.
         """
         from tenxgraph.core.llm.resolve import check_model
 
@@ -93,6 +94,11 @@ class Agent(Node):
         self.tool_node = tool_node
         self.tool_choice = tool_choice
         self.output_schema = output_schema
+        self.output = (
+            StructuredOutput(output_schema, strategy=output_strategy, retries=output_retries)
+            if output_schema is not None
+            else None
+        )
         self.trim_context = trim_context
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -122,6 +128,8 @@ class Agent(Node):
                 )
             bound = copy.copy(self)
             bound.tools = {**node.tools, **self.tools}
+        if self.output is not None:
+            self.output.check_tools(bound.tools, f"Agent {name!r}")
         if self.trim_context and graph.context_manager is None:
             warnings.warn(
                 f"Agent {name!r} has trim_context=True but the graph has no context manager; "
@@ -164,77 +172,51 @@ class Agent(Node):
                     raise
                 overflowed = True
         assert answer is not None  # stream_model_call ends with the complete message or raises
-        if self.output_schema is not None and not answer.tool_calls():
-            answer = await self._parse(state, ctx, answer)  # only a final answer is structured
-        answer = answer.model_copy(update={"message_id": ctx.id_generator()})
-        if self.output_schema is None or answer.tool_calls():  # tools run first
+        if self.output is None:
+            yield NodeOutput([answer.model_copy(update={"message_id": ctx.id_generator()})])
+            return
+        settled = await self.output.settle(
+            answer,
+            lambda extra: self._ask_again(state, ctx, extra),
+            native=not self.output.uses_tool(self.model, with_tools=bool(self.tools)),
+            provider=self.model.provider,
+        )
+        answer = settled.message.model_copy(update={"message_id": ctx.id_generator()})
+        if not settled.structured:  # the answer calls tools: they run first
             yield NodeOutput([answer])
             return
         yield NodeOutput(
             Updates(
                 [
                     ("the answer", [answer]),
-                    ("structured output", {"structured_response": answer.parsed_content}),
+                    ("structured output", {"structured_response": settled.value}),
                 ]
             )
         )
 
     def _call(self, state: AgentState, ctx: RunContext, extra: Sequence[Message] = ()) -> ModelCall:
         """The next model call over ``state``, before the wrappers change it."""
-        schema = self.output_schema
-        return ModelCall(
+        call = ModelCall(
             model=self.model,
             system_prompt=self.system_prompt,
             messages=[*messages_for_model(state), *extra],
             tools=self.tool_specs(),
             tool_choice=turn_tool_choice(self.tool_choice, state.context),
-            output_schema=schema.model_json_schema() if schema is not None else None,
-            output_schema_name=schema.__name__ if schema is not None else "output",
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             state=state,
             config=ctx.config,
             invocation_state=ctx.invocation_state,
         )
+        return call if self.output is None else self.output.apply(call, self.model)
 
-    async def _parse(self, state: AgentState, ctx: RunContext, answer: Message) -> Message:
-        """Validate the answer against ``output_schema``; on failure ask once more, then raise.
-
-        Only a final answer (no tool calls) is structured output. When the
-        model answers the correction with tool calls, that answer is returned
-        unparsed, and the loop runs the tools before asking again.
-        """
-        assert self.output_schema is not None
-        adapter = TypeAdapter(self.output_schema)
-        parsed, error = _parse(adapter, answer)
-        if error:
-            correction = Message.text_message(
-                f"Your answer did not match the required JSON schema: {error}. "
-                "Answer again with only a JSON object that matches the schema."
-            )
-            correcting = self._call(state, ctx, [answer, correction])
-            async for message in stream_model_call(correcting, self.wrappers):
-                answer = message  # the last is the complete answer; deltas are not streamed
-            if answer.tool_calls():
-                return answer
-            parsed, error = _parse(adapter, answer)
-            if error:
-                raise OutputValidationError(
-                    f"structured output for {self.output_schema.__name__} failed twice: {error}",
-                    provider=self.model.provider,
-                )
-        return answer.model_copy(update={"parsed_content": parsed})
-
-
-def _parse(adapter: TypeAdapter[Any], answer: Message) -> tuple[Any, str]:
-    """The validated object and no error, or None and what was wrong."""
-    try:
-        return adapter.validate_json(answer.text().strip()), ""
-    except ValidationError as exc:
-        problems = (
-            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-        )
-        return None, "; ".join(problems)
+    async def _ask_again(self, state: AgentState, ctx: RunContext, extra: list[Message]) -> Message:
+        """A structured-output retry through the wrappers; its deltas are not streamed."""
+        answer: Message | None = None
+        async for message in stream_model_call(self._call(state, ctx, extra), self.wrappers):
+            answer = message  # the last is the complete answer
+        assert answer is not None
+        return answer
 
 
 def turn_tool_choice(choice: ToolChoice, context: Sequence[Message]) -> ToolChoice:

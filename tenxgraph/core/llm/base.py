@@ -43,8 +43,11 @@ class ModelRequest:
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: ToolChoice = "auto"
     output_schema: dict[str, Any] | None = None
-    """JSON schema the answer must follow (structured output), or None."""
+    """JSON schema (of an object) the answer must follow, through the provider's own
+    structured output; the answer is its JSON text. None: no constraint. (An Agent's
+    tool strategy offers the schema as a tool instead and leaves this None.)"""
     output_schema_name: str = "output"
+    """The schema's name, for providers that want one (OpenAI's ``json_schema.name``)."""
     temperature: float | None = None
     max_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -62,6 +65,16 @@ class ChatModel(ABC):
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Yield delta messages, then exactly one complete assistant message."""
+
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Whether the model follows ``ModelRequest.output_schema`` itself (natively).
+
+        ``with_tools``: in a request that also offers tools. An Agent whose
+        ``output_strategy`` is ``auto`` asks for structured output through a
+        tool when this is False. The default, True, suits adapters that send
+        the schema to their provider and test models.
+        """
+        return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook; most models hold nothing
         """Release clients and files the model opened (a no-op unless it opened some)."""

@@ -66,6 +66,10 @@ class RetryingModel(ChatModel):
         self.model = model.model
         self._sleep = sleep
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """What the wrapped model says."""
+        return self.inner.supports_output_schema(with_tools=with_tools)
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Stream from the wrapped model, starting over after a transient failure."""
         attempt = 1
