@@ -9,16 +9,15 @@ with an assistant turn (an injected summary, a trimmed window) gets
 ``OPENING_USER_TEXT`` as its first user turn.
 
 Responses: text (with citations), thinking, redacted thinking and tool use
-become content blocks; a call of the structured-output tool becomes the text
-of the answer. ``StreamAccumulator`` assembles the raw stream events itself:
-the SDK's own accumulation parses streamed tool input leniently (a cut-off
-``{"city": "Par`` becomes ``{}``), so here the input's JSON text is kept and
-judged by ``tool_call`` like every adapter's.
+become content blocks (structured output comes as text). ``StreamAccumulator``
+assembles the raw stream events itself: the SDK's own accumulation parses
+streamed tool input leniently (a cut-off ``{"city": "Par`` becomes ``{}``), so
+here the input's JSON text is kept and judged by ``tool_call`` like every
+adapter's.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tenxgraph.core.llm._wire import (
@@ -218,7 +217,7 @@ def _source(media: MediaRef, where: str) -> Wire:
 
 
 def from_wire_content(
-    content: list[Wire], *, output_tool: str | None, refused: dict[str, Any]
+    content: list[Wire], *, refused: dict[str, Any]
 ) -> tuple[list[ContentBlock], dict[int, dict[str, Any]]]:
     """Return our blocks for a response's ``content``, and the opaque data to keep per block.
 
@@ -238,9 +237,6 @@ def from_wire_content(
         elif kind == "redacted_thinking":
             opaque[len(blocks)] = {"redacted_thinking": item["data"]}
             blocks.append(ReasoningBlock(summary=""))
-        elif kind == "tool_use" and item["name"] == output_tool:
-            answer = item.get("input") or {}
-            blocks.append(TextBlock(text=answer if isinstance(answer, str) else json.dumps(answer)))
         elif kind == "tool_use":
             blocks.append(tool_call(item["id"], item["name"], item.get("input"), refused))
         # Server-side tool blocks (web search, code execution...) stay in ``raw`` only: they are

@@ -1,18 +1,18 @@
 """Anthropic's Messages API through the official ``anthropic`` SDK (extra ``anthropic``).
 
-Structured output uses a forced tool: the request gets a tool named
-``request.output_schema_name`` whose input schema is the output schema, and
-the tool's input comes back as the message text (JSON), for the Agent to
-parse. Its arguments stream as text deltas. With other tools present the
-model must call one of them or the output tool (``tool_choice`` ``any``).
-Anthropic forbids forcing a tool while extended thinking is on: then the
-output tool is only offered (``auto``), and an answer given as plain text is
-returned as it is, for the Agent's validation (and its one retry).
+Structured output is Anthropic's own: ``output_config.format`` holds the JSON
+schema (made strict by the SDK's ``transform_schema`` where the SDK has it:
+objects closed, unsupported bounds moved into descriptions), and the answer
+is JSON text. Claude models before 4.5 (Opus 4.1 apart) do not have it:
+``supports_output_schema`` says so, and an Agent asks them through a tool
+instead. Anthropic refuses a forced tool choice while extended thinking is
+on, so then ``required`` or a named tool is sent as ``auto``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +31,15 @@ from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
 from tenxgraph.core.state.tool_arguments import INVALID_TOOL_ARGS_KEY
-from tenxgraph.errors import AuthenticationError, BadRequestError, MissingExtraError, ModelError
+from tenxgraph.errors import AuthenticationError, MissingExtraError, ModelError
 
 if TYPE_CHECKING:
     import anthropic
 
 __all__ = ["AnthropicModel"]
+
+_OLD_FAMILY = re.compile(r"^claude-(?:instant|[0-3])(?:\b|[-.])")
+_VERSION = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?")
 
 # Error types a stream can report after its HTTP status was already 200.
 _ERROR_TYPE_STATUS = {
@@ -98,6 +101,10 @@ class AnthropicModel(ChatModel):
             given=client,
         )
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Claude 4.5 and later (and Opus 4.1) have structured output, with tools or without."""
+        return supports_structured_output(self.model)
+
     async def aclose(self) -> None:
         """Close the client made for the running loop (a client passed in is the caller's)."""
         await self._clients.aclose()
@@ -120,14 +127,14 @@ class AnthropicModel(ChatModel):
             for t in request.tools
         ]
         choice = _tool_choice(request.tool_choice)
+        if choice["type"] in ("any", "tool") and _thinking(body):
+            choice = {"type": "auto"}  # Anthropic refuses a forced tool while thinking
         if request.output_schema is not None:
-            tools.append(_output_tool(request))
-            if (body.get("thinking") or {}).get("type", "disabled") != "disabled":
-                choice = {"type": "auto"}  # thinking forbids forcing a tool
-            elif request.tool_choice in ("auto", "required") and request.tools:
-                choice = {"type": "any"}
-            elif request.tool_choice in ("auto", "required", "none"):
-                choice = {"type": "tool", "name": request.output_schema_name}
+            config = body.get("output_config")
+            body["output_config"] = {
+                **(config if isinstance(config, dict) else {}),
+                "format": {"type": "json_schema", "schema": _strict(request.output_schema)},
+            }
         if tools:
             params["tools"] = tools
             params["tool_choice"] = choice
@@ -139,7 +146,6 @@ class AnthropicModel(ChatModel):
         """Stream the answer: text and thinking deltas, then the complete message."""
         import anthropic
 
-        output_tool = request.output_schema_name if request.output_schema is not None else None
         message_id = new_message_id()
         accumulator = StreamAccumulator()
         cleaner = WireCleaner()
@@ -149,7 +155,7 @@ class AnthropicModel(ChatModel):
                 async for event in events:
                     wire = cleaner.data(event)
                     accumulator.feed(wire)
-                    piece = _delta(wire, accumulator, output_tool)
+                    piece = _delta(wire)
                     if piece is not None:
                         yield Message(
                             message_id=message_id, role="assistant", content=[piece], delta=True
@@ -160,9 +166,7 @@ class AnthropicModel(ChatModel):
             raise timeout_error(str(exc), provider=PROVIDER) from exc
         raw = accumulator.response()
         refused: dict[str, Any] = {}
-        content, opaque = from_wire_content(
-            raw.get("content", []), output_tool=output_tool, refused=refused
-        )
+        content, opaque = from_wire_content(raw.get("content", []), refused=refused)
         metadata = {
             "stop_reason": raw.get("stop_reason"),
             **provider_metadata(PROVIDER, opaque),
@@ -190,30 +194,43 @@ def _tool_choice(choice: str) -> dict[str, Any]:
     return {"type": "tool", "name": choice}
 
 
-def _output_tool(request: ModelRequest) -> dict[str, Any]:
-    schema = request.output_schema or {}
-    name = request.output_schema_name
-    if schema.get("type") != "object":
-        raise BadRequestError(
-            f"{PROVIDER}: output_schema must describe a JSON object (type 'object'), "
-            f"got type {schema.get('type')!r}",
-            provider=PROVIDER,
-        )
-    if any(tool.name == name for tool in request.tools):
-        raise BadRequestError(
-            f"{PROVIDER}: output_schema_name {name!r} is also the name of a tool", provider=PROVIDER
-        )
-    return {
-        "name": name,
-        "description": "Give the final answer in this structure.",
-        "input_schema": schema,
-    }
+def _thinking(body: dict[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type", "disabled") != "disabled"
 
 
-def _delta(
-    event: dict[str, Any], accumulator: StreamAccumulator, output_tool: str | None
-) -> ContentBlock | None:
-    """The visible piece one stream event adds: text, thinking, or structured-output JSON."""
+def supports_structured_output(model: str) -> bool:
+    """Whether the Claude model named ``model`` has structured output: 4.5 and later, Opus 4.1.
+
+    Names this adapter cannot date (aliases of newer models) count as having it.
+    """
+    if _OLD_FAMILY.match(model):
+        return False
+    version = _VERSION.match(model)
+    if version is None:
+        return True
+    family, major, minor = version.group(1), int(version.group(2)), version.group(3)
+    if major != 4:
+        return major > 4
+    number = int(minor) if minor is not None else 0
+    return number >= 5 or (family == "opus" and number >= 1)
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema in the form Anthropic accepts, by the SDK's own transform when it has one."""
+    import anthropic
+
+    transform = getattr(anthropic, "transform_schema", None)
+    if transform is None:
+        return schema
+    try:
+        return dict(transform(schema))
+    except (ValueError, TypeError, AssertionError):  # a shape the transform does not know
+        return schema
+
+
+def _delta(event: dict[str, Any]) -> ContentBlock | None:
+    """The visible piece one stream event adds: text or thinking."""
     if event.get("type") != "content_block_delta":
         return None
     delta = event.get("delta") or {}
@@ -222,11 +239,6 @@ def _delta(
         return TextBlock(text=delta["text"])
     if kind == "thinking_delta" and delta.get("thinking"):
         return ReasoningBlock(summary=delta["thinking"])
-    in_output = (
-        output_tool is not None and accumulator.block(event["index"]).get("name") == output_tool
-    )
-    if kind == "input_json_delta" and delta.get("partial_json") and in_output:
-        return TextBlock(text=delta["partial_json"])
     return None
 
 

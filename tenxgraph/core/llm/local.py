@@ -90,6 +90,10 @@ class LocalLlamaModel(ChatModel):
         self._llama: Any = None
         self._lock = threading.Lock()
 
+    def supports_output_schema(self, *, with_tools: bool) -> bool:
+        """Alone only: the schema becomes a grammar that leaves no way to call a tool."""
+        return not with_tools
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Generate in a worker thread; yield text deltas, then the complete message."""
         params = chat_params(

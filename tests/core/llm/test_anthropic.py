@@ -533,24 +533,15 @@ async def test_a_conversation_opening_with_the_assistant_gets_a_user_turn_first(
     assert "The user likes tea." in turns[1]["content"][0]["text"]
 
 
-async def test_structured_output_uses_a_forced_tool_and_returns_json_text(
+async def test_structured_output_is_sent_as_output_config_and_comes_back_as_text(
     server: ReplayServer, model: AnthropicModel
 ) -> None:
     schema = {
         "type": "object",
-        "properties": {"answer": {"type": "integer"}},
+        "properties": {"answer": {"type": "integer", "minimum": 0}},
         "required": ["answer"],
     }
-    server.stream(
-        [
-            start(),
-            block_start(0, {"type": "tool_use", "id": "toolu_5", "name": "Sum", "input": {}}),
-            block_delta(0, {"type": "input_json_delta", "partial_json": '{"answer"'}),
-            block_delta(0, {"type": "input_json_delta", "partial_json": ": 4}"}),
-            block_stop(0),
-            *finish("tool_use", 8),
-        ]
-    )
+    server.stream(text_stream('{"answer"', ": 4}"))
 
     messages = await collect(
         model,
@@ -561,32 +552,73 @@ async def test_structured_output_uses_a_forced_tool_and_returns_json_text(
 
     final = messages[-1]
     assert json.loads(final.text()) == {"answer": 4}
-    assert final.tool_calls() == []
     assert "".join(m.text() for m in messages if m.delta) == '{"answer": 4}'
     body = server.requests[0].body
-    assert body["tools"][0]["name"] == "Sum"
-    assert body["tools"][0]["input_schema"] == schema
-    assert body["tool_choice"] == {"type": "tool", "name": "Sum"}
+    assert "tools" not in body
+    sent = body["output_config"]["format"]
+    assert sent["type"] == "json_schema"
+    # the SDK's transform closes objects and moves the bound it cannot enforce into a description
+    assert sent["schema"]["additionalProperties"] is False
+    assert "minimum" not in sent["schema"]["properties"]["answer"]
+    assert schema["properties"]["answer"] == {"type": "integer", "minimum": 0}  # not mutated
 
 
-async def test_structured_output_with_thinking_offers_the_tool_without_forcing_it(
-    server: ReplayServer,
-) -> None:
+async def test_output_config_defaults_are_kept_next_to_the_format(server: ReplayServer) -> None:
     client = anthropic.AsyncAnthropic(api_key="test", base_url=server.url, max_retries=0)
-    model = AnthropicModel(MODEL, client=client, thinking={"type": "adaptive"})
-    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}}
+    model = AnthropicModel(MODEL, client=client, output_config={"effort": "low"})
     server.stream(text_stream('{"answer": 4}'))
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}}
 
-    final = await model.complete(
+    await model.complete(
         ModelRequest(messages=[Message.text_message("2+2?")], output_schema=schema)
     )
 
-    assert final.text() == '{"answer": 4}'
-    body = server.requests[0].body
-    assert body["thinking"] == {"type": "adaptive"}
-    assert body["tool_choice"] == {"type": "auto"}
-    assert [tool["name"] for tool in body["tools"]] == ["output"]
+    config = server.requests[0].body["output_config"]
+    assert config["effort"] == "low"
+    assert config["format"]["schema"]["properties"] == {"answer": {"type": "integer"}}
     await client.close()
+
+
+async def test_a_forced_tool_choice_is_sent_as_auto_while_thinking(server: ReplayServer) -> None:
+    client = anthropic.AsyncAnthropic(api_key="test", base_url=server.url, max_retries=0)
+    model = AnthropicModel(MODEL, client=client, thinking={"type": "adaptive"})
+    server.stream(text_stream("Sunny."))
+    server.stream(text_stream("Sunny."))
+
+    for choice in ("required", "get_weather"):
+        await model.complete(
+            ModelRequest(
+                messages=[Message.text_message("Oslo?")], tools=[WEATHER], tool_choice=choice
+            )
+        )
+
+    assert [r.body["tool_choice"] for r in server.requests] == [{"type": "auto"}] * 2
+    assert server.requests[0].body["thinking"] == {"type": "adaptive"}
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "native"),
+    [
+        ("claude-opus-4-7", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("claude-haiku-4-5", True),
+        ("claude-opus-4-1-20250805", True),
+        ("claude-sonnet-5", True),
+        ("claude-latest-alias", True),
+        ("claude-sonnet-4-20250514", False),
+        ("claude-opus-4-0", False),
+        ("claude-sonnet-4-1", False),
+        ("claude-3-7-sonnet-latest", False),
+        ("claude-3-5-haiku-20241022", False),
+        ("claude-2.1", False),
+        ("claude-instant-1.2", False),
+    ],
+)
+def test_structured_output_support_follows_the_model_name(name: str, native: bool) -> None:
+    model = AnthropicModel(name, api_key="test")
+    assert model.supports_output_schema(with_tools=False) is native
+    assert model.supports_output_schema(with_tools=True) is native
 
 
 async def test_prompt_too_long_raises_context_window_exceeded(
