@@ -313,7 +313,7 @@ def _member(schema: object) -> _Member:
         name = _tool_name(title) if isinstance(title, str) else "output"
         return _Member(name, json.loads(json.dumps(schema)), None)
     if not _is_schema_type(schema):
-        shown = schema.__name__ if isinstance(schema, type) else repr(schema)
+        shown = "None" if schema is type(None) else getattr(schema, "__name__", repr(schema))
         raise GraphBuildError(
             "output_schema must be a pydantic model, a dataclass, a TypedDict, a JSON-schema "
             f"dict, or a union of them; got {shown}"
