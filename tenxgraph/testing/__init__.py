@@ -6,6 +6,9 @@
   fixture returning a factory ``(**options) -> Checkpointer`` for your
   backend; pytest then runs every test of the contract against it (see that
   module for an example).
+- ``MediaStoreContract`` (``tenxgraph.testing.media_stores``): the media
+  store conformance suite, used the same way with a ``make_media_store``
+  fixture returning ``(**options) -> MediaStore``.
 - ``ChatModelContract`` (``tenxgraph.testing.chat_models``): the contract
   every chat-model adapter meets (text, streamed deltas, a tool call, token
   usage, HTTP errors), as a pytest base class run against the replay server.
@@ -26,12 +29,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tenxgraph.testing.chat_models import ChatModelContract
     from tenxgraph.testing.checkpointers import CheckpointerContract, MakeCheckpointer
+    from tenxgraph.testing.media_stores import MakeMediaStore, MediaStoreContract
     from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
 __all__ = [
     "ChatModelContract",
     "CheckpointerContract",
     "MakeCheckpointer",
+    "MakeMediaStore",
+    "MediaStoreContract",
     "ReplayServer",
     "chat_chunk",
 ]
@@ -40,6 +46,8 @@ _LAZY = {
     "ChatModelContract": "tenxgraph.testing.chat_models",
     "CheckpointerContract": "tenxgraph.testing.checkpointers",
     "MakeCheckpointer": "tenxgraph.testing.checkpointers",
+    "MakeMediaStore": "tenxgraph.testing.media_stores",
+    "MediaStoreContract": "tenxgraph.testing.media_stores",
     "ReplayServer": "tenxgraph.testing.replay",
     "chat_chunk": "tenxgraph.testing.replay",
 }
@@ -50,6 +58,7 @@ _SUITES = (
     "tenxgraph.testing._checkpointer_leases",
     "tenxgraph.testing._checkpointer_rewind",
     "tenxgraph.testing._checkpointer_threads",
+    "tenxgraph.testing.media_stores",
 )
 """Modules whose ``assert`` statements pytest should rewrite, for its detailed failure reports."""
 
