@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
 from tenxgraph.core.graph._command import Command
-from tenxgraph.core.graph._entry import answered_calls, check_input, entry_point, input_messages_of
+from tenxgraph.core.graph._entry import (
+    Entry,
+    answer_pending_calls,
+    check_input,
+    entry_point,
+    input_messages_of,
+)
 from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
@@ -39,7 +45,6 @@ from tenxgraph.core.graph._run_control import (
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._thread_ops import ThreadOperations
-from tenxgraph.core.graph._tool_node import close_interrupted_calls
 from tenxgraph.core.graph._turns import discard_unfinished
 from tenxgraph.core.graph._updates import Applied, StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
@@ -390,7 +395,7 @@ class CompiledGraph(ThreadOperations[S]):
         meta.current_node = node_name
         meta.step += 1
         run.ctx.node = node_name
-        run.ctx.interrupt_scope = InterruptScope(answers=meta.resume_values)
+        run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=run.control.thread)
         if self.hooks:
             await self.hooks.node_started(run.control, node_name, meta.step)
 
@@ -451,8 +456,9 @@ class CompiledGraph(ThreadOperations[S]):
         if entry.new_turn:
             meta.step = 0
             meta.turn_start = 0 if session is None else session.version
-            if meta.status in ("running", "stopped"):  # a run that died or was stopped
-                added = self._close_interrupted_calls(state, input_messages)
+            runner, added = answer_pending_calls(state, input_messages, meta.status, self)
+            if runner is not None:  # a conversation that ends in tool calls runs them first
+                entry = Entry(runner, True)
         if "resume" in input and meta.interrupt_kind == "inside":
             meta.resume_values = [*meta.resume_values, input["resume"]]
         meta.status = "running"
@@ -468,7 +474,7 @@ class CompiledGraph(ThreadOperations[S]):
             node=START,
             config=config,
             invocation_state=invocation_state if invocation_state is not None else {},
-            interrupt_scope=InterruptScope(),
+            interrupt_scope=InterruptScope(thread=control.thread),
             id_generator=self.builder.id_generator,
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
@@ -478,14 +484,6 @@ class CompiledGraph(ThreadOperations[S]):
         run = _Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         return run
-
-    def _close_interrupted_calls(self, state: S, input_messages: list[Message]) -> list[Message]:
-        """Answer the calls a stopped or dead run left without a result (unless the input does)."""
-        answered = answered_calls(input_messages)
-        interrupted = close_interrupted_calls(state, self.builder.id_generator, answered)
-        if interrupted is None:
-            return []
-        return self.schema.apply(state, interrupted, "interrupted tool calls").messages
 
     async def _load(
         self, config: Mapping[str, Any], lease: ThreadLease | None

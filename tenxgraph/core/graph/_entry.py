@@ -11,21 +11,44 @@ The thread's last status decides, with the input:
 - ``running`` without a live holder (its run died): input-less runs continue
   where it stopped; new messages start a new turn.
 - otherwise a new turn starts at the entry.
+
+A new turn on a thread whose last assistant message has calls without a
+result (a stopped or dead run's, or a conversation the thread was created
+from) first settles them (``answer_pending_calls``): a thread at rest
+continued without new messages runs them at the graph's ``ToolNode``, as a
+model's calls; in every other case they are answered with a failed
+"interrupted" result, so the stored log stays paired.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.state.agent_state import ExecMeta
+from tenxgraph.core.graph._node import Node
+from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls, unanswered_calls
+from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import ToolResultBlock
+from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.message_input import as_messages
 from tenxgraph.errors import StateError
 
-__all__ = ["Entry", "answered_calls", "check_input", "entry_point", "input_messages_of"]
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._thread_ops import ThreadOperations
+
+__all__ = [
+    "Entry",
+    "answer_pending_calls",
+    "answered_calls",
+    "check_at_rest",
+    "check_input",
+    "entry_point",
+    "input_messages_of",
+]
+
+_AT_REST = frozenset({"idle", "completed"})
+"""Statuses of a thread whose latest turn ended normally (or that never ran)."""
 
 _INPUT_KEYS = frozenset({"messages", "state", "resume"})
 
@@ -64,25 +87,37 @@ def entry_point(meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, first:
     has_messages = bool(input.get("messages"))
     if meta.status == "interrupted":
         if not resuming:
-            raise StateError(
-                f"thread {thread_id!r} is paused at node {meta.current_node!r}; continue it "
-                "with invoke({'resume': answer}, config), or discard the paused turn with "
-                "rollback(config)"
-            )
+            check_at_rest(meta, thread_id)
         return Entry(meta.next_node or first, False, meta.interrupt_kind == "before")
     if resuming:
         raise StateError("nothing to resume: the thread is not paused at an interrupt")
     if meta.status == "error":
         if has_messages:
-            raise StateError(
-                f"thread {thread_id!r}: its last turn failed at node {meta.next_node!r} "
-                f"({meta.error}); retry it with invoke(None, config), or discard it with "
-                "rollback(config) before sending new messages"
-            )
+            check_at_rest(meta, thread_id)
         return Entry(meta.next_node or first, False)
     if meta.status == "running" and meta.next_node and not has_messages:
         return Entry(meta.next_node, False)  # a run that died mid-way continues
     return Entry(first, True)
+
+
+def check_at_rest(meta: ExecMeta, thread_id: Any, action: str = "sending new messages") -> None:
+    """Raise ``StateError`` when the thread's latest turn is paused or failed.
+
+    Such a turn must be resumed (or retried) or discarded before the thread
+    takes anything new, ``action``: new messages, or a recorded direct call.
+    """
+    if meta.status == "interrupted":
+        raise StateError(
+            f"thread {thread_id!r} is paused at node {meta.current_node!r}; continue it "
+            "with invoke({'resume': answer}, config), or discard the paused turn with "
+            f"rollback(config) before {action}"
+        )
+    if meta.status == "error":
+        raise StateError(
+            f"thread {thread_id!r}: its last turn failed at node {meta.next_node!r} "
+            f"({meta.error}); retry it with invoke(None, config), or discard it with "
+            f"rollback(config) before {action}"
+        )
 
 
 def input_messages_of(input: Mapping[str, Any]) -> list[Message]:
@@ -101,3 +136,40 @@ def answered_calls(messages: list[Message]) -> set[str]:
         for block in message.content
         if isinstance(block, ToolResultBlock)
     }
+
+
+def answer_pending_calls(
+    state: AgentState, input_messages: list[Message], status: str, graph: ThreadOperations[Any]
+) -> tuple[str | None, list[Message]]:
+    """Settle, as a new turn starts, the calls the thread ends with that have no result.
+
+    Returns the ``ToolNode`` the run enters to run them first, or None and
+    the failed results added. They run first only when the thread is at rest
+    (``status``: its last run completed, or it never ran: a conversation it was
+    created from) and the turn brings no messages: continuing a conversation
+    that ends in tool calls runs them (Strands does the same). New messages
+    mean the user moved on, and a stopped run was stopped on purpose: then,
+    as when no ``ToolNode`` has the tools, each call gets a failed result
+    saying it was interrupted (calls the input answers excepted).
+    """
+    pending = unanswered_calls(state.context)
+    if not pending:
+        return None, []
+    if not input_messages and status in _AT_REST:
+        runner = _tool_node_for(pending, graph.nodes)
+        if runner is not None:
+            return runner, []
+    answered = answered_calls(input_messages)
+    closed = close_interrupted_calls(state, graph.builder.id_generator, answered)
+    if closed is None:
+        return None, []
+    return None, graph.schema.apply(state, closed, "interrupted tool calls").messages
+
+
+def _tool_node_for(calls: list[ToolCallBlock], nodes: Mapping[str, Node]) -> str | None:
+    """The first ``ToolNode`` of the graph that has a tool for every call."""
+    names = {call.name for call in calls}
+    for name, node in nodes.items():
+        if isinstance(node, ToolNode) and names <= node.tools.keys():
+            return name
+    return None

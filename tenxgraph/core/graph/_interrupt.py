@@ -3,17 +3,23 @@
 A node (or a tool) that calls ``interrupt`` is run again from its start when
 the thread resumes; this time the call returns the human's answer. Answers
 are matched to calls by order, so a node may ask several questions.
+
+The scope also says which thread the running code belongs to, so a direct
+tool call made from inside a run can tell that it is nested (see ``_direct``).
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenxgraph.errors import UsageError
 
-__all__ = ["GraphInterrupt", "InterruptScope", "interrupt"]
+if TYPE_CHECKING:
+    from tenxgraph.storage.checkpointer.base import ThreadKey
+
+__all__ = ["GraphInterrupt", "InterruptScope", "interrupt", "running_thread"]
 
 
 class GraphInterrupt(Exception):
@@ -30,6 +36,8 @@ class InterruptScope:
 
     answers: list[Any] = field(default_factory=list)
     asked: int = 0
+    thread: ThreadKey | None = None
+    """The thread whose run (or direct tool call) executes the code in this scope."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)
@@ -48,3 +56,13 @@ def interrupt(value: Any = None) -> Any:
     if index < len(scope.answers):
         return scope.answers[index]
     raise GraphInterrupt(value)
+
+
+def running_thread() -> ThreadKey | None:
+    """The thread whose run or direct call is executing the calling code (None outside one).
+
+    Set while a node, a router or a tool runs, in worker threads too, so a
+    tool that calls ``app.call_tool`` on its own thread is recognised.
+    """
+    scope = _scope.get()
+    return None if scope is None else scope.thread

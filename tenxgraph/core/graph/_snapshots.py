@@ -94,8 +94,12 @@ async def create_thread(
     messages: Sequence[Message],
     state: S,
 ) -> int:
-    """Start thread ``key`` from an existing conversation, checked for tool-call pairing."""
-    problems = pairing_violations(messages)
+    """Start thread ``key`` from an existing conversation, checked for tool-call pairing.
+
+    Only the last assistant message's calls may lack results: continuing the
+    thread without new messages runs them first (see ``_entry``).
+    """
+    problems = pairing_violations(messages, allow_pending_tail=True)
     if problems:
         raise StateError(
             "initial messages break tool-call pairing: " + "; ".join(map(str, problems))

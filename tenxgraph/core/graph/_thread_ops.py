@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._node import Node
     from tenxgraph.core.graph._tools import Tool
     from tenxgraph.core.graph._updates import StateSchema
+    from tenxgraph.core.graph._workers import WorkerPool
 
 __all__ = ["ThreadOperations"]
 
@@ -44,6 +45,9 @@ class ThreadOperations(Generic[S]):
     nodes: dict[str, Node]
     leases: LeasePolicy
     warm: WarmThreads
+    workers: WorkerPool
+    context_manager: Any
+    """The graph's ``BaseContextManager``, or None."""
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from (``CompiledGraph`` provides it)."""
@@ -154,7 +158,10 @@ class ThreadOperations(Generic[S]):
         """Start a thread from an existing conversation (and custom field values).
 
         The messages must be well paired (every tool call answered, no result
-        without its call); the thread must not exist yet. Returns its version.
+        without its call), except the last assistant message's calls: a thread
+        that ends in calls runs them first when it is continued with
+        ``invoke(None, config)``, and answers them as interrupted when new
+        messages come instead. The thread must not exist yet. Returns its version.
         """
         initial = self._fresh_state()
         if state:
@@ -217,19 +224,31 @@ class ThreadOperations(Generic[S]):
         config: Mapping[str, Any] | None = None,
         *,
         record: bool = True,
+        note: str | None = None,
         invocation_state: dict[str, Any] | None = None,
     ) -> ToolResultBlock:
         """Call tool ``name`` directly, outside the model loop, on the thread of ``config``.
 
-        With ``record=True`` (the default) the call and its result are added to
-        the thread's history and a ``ToolResult.state`` update is merged and
-        saved; ``record=False`` leaves the thread untouched. Tool failures come
-        back as a result with ``is_error=True``, as the model would see them.
+        With ``record=True`` (the default) the call is a turn of its own: the
+        call and its result (after ``note``, as a user message, when given) are
+        added to the thread's history, a ``ToolResult.state`` update is merged,
+        the graph's context manager applies, and all of it is saved at once;
+        ``record=False`` leaves the thread untouched. Tool failures come back as
+        a result with ``is_error=True``, as the model would see them. A tool
+        that calls ``interrupt()`` raises ``ToolError``, and a recorded call
+        from inside a run of the same thread raises ``UsageError``: neither
+        changes the thread.
         """
         from tenxgraph.core.graph._direct import acall_tool
 
         return await acall_tool(
-            self, name, args or {}, config, record=record, invocation_state=invocation_state
+            self,
+            name,
+            {} if args is None else args,
+            config,
+            record=record,
+            note=note,
+            invocation_state=invocation_state,
         )
 
     def call_tool(
@@ -239,9 +258,12 @@ class ThreadOperations(Generic[S]):
         config: Mapping[str, Any] | None = None,
         *,
         record: bool = True,
+        note: str | None = None,
         invocation_state: dict[str, Any] | None = None,
     ) -> ToolResultBlock:
         """Sync ``acall_tool``."""
         return run_sync(
-            self.acall_tool(name, args, config, record=record, invocation_state=invocation_state)
+            self.acall_tool(
+                name, args, config, record=record, note=note, invocation_state=invocation_state
+            )
         )

@@ -49,16 +49,18 @@ __all__ = [
     "ToolOutcome",
     "close_interrupted_calls",
     "execute_tool",
+    "unanswered_calls",
 ]
 
 STORAGE_NOTES_KEY = "storage_notes"
 """Tool message metadata key: where text the store cannot hold was replaced by U+FFFD."""
 
 INTERRUPTED_CALL_TEXT = (
-    "[tenxgraph: this tool call was interrupted: its run stopped before the call finished, "
-    "so it has no result]"
+    "[tenxgraph: this tool call was interrupted: the conversation moved on before the call "
+    "finished, so it has no result]"
 )
-"""Output of the failed result that answers a call whose run stopped or died."""
+"""Output of the failed result that answers a call left without one: its run stopped or
+died, or new input came first."""
 
 
 @dataclass(slots=True)
@@ -220,9 +222,13 @@ class ToolNode(Node):
             ledger[call.id] = outcome.storable(call.name).entry()
 
         holder = pending[0].id if pending else None
+        thread = ctx.interrupt_scope.thread
         tasks = [
             asyncio.ensure_future(
-                settle(call, ctx.interrupt_scope if call.id == holder else InterruptScope())
+                settle(
+                    call,
+                    ctx.interrupt_scope if call.id == holder else InterruptScope(thread=thread),
+                )
             )
             for call in pending
         ]
@@ -247,15 +253,7 @@ def close_interrupted_calls(
     paired and the model is told plainly. Calls in ``answered`` (results the
     new input brings) are left alone.
     """
-    calls, _ = _last_calls(state.context)
-    if not calls:
-        return None
-    answered = set(answered)
-    for message in reversed(state.context):  # the group's results follow its call
-        if message.role != "tool":
-            break
-        answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
-    pending = [call for call in calls if call.id not in answered]
+    pending = [call for call in unanswered_calls(state.context) if call.id not in answered]
     if not pending:
         return None
     ledger = state.execution_meta.tool_ledger
@@ -263,6 +261,19 @@ def close_interrupted_calls(
         if call.id not in ledger:
             ledger[call.id] = ToolOutcome(INTERRUPTED_CALL_TEXT, True).entry()
     return Updates(_results(pending, state, new_id))
+
+
+def unanswered_calls(context: list[Message]) -> list[ToolCallBlock]:
+    """The calls of the context's last tool group that have no result yet, in call order."""
+    calls, _ = _last_calls(context)
+    if not calls:
+        return []
+    answered: set[str] = set()
+    for message in reversed(context):  # the group's results follow its call
+        if message.role != "tool":
+            break
+        answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
+    return [call for call in calls if call.id not in answered]
 
 
 def _results(

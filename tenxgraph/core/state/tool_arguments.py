@@ -82,6 +82,9 @@ def parse_tool_arguments(raw: object, *, complete: bool = True) -> ParsedArgumen
         check_json_data(value, "the arguments")
     except ValueError as exc:
         return ParsedArguments({}, str(exc), text)
+    key = None if isinstance(raw, str) else _non_string_key(value, "the arguments")
+    if key is not None:  # JSON text turns such a key into a string; Python data must not
+        return ParsedArguments({}, key, repr(raw))
     if not complete:
         return ParsedArguments({}, _CUT_OFF, text)
     return ParsedArguments(dict(value), None, text)
@@ -153,6 +156,23 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc)
+
+
+def _non_string_key(value: object, where: str) -> str | None:
+    """Where decoded arguments hold a dict key that is not a string (JSON keys are strings)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r}, which is not a string"
+            found = _non_string_key(item, f"{where}[{key!r}]")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _non_string_key(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _as_text(value: object) -> str:

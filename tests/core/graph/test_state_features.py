@@ -218,6 +218,9 @@ def test_create_thread_from_existing_conversation() -> None:
     assert len(result["state"].context) == 4
     with pytest.raises(StateError, match="already exists"):
         app.create_thread(config, [])
-    orphan = [Message(role="assistant", content=[ToolCallBlock(id="c", name="f")])]
+    orphan = [  # only the last message's calls may wait for their results
+        Message(role="assistant", content=[ToolCallBlock(id="c", name="f")]),
+        Message.text_message("and then?"),
+    ]
     with pytest.raises(StateError, match="tool call without its result"):
         app.create_thread({"thread_id": "other"}, orphan)
