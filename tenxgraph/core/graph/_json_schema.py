@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tenxgraph.errors import GraphBuildError
+
 __all__ = ["SchemaProblem", "check_schema", "validate"]
 
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
@@ -51,7 +53,7 @@ _PYTHON_TYPES: dict[str, type] = {
 }
 
 
-class SchemaProblem(ValueError):
+class SchemaProblem(GraphBuildError):
     """A JSON schema that cannot be used; the message names the place (``properties.city.type``)."""
 
 

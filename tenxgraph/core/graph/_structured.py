@@ -211,19 +211,20 @@ class StructuredOutput:
         what was wrong.
         """
         tried: list[Message] = []
-        for attempt in range(self.retries + 1):
-            read = self._read(answer, native)
+        read = self._read(answer, native)
+        for _ in range(self.retries):
             if isinstance(read, Settled):
                 return read
-            if attempt == self.retries:
-                raise OutputValidationError(
-                    f"structured output for {self.name} failed {_times(attempt + 1)}: "
-                    f"{'; '.join(read.problems)}",
-                    provider=provider,
-                )
             tried += [answer, *read.follow_up]
             answer = await ask_again(list(tried))
-        raise AssertionError("unreachable")  # pragma: no cover
+            read = self._read(answer, native)
+        if isinstance(read, Settled):
+            return read
+        raise OutputValidationError(
+            f"structured output for {self.name} failed {_times(self.retries + 1)}: "
+            f"{'; '.join(read.problems)}",
+            provider=provider,
+        )
 
     def _read(self, answer: Message, native: bool) -> Settled | _Rejected:
         """The settled answer, or what was wrong and the messages that tell the model."""
