@@ -252,7 +252,7 @@ class ModelTimeoutError(ModelError):
 
 
 class OutputValidationError(ModelError):
-    """Structured output still failed its schema after the retry."""
+    """Structured output still failed its schema after the Agent's ``output_retries``."""
 
 
 class StorageError(TenxGraphError):
