@@ -70,14 +70,21 @@ class StateSchema:
             )
         return self.apply(state, dict(values), "invoke input 'state'")
 
-    def apply(self, state: AgentState, update: Any, where: str) -> Applied:
-        """Merge a node's return (messages, a dict, a state object, or None) into ``state``."""
+    def apply(
+        self, state: AgentState, update: Any, where: str, removed: set[str | int] | None = None
+    ) -> Applied:
+        """Merge a node's return (messages, a dict, a state object, or None) into ``state``.
+
+        ``removed`` collects the ids its message edits removed, shared by the
+        parts of ``Updates`` (see ``apply_edits``).
+        """
         applied = Applied()
         if update is None:
             pass
         elif isinstance(update, Updates):
+            removed = set() if removed is None else removed
             for label, item in update.items:
-                part = self.apply(state, item, f"{where}, {label}")
+                part = self.apply(state, item, f"{where}, {label}", removed)
                 applied.messages.extend(part.messages)
                 applied.values.update(part.values)
         elif isinstance(update, Message):
@@ -87,9 +94,9 @@ class StateSchema:
             if all(isinstance(m, Message) for m in items):
                 applied.messages = state.append_messages(items)
             else:
-                applied.messages = apply_edits(state, items)
+                applied.messages = apply_edits(state, items, removed)
         elif isinstance(update, dict):
-            self._apply_dict(state, update, where, applied)
+            self._apply_dict(state, update, where, applied, removed)
         elif isinstance(update, BaseModel) and update is not state:
             if not isinstance(update, self.state_class):
                 raise StateError(
@@ -107,7 +114,12 @@ class StateSchema:
         return applied
 
     def _apply_dict(
-        self, state: AgentState, update: dict[str, Any], where: str, applied: Applied
+        self,
+        state: AgentState,
+        update: dict[str, Any],
+        where: str,
+        applied: Applied,
+        removed: set[str | int] | None = None,
     ) -> None:
         fields = self.state_class.model_fields
         unknown = sorted(set(update) - set(fields))
@@ -121,7 +133,7 @@ class StateSchema:
             raise StateError(f"{where}: execution_meta belongs to the runtime; use state helpers")
         for name, value in update.items():
             if name == "context":
-                applied.messages.extend(self._merge_context(state, value, where))
+                applied.messages.extend(self._merge_context(state, value, where, removed))
                 continue
             value = self.validate_field(name, value, where)
             reducer = self.reducers.get(name)
@@ -139,7 +151,9 @@ class StateSchema:
         }
         self._apply_dict(state, changed, where, applied)
 
-    def _merge_context(self, state: AgentState, value: Any, where: str) -> list[Message]:
+    def _merge_context(
+        self, state: AgentState, value: Any, where: str, removed: set[str | int] | None
+    ) -> list[Message]:
         if not isinstance(value, list):
             value = [value] if isinstance(value, (Message, tuple, dict)) else value
         if not isinstance(value, list):
@@ -152,7 +166,7 @@ class StateSchema:
         if reducer is add_messages:
             if all(isinstance(m, Message) for m in messages):
                 return state.append_messages(messages)
-            return apply_edits(state, messages)
+            return apply_edits(state, messages, removed)
         before = state.message_index()
         state.context = reducer(state.context, messages)
         return [m for m in state.context if m.message_id not in before]

@@ -44,16 +44,24 @@ class ReplaceMessage:
 MessageEdit = RemoveMessage | ReplaceMessage
 
 
-def apply_edits(state: AgentState, items: Sequence[Message | MessageEdit]) -> list[Message]:
+def apply_edits(
+    state: AgentState,
+    items: Sequence[Message | MessageEdit],
+    removed: set[str | int] | None = None,
+) -> list[Message]:
     """Apply messages and edits in order; return the messages added or put in place.
 
     Plain messages merge by add_messages' rules. An edit naming an id that
-    is not in context is an error, and nothing is changed then.
+    is not in context is an error, and nothing is changed then. Removing an
+    id that this update already removed does nothing (LangGraph's rule for
+    one list): ``removed`` holds those ids and is shared by the parts of one
+    node's output, so two tool calls of one step may both remove a message.
     """
     context = list(state.context)
     positions = {message.message_id: i for i, message in enumerate(context)}
     added: list[Message] = []
-    removed = False
+    removed = set() if removed is None else removed
+    changed = False
     for item in items:
         if isinstance(item, Message):
             if item.delta or item.message_id in positions:
@@ -63,16 +71,18 @@ def apply_edits(state: AgentState, items: Sequence[Message | MessageEdit]) -> li
             added.append(item)
         elif isinstance(item, RemoveMessage):
             if item.message_id == REMOVE_ALL_MESSAGES:
+                removed.update(positions)
                 context, positions = [], {}
-            else:
+            elif item.message_id not in removed or item.message_id in positions:
                 context[_position(positions, item.message_id, "remove")] = None  # type: ignore[call-overload]
                 del positions[item.message_id]
-            removed = True
+                removed.add(item.message_id)
+            changed = True
         else:
             index = _position(positions, item.message.message_id, "replace")
             context[index] = item.message
             added.append(item.message)
-    if removed:
+    if changed:
         context = [message for message in context if message is not None]
     state.context = context
     state.message_index()  # index the new list, so these changes are not seen twice
