@@ -43,7 +43,13 @@ from typing import Self
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.message_block import MediaRef
-from tenxgraph.errors import ConfigError, MediaNotFoundError, MediaTooLargeError
+from tenxgraph.errors import (
+    ConfigError,
+    CorruptRecordError,
+    MediaNotFoundError,
+    MediaTooLargeError,
+    StorageError,
+)
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.media._keys import media_key, media_url
 from tenxgraph.storage.media._sniff import SNIFF_BYTES, check_mime_type, normalize
@@ -361,6 +367,19 @@ class MediaStore(ABC):
     @abstractmethod
     async def _purge(self, started_before: float) -> int:
         """Discard unfinished uploads begun before that UNIX time; return how many."""
+
+
+async def lost_piece(store: MediaStore, info: MediaInfo, piece: int) -> StorageError:
+    """The error for a piece a backend could not find while reading ``info``.
+
+    The object deleted meanwhile is ``MediaNotFoundError``; the object still
+    there without its piece is damage (``CorruptRecordError``).
+    """
+    if await store._stat(info.user_id, info.key) is None:
+        return not_found(info.user_id, info.key)
+    return CorruptRecordError(
+        f"media {info.key} of user_id {info.user_id!r} is damaged: its piece {piece} is missing"
+    )
 
 
 def not_found(user_id: str, key: str) -> MediaNotFoundError:

@@ -33,7 +33,7 @@ from tenxgraph.storage.media.base import (
     MediaInfo,
     MediaStore,
     Upload,
-    not_found,
+    lost_piece,
 )
 from tenxgraph.storage.sql import Component
 from tenxgraph.storage.sql._postgres import PgDatabase
@@ -149,7 +149,7 @@ class PgMediaStore(MediaStore):
                 )
             )
             if not rows:
-                raise not_found(info.user_id, info.key)  # deleted while being read
+                raise await lost_piece(self, info, seq)  # deleted while being read, or damaged
             chunk = bytes(rows[0][0])
             read += len(chunk)
             seq += 1

@@ -39,7 +39,7 @@ from tenxgraph.storage.media.base import (
     MediaInfo,
     MediaStore,
     Upload,
-    not_found,
+    lost_piece,
 )
 from tenxgraph.storage.sql import Component, SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
@@ -110,7 +110,7 @@ class SqliteMediaStore(MediaStore):
         while read < info.size:
             chunk = await self._db.call(_chunk, info.location, seq)
             if chunk is None:
-                raise not_found(info.user_id, info.key)  # deleted while being read
+                raise await lost_piece(self, info, seq)  # deleted while being read, or damaged
             read += len(chunk)
             seq += 1
             yield chunk
