@@ -19,7 +19,7 @@ from tenxgraph.core.llm import FunctionModel, ScriptedModel
 from tenxgraph.core.state import Message, ToolCallBlock, ToolResult
 from tenxgraph.core.state.context import SlidingWindowContextManager
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.errors import ConfigError, StateError, ToolError, UsageError
+from tenxgraph.errors import ConfigError, StateError, ThreadBusyError, ToolError, UsageError
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
 
 CONFIG = {"thread_id": "direct"}
@@ -321,3 +321,40 @@ def test_a_note_that_cannot_be_recorded_is_refused_before_the_tool_runs(
     with pytest.raises(ConfigError, match=problem):
         app.call_tool("keep", {"text": "x"}, CONFIG, **options)
     assert ran == [] and app.get_state(CONFIG) is None
+
+
+async def test_a_recorded_call_from_elsewhere_meets_the_runs_lease(
+    checkpointer: Checkpointer,
+) -> None:
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def wait() -> str:
+        """Wait for the test."""
+        started.set()
+        await gate.wait()
+        return "waited"
+
+    model = ScriptedModel([[ToolCallBlock(id="c1", name="wait")], "done"])
+    app = create_agent(model, [wait, shout], checkpointer=checkpointer)
+    run = asyncio.create_task(app.ainvoke({"messages": [("user", "go")]}, CONFIG))
+    await started.wait()
+
+    with pytest.raises(ThreadBusyError):
+        await app.acall_tool("shout", {"text": "now"}, CONFIG)
+    queued = asyncio.create_task(
+        app.acall_tool("shout", {"text": "later"}, {**CONFIG, "multitask_strategy": "enqueue"})
+    )
+    gate.set()
+    assert (await run)["messages"][-1].text() == "done"
+    assert (await queued).output == "LATER"
+
+    stored = await log(checkpointer)
+    assert [m.role for m in stored] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "assistant",
+        "tool",
+    ]
+    assert is_paired(stored)
