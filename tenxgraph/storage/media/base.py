@@ -160,6 +160,8 @@ class MediaStore(ABC):
         """
         check_id("user_id", user_id)
         declared = None if mime_type is None else normalize(mime_type)
+        if isinstance(data, bytes | bytearray | memoryview):
+            self._check_size(memoryview(data).nbytes)  # known now: refuse before staging
         chunks = chunks_of(data, self.chunk_size)
         upload = await self._begin(user_id)
         try:
@@ -181,11 +183,7 @@ class MediaStore(ABC):
         checked: str | None = None
         async for chunk in chunks:
             size += len(chunk)
-            if self.max_bytes is not None and size > self.max_bytes:
-                raise MediaTooLargeError(
-                    f"media is over the media store's limit of {self.max_bytes} bytes "
-                    f"(max_bytes); nothing was stored"
-                )
+            self._check_size(size)
             if checked is None:
                 head += chunk[: SNIFF_BYTES - len(head)]
                 if len(head) >= SNIFF_BYTES:
@@ -195,6 +193,13 @@ class MediaStore(ABC):
         if checked is None:
             checked = check_mime_type(declared, head)
         return digest.hexdigest(), size, checked
+
+    def _check_size(self, size: int) -> None:
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise MediaTooLargeError(
+                f"media is over the media store's limit of {self.max_bytes} bytes "
+                "(max_bytes); nothing was stored"
+            )
 
     def put(
         self,
