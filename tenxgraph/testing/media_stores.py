@@ -40,6 +40,7 @@ from tenxgraph.errors import (
     MediaNotFoundError,
     MediaTooLargeError,
     MediaTypeError,
+    TenxGraphError,
 )
 from tenxgraph.storage.media import MediaStore
 
@@ -63,7 +64,7 @@ def key_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _Broken(Exception):
+class _Broken(TenxGraphError):
     """The failure a test's stream raises midway."""
 
 

@@ -37,35 +37,26 @@ class MediaStream:
         self.info = info
         """Key, size, MIME type and creation time of what is being read."""
         self._chunks = chunks
-        self._digest = hashlib.sha256()
-        self._read = 0
-        self._done = False
+        self._verified = self._verify(chunks)
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> bytes:
         """The next chunk; at the end, the check of everything read."""
-        if self._done:
-            raise StopAsyncIteration
-        try:
-            chunk = await anext(self._chunks)
-        except StopAsyncIteration:
-            self._done = True
-            self._verify()
-            raise
-        self._read += len(chunk)
-        if self._read > self.info.size:
-            self._done = True
-            await self.aclose()
-            raise self._corrupt(f"more than the recorded {self.info.size} bytes")
-        self._digest.update(chunk)
-        return chunk
+        return await anext(self._verified)
 
-    def _verify(self) -> None:
-        if self._read != self.info.size:
-            raise self._corrupt(f"{self._read} bytes, not the recorded {self.info.size}")
-        if self._digest.hexdigest() != self.info.key:
+    async def _verify(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        digest, read, size = hashlib.sha256(), 0, self.info.size
+        async for chunk in chunks:
+            read += len(chunk)
+            if read > size:
+                raise self._corrupt(f"more than the recorded {size} bytes")
+            digest.update(chunk)
+            yield chunk
+        if read != size:
+            raise self._corrupt(f"{read} bytes, not the recorded {size}")
+        if digest.hexdigest() != self.info.key:
             raise self._corrupt("bytes whose SHA-256 is not the key")
 
     def _corrupt(self, what: str) -> CorruptRecordError:
@@ -80,7 +71,8 @@ class MediaStream:
 
     async def aclose(self) -> None:
         """Stop reading and release the file or cursor (a finished stream needs none)."""
-        self._done = True
+        if isinstance(self._verified, AsyncGenerator):
+            await self._verified.aclose()
         if isinstance(self._chunks, AsyncGenerator):
             await self._chunks.aclose()
 
@@ -122,7 +114,7 @@ class OpeningMedia(Awaitable[MediaStream]):
 
 
 class SyncMediaStream:
-    """``MediaStream`` for sync code: an iterator of chunks and a context manager."""
+    """``MediaStream`` for sync code: iterable (chunk by chunk) and a context manager."""
 
     def __init__(self, stream: MediaStream) -> None:
         """Step ``stream`` through the sync bridge, one chunk per ``next``."""
@@ -131,13 +123,9 @@ class SyncMediaStream:
         """Key, size, MIME type and creation time of what is being read."""
 
     def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        chunk = run_sync(_next(self._stream))
-        if chunk is None:
-            raise StopIteration
-        return chunk
+        """The chunks, one per step of the sync bridge."""
+        while (chunk := run_sync(_next(self._stream))) is not None:
+            yield chunk
 
     def read(self) -> bytes:
         """The rest of the bytes, at once (verified)."""
