@@ -185,17 +185,19 @@ class StructuredOutput:
         """``call`` (a ``ModelCall`` or ``ModelRequest``) with the output part for ``model``.
 
         Native: the schema in ``output_schema``. Tool: the output tools added
-        to ``tools``, and a ``tool_choice`` that makes the model call a tool
-        (a forced tool of the Agent's keeps its turn first; ``none`` leaves
-        only the output tools).
+        to ``tools``, and a ``tool_choice`` that makes the model call a tool.
+        A tool the Agent forces keeps its turn first (``required``: without
+        the output tools, until obeyed); ``none`` leaves only the output tools.
         """
         if not self.uses_tool(model, with_tools=bool(call.tools)):
             return replace(
                 call, output_schema=self.native_schema, output_schema_name=self.native_name
             )
-        outputs = [ToolSpec(m.name, m.description, m.json_schema) for m in self.members]
         choice = call.tool_choice
         offered = [] if choice == "none" else list(call.tools)
+        if choice == "required" and offered:  # the Agent's forced call comes first, unmixed
+            return replace(call, output_schema=None)
+        outputs = [ToolSpec(m.name, m.description, m.json_schema) for m in self.members]
         if choice in ("auto", "required", "none"):
             choice = "required" if offered or len(outputs) > 1 else outputs[0].name
         return replace(call, tools=[*offered, *outputs], tool_choice=choice, output_schema=None)

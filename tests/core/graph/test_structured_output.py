@@ -450,6 +450,28 @@ def test_a_forced_tool_goes_first_in_the_tool_strategy() -> None:
     assert [r.tool_choice for r in model.requests] == ["thermometer", "required"]
 
 
+def test_a_required_tool_choice_is_obeyed_before_the_output_tools_are_offered() -> None:
+    def thermometer(city: str) -> float:
+        """Read the temperature in a city."""
+        return 4.5
+
+    model = ScriptedModel(
+        [
+            call("thermometer", {"city": "Oslo"}, "t1"),
+            call("Weather", {"city": "Oslo", "celsius": 4.5}),
+        ]
+    )
+    app = create_agent(
+        model, [thermometer], output_schema=Weather, output_strategy="tool", tool_choice="required"
+    )
+    assert app.invoke(ask())["structured_response"] == Weather(city="Oslo", celsius=4.5)
+    assert [[t.name for t in r.tools] for r in model.requests] == [
+        ["thermometer"],
+        ["thermometer", "Weather"],
+    ]
+    assert [r.tool_choice for r in model.requests] == ["required", "required"]
+
+
 def test_native_strategy_is_used_even_when_the_model_says_it_cannot() -> None:
     model = ToolOnlyModel(lambda request: '{"city": "Oslo", "celsius": 2}')
     app = create_agent(model, output_schema=Weather, output_strategy="native")
