@@ -11,7 +11,8 @@
     │   ├── InvalidIdError         a thread_id or user_id storage cannot key by
     │   │   └── InvalidMediaKeyError  a media key or graph://media URL that is malformed
     │   ├── MediaTypeError         a malformed MIME type, or one the media's bytes contradict
-    │   └── MediaTooLargeError     media over the media store's size limit
+    │   ├── MediaTooLargeError     media over the media store's size limit
+    │   └── UnstorableStateError   a state field holds a value a save cannot store as JSON
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
     │   ├── RecursionLimitError    a run took more steps than its limit allows
@@ -92,6 +93,7 @@ __all__ = [
     "ThreadNotFoundError",
     "ToolArgumentsError",
     "ToolError",
+    "UnstorableStateError",
     "UsageError",
     "WorkersExhaustedError",
     "http_status",
@@ -137,6 +139,19 @@ class MissingExtraError(TenxGraphError, ImportError):
 
 class StateError(TenxGraphError, ValueError):
     """An input or an update does not fit the graph's state class."""
+
+
+class UnstorableStateError(StateError):
+    """A state field holds a value that is not JSON data, so the thread cannot be saved.
+
+    ``fields`` names them. Before this is raised the fields are put back to
+    the values last saved (their defaults on a new thread), so the run can
+    still record that it failed and nothing stored is lost.
+    """
+
+    def __init__(self, message: str, fields: list[str]) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 class InvalidIdError(StateError):

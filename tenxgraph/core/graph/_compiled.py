@@ -57,6 +57,7 @@ from tenxgraph.errors import (
     RecursionLimitError,
     StateError,
     TenxGraphError,
+    UnstorableStateError,
 )
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 from tenxgraph.utils.constants import END, START
@@ -354,7 +355,10 @@ class CompiledGraph(ThreadOperations[S]):
         if self._ends_next(node_name, next_node, progress) and run.session is not None:
             run.session.record(applied.messages)  # saved with the end, just after
         else:
-            await self._save(run, applied.messages, node_name)
+            try:
+                await self._save(run, applied.messages, node_name)
+            except UnstorableStateError as exc:  # the step is kept, less the fields it names
+                return [], Fail(node_name, exc, resume_at=next_node)
         events: list[StreamEvent] = []
         if progress:
             events = [MessageEvent(node_name, message) for message in applied.messages]
@@ -424,11 +428,15 @@ class CompiledGraph(ThreadOperations[S]):
             )
             yield self._result(run)
         elif isinstance(outcome, Finish):
-            yield await self._finish(run, outcome.status)
-            if outcome.status == "completed" and run.session is not None:
-                self.warm.keep(run.session)
-        elif isinstance(outcome, Fail):
-            yield await self._fail(run, outcome.node, outcome.error)
+            try:
+                yield await self._finish(run, outcome.status)
+            except UnstorableStateError as exc:  # the fields named are back as saved
+                outcome = Fail(run.state.execution_meta.current_node, exc, resume_at=END)
+            else:
+                if outcome.status == "completed" and run.session is not None:
+                    self.warm.keep(run.session)
+        if isinstance(outcome, Fail):
+            yield await self._fail(run, outcome)
             raise outcome.raised()
         elif isinstance(outcome, Displaced):
             session = run.session
@@ -546,9 +554,10 @@ class CompiledGraph(ThreadOperations[S]):
         await self._save(run, [], node, last=True)
         return InterruptEvent(node, value, when)
 
-    async def _fail(self, run: _Run[S], node: str, exc: BaseException) -> ErrorEvent:
+    async def _fail(self, run: _Run[S], failed: Fail) -> ErrorEvent:
+        node, exc = failed.node, failed.error
         run.state.error(f"{type(exc).__name__}: {exc}")
-        run.state.execution_meta.next_node = node
+        run.state.execution_meta.next_node = failed.resume_at or node
         await self._save(run, [], node, last=True)
         return ErrorEvent(node, f"{type(exc).__name__}: {exc}")
 

@@ -131,6 +131,8 @@ class Fail(Outcome):
 
     node: str
     error: BaseException
+    resume_at: str | None = None
+    """Where ``invoke(None)`` goes on; ``node`` itself unless the step was already merged."""
 
     def raised(self) -> TenxGraphError:
         """What the caller gets: library errors as they are, anything else as a NodeError."""

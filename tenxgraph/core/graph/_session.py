@@ -26,6 +26,7 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import TextBlock
 from tenxgraph.core.state.reducers import MessageIndex
+from tenxgraph.errors import UnstorableStateError
 from tenxgraph.storage.checkpointer.base import (
     Checkpointer,
     ThreadKey,
@@ -114,6 +115,23 @@ class ThreadSession:
         self._window_list, self._index = context, moved
         return state
 
+    def _restore(self, state: AgentState, fields: list[str]) -> None:
+        """Put ``fields`` back to their last saved values (defaults before the first save).
+
+        Runs only when a save found them unstorable, so the run can still save
+        that it failed without writing, or losing, anything else.
+        """
+        declared = type(state).model_fields
+        saved = None
+        if self._values is not None:
+            stored = {k: v for k, v in self._values.items() if k in declared}
+            saved = type(state).model_validate({**stored, "context": []})
+        for name in fields:
+            if saved is not None:
+                setattr(state, name, getattr(saved, name))
+            else:
+                setattr(state, name, declared[name].get_default(call_default_factory=True))
+
     def record(self, messages: list[Message]) -> None:
         """Queue messages added to the thread; the next save appends them to the log."""
         self._pending.extend(messages)
@@ -131,7 +149,11 @@ class ThreadSession:
             window = self._full_window(state.context, new, base)
         else:
             self._assign_seqs(new, base)
-        values = encode_values(state)
+        try:
+            values = encode_values(state)
+        except UnstorableStateError as exc:
+            self._restore(state, exc.fields)
+            raise
         if self._undeclared:
             values = {**self._undeclared, **values}
         self.incarnation, self.version = await self.checkpointer.asave(

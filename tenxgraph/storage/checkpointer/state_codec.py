@@ -9,19 +9,46 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.errors import CorruptRecordError
+from tenxgraph.errors import CorruptRecordError, UnstorableStateError
 from tenxgraph.storage.checkpointer.base import StoredThread
 
-__all__ = ["decode_state", "encode_values"]
+__all__ = ["decode_state", "encode_values", "unstorable_fields"]
 
 S = TypeVar("S", bound=AgentState)
 
 
 def encode_values(state: AgentState) -> dict[str, Any]:
-    """The state's non-message fields as JSON-ready data."""
-    return state.model_dump(mode="json", exclude={"context"})
+    """The state's non-message fields as JSON-ready data.
+
+    A field holding something JSON cannot carry (an object a node put in an
+    ``Any`` field, say) raises ``UnstorableStateError`` naming every such
+    field, instead of pydantic's error naming only a type.
+    """
+    try:
+        return state.model_dump(mode="json", exclude={"context"})
+    except PydanticSerializationError as exc:
+        fields = unstorable_fields(state)
+        raise UnstorableStateError(
+            f"state field(s) {', '.join(map(repr, fields))} of {type(state).__name__} cannot "
+            f"be stored: a stored value must be JSON data ({exc})",
+            fields,
+        ) from None
+
+
+def unstorable_fields(state: AgentState) -> list[str]:
+    """The non-message fields of ``state`` whose value does not serialize to JSON."""
+    bad = []
+    for name in type(state).model_fields:
+        if name == "context":
+            continue
+        try:
+            state.model_dump(mode="json", include={name})
+        except PydanticSerializationError:
+            bad.append(name)
+    return bad
 
 
 def decode_state(state_class: type[S], stored: StoredThread) -> S:
