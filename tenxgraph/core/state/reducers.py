@@ -91,15 +91,15 @@ def remove_tool_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 class MessageIndex:
-    """The ids and system-message positions of a growing message list.
+    """The ids and system- and user-message positions of a growing message list.
 
     With it, merging one message into a long history costs O(1), and a context
-    manager finds the system messages without scanning. The runtime keeps one
+    manager finds the system messages and the last question without scanning. The runtime keeps one
     per state (``AgentState.message_index``); it notices when the list was
     replaced or changed length behind its back and rebuilds itself then.
     """
 
-    __slots__ = ("_ids", "_list", "_size", "system_positions")
+    __slots__ = ("_ids", "_list", "_size", "system_positions", "user_positions")
 
     def __init__(self, messages: list[Message]) -> None:
         self._reset(messages)
@@ -109,6 +109,7 @@ class MessageIndex:
         self._ids = {message.message_id for message in messages}
         self._size = len(messages)
         self.system_positions = [i for i, m in enumerate(messages) if m.role == "system"]
+        self.user_positions = [i for i, m in enumerate(messages) if m.role == "user"]
 
     def hand_over(self, messages: list[Message]) -> MessageIndex:
         """An index of ``messages`` that takes this index's tables over, in O(1).
@@ -123,7 +124,9 @@ class MessageIndex:
         twin = MessageIndex.__new__(MessageIndex)
         twin._list, twin._size = messages, self._size
         twin._ids, twin.system_positions = self._ids, self.system_positions
+        twin.user_positions = self.user_positions
         self._list, self._size, self._ids, self.system_positions = [], -1, set(), []
+        self.user_positions = []
         return twin
 
     def covers(self, messages: list[Message]) -> bool:
@@ -158,6 +161,8 @@ class MessageIndex:
             ids.add(message.message_id)
             if message.role == "system":
                 self.system_positions.append(len(messages))
+            elif message.role == "user":
+                self.user_positions.append(len(messages))
             messages.append(message)
             added.append(message)
         self._size = len(messages)
