@@ -73,6 +73,7 @@ class ModelCall:
             output_schema_name=self.output_schema_name,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
+            user_id=self.config.get("user_id"),
         )
 
 

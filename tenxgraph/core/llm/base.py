@@ -52,6 +52,9 @@ class ModelRequest:
     max_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific request parameters, passed through as they are."""
+    user_id: str | None = None
+    """The tenant whose media store ``graph://media/{key}`` refs in ``messages`` name (None:
+    ``"default"``). An Agent sets it from the run config's ``user_id``."""
 
 
 class ChatModel(ABC):
