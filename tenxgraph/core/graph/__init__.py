@@ -13,7 +13,10 @@ __all__ = [
     "AgentMiddleware",
     "Command",
     "CompiledGraph",
+    "DrawnEdge",
+    "DrawnNode",
     "ErrorEvent",
+    "GraphDescription",
     "GraphInterrupt",
     "InterruptEvent",
     "MessageEvent",
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._command import Command
     from tenxgraph.core.graph._compiled import CompiledGraph
+    from tenxgraph.core.graph._drawing import DrawnEdge, DrawnNode, GraphDescription
     from tenxgraph.core.graph._events import (
         ErrorEvent,
         InterruptEvent,
@@ -86,6 +90,7 @@ else:
             "tenxgraph.core.graph._builder": ("StateGraph",),
             "tenxgraph.core.graph._command": ("Command",),
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
+            "tenxgraph.core.graph._drawing": ("DrawnEdge", "DrawnNode", "GraphDescription"),
             "tenxgraph.core.graph._events": (
                 "ErrorEvent",
                 "InterruptEvent",

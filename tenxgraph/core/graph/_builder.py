@@ -10,6 +10,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from tenxgraph.core.graph._drawing import describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy
@@ -172,6 +173,8 @@ class StateGraph(Generic[S]):
     def set_finish_point(self, name: str) -> StateGraph[S]:
         """End the run after ``name`` (the same as ``add_edge(name, END)``)."""
         return self.add_edge(name, END)
+
+    get_graph = describe_graph  # the shape to draw, even of a graph compile would refuse
 
     def compile(
         self,

@@ -16,6 +16,7 @@ from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph import _turns as turns
+from tenxgraph.core.graph._drawing import describe_graph
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
@@ -48,6 +49,8 @@ class ThreadOperations(Generic[S]):
     workers: WorkerPool
     context_manager: Any
     """The graph's ``BaseContextManager``, or None."""
+
+    get_graph = describe_graph  # the graph's shape to draw (draw_mermaid, draw_ascii...)
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from (``CompiledGraph`` provides it)."""

@@ -1,0 +1,195 @@
+"""The drawings of a ``GraphDescription``: Mermaid, a terminal listing, Graphviz DOT and its output.
+
+Every drawing shows the same facts in the same order (the graph's own order
+of nodes and edges), so their output is stable enough for golden files.
+SVG and PNG come from Graphviz's ``dot`` program run locally: no network
+service sees the graph.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from typing import TYPE_CHECKING
+
+from tenxgraph.errors import UsageError
+from tenxgraph.utils.constants import END, START
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._drawing import DrawnEdge, DrawnNode, GraphDescription
+
+__all__ = ["ascii_listing", "dot_source", "mermaid", "run_dot"]
+
+DOT_TIMEOUT = 30.0
+"""Seconds ``dot`` may take; a graph of a few hundred nodes needs well under one."""
+
+_ARROWS = {"edge": "-->", "branch": "-?->", "goto": "-g->", "any": "-?->"}
+_LEGEND = "--> always   -?-> the router picks   -g-> Command(goto=...)"
+
+
+def _label(node: DrawnNode) -> str:
+    shown = {START: "START", END: "END"}.get(node.name, node.name)
+    parts = [shown, node.detail] if node.detail else [shown]
+    if node.folded:
+        parts.append("+ " + ", ".join(node.folded))
+    parts += [f"({mark})" for mark in node.marks]
+    return "\n".join(parts)
+
+
+def ascii_listing(description: GraphDescription) -> str:
+    """Each node with its marks, then one line per way out of it."""
+    lines = [f"graph {description.title}".rstrip() + f"   ({_LEGEND})"]
+    outgoing: dict[str, list[DrawnEdge]] = {}
+    for edge in description.edges:
+        outgoing.setdefault(edge.source, []).append(edge)
+    for node in description.nodes:
+        head = {START: "START", END: "END"}.get(node.name, node.name)
+        extras = [node.detail] if node.detail else []
+        if node.folded:
+            extras.append("+ " + ", ".join(node.folded))
+        extras += [f"[{mark}]" for mark in node.marks]
+        lines.append("  ".join([head, *extras]))
+        for edge in outgoing.get(node.name, ()):
+            target = {START: "START", END: "END"}.get(edge.target, edge.target)
+            when = f"   when the router returns {edge.label!r}" if edge.label else ""
+            if edge.kind == "any":
+                when = f"   {edge.label} returns a node name (no path_map)"
+            lines.append(f"  {_ARROWS[edge.kind]} {target}{when}")
+    lines += [f"! {problem}" for problem in description.problems]
+    return "\n".join(lines) + "\n"
+
+
+def _ids(description: GraphDescription) -> dict[str, str]:
+    """Mermaid/DOT-safe identifiers for node names, readable and unique."""
+    ids: dict[str, str] = {}
+    for node in description.nodes:
+        base = {START: "__start__", END: "__end__"}.get(node.name) or (
+            re.sub(r"\W", "_", node.name) or "node"
+        )
+        if base == "_":
+            base = "any_node"
+        candidate, number = base, 2
+        while candidate in ids.values() or candidate in ("end", "graph", "subgraph"):
+            candidate, number = f"{base}_{number}", number + 1
+        ids[node.name] = candidate
+    return ids
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;").replace("\n", "<br/>")
+
+
+_MERMAID_SHAPES = {"start": ('(["', '"])'), "end": ('(["', '"])'), "any": ('{{"', '"}}')}
+_MERMAID_ARROWS = {"edge": "-->", "branch": "-.->", "goto": "-.->", "any": "-.->"}
+_MERMAID_CLASSES = {
+    "first": "fill:#e8f5e9,stroke:#2e7d32",
+    "last": "fill:#eceff1,stroke:#455a64",
+    "hook": "fill:#fff8e1,stroke:#b28704,stroke-dasharray:3 3",
+    "interrupt": "stroke:#c62828,stroke-width:3px",
+    "unreachable": "fill:#f5f5f5,color:#9e9e9e,stroke:#9e9e9e,stroke-dasharray:5 5",
+    "missing": "fill:#ffebee,color:#b71c1c,stroke:#b71c1c,stroke-dasharray:5 5",
+}
+
+
+def _mermaid_classes(node: DrawnNode) -> list[str]:
+    classes = {"start": ["first"], "end": ["last"], "hook": ["hook"], "missing": ["missing"]}
+    names = list(classes.get(node.kind, []))
+    if node.interrupt_before or node.interrupt_after:
+        names.append("interrupt")
+    if node.unreachable:
+        names.append("unreachable")
+    return names
+
+
+def mermaid(description: GraphDescription) -> str:
+    """A Mermaid ``flowchart TD``: solid edges always run, dotted ones are chosen at run time."""
+    ids = _ids(description)
+    lines = ["flowchart TD"]
+    used: set[str] = set()
+    for node in description.nodes:
+        opening, closing = _MERMAID_SHAPES.get(node.kind, ('["', '"]'))
+        lines.append(f"    {ids[node.name]}{opening}{_mermaid_text(_label(node))}{closing}")
+        classes = _mermaid_classes(node)
+        used.update(classes)
+        if classes:
+            lines.append(f"    class {ids[node.name]} {','.join(classes)}")
+    for edge in description.edges:
+        arrow = _MERMAID_ARROWS[edge.kind]
+        text = "goto" if edge.kind == "goto" else edge.label
+        label = f'|"{_mermaid_text(text)}"|' if text else ""
+        lines.append(f"    {ids[edge.source]} {arrow}{label} {ids[edge.target]}")
+    styles = _MERMAID_CLASSES.items()
+    lines += [f"    classDef {name} {style}" for name, style in styles if name in used]
+    return "\n".join(lines) + "\n"
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+_DOT_NODES = {
+    "start": 'shape=oval, style=filled, fillcolor="#e8f5e9"',
+    "end": 'shape=oval, style=filled, fillcolor="#eceff1"',
+    "hook": 'shape=box, style="rounded,dashed,filled", fillcolor="#fff8e1"',
+    "missing": 'shape=box, style="dashed,filled", fillcolor="#ffebee", fontcolor="#b71c1c"',
+    "any": "shape=hexagon, style=dashed",
+}
+_DOT_EDGES = {"edge": "", "branch": "style=dashed", "goto": "style=dotted", "any": "style=dashed"}
+
+
+def _dot_node(node: DrawnNode, ident: str) -> str:
+    attributes = [f'label="{_dot_text(_label(node))}"']
+    attributes.append(_DOT_NODES.get(node.kind, 'shape=box, style="rounded"'))
+    if node.interrupt_before or node.interrupt_after:
+        attributes.append('color="#c62828", penwidth=2')
+    if node.unreachable:
+        attributes.append('fontcolor="#9e9e9e", color="#9e9e9e", style=dashed')
+    return f'    "{ident}" [{", ".join(attributes)}];'
+
+
+def dot_source(description: GraphDescription) -> str:
+    """Graphviz DOT for ``dot``; nodes by their Mermaid ids, labels quoted."""
+    ids = _ids(description)
+    title = _dot_text(description.title)
+    lines = [
+        "digraph G {",
+        f'    graph [label="{title}", labelloc=t, fontname="Helvetica"];',
+        '    node [fontname="Helvetica"];',
+        '    edge [fontname="Helvetica", fontsize=10];',
+    ]
+    lines += [_dot_node(node, ids[node.name]) for node in description.nodes]
+    for edge in description.edges:
+        attributes = [a for a in (_DOT_EDGES[edge.kind],) if a]
+        text = "goto" if edge.kind == "goto" else edge.label
+        if text:
+            attributes.append(f'label="{_dot_text(text)}"')
+        suffix = f" [{', '.join(attributes)}]" if attributes else ""
+        lines.append(f'    "{ids[edge.source]}" -> "{ids[edge.target]}"{suffix};')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def run_dot(source: str, output_format: str) -> bytes:
+    """Render DOT with the local Graphviz ``dot``; ``UsageError`` when it is missing or fails."""
+    program = shutil.which("dot")
+    if program is None:
+        raise UsageError(
+            f"drawing {output_format.upper()} needs Graphviz's 'dot' program, which is not on "
+            "PATH: install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew "
+            "install graphviz), or use draw_mermaid() / draw_ascii(), which need nothing"
+        )
+    try:
+        done = subprocess.run(  # a fixed program and arguments, no shell
+            [program, f"-T{output_format}"],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            timeout=DOT_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"Graphviz dot took more than {DOT_TIMEOUT:g} s; nothing drawn") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise UsageError(f"Graphviz dot failed (status {done.returncode}): {message}")
+    return done.stdout
