@@ -9,6 +9,9 @@
 - ``MediaStoreContract`` (``tenxgraph.testing.media_stores``): the media
   store conformance suite, used the same way with a ``make_media_store``
   fixture returning ``(**options) -> MediaStore``.
+- ``MemoryStoreContract`` (``tenxgraph.testing.memory_stores``): the
+  long-term memory store conformance suite, used the same way with a
+  ``make_memory_store`` fixture returning ``(**options) -> MemoryStore``.
 - ``ChatModelContract`` (``tenxgraph.testing.chat_models``): the contract
   every chat-model adapter meets (text, streamed deltas, a tool call, token
   usage, HTTP errors), as a pytest base class run against the replay server.
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from tenxgraph.testing.chat_models import ChatModelContract
     from tenxgraph.testing.checkpointers import CheckpointerContract, MakeCheckpointer
     from tenxgraph.testing.media_stores import MakeMediaStore, MediaStoreContract
+    from tenxgraph.testing.memory_stores import MakeMemoryStore, MemoryStoreContract
     from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
 __all__ = [
@@ -37,7 +41,9 @@ __all__ = [
     "CheckpointerContract",
     "MakeCheckpointer",
     "MakeMediaStore",
+    "MakeMemoryStore",
     "MediaStoreContract",
+    "MemoryStoreContract",
     "ReplayServer",
     "chat_chunk",
 ]
@@ -48,6 +54,8 @@ _LAZY = {
     "MakeCheckpointer": "tenxgraph.testing.checkpointers",
     "MakeMediaStore": "tenxgraph.testing.media_stores",
     "MediaStoreContract": "tenxgraph.testing.media_stores",
+    "MakeMemoryStore": "tenxgraph.testing.memory_stores",
+    "MemoryStoreContract": "tenxgraph.testing.memory_stores",
     "ReplayServer": "tenxgraph.testing.replay",
     "chat_chunk": "tenxgraph.testing.replay",
 }
@@ -59,6 +67,7 @@ _SUITES = (
     "tenxgraph.testing._checkpointer_rewind",
     "tenxgraph.testing._checkpointer_threads",
     "tenxgraph.testing.media_stores",
+    "tenxgraph.testing.memory_stores",
 )
 """Modules whose ``assert`` statements pytest should rewrite, for its detailed failure reports."""
 

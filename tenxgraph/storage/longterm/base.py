@@ -1,0 +1,357 @@
+"""The long-term memory contract: JSON facts that outlive a thread, found again by search.
+
+A thread's messages end with the thread; a user's preferences, names and
+decisions should not. A memory store keeps them as items:
+
+- **Addressed by namespace and key.** A namespace is a tuple of str parts
+  (``("users", "prefs")``, joined by ``/`` where shown); a key names one
+  item in it. ``put`` on an existing namespace and key replaces the value
+  (``updated_at`` moves, ``created_at`` stays): one fact, one item.
+- **Tenant-scoped.** Every call takes a ``user_id`` (``"default"`` when
+  omitted), checked like a thread's. One tenant never sees, finds, lists or
+  deletes another's items, whatever the namespaces.
+- **Values are JSON objects**, checked before any I/O (``_checks``); bad
+  input raises an error naming what was wrong, and nothing stored changes.
+- **Searched.** ``search(namespace_prefix, query=..., filter=...)`` returns
+  the items under the prefix (part by part: ``("users",)`` covers
+  ``("users", "prefs")``, never ``("users2",)``). With a query, only items
+  matching at least one of its words, best first, with a ``score`` (higher
+  is better; comparable within one search only). Lexical search indexes a
+  value's string leaves, not its field names; SQLite and Postgres stem
+  English words (SQLite's porter stemmer, Postgres' ``english``
+  configuration, which also drops stop words), the in-memory store does
+  not. Without a query: most recently updated first.
+- **Expiring.** ``ttl`` (seconds, per put or the store's ``default_ttl``)
+  makes an item invisible once it is over; ``purge_expired`` deletes
+  expired rows for good.
+
+The public methods are written once here; a backend implements small
+primitives on checked arguments. ``tenxgraph.testing.memory_stores`` holds
+the suite every backend passes. Async methods are the implementation; each
+sync twin runs it through the one sync bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+from tenxgraph._sync import run_sync
+from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
+from tenxgraph.storage.longterm._checks import (
+    MAX_VALUE_BYTES,
+    Scalar,
+    check_filter,
+    check_key,
+    check_limit,
+    check_namespace,
+    check_query,
+    check_ttl,
+    encode_value,
+    search_text,
+    split_namespace,
+)
+
+__all__ = ["MemoryItem", "MemoryStore", "Row", "SearchRequest"]
+
+Namespace = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One stored fact, as ``get`` and ``search`` return it."""
+
+    namespace: Namespace
+    """Where it lives, e.g. ``("users", "prefs")``."""
+    key: str
+    """Its name within the namespace."""
+    value: dict[str, Any]
+    """The JSON object stored."""
+    created_at: float
+    """When the key was first put (UNIX time); a replacing put keeps it."""
+    updated_at: float
+    """When the value was last put."""
+    expires_at: float | None = None
+    """When it stops being visible (None: never)."""
+    score: float | None = None
+    """How well it matched a search query (higher is better); None outside a query."""
+
+
+Row = tuple[str, str, str | dict[str, Any], float, float, float | None, float | None]
+"""What backends return per item: namespace text, key, value (JSON text or a decoded dict),
+created_at, updated_at, expires_at, score."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A checked search, as backends receive it."""
+
+    user_id: str
+    prefix: str
+    """The stored text of the namespace prefix (``""``: every namespace)."""
+    terms: list[str] | None
+    """The query's distinct lowercase words (None: no query; empty: matches nothing)."""
+    filter: dict[str, Scalar]
+    limit: int
+    offset: int
+    now: float
+
+
+def to_item(row: Row) -> MemoryItem:
+    """A ``MemoryItem`` of a backend row."""
+    namespace, key, value, created, updated, expires, score = row
+    decoded = json.loads(value) if isinstance(value, str) else value
+    return MemoryItem(split_namespace(namespace), key, decoded, created, updated, expires, score)
+
+
+def under(namespace: str, prefix: str) -> bool:
+    """Whether the stored namespace is the prefix or below it (whole parts only)."""
+    return not prefix or namespace == prefix or namespace.startswith(prefix + "/")
+
+
+class MemoryStore(ABC):
+    """Long-term memory: JSON items per tenant, namespace and key, with search and expiry."""
+
+    def __init__(
+        self, *, default_ttl: float | None = None, max_value_bytes: int = MAX_VALUE_BYTES
+    ) -> None:
+        """``default_ttl``: seconds an item lives when ``put`` gives no ttl (None: for ever)."""
+        self.default_ttl = check_ttl(default_ttl)
+        self.max_value_bytes = check_limit("max_value_bytes", max_value_bytes, most=64 << 20)
+
+    async def aput(
+        self,
+        namespace: Namespace,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        user_id: str = DEFAULT_USER,
+        ttl: float | None = None,
+    ) -> MemoryItem:
+        """Store ``value`` under ``namespace`` and ``key`` for ``user_id``, replacing any value.
+
+        ``ttl`` (seconds) overrides the store's ``default_ttl``. Returns the
+        item as stored.
+        """
+        check_id("user_id", user_id)
+        ns, key = check_namespace(namespace), check_key(key)
+        text = encode_value(value, self.max_value_bytes)
+        seconds = check_ttl(ttl) if ttl is not None else self.default_ttl
+        now = time.time()
+        expires = None if seconds is None else now + seconds
+        decoded = json.loads(text)
+        created = await self._put(user_id, ns, key, text, search_text(decoded), now, expires)
+        return MemoryItem(split_namespace(ns), key, decoded, created, now, expires)
+
+    def put(
+        self,
+        namespace: Namespace,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        user_id: str = DEFAULT_USER,
+        ttl: float | None = None,
+    ) -> MemoryItem:
+        """Sync ``aput``."""
+        return run_sync(self.aput(namespace, key, value, user_id=user_id, ttl=ttl))
+
+    async def aget(
+        self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER
+    ) -> MemoryItem | None:
+        """The item, or None if ``user_id`` has none there (or it expired)."""
+        check_id("user_id", user_id)
+        ns, key = check_namespace(namespace), check_key(key)
+        row = await self._get(user_id, ns, key, time.time())
+        return None if row is None else to_item(row)
+
+    def get(
+        self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER
+    ) -> MemoryItem | None:
+        """Sync ``aget``."""
+        return run_sync(self.aget(namespace, key, user_id=user_id))
+
+    async def adelete(self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER) -> bool:
+        """Delete the item; False if ``user_id`` had none there."""
+        check_id("user_id", user_id)
+        ns, key = check_namespace(namespace), check_key(key)
+        return await self._delete(user_id, ns, key, time.time())
+
+    def delete(self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER) -> bool:
+        """Sync ``adelete``."""
+        return run_sync(self.adelete(namespace, key, user_id=user_id))
+
+    async def asearch(
+        self,
+        namespace_prefix: Namespace = (),
+        *,
+        query: str | None = None,
+        filter: Mapping[str, Scalar] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        user_id: str = DEFAULT_USER,
+    ) -> list[MemoryItem]:
+        """``user_id``'s items under the prefix: matching ``query`` best first, else newest first.
+
+        ``filter`` keeps items whose top-level fields equal the given JSON
+        scalars. ``limit`` (at most 1,000) and ``offset`` page the results.
+        """
+        check_id("user_id", user_id)
+        request = SearchRequest(
+            user_id,
+            check_namespace(namespace_prefix, name="namespace_prefix", empty=True),
+            check_query(query),
+            check_filter(filter),
+            check_limit("limit", limit),
+            check_limit("offset", offset, most=1 << 31),
+            time.time(),
+        )
+        if request.terms == [] or request.limit == 0:
+            return []
+        return [to_item(row) for row in await self._search(request)]
+
+    def search(
+        self,
+        namespace_prefix: Namespace = (),
+        *,
+        query: str | None = None,
+        filter: Mapping[str, Scalar] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        user_id: str = DEFAULT_USER,
+    ) -> list[MemoryItem]:
+        """Sync ``asearch``."""
+        return run_sync(
+            self.asearch(
+                namespace_prefix,
+                query=query,
+                filter=filter,
+                limit=limit,
+                offset=offset,
+                user_id=user_id,
+            )
+        )
+
+    async def alist_namespaces(
+        self,
+        prefix: Namespace = (),
+        *,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        user_id: str = DEFAULT_USER,
+    ) -> list[Namespace]:
+        """``user_id``'s namespaces under ``prefix`` that hold live items, sorted.
+
+        ``max_depth`` cuts longer namespaces to that many parts (merging the
+        ones that become equal), so ``max_depth=1`` lists the top level.
+        """
+        check_id("user_id", user_id)
+        ns = check_namespace(prefix, name="prefix", empty=True)
+        if max_depth is not None:
+            check_limit("max_depth", max_depth, most=64)
+        check_limit("limit", limit)
+        check_limit("offset", offset, most=1 << 31)
+        found = {split_namespace(text) for text in await self._namespaces(user_id, ns, time.time())}
+        if max_depth is not None:
+            found = {namespace[:max_depth] for namespace in found}
+        return sorted(found)[offset : offset + limit]
+
+    def list_namespaces(
+        self,
+        prefix: Namespace = (),
+        *,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        user_id: str = DEFAULT_USER,
+    ) -> list[Namespace]:
+        """Sync ``alist_namespaces``."""
+        return run_sync(
+            self.alist_namespaces(
+                prefix, max_depth=max_depth, limit=limit, offset=offset, user_id=user_id
+            )
+        )
+
+    async def alist_tenants(self) -> list[str]:
+        """Every ``user_id`` with stored items (expired ones not yet purged included), sorted."""
+        return sorted(await self._tenants())
+
+    def list_tenants(self) -> list[str]:
+        """Sync ``alist_tenants``."""
+        return run_sync(self.alist_tenants())
+
+    async def apurge_expired(self) -> int:
+        """Delete every tenant's expired items for good; return how many.
+
+        Expired items are invisible already; this reclaims their space.
+        """
+        return await self._purge(time.time())
+
+    def purge_expired(self) -> int:
+        """Sync ``apurge_expired``."""
+        return run_sync(self.apurge_expired())
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, the in-memory store has nothing
+        """Release connections; a later call opens them again."""
+
+    def close(self) -> None:
+        """Sync ``aclose``."""
+        run_sync(self.aclose())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # What a backend implements. Arguments are checked; namespaces are their stored text.
+
+    @abstractmethod
+    async def _put(
+        self,
+        user_id: str,
+        namespace: str,
+        key: str,
+        value: str,
+        text: str,
+        now: float,
+        expires_at: float | None,
+    ) -> float:
+        """Insert or replace the item (``text``: what lexical search indexes); its created_at.
+
+        Replacing an expired item starts it afresh (created_at = now).
+        """
+
+    @abstractmethod
+    async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
+        """The live item (score None), or None."""
+
+    @abstractmethod
+    async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
+        """Delete the item (live or expired); whether a live one was there at ``now``."""
+
+    @abstractmethod
+    async def _search(self, request: SearchRequest) -> list[Row]:
+        """Live items under the prefix passing the filter; by score (query) or updated_at."""
+
+    @abstractmethod
+    async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
+        """The distinct stored namespaces under ``prefix`` holding a live item."""
+
+    @abstractmethod
+    async def _tenants(self) -> list[str]:
+        """The user_ids with at least one row."""
+
+    @abstractmethod
+    async def _purge(self, now: float) -> int:
+        """Delete the items expired at ``now``; how many."""

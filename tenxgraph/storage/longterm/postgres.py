@@ -1,0 +1,209 @@
+"""``PgMemoryStore``: long-term memory in PostgreSQL, searched through ``tsvector``.
+
+One table, ``memory_items`` (the ``memory`` component): the value as
+``jsonb``, the indexed text beside it and a stored generated column
+``to_tsvector('english', text)`` under a GIN index. A search turns the
+query's words into ``websearch_to_tsquery('english', 'w1 or w2 ...')`` (it
+never raises on user text), keeps the tenant's live rows under the
+namespace prefix that match, and orders by ``ts_rank``. The ``english``
+configuration stems words and drops stop words: a query of stop words
+alone matches nothing.
+
+The namespace column uses the ``C`` collation, so a prefix is a range
+(``ns = p OR (ns >= 'p/' AND ns < 'p0')``) the primary key's index serves,
+whatever the database's collation. Filters compare ``value -> field`` with
+the wanted scalar as ``jsonb`` (numbers as numbers, ``true`` apart from 1).
+
+Connections, the schema, migrations and the private I/O loop are
+``tenxgraph.storage.sql.PgDatabase``'s; the same DSN and schema may serve
+the checkpointer and the media store too (their components are apart).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
+from tenxgraph.storage.sql import Component
+from tenxgraph.storage.sql._postgres import PgDatabase
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["MEMORY", "PgMemoryStore"]
+
+R = TypeVar("R")
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE {schema}.memory_items (
+            user_id text NOT NULL,
+            namespace text COLLATE "C" NOT NULL,
+            key text NOT NULL,
+            value jsonb NOT NULL,
+            text text NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            expires_at double precision,
+            PRIMARY KEY (user_id, namespace, key)
+        )""",
+        "CREATE INDEX memory_items_tsv ON {schema}.memory_items USING gin (tsv)",
+        "CREATE INDEX memory_items_expiry ON {schema}.memory_items (expires_at) "
+        "WHERE expires_at IS NOT NULL",
+    ),
+)
+"""Ordered schema changes of the ``memory`` component (``{schema}``: the quoted schema).
+Append only."""
+
+MEMORY = Component("memory", MIGRATIONS)
+"""The memory tables, recorded in ``schema_versions`` as component ``memory``."""
+
+_COLUMNS = "namespace, key, value, created_at, updated_at, expires_at"
+
+
+class PgMemoryStore(MemoryStore):
+    """Long-term memory in PostgreSQL; safe across processes and machines."""
+
+    def __init__(
+        self,
+        conninfo: str | AsyncConnectionPool,
+        *,
+        schema: str = "tenxgraph",
+        default_ttl: float | None = None,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        connect_timeout: float = 5.0,
+        pool_min_size: int = 1,
+        pool_size: int = 10,
+    ) -> None:
+        """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
+
+        ``schema`` holds the tables; ``connect_timeout`` (seconds) bounds each
+        wait for a connection (``StorageUnavailableError`` past it).
+        """
+        super().__init__(default_ttl=default_ttl, max_value_bytes=max_value_bytes)
+        self._db = PgDatabase(
+            conninfo,
+            components=[MEMORY],
+            schema=schema,
+            connect_timeout=connect_timeout,
+            pool_min_size=pool_min_size,
+            pool_size=pool_size,
+        )
+        self.schema = schema
+        self._s = self._db.s
+
+    async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        return await self._db.run(coroutine)
+
+    async def _execute(self, query: str, params: list[Any] | tuple[Any, ...]) -> list[Any]:
+        """One statement in its own transaction; its rows (none for a plain write)."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(query.replace("{s}", self._s), params)
+            return await cursor.fetchall() if cursor.description is not None else []
+
+    async def _query(self, query: str, params: list[Any] | tuple[Any, ...]) -> list[Any]:
+        return await self._run(self._execute(query, params))
+
+    async def _put(
+        self,
+        user_id: str,
+        namespace: str,
+        key: str,
+        value: str,
+        text: str,
+        now: float,
+        expires_at: float | None,
+    ) -> float:
+        rows = await self._query(
+            "INSERT INTO {s}.memory_items AS m (user_id, namespace, key, value, text, "
+            "created_at, updated_at, expires_at) VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s) "
+            "ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, "
+            "text = excluded.text, updated_at = excluded.updated_at, "
+            "expires_at = excluded.expires_at, created_at = CASE WHEN m.expires_at IS NOT NULL "
+            "AND m.expires_at <= excluded.updated_at THEN excluded.created_at "
+            "ELSE m.created_at END RETURNING created_at",
+            (user_id, namespace, key, value, text, now, now, expires_at),
+        )
+        return float(rows[0][0])
+
+    async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
+        rows = await self._query(
+            f"SELECT {_COLUMNS}, NULL FROM {{s}}.memory_items WHERE user_id = %s "
+            "AND namespace = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)",
+            (user_id, namespace, key, now),
+        )
+        return tuple(rows[0]) if rows else None
+
+    async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
+        rows = await self._query(
+            "DELETE FROM {s}.memory_items WHERE user_id = %s AND namespace = %s AND key = %s "
+            "RETURNING expires_at IS NULL OR expires_at > %s",
+            (user_id, namespace, key, now),
+        )
+        return bool(rows and rows[0][0])
+
+    async def _search(self, request: SearchRequest) -> list[Row]:
+        where, params = scope(request.prefix, request.now)
+        more, extra = filters(request.filter)
+        where, params = f"user_id = %s AND {where}{more}", [request.user_id, *params, *extra]
+        page = [request.limit, request.offset]
+        if request.terms is None:
+            query = (
+                f"SELECT {_COLUMNS}, NULL FROM {{s}}.memory_items WHERE {where} "
+                "ORDER BY updated_at DESC, namespace, key LIMIT %s OFFSET %s"
+            )
+        else:
+            query = (
+                f"SELECT {_COLUMNS}, ts_rank(tsv, q)::float8 AS score FROM {{s}}.memory_items, "
+                "websearch_to_tsquery('english', %s) q WHERE tsv @@ q AND "
+                f"{where} ORDER BY score DESC, updated_at DESC, namespace, key LIMIT %s OFFSET %s"
+            )
+            params.insert(0, " or ".join(request.terms))
+        return [tuple(row) for row in await self._query(query, [*params, *page])]
+
+    async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
+        where, params = scope(prefix, now)
+        rows = await self._query(
+            f"SELECT DISTINCT namespace FROM {{s}}.memory_items WHERE user_id = %s AND {where}",
+            [user_id, *params],
+        )
+        return [row[0] for row in rows]
+
+    async def _tenants(self) -> list[str]:
+        rows = await self._query("SELECT DISTINCT user_id FROM {s}.memory_items", ())
+        return [row[0] for row in rows]
+
+    async def _purge(self, now: float) -> int:
+        rows = await self._query(
+            "WITH gone AS (DELETE FROM {s}.memory_items WHERE expires_at <= %s RETURNING 1) "
+            "SELECT count(*) FROM gone",
+            (now,),
+        )
+        return int(rows[0][0])
+
+    async def aclose(self) -> None:
+        """Close the pool if it is owned (a later call opens a new one)."""
+        await self._db.aclose()
+
+
+def scope(prefix: str, now: float) -> tuple[str, list[Any]]:
+    """SQL conditions and parameters: live items under the namespace prefix."""
+    params: list[Any] = [now]
+    where = "(expires_at IS NULL OR expires_at > %s)"
+    if prefix:
+        where += " AND (namespace = %s OR (namespace >= %s AND namespace < %s))"
+        params += [prefix, prefix + "/", prefix + "0"]
+    return where, params
+
+
+def filters(wanted: dict[str, Scalar]) -> tuple[str, list[Any]]:
+    """SQL conditions and parameters: each top-level field equals its scalar, as ``jsonb``."""
+    where, params = "", []
+    for field, value in wanted.items():
+        where += " AND value -> %s = %s::jsonb"
+        params += [field, json.dumps(value)]
+    return where, params

@@ -1,0 +1,240 @@
+"""``SqliteMemoryStore``: long-term memory in a SQLite file, searched through FTS5.
+
+Tables (the ``memory`` component, migrated on its own schedule, so the
+store can share the checkpointer's file): ``memory_items`` (one row per
+tenant, namespace and key; the value as JSON text) and ``memory_fts``, an
+FTS5 table whose rowid is the item's id, holding the value's string leaves
+(``porter unicode61`` tokenizer: English stemming, case and accents
+folded). A put replaces item and index row in one transaction; a search
+joins FTS5's ``MATCH`` (the query's words joined by ``OR``) with the item
+rows of the tenant and namespace prefix and orders by BM25.
+
+Namespace prefixes are range conditions on the stored text (``ns = p OR
+(ns >= 'p/' AND ns < 'p0')``, ``0`` following ``/``), so the unique index
+on ``(user_id, namespace, key)`` serves them. Filters use ``json_each``
+on the top-level fields, comparing JSON types as the contract says.
+
+Short calls (get, put, delete) run inline when nothing has to wait (see
+``tenxgraph.storage.sql.SqliteDatabase``); searches, listings and purges,
+whose cost grows with the data, run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from typing import Any
+
+from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
+from tenxgraph.storage.sql import Component, SqliteDatabase
+from tenxgraph.storage.sql._sqlite import transaction
+
+__all__ = ["MEMORY", "SqliteMemoryStore"]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE memory_items (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            expires_at REAL,
+            UNIQUE (user_id, namespace, key)
+        )""",
+        "CREATE INDEX memory_items_expiry ON memory_items (expires_at) "
+        "WHERE expires_at IS NOT NULL",
+        "CREATE VIRTUAL TABLE memory_fts USING fts5("
+        "text, tokenize = 'porter unicode61 remove_diacritics 2')",
+    ),
+)
+"""Ordered schema changes of the ``memory`` component. Append only."""
+
+MEMORY = Component("memory", MIGRATIONS)
+"""The memory tables, recorded in ``schema_versions`` as component ``memory``."""
+
+_COLUMNS = "i.namespace, i.key, i.value, i.created_at, i.updated_at, i.expires_at"
+
+
+class SqliteMemoryStore(MemoryStore):
+    """Long-term memory in one SQLite file; safe across threads and processes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        default_ttl: float | None = None,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        timeout: float = 30.0,
+    ) -> None:
+        """Use (and create on first use) the database at ``path``.
+
+        ``timeout`` is how long a write waits for another process's write lock.
+        """
+        super().__init__(default_ttl=default_ttl, max_value_bytes=max_value_bytes)
+        self._db = SqliteDatabase(path, components=[MEMORY], timeout=timeout)
+        self.path = self._db.path
+
+    async def _put(
+        self,
+        user_id: str,
+        namespace: str,
+        key: str,
+        value: str,
+        text: str,
+        now: float,
+        expires_at: float | None,
+    ) -> float:
+        return await self._db.call(_put, (user_id, namespace, key, value, text, now, expires_at))
+
+    async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
+        return await self._db.call(_get, user_id, namespace, key, now)
+
+    async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
+        return await self._db.call(_delete, user_id, namespace, key, now)
+
+    async def _search(self, request: SearchRequest) -> list[Row]:
+        return await asyncio.to_thread(self._db.run, _search, request)
+
+    async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
+        return await asyncio.to_thread(self._db.run, _namespaces, user_id, prefix, now)
+
+    async def _tenants(self) -> list[str]:
+        return await asyncio.to_thread(self._db.run, _tenants)
+
+    async def _purge(self, now: float) -> int:
+        return await asyncio.to_thread(self._db.run, _purge, now)
+
+    async def aclose(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        await asyncio.to_thread(self._db.close)
+
+
+def _put(
+    conn: sqlite3.Connection, item: tuple[str, str, str, str, str, float, float | None]
+) -> float:
+    user_id, namespace, key, value, text, now, expires_at = item
+    with transaction(conn, "IMMEDIATE"):
+        old = conn.execute(
+            "SELECT id, created_at, expires_at FROM memory_items "
+            "WHERE user_id = ? AND namespace = ? AND key = ?",
+            (user_id, namespace, key),
+        ).fetchone()
+        if old is None:
+            (rowid,) = conn.execute(
+                "INSERT INTO memory_items (user_id, namespace, key, value, created_at, "
+                "updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (user_id, namespace, key, value, now, now, expires_at),
+            ).fetchone()
+            created = now
+        else:
+            rowid, created, old_expiry = old
+            if old_expiry is not None and old_expiry <= now:
+                created = now  # an expired item is gone: this put starts a new one
+            conn.execute(
+                "UPDATE memory_items SET value = ?, created_at = ?, updated_at = ?, "
+                "expires_at = ? WHERE id = ?",
+                (value, created, now, expires_at, rowid),
+            )
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
+        conn.execute("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (rowid, text))
+    return float(created)
+
+
+def _get(
+    conn: sqlite3.Connection, user_id: str, namespace: str, key: str, now: float
+) -> Row | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS}, NULL FROM memory_items i WHERE i.user_id = ? AND i.namespace = ? "
+        "AND i.key = ? AND (i.expires_at IS NULL OR i.expires_at > ?)",
+        (user_id, namespace, key, now),
+    ).fetchone()
+    return None if row is None else tuple(row)
+
+
+def _delete(conn: sqlite3.Connection, user_id: str, namespace: str, key: str, now: float) -> bool:
+    with transaction(conn, "IMMEDIATE"):
+        row = conn.execute(
+            "DELETE FROM memory_items WHERE user_id = ? AND namespace = ? AND key = ? "
+            "RETURNING id, expires_at",
+            (user_id, namespace, key),
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
+    return row[1] is None or bool(row[1] > now)
+
+
+def scope(prefix: str, now: float) -> tuple[str, list[Any]]:
+    """SQL conditions (on ``i``) and parameters: live items under the namespace prefix."""
+    params: list[Any] = [now]
+    where = "(i.expires_at IS NULL OR i.expires_at > ?)"
+    if prefix:
+        where += " AND (i.namespace = ? OR (i.namespace >= ? AND i.namespace < ?))"
+        params += [prefix, prefix + "/", prefix + "0"]
+    return where, params
+
+
+def filters(wanted: dict[str, Scalar]) -> tuple[str, list[Any]]:
+    """SQL conditions (on ``i``) and parameters: each top-level field equals its scalar."""
+    where, params = "", []
+    extra: list[Any]
+    for field, value in wanted.items():
+        if value is None:
+            test, extra = "type = 'null'", []
+        elif isinstance(value, bool):
+            test, extra = "type = ?", ["true" if value else "false"]
+        elif isinstance(value, str):
+            test, extra = "type = 'text' AND atom = ?", [value]
+        else:
+            test, extra = "type IN ('integer', 'real') AND atom = ?", [value]
+        where += f" AND EXISTS (SELECT 1 FROM json_each(i.value) WHERE key = ? AND {test})"
+        params += [field, *extra]
+    return where, params
+
+
+def _search(conn: sqlite3.Connection, request: SearchRequest) -> list[Row]:
+    where, params = scope(request.prefix, request.now)
+    more, extra = filters(request.filter)
+    where, params = f"i.user_id = ? AND {where}{more}", [request.user_id, *params, *extra]
+    page = [request.limit, request.offset]
+    if request.terms is None:
+        query = (
+            f"SELECT {_COLUMNS}, NULL FROM memory_items i WHERE {where} "
+            "ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT ? OFFSET ?"
+        )
+    else:
+        match = " OR ".join(f'"{term}"' for term in request.terms)
+        query = (
+            f"SELECT {_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts "
+            f"JOIN memory_items i ON i.id = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
+            "ORDER BY score DESC, i.updated_at DESC, i.namespace, i.key LIMIT ? OFFSET ?"
+        )
+        params.insert(0, match)
+    return [tuple(row) for row in conn.execute(query, [*params, *page])]
+
+
+def _namespaces(conn: sqlite3.Connection, user_id: str, prefix: str, now: float) -> list[str]:
+    where, params = scope(prefix, now)
+    rows = conn.execute(
+        f"SELECT DISTINCT i.namespace FROM memory_items i WHERE i.user_id = ? AND {where}",
+        [user_id, *params],
+    )
+    return [row[0] for row in rows]
+
+
+def _tenants(conn: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT DISTINCT user_id FROM memory_items")]
+
+
+def _purge(conn: sqlite3.Connection, now: float) -> int:
+    with transaction(conn, "IMMEDIATE"):
+        gone = conn.execute(
+            "DELETE FROM memory_items WHERE expires_at <= ? RETURNING id", (now,)
+        ).fetchall()
+        conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", gone)
+    return len(gone)
