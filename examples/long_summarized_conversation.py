@@ -20,8 +20,8 @@ from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
 
 
 def summarize(request: ModelRequest) -> str:
-    """Keep the previous summary's facts plus new 'my ...' facts from the transcript."""
-    text = request.messages[-1].text()
+    """List the 'my ...' facts of the new messages; it is appended to the summary so far."""
+    text = request.messages[-1].text().split("Messages that followed:")[-1]
     facts = [line.strip("- ") for line in text.splitlines() if " my " in f" {line.lower()} "]
     return "\n".join(dict.fromkeys(f"- {fact.removeprefix('User: ')}" for fact in facts))
 

@@ -55,7 +55,7 @@ def test_summarizes_old_messages_and_keeps_recent_ones_verbatim() -> None:
     assert "question 0" not in transcript  # the kept messages are not summarized
 
 
-def test_summaries_roll_over_everything_summarized_so_far() -> None:
+def test_each_summary_is_appended_to_the_previous_one() -> None:
     replies = iter(["summary one", "summary two"])
 
     def summarize(request: ModelRequest) -> str:
@@ -70,7 +70,7 @@ def test_summaries_roll_over_everything_summarized_so_far() -> None:
 
     state.append_messages([m for n in range(2, 4) for m in tool_turn(n)])
     manager.trim_context(state)
-    assert state.context_summary == "summary two"
+    assert state.context_summary == "summary one\n\nsummary two"  # appended, not replaced
     second = model.requests[1].messages[1].text()
     assert second.startswith("Summary of the conversation so far:\nsummary one\n")
     assert "question 1" in second and "question 2" in second
