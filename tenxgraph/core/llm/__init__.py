@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.llm.anthropic import AnthropicModel
     from tenxgraph.core.llm.google import GoogleModel
     from tenxgraph.core.llm.local import LocalLlamaModel
+    from tenxgraph.core.llm.media import FileIdCache, MediaResolver, ProviderFile
     from tenxgraph.core.llm.openai import OpenAIChatModel
     from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
     from tenxgraph.core.llm.resolve import resolve_model
@@ -23,12 +24,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AnthropicModel",
     "ChatModel",
+    "FileIdCache",
     "FunctionModel",
     "GoogleModel",
     "LocalLlamaModel",
+    "MediaResolver",
     "ModelRequest",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "ProviderFile",
     "RetryPolicy",
     "RetryingModel",
     "ScriptedModel",
@@ -41,6 +45,9 @@ _LAZY = {
     "AnthropicModel": "anthropic",
     "GoogleModel": "google",
     "LocalLlamaModel": "local",
+    "FileIdCache": "media",
+    "MediaResolver": "media",
+    "ProviderFile": "media",
     "OpenAIChatModel": "openai",
     "OpenAIResponsesModel": "openai_responses",
     "resolve_model": "resolve",

@@ -25,8 +25,16 @@ from tenxgraph.core.llm._convert_anthropic import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._media_rules import ANTHROPIC_RULES
 from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.media import (
+    MediaResolver,
+    MediaSource,
+    ProviderFile,
+    media_resolver,
+    prepare_media,
+)
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
@@ -61,6 +69,8 @@ class AnthropicModel(ChatModel):
     ``base_url``). ``max_retries`` is the SDK's own retry count; use
     ``RetryingModel`` for tenxgraph's retries. The model makes one SDK client
     per event loop it runs on; a ``client`` passed in is used as it is.
+    ``media`` (a media store or a ``MediaResolver``) resolves ``graph://media``
+    refs: inline, or images and PDFs through the Files API.
     """
 
     provider = PROVIDER
@@ -75,6 +85,7 @@ class AnthropicModel(ChatModel):
         max_tokens: int = 1024,
         timeout: float = 600.0,
         max_retries: int = 2,
+        media: MediaResolver | MediaSource | None = None,
         **defaults: Any,
     ) -> None:
         try:
@@ -82,6 +93,8 @@ class AnthropicModel(ChatModel):
         except ImportError as exc:
             raise MissingExtraError("anthropic", "anthropic") from exc
         self.model = model
+        self.media = media_resolver(media)
+        """How ``graph://media`` refs are sent (None: they are refused)."""
         self.max_tokens = max_tokens
         self.defaults = defaults
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -151,6 +164,13 @@ class AnthropicModel(ChatModel):
         cleaner = WireCleaner()
         try:
             client = self._clients.get()
+            request = await prepare_media(
+                request,
+                ANTHROPIC_RULES,
+                self.media,
+                upload=lambda *file: _upload(client, *file),
+                endpoint=f"{PROVIDER} {client.base_url}",
+            )
             async with await client.messages.create(**self._params(request), stream=True) as events:
                 async for event in events:
                     wire = cleaner.data(event)
@@ -182,6 +202,22 @@ class AnthropicModel(ChatModel):
             raw=raw,
             metadata=metadata,
         )
+
+
+async def _upload(
+    client: anthropic.AsyncAnthropic, data: bytes, mime_type: str, name: str
+) -> ProviderFile:
+    """Upload media through Anthropic's Files API (``client.files``, in SDKs that have it)."""
+    files = getattr(client, "files", None)
+    if files is None:
+        raise ModelError(
+            f"{PROVIDER}: this anthropic SDK has no client.files; upgrade it, or send media "
+            "inline (MediaResolver(store, send='inline'))",
+            provider=PROVIDER,
+        )
+    made = await files.upload(file=(name, data, mime_type))
+    expires = getattr(made, "expires_at", None)
+    return ProviderFile(made.id, expires.timestamp() if expires is not None else None)
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ To use another endpoint (a proxy, a local server), pass ``base_url``.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -24,8 +25,16 @@ from tenxgraph.core.llm._convert_google import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._media_rules import GOOGLE_RULES
 from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.media import (
+    MediaResolver,
+    MediaSource,
+    ProviderFile,
+    media_resolver,
+    prepare_media,
+)
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
@@ -54,6 +63,8 @@ class GoogleModel(ChatModel):
     ``max_retries`` is the SDK's own retry count (``timeout`` is in seconds);
     use ``RetryingModel`` for tenxgraph's retries. The model makes one SDK
     client per event loop it runs on; a ``client`` passed in is used as it is.
+    ``media`` (a media store or a ``MediaResolver``) resolves ``graph://media``
+    refs: inline, or through the Gemini Files API (its file URI is sent).
     """
 
     provider = PROVIDER
@@ -67,6 +78,7 @@ class GoogleModel(ChatModel):
         base_url: str | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
+        media: MediaResolver | MediaSource | None = None,
         **defaults: Any,
     ) -> None:
         try:
@@ -76,6 +88,9 @@ class GoogleModel(ChatModel):
             raise MissingExtraError("google-genai", "google") from exc
         self.model = model
         self.defaults = defaults
+        self.media = media_resolver(media)
+        """How ``graph://media`` refs are sent (None: they are refused)."""
+        self._endpoint = f"{PROVIDER} {base_url or 'default'}"
         options = types.HttpOptions(
             base_url=base_url,
             api_version="v1beta" if base_url else None,
@@ -134,8 +149,6 @@ class GoogleModel(ChatModel):
         """Stream the answer: text and thought deltas, then the complete message."""
         from google.genai import errors, types
 
-        system, contents = to_wire(repair_pairing(request.messages))
-        config = self._config(request, system)
         message_id = new_message_id()
         parts: list[dict[str, Any]] = []
         last: dict[str, Any] = {}
@@ -143,7 +156,17 @@ class GoogleModel(ChatModel):
         citations: list[dict[str, Any]] = []  # each chunk cites the text it carries
         cleaner = WireCleaner()
         try:
-            chunks = await self._clients.get().aio.models.generate_content_stream(
+            client = self._clients.get()
+            request = await prepare_media(
+                request,
+                GOOGLE_RULES,
+                self.media,
+                upload=lambda *file: _upload(client, *file),
+                endpoint=self._endpoint,
+            )
+            system, contents = to_wire(repair_pairing(request.messages))
+            config = self._config(request, system)
+            chunks = await client.aio.models.generate_content_stream(
                 model=self.model,
                 contents=contents,
                 config=types.GenerateContentConfig.model_validate(config),
@@ -192,6 +215,21 @@ class GoogleModel(ChatModel):
                 **cleaner.metadata(),
             },
         )
+
+
+async def _upload(client: genai.Client, data: bytes, mime_type: str, name: str) -> ProviderFile:
+    """Upload media through the Gemini Files API; its URI is what requests name.
+
+    Gemini keeps such files for 48 hours; the expiry it reports is kept, so
+    the file is uploaded again when it is near.
+    """
+    made = await client.aio.files.upload(
+        file=io.BytesIO(data), config={"mime_type": mime_type, "display_name": name}
+    )
+    if not made.uri:
+        raise ModelError(f"{PROVIDER}: the uploaded file {made.name} has no URI", provider=PROVIDER)
+    expires = made.expiration_time
+    return ProviderFile(made.uri, expires.timestamp() if expires is not None else None)
 
 
 def _calling_config(choice: str) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from typing import Any
 
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
 from tenxgraph.core.llm._errors import mentions_context_overflow
+from tenxgraph.core.llm._media_rules import LOCAL_RULES
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.media import prepare_media
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     ContextWindowExceededError,
@@ -57,7 +59,9 @@ class LocalLlamaModel(ChatModel):
     to the JSON schema. ``defaults`` are sent with every call
     (``temperature``, ``top_k``...); ``llama_options`` go to ``llama_cpp.Llama``.
     Usage: the prompt size is the context length when generation started;
-    completion tokens are the generated output re-tokenized.
+    completion tokens are the generated output re-tokenized. The model reads
+    text only: an image, audio, video, file or data block (stored in a media
+    store or not) reaches it as a text placeholder naming what it was.
     """
 
     provider = "local"
@@ -96,6 +100,7 @@ class LocalLlamaModel(ChatModel):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Message]:
         """Generate in a worker thread; yield text deltas, then the complete message."""
+        request = await prepare_media(request, LOCAL_RULES, None)
         params = chat_params(
             _force_single_required_tool(request),
             provider=self.provider,

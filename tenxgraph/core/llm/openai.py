@@ -5,13 +5,22 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
+from tenxgraph.core.llm._media_rules import OPENAI_CHAT_RULES
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm._wire import WireCleaner
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.media import (
+    MediaResolver,
+    MediaSource,
+    ProviderFile,
+    media_resolver,
+    prepare_media,
+)
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import AuthenticationError, MissingExtraError
 
@@ -32,7 +41,9 @@ class OpenAIChatModel(ChatModel):
     server; the key may then be omitted. ``defaults`` are request parameters
     sent on every call (``top_p=0.9``, ``seed=1``...); a request's own fields
     and ``ModelRequest.extra`` override them. ``max_retries`` is the SDK's own
-    retry count; use ``RetryingModel`` for tenxgraph's retries.
+    retry count; use ``RetryingModel`` for tenxgraph's retries. ``media`` (a
+    media store or a ``MediaResolver``) resolves ``graph://media`` refs:
+    images and audio inline, documents inline or through the Files API.
 
     An HTTP client's connections belong to one event loop, so the model makes
     one client per loop it is used on (two ``asyncio.run`` calls work). A
@@ -50,10 +61,14 @@ class OpenAIChatModel(ChatModel):
         timeout: float = 120.0,
         max_retries: int = 2,
         stream_usage: bool = True,
+        media: MediaResolver | MediaSource | None = None,
         **defaults: Any,
     ) -> None:
         self.model = model
         self.provider = provider
+        self.media = media_resolver(media)
+        """How ``graph://media`` refs are sent (None: they are refused)."""
+        self._media_rules = replace(OPENAI_CHAT_RULES, provider=provider)
         self.defaults = defaults
         self.stream_usage = stream_usage
         """Ask for usage in the stream (``stream_options.include_usage``)."""
@@ -80,20 +95,28 @@ class OpenAIChatModel(ChatModel):
         """Stream one completion: text and reasoning deltas, then the complete message."""
         import openai
 
-        params = chat_params(
-            request,
-            provider=self.provider,
-            defaults=self.defaults,
-            max_tokens_key=self._max_tokens_key,
-        )
-        params["model"] = self.model
-        params["stream"] = True
-        if self.stream_usage:
-            params.setdefault("stream_options", {"include_usage": True})
         accumulator = ChatStreamAccumulator()
         cleaner = WireCleaner()
         try:
-            async with await self._clients.get().chat.completions.create(**params) as chunks:
+            client = self._clients.get()
+            request = await prepare_media(
+                request,
+                self._media_rules,
+                self.media,
+                upload=lambda *file: upload_file(client, *file),
+                endpoint=f"{self.provider} {client.base_url}",
+            )
+            params = chat_params(
+                request,
+                provider=self.provider,
+                defaults=self.defaults,
+                max_tokens_key=self._max_tokens_key,
+            )
+            params["model"] = self.model
+            params["stream"] = True
+            if self.stream_usage:
+                params.setdefault("stream_options", {"include_usage": True})
+            async with await client.chat.completions.create(**params) as chunks:
                 async for chunk in chunks:
                     for delta in accumulator.feed(cleaner.data(chunk)):
                         yield delta
@@ -102,6 +125,13 @@ class OpenAIChatModel(ChatModel):
         final = accumulator.message()
         final.metadata.update(cleaner.metadata())
         yield final
+
+
+async def upload_file(client: AsyncOpenAI, data: bytes, mime_type: str, name: str) -> ProviderFile:
+    """Upload media through OpenAI's Files API (purpose ``user_data``, for model inputs)."""
+    created = await client.files.create(file=(name, data, mime_type), purpose="user_data")
+    expires = getattr(created, "expires_at", None)
+    return ProviderFile(created.id, float(expires) if expires else None)
 
 
 def _client_options(api_key: str | None, base_url: str | None, provider: str) -> dict[str, Any]:

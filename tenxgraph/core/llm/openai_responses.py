@@ -21,10 +21,13 @@ from tenxgraph.core.llm._convert_openai_responses import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error
+from tenxgraph.core.llm._media_rules import OPENAI_RESPONSES_RULES
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm._wire import WireCleaner, json_safe, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.llm.media import MediaResolver, MediaSource, media_resolver, prepare_media
 from tenxgraph.core.llm.openai import _client_options as client_options
+from tenxgraph.core.llm.openai import upload_file
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
@@ -52,6 +55,8 @@ class OpenAIResponsesModel(ChatModel):
     ``base_url``). ``max_retries`` is the SDK's own retry count; use
     ``RetryingModel`` for tenxgraph's retries. The model makes one SDK client
     per event loop it runs on; a ``client`` passed in is used as it is.
+    ``media`` (a media store or a ``MediaResolver``) resolves ``graph://media``
+    refs: inline, or images and files through the Files API.
     """
 
     provider = PROVIDER
@@ -65,10 +70,13 @@ class OpenAIResponsesModel(ChatModel):
         client: openai.AsyncOpenAI | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
+        media: MediaResolver | MediaSource | None = None,
         **defaults: Any,
     ) -> None:
         self.model = model
         self.defaults = defaults
+        self.media = media_resolver(media)
+        """How ``graph://media`` refs are sent (None: they are refused)."""
         options = {} if client is not None else client_options(api_key, base_url, PROVIDER)
         options.update(timeout=timeout, max_retries=max_retries)
 
@@ -133,7 +141,15 @@ class OpenAIResponsesModel(ChatModel):
         response: dict[str, Any] | None = None
         cleaner = WireCleaner()
         try:
-            events = await self._clients.get().responses.create(**self._params(request))
+            client = self._clients.get()
+            request = await prepare_media(
+                request,
+                OPENAI_RESPONSES_RULES,
+                self.media,
+                upload=lambda *file: upload_file(client, *file),
+                endpoint=f"{PROVIDER} {client.base_url}",
+            )
+            events = await client.responses.create(**self._params(request))
             async for event in events:
                 piece = _delta(event, cleaner)
                 if piece is not None:

@@ -1,0 +1,363 @@
+"""Sending stored media: ``graph://media/{key}`` refs resolved by each adapter before a request.
+
+A ``graph://`` url means nothing to a provider. A model given ``media=`` (a
+media store, or a ``MediaResolver`` around one) resolves every such ref in
+a request for the tenant ``ModelRequest.user_id``: it inlines the bytes as
+base64, or uploads them once through the provider's file API and sends the
+file id, remembered per (provider endpoint, tenant, key) in the resolver's
+``FileIdCache``. Before anything is read or sent, each stored item is
+checked against the provider's limits (type, inline size, request total,
+file size): a ``BadRequestError`` names the message and block. A model that
+reads no media (the local one) gets a text placeholder instead.
+
+The store is passed to the model, never found globally: the model owns its
+resolver, and the resolver owns its cache. Only the ``ainfo`` and ``aget``
+methods of the store are used (``MediaSource``), so ``core.llm`` imports no
+storage code.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tenxgraph.core.llm._media_rules import MediaRules
+from tenxgraph.core.llm._wire import output_blocks
+from tenxgraph.core.llm.base import ModelRequest
+from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message_block import ContentBlock, MediaRef, TextBlock, ToolResultBlock
+from tenxgraph.errors import BadRequestError, ConfigError, MediaNotFoundError
+
+__all__ = [
+    "FileIdCache",
+    "MediaResolver",
+    "MediaSource",
+    "ProviderFile",
+    "SendMode",
+    "StoredMedia",
+]
+
+SendMode = Literal["inline", "upload", "auto"]
+"""How stored media is sent: always inline; uploaded wherever the provider takes a file id for
+that kind (else inline); or uploaded only when larger than ``upload_over`` bytes."""
+
+_MEDIA_URL = "graph://media/"
+_DEFAULT_USER = "default"
+_MEDIA_BLOCKS = frozenset({"image", "audio", "video", "document", "data"})
+_EXPIRY_MARGIN = 600.0
+"""Seconds before a provider file expires from which it is uploaded again rather than used."""
+
+
+class StoredMedia(Protocol):
+    """What a media store says about one object (``MediaInfo`` fits)."""
+
+    @property
+    def key(self) -> str:
+        """The SHA-256 of the bytes."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """Length in bytes."""
+        ...
+
+    @property
+    def mime_type(self) -> str:
+        """The checked MIME type."""
+        ...
+
+
+class MediaSource(Protocol):
+    """The two read methods of a media store an adapter uses (``MediaStore`` fits)."""
+
+    async def ainfo(self, media: MediaRef | str, *, user_id: str = ...) -> StoredMedia | None:
+        """The stored object, or None."""
+        ...
+
+    async def aget(self, media: MediaRef | str, *, user_id: str = ...) -> bytes:
+        """All its bytes."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFile:
+    """A file uploaded to a provider: its id (Gemini: its URI) and when it expires, if it does."""
+
+    file_id: str
+    expires_at: float | None = None
+    """UNIX time; None: kept until deleted."""
+
+
+class FileIdCache:
+    """Provider file ids of uploaded media, by (provider endpoint, tenant, media key).
+
+    Kept in memory by the resolver that owns it. For ids that outlive the
+    process, subclass it and override ``get`` and ``put`` (both async, so a
+    database can answer).
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, str, str], ProviderFile] = {}
+
+    async def get(self, provider: str, user_id: str, key: str) -> ProviderFile | None:
+        """The file uploaded for ``key``, or None."""
+        return self._files.get((provider, user_id, key))
+
+    async def put(self, provider: str, user_id: str, key: str, file: ProviderFile) -> None:
+        """Remember the file uploaded for ``key``."""
+        self._files[(provider, user_id, key)] = file
+
+
+Uploader = Callable[[bytes, str, str], Awaitable[ProviderFile]]
+"""An adapter's upload: ``(data, mime_type, filename) -> ProviderFile``."""
+
+
+@dataclass
+class MediaResolver:
+    """How a model sends stored media: from which store, inline or uploaded, with which cache.
+
+    Give it to a model as ``media=`` (a bare store means ``MediaResolver(store)``).
+    ``send``: ``"inline"`` (the default: nothing is left at the provider),
+    ``"upload"`` or ``"auto"`` (see ``SendMode``); ``upload_over`` is the
+    size from which ``"auto"`` uploads.
+    """
+
+    store: MediaSource
+    send: SendMode = "inline"
+    upload_over: int = 4 * 1024 * 1024
+    file_ids: FileIdCache = field(default_factory=FileIdCache)
+
+    def __post_init__(self) -> None:
+        if self.send not in ("inline", "upload", "auto"):
+            raise ConfigError(f"send must be 'inline', 'upload' or 'auto', got {self.send!r}")
+
+
+def media_resolver(media: MediaResolver | MediaSource | None) -> MediaResolver | None:
+    """The ``media=`` option of a model as a resolver."""
+    if media is None or isinstance(media, MediaResolver):
+        return media
+    return MediaResolver(media)
+
+
+def is_stored(ref: MediaRef) -> bool:
+    """True for a ref whose url is ``graph://media/...``."""
+    return ref.kind == "url" and (ref.url or "").startswith(_MEDIA_URL)
+
+
+async def prepare_media(
+    request: ModelRequest,
+    rules: MediaRules,
+    media: MediaResolver | None,
+    *,
+    upload: Uploader | None = None,
+    endpoint: str = "",
+) -> ModelRequest:
+    """``request`` with its stored media resolved for the provider ``rules`` describe.
+
+    Messages without stored media are kept as they are (the request is only
+    copied when something changed). ``endpoint`` names the provider account
+    in the file-id cache (its base URL).
+    """
+    walk = _Walk(rules, media, upload, endpoint or rules.provider, request.user_id)
+    messages: list[Message] = []
+    changed = False
+    for index, message in enumerate(request.messages):
+        content = [
+            await walk.block(block, f"message {index} block {position}")
+            for position, block in enumerate(message.content)
+        ]
+        if any(new is not old for new, old in zip(content, message.content, strict=True)):
+            message = message.model_copy(update={"content": content})
+            changed = True
+        messages.append(message)
+    if not changed:
+        return request
+    return ModelRequest(
+        messages=messages,
+        tools=request.tools,
+        tool_choice=request.tool_choice,
+        output_schema=request.output_schema,
+        output_schema_name=request.output_schema_name,
+        temperature=request.temperature,
+        max_tokens=request.max_tokens,
+        extra=request.extra,
+        user_id=request.user_id,
+    )
+
+
+class _Walk:
+    """One request's resolution: the blocks in order, and the inline bytes counted so far."""
+
+    def __init__(
+        self,
+        rules: MediaRules,
+        media: MediaResolver | None,
+        upload: Uploader | None,
+        endpoint: str,
+        user_id: str | None,
+    ) -> None:
+        self.rules = rules
+        self.media = media
+        self.upload = upload
+        self.endpoint = endpoint
+        self.user_id = _DEFAULT_USER if user_id is None else str(user_id)
+        self.inline_total = 0
+
+    async def block(self, block: ContentBlock, where: str) -> ContentBlock:
+        if isinstance(block, ToolResultBlock):
+            return await self._tool_result(block, where)
+        media = getattr(block, "media", None)
+        if not self.rules.readable and block.type in _MEDIA_BLOCKS:
+            return _placeholder(block, media)
+        if not isinstance(media, MediaRef):
+            return block
+        kind = _kind(block.type, media)
+        update = {"media": await self.ref(media, kind, where)}
+        thumbnail = getattr(block, "thumbnail", None)
+        if isinstance(thumbnail, MediaRef):
+            update["thumbnail"] = await self.ref(thumbnail, "image", f"{where} (thumbnail)")
+        if all(update[name] is getattr(block, name) for name in update):
+            return block
+        return block.model_copy(update=update)
+
+    async def _tool_result(self, block: ToolResultBlock, where: str) -> ContentBlock:
+        output = block.output
+        if isinstance(output, MediaRef):
+            if not self.rules.readable:
+                new: object = _placeholder_text(_kind("data", output), output)
+            else:
+                new = await self.ref(output, _kind("data", output), f"{where} output")
+        elif (blocks := output_blocks(output)) is not None:
+            items = [
+                await self.block(item, f"{where} output item {n}") for n, item in enumerate(blocks)
+            ]
+            new = items if any(a is not b for a, b in zip(items, blocks, strict=True)) else output
+        else:
+            return block
+        return block if new is output else block.model_copy(update={"output": new})
+
+    async def ref(self, ref: MediaRef, kind: str, where: str) -> MediaRef:
+        """``ref`` resolved: inline data or a provider file id (other refs are kept)."""
+        if not is_stored(ref):
+            return ref
+        if self.media is None:
+            raise self._error(
+                f"{where}: {ref.url} is in a media store, and this model was given none; "
+                "pass media=<the media store> to the model"
+            )
+        info = await self.media.store.ainfo(ref, user_id=self.user_id)
+        if info is None:
+            raise MediaNotFoundError(
+                f"{self.rules.provider}: {where}: no media {ref.url} for user_id {self.user_id!r}"
+            )
+        self._check_type(kind, info.mime_type, where)
+        if self._uploads(kind, info.size):
+            return await self._by_file(ref, info, where)
+        self._check_inline(kind, info.size, where)
+        data = await self.media.store.aget(ref, user_id=self.user_id)
+        return ref.model_copy(
+            update={
+                "kind": "data",
+                "url": None,
+                "data_base64": base64.b64encode(data).decode("ascii"),
+                "mime_type": info.mime_type,
+                "size_bytes": info.size,
+            }
+        )
+
+    def _uploads(self, kind: str, size: int) -> bool:
+        assert self.media is not None
+        if kind not in self.rules.by_file or self.upload is None:
+            return False
+        send = self.media.send
+        return send == "upload" or (send == "auto" and size > self.media.upload_over)
+
+    async def _by_file(self, ref: MediaRef, info: StoredMedia, where: str) -> MediaRef:
+        assert self.media is not None and self.upload is not None
+        cache = self.media.file_ids
+        known = await cache.get(self.endpoint, self.user_id, info.key)
+        if known is None or (
+            known.expires_at is not None and known.expires_at - _EXPIRY_MARGIN < time.time()
+        ):
+            if info.size > self.rules.upload_max:
+                raise self._error(
+                    f"{where}: {ref.url} is {info.size} bytes, over the "
+                    f"{self.rules.upload_max}-byte limit of {self.rules.provider}'s file API"
+                )
+            data = await self.media.store.aget(ref, user_id=self.user_id)
+            known = await self.upload(
+                data, info.mime_type, ref.filename or f"media-{info.key[:16]}"
+            )
+            await cache.put(self.endpoint, self.user_id, info.key, known)
+        return ref.model_copy(
+            update={
+                "kind": "file_id",
+                "url": None,
+                "file_id": known.file_id,
+                "mime_type": info.mime_type,
+                "size_bytes": info.size,
+            }
+        )
+
+    def _check_type(self, kind: str, mime_type: str, where: str) -> None:
+        if kind not in self.rules.types:
+            raise self._error(f"{where}: {self.rules.provider} does not accept {kind} media here")
+        accepted = self.rules.types[kind]
+        if accepted is not None and mime_type not in accepted:
+            raise self._error(
+                f"{where}: {mime_type} is not a {kind} type {self.rules.provider} accepts "
+                f"({', '.join(sorted(accepted))})"
+            )
+
+    def _check_inline(self, kind: str, size: int, where: str) -> None:
+        limit = self.rules.inline_max.get(kind, self.rules.request_max)
+        hint = (
+            " (send it as a file: MediaResolver(store, send='upload'))"
+            if (kind in self.rules.by_file and self.upload is not None)
+            else ""
+        )
+        if size > limit:
+            raise self._error(
+                f"{where}: the {kind} is {size} bytes, over {self.rules.provider}'s "
+                f"{limit}-byte limit for inline {kind} media{hint}"
+            )
+        self.inline_total += size
+        if self.inline_total > self.rules.request_max:
+            raise self._error(
+                f"{where}: the inline media of this request come to {self.inline_total} bytes "
+                f"with this block, over {self.rules.provider}'s {self.rules.request_max}-byte "
+                f"limit per request{hint}"
+            )
+
+    def _error(self, text: str) -> BadRequestError:
+        provider = self.rules.provider
+        return BadRequestError(f"{provider}: {text}", provider=provider)
+
+
+def _kind(block_type: str, ref: MediaRef) -> str:
+    """``image``, ``audio``, ``video`` or ``document``: by block, else by MIME type."""
+    if block_type in ("image", "audio", "video", "document"):
+        return block_type
+    major = (ref.mime_type or "").split("/", 1)[0]
+    return major if major in ("image", "audio", "video") else "document"
+
+
+def _placeholder_text(kind: str, ref: MediaRef) -> str:
+    details = [d for d in (ref.filename, ref.mime_type) if d]
+    if ref.size_bytes is not None:
+        details.append(f"{ref.size_bytes} bytes")
+    shown = f" ({', '.join(details)})" if details else ""
+    return f"[{kind}{shown}: not shown, this model cannot read {kind} content]"
+
+
+def _placeholder(block: ContentBlock, ref: MediaRef | None) -> ContentBlock:
+    """What a model that reads no media gets for a media block: its text, else a placeholder."""
+    text = getattr(block, "text", None)
+    if block.type == "document" and isinstance(text, str):
+        return block  # the converter sends a document's text
+    if ref is None:  # a data block holding its bytes itself
+        ref = MediaRef(kind="url", url="about:blank", mime_type=getattr(block, "mime_type", None))
+    return TextBlock(text=_placeholder_text(_kind(block.type, ref), ref))
