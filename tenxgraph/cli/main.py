@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_chat(commands)
     _add_threads(commands, _parser_with(debug))
     _add_run(commands)
+    _add_graph(commands)
     return parser
 
 
@@ -115,6 +116,20 @@ def _add_run(commands: Subcommands) -> None:
     run.add_argument("--input", required=True, help="the user message")
     run.add_argument("--thread", help="thread id (a StateGraph is then saved to --db)")
     _location(run)
+
+
+def _add_graph(commands: Subcommands) -> None:
+    draw = commands.add_parser("graph", help="draw a graph from your code: module:attribute")
+    draw.add_argument("target", help="module:attribute naming a StateGraph or CompiledGraph")
+    draw.add_argument(
+        "--format",
+        choices=["ascii", "mermaid", "svg", "png"],
+        help="default: from the -o file's suffix, else ascii (svg/png need Graphviz dot)",
+    )
+    draw.add_argument("-o", "--output", help="file to write (default: stdout)")
+    draw.add_argument(
+        "--collapse", action="store_true", help="fold middleware hook nodes into the agent"
+    )
 
 
 def _model_options(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -268,6 +283,16 @@ async def _dispatch(args: argparse.Namespace, console: Console, options: ChatOpt
         await chat(options, console)
     elif args.command == "threads":
         await _threads(args, console)
+    elif args.command == "graph":
+        from tenxgraph.cli.graph import draw_graph
+
+        await draw_graph(
+            args.target,
+            output_format=args.format,
+            output=args.output,
+            collapse_middleware=args.collapse,
+            console=console,
+        )
     elif args.command == "run":
         from tenxgraph.cli.run import run_graph
 
