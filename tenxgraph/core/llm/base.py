@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ModelError
+from tenxgraph.errors import ConfigError, ModelError
 
 __all__ = ["ChatModel", "ModelRequest", "ToolChoice", "ToolSpec"]
 
@@ -64,6 +64,29 @@ class ChatModel(ABC):
     """Short provider name, used in error messages."""
     model: str = ""
     """The provider's model name."""
+    _context_window: int | None = None
+
+    @property
+    def context_window(self) -> int | None:
+        """Tokens one request may hold: as told (``model.context_window = n``), else known.
+
+        Known for the OpenAI, Anthropic and Gemini families (their published
+        windows); None for other models until told. Context managers take
+        budgets given as a fraction of it.
+        """
+        if self._context_window is not None:
+            return self._context_window
+        from tenxgraph.core.llm._windows import known_context_window
+
+        return known_context_window(self.model)
+
+    @context_window.setter
+    def context_window(self, tokens: int | None) -> None:
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
+        ):
+            raise ConfigError(f"context_window must be an integer >= 1 or None, got {tokens!r}")
+        self._context_window = tokens
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[Message]:

@@ -64,6 +64,7 @@ class RetryingModel(ChatModel):
         self.policy = policy or RetryPolicy()
         self.provider = model.provider
         self.model = model.model
+        self._context_window = model.context_window
         self._sleep = sleep
 
     def supports_output_schema(self, *, with_tools: bool) -> bool:
