@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer._codec import (
@@ -33,6 +33,12 @@ from tenxgraph.storage.checkpointer._codec import (
     rewind_conflict,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._media import (
+    after_save,
+    delete_with_media,
+    media_policy,
+    offload,
+)
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
     Checkpoint,
@@ -46,6 +52,10 @@ from tenxgraph.storage.checkpointer.base import (
     Window,
     check_id,
 )
+
+if TYPE_CHECKING:
+    from tenxgraph.storage.media.base import MediaStore
+    from tenxgraph.storage.media.offload import MediaPolicy
 
 __all__ = ["InMemoryCheckpointer"]
 
@@ -86,10 +96,20 @@ class _Thread:
 class InMemoryCheckpointer(Checkpointer):
     """Threads in memory, with the same semantics as the durable backends."""
 
-    def __init__(self, *, keep_checkpoints: int | None = None) -> None:
-        """Create an empty store; ``keep_checkpoints`` keeps only the newest N per thread."""
+    def __init__(
+        self,
+        *,
+        keep_checkpoints: int | None = None,
+        media: MediaStore | MediaPolicy | None = None,
+    ) -> None:
+        """Create an empty store; ``keep_checkpoints`` keeps only the newest N per thread.
+
+        ``media``: a media store (or ``MediaPolicy``) that large inline media
+        move to on save (see ``tenxgraph.storage.media.offload``).
+        """
         check_keep(keep_checkpoints)
         self._keep = keep_checkpoints
+        self.media = media_policy(media)
         self._lock = threading.Lock()
         self._tenants: dict[str, dict[str, _Thread]] = {}
         self._leases: dict[ThreadKey, _Lease] = {}
@@ -126,6 +146,12 @@ class InMemoryCheckpointer(Checkpointer):
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         """Append the new messages and replace the state row, if incarnation and version match."""
+        write, offloaded = await offload(self.media, key, write)
+        stamp = self._save(key, write)
+        await after_save(self.media, key, offloaded)
+        return stamp
+
+    def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         encoded = encode_write(key, write)
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
@@ -283,7 +309,10 @@ class InMemoryCheckpointer(Checkpointer):
         return list_threads(user_id, rows, metadata, offset, limit)
 
     async def adelete_thread(self, key: ThreadKey) -> bool:
-        """Forget the thread, its log and its checkpoints."""
+        """Forget the thread, its log and its checkpoints (and media only it referenced)."""
+        return await delete_with_media(self, self.media, key, self._delete)
+
+    async def _delete(self, key: ThreadKey) -> bool:
         with self._lock:
             return self._tenants.get(key.user_id, {}).pop(key.thread_id, None) is not None
 

@@ -51,6 +51,12 @@ from tenxgraph.storage.checkpointer._codec import (
     thread_not_found,
     window_reach,
 )
+from tenxgraph.storage.checkpointer._media import (
+    after_save,
+    delete_with_media,
+    media_policy,
+    offload,
+)
 from tenxgraph.storage.checkpointer._pg_schema import (
     CLAIM_NEW,
     CLAIM_NEXT,
@@ -79,6 +85,9 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
+    from tenxgraph.storage.media.base import MediaStore
+    from tenxgraph.storage.media.offload import MediaPolicy
+
 __all__ = ["MIGRATIONS", "PgCheckpointer"]
 
 THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
@@ -106,6 +115,7 @@ class PgCheckpointer(Checkpointer):
         connect_timeout: float = 5.0,
         pool_min_size: int = 1,
         pool_size: int = 10,
+        media: MediaStore | MediaPolicy | None = None,
     ) -> None:
         """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
@@ -115,6 +125,8 @@ class PgCheckpointer(Checkpointer):
         ``connect_timeout`` (seconds) bounds each wait for a connection, new
         or pooled: past it a call raises ``StorageUnavailableError``. The
         owned pool keeps ``pool_min_size`` to ``pool_size`` connections.
+        ``media``: a media store (or ``MediaPolicy``) that large inline media
+        move to on save (a ``PgMediaStore`` may share the schema).
         """
         check_keep(keep_checkpoints)
         owns_redis = (
@@ -138,6 +150,7 @@ class PgCheckpointer(Checkpointer):
             else RedisThreadCache(redis)
         )
         self._keep = keep_checkpoints
+        self.media = media_policy(media)
         self.schema = schema
         self._s = self._db.s
         self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
@@ -224,9 +237,18 @@ class PgCheckpointer(Checkpointer):
         )
         return await cursor.fetchall()
 
-    @on_io_loop
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        """One statement: CAS the state row, append the messages, record the checkpoint."""
+        """One statement: CAS the state row, append the messages, record the checkpoint.
+
+        With ``media``, large inline media go to the store first, outside it.
+        """
+        write, offloaded = await offload(self.media, key, write)
+        stamp = await self._save(key, write)
+        await after_save(self.media, key, offloaded)
+        return stamp
+
+    @on_io_loop
+    async def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         encoded = encode_write(key, write)
         try:
             base = await self._write(key, write, encoded)
@@ -396,9 +418,15 @@ class PgCheckpointer(Checkpointer):
             rows = await cursor.fetchall()
         return list_threads(user_id, rows)
 
-    @on_io_loop
     async def adelete_thread(self, key: ThreadKey) -> bool:
-        """Delete the state row, the log and the checkpoints in one transaction, then evict."""
+        """Delete the state row, the log and the checkpoints in one transaction, then evict.
+
+        With ``media``, the media only this thread referenced are deleted after it.
+        """
+        return await delete_with_media(self, self.media, key, self._delete)
+
+    @on_io_loop
+    async def _delete(self, key: ThreadKey) -> bool:
         where = (key.user_id, key.thread_id)
         async with self._db.connection(transaction=True) as conn:
             for table in ("messages", "checkpoints", "threads"):

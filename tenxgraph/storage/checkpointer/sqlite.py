@@ -22,7 +22,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer import _sqlite_leases as leases
@@ -44,6 +44,12 @@ from tenxgraph.storage.checkpointer._codec import (
     stamp_of,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._media import (
+    after_save,
+    delete_with_media,
+    media_policy,
+    offload,
+)
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
     LEGACY_INCARNATION,
@@ -60,6 +66,10 @@ from tenxgraph.storage.checkpointer.base import (
 )
 from tenxgraph.storage.sql import Component, SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
+
+if TYPE_CHECKING:
+    from tenxgraph.storage.media.base import MediaStore
+    from tenxgraph.storage.media.offload import MediaPolicy
 
 __all__ = ["SqliteCheckpointer"]
 
@@ -139,16 +149,25 @@ class SqliteCheckpointer(Checkpointer):
         *,
         keep_checkpoints: int | None = None,
         timeout: float = 30.0,
+        media: MediaStore | MediaPolicy | bool | None = None,
     ) -> None:
         """Use (and create on first use) the database at ``path``.
 
         ``keep_checkpoints`` keeps only the newest N checkpoints per thread;
         ``timeout`` is how long a save waits for another process's write lock.
+        ``media``: a media store (or ``MediaPolicy``) that large inline media
+        move to on save; True for the filesystem store beside the file
+        (``<path>-media``, see ``FilesystemMediaStore.next_to``).
         """
         check_keep(keep_checkpoints)
         self._db = SqliteDatabase(path, components=[THREADS], timeout=timeout)
         self.path = self._db.path
         self._keep = keep_checkpoints
+        if media is True:
+            from tenxgraph.storage.media.filesystem import FilesystemMediaStore
+
+            media = FilesystemMediaStore.next_to(self.path)
+        self.media = media_policy(media or None)
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's incarnation and version: one indexed one-row query."""
@@ -171,9 +190,13 @@ class SqliteCheckpointer(Checkpointer):
         Encoded first, so an inline attempt that meets a lock is retried in a
         worker thread without encoding again.
         """
+        write, offloaded = await offload(self.media, key, write)
         if len(write.new_messages) > INLINE_MESSAGES:  # encoding and inserting them may take long
-            return await asyncio.to_thread(self._save, key, write)
-        return await self._db.call(self._write, key, write, encode_write(key, write))
+            stamp = await asyncio.to_thread(self._save, key, write)
+        else:
+            stamp = await self._db.call(self._write, key, write, encode_write(key, write))
+        await after_save(self.media, key, offloaded)
+        return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         return self._db.run(self._write, key, write, encode_write(key, write))
@@ -312,8 +335,12 @@ class SqliteCheckpointer(Checkpointer):
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction.
 
-        In a worker thread: the log's size is unbounded.
+        In a worker thread: the log's size is unbounded. With ``media``, the
+        media only this thread referenced are deleted after it.
         """
+        return await delete_with_media(self, self.media, key, self._delete)
+
+    async def _delete(self, key: ThreadKey) -> bool:
         return await asyncio.to_thread(self._db.run, _delete, key)
 
     async def arewind(
