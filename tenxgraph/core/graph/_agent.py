@@ -32,13 +32,19 @@ from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.injection import messages_for_model
-from tenxgraph.core.state.context.overflow import areduce_on_overflow
+from tenxgraph.core.state.context.overflow import (
+    MAX_OVERFLOW_ATTEMPTS,
+    afit_before_request,
+    areduce_on_overflow,
+    irreducible_error,
+)
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ContextWindowExceededError, GraphBuildError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.llm.retry import RetryPolicy
+    from tenxgraph.core.state.context.base import BaseContextManager
 
 __all__ = ["Agent", "turn_tool_choice"]
 
@@ -149,28 +155,16 @@ class Agent(Node):
         """Trim if asked, call the model (streaming), validate structured output, return it."""
         manager = ctx.context_manager if self.trim_context else None
         if manager is not None:
+            manager.use_model_window(self.model.context_window)
             await manager.atrim_context(state)
+            prompt = self._call(state, ctx).request().messages[:1] if self.system_prompt else []
+            await afit_before_request(state, manager, self.model.context_window, prompt)
         answer: Message | None = None
-        overflowed = False
-        while answer is None:
-            try:
-                async for message in stream_model_call(self._call(state, ctx), self.wrappers):
-                    if message.delta:
-                        yield MessageEvent(ctx.node, message)
-                    else:
-                        answer = message
-                break  # only a context overflow is retried, never a stream without an answer
-            except ContextWindowExceededError as exc:
-                if overflowed:
-                    raise ContextWindowExceededError(
-                        f"the request still does not fit the model's context window after "
-                        f"reducing the context once ({len(state.context)} messages left): {exc}",
-                        status=exc.status,
-                        provider=exc.provider,
-                    ) from exc
-                if not await areduce_on_overflow(state, manager):
-                    raise
-                overflowed = True
+        async for message in self._answer(state, ctx, manager):
+            if message.delta:
+                yield MessageEvent(ctx.node, message)
+            else:
+                answer = message
         assert answer is not None  # stream_model_call ends with the complete message or raises
         if self.output is None:
             yield NodeOutput([answer.model_copy(update={"message_id": ctx.id_generator()})])
@@ -193,6 +187,29 @@ class Agent(Node):
                 ]
             )
         )
+
+    async def _answer(
+        self, state: AgentState, ctx: RunContext, manager: BaseContextManager | None
+    ) -> AsyncIterator[Message]:
+        """Stream the model's answer; on a context-window error reduce the context and retry.
+
+        Each retry follows one reduction step (``areduce_on_overflow``), at
+        most ``MAX_OVERFLOW_ATTEMPTS``; when nothing is left to reduce the
+        error names the size of what is left.
+        """
+        attempts = 0
+        while True:
+            try:
+                async for message in stream_model_call(self._call(state, ctx), self.wrappers):
+                    yield message
+                return  # only a context overflow is retried, never a stream without an answer
+            except ContextWindowExceededError as exc:
+                if attempts >= MAX_OVERFLOW_ATTEMPTS or not await areduce_on_overflow(
+                    state, manager
+                ):
+                    request = self._call(state, ctx).request().messages
+                    raise irreducible_error(request, attempts, exc) from exc
+                attempts += 1
 
     def _call(self, state: AgentState, ctx: RunContext, extra: Sequence[Message] = ()) -> ModelCall:
         """The next model call over ``state``, before the wrappers change it."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from typing import TypeVar
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.context.overflow import drop_older_half, shrink_tool_results
+from tenxgraph.core.state.context.overflow import drop_older_half, drop_older_half_of_turn
 from tenxgraph.errors import ConfigError
 
-__all__ = ["BaseContextManager", "LocalContextManager"]
+__all__ = ["BaseContextManager", "LocalContextManager", "check_budget", "check_count"]
+
+logger = logging.getLogger("tenxgraph.context")
 
 S = TypeVar("S", bound=AgentState)
 
@@ -26,7 +29,55 @@ class BaseContextManager(ABC):
     The runtime calls ``atrim_context`` before each model call of an Agent
     with ``trim_context=True`` and when a run ends, and ``areduce_context``
     when the model reports that the request did not fit its window.
+
+    Token budgets may be given as a fraction of the model's context window
+    (a float in (0, 1]): the window is ``context_window`` when the manager
+    was given one, else the one the Agent's model reports
+    (``ChatModel.context_window``), which the Agent tells the manager before
+    each trim (``use_model_window``). ``proactive_at`` (a fraction of that
+    window) makes the Agent reduce the request before sending it when its
+    estimated size passes that share, instead of waiting for the provider
+    to refuse it.
     """
+
+    context_window: int | None = None
+    """The window token fractions refer to, when given to the manager (None: the model's)."""
+    model_window: int | None = None
+    """The window of the model that last asked for a trim (set by the Agent)."""
+    proactive_at: float | None = None
+    """Reduce before a request whose estimate passes this fraction of the window (None: off)."""
+
+    def use_model_window(self, window: int | None) -> None:
+        """Remember the window of the model about to be called (the Agent calls this)."""
+        if window is not None:
+            self.model_window = window
+
+    def window(self) -> int | None:
+        """The window token fractions refer to: ``context_window``, else the model's."""
+        return self.context_window or self.model_window
+
+    def tokens_for(self, name: str, budget: float | None) -> int | None:
+        """``budget`` in tokens: an int as is, a fraction of ``window()``; None when unknown.
+
+        A fraction with no window known yet disables that limit, with a
+        warning (once per manager), rather than guessing a window.
+        """
+        if budget is None or isinstance(budget, int):
+            return budget
+        window = self.window()
+        if window is None:
+            if not getattr(self, "_warned_no_window", False):
+                self._warned_no_window = True
+                logger.warning(
+                    "%s: %s=%s is a fraction of the model's context window, which is not "
+                    "known yet (pass context_window= to the manager or the model); the "
+                    "limit is off until it is",
+                    type(self).__name__,
+                    name,
+                    budget,
+                )
+            return None
+        return max(1, int(window * budget))
 
     @abstractmethod
     async def atrim_context(self, state: S) -> S:
@@ -40,10 +91,12 @@ class BaseContextManager(ABC):
         """Shrink the context further after a context-window overflow; True if it shrank.
 
         The default drops the older half of the user turns; with one turn
-        left it truncates the largest tool outputs instead. False means
-        nothing more can be removed, and the caller should give up.
+        left, the older half of that turn's tool exchanges (its question and
+        last exchange stay). False means nothing more can be removed. The
+        overflow loop shortens tool outputs and drops old media before it
+        asks the manager (``tenxgraph.core.state.context.overflow``).
         """
-        return drop_older_half(state) or shrink_tool_results(state)
+        return drop_older_half(state) or drop_older_half_of_turn(state)
 
     def reduce_context(self, state: AgentState) -> bool:
         """Sync twin of ``areduce_context``."""
@@ -72,6 +125,29 @@ class LocalContextManager(BaseContextManager):
         if type(self).atrim_context is LocalContextManager.atrim_context:
             return self.bound(state)
         return super().trim_context(state)
+
+
+def check_budget(owner: str, name: str, value: object) -> None:
+    """Raise ``ConfigError`` unless ``value`` is None, an int >= 1 or a float in (0, 1]."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return
+    if isinstance(value, float) and 0 < value <= 1:
+        return
+    raise ConfigError(
+        f"{owner}: {name} must be a token count (an integer >= 1), a fraction of the "
+        f"model's context window (a float in (0, 1]) or None, got {value!r}"
+    )
+
+
+def check_window(owner: str, context_window: object, proactive_at: object) -> None:
+    """Raise ``ConfigError`` for a bad ``context_window`` or ``proactive_at``."""
+    if context_window is not None:
+        check_count(owner, "context_window", context_window)
+    if proactive_at is not None and not (isinstance(proactive_at, float) and 0 < proactive_at <= 1):
+        raise ConfigError(
+            f"{owner}: proactive_at must be a fraction of the context window (a float in "
+            f"(0, 1]) or None, got {proactive_at!r}"
+        )
 
 
 def check_count(owner: str, name: str, value: object, *, minimum: int = 1) -> None:

@@ -11,7 +11,6 @@ from tenxgraph.core.state import (
     is_paired,
     truncate_largest_tool_results,
 )
-from tenxgraph.core.state.context.overflow import TRUNCATION_MARKER
 
 from .convo import calls, ids, results, state_of, tool_turn, user
 
@@ -32,7 +31,8 @@ def test_the_largest_outputs_are_shortened_first() -> None:
     shortened = truncate_largest_tool_results(history)
     big, mid, small = outputs(shortened)
     assert isinstance(big, str) and isinstance(mid, str)
-    assert big.startswith("B" * 500) and big.endswith(TRUNCATION_MARKER.format(total=10_000))
+    assert big.startswith("B" * 375) and big.endswith("B" * 125)  # the start and the end stay
+    assert "[tenxgraph: tool output truncated from 10000 characters" in big
     assert mid == "M" * 3_000  # the cap chosen still fits it
     assert small == "S" * 100
     assert len(big) + len(mid) + len(small) <= (10_000 + 3_000 + 100) // 2 + 100
@@ -47,8 +47,8 @@ def test_several_large_outputs_share_one_cap() -> None:
     history = [calls("a", "b"), results("a", output="A" * 8_000), results("b", output="B" * 6_000)]
     a, b = outputs(truncate_largest_tool_results(history, keep_ratio=0.5))
     assert isinstance(a, str) and isinstance(b, str)
-    assert a.startswith("A" * 3_500) and b.startswith("B" * 3_500)
-    assert "[tenxgraph: tool output truncated from 8000 characters]" in a
+    assert a.startswith("A" * 2_600) and b.startswith("B" * 2_600)
+    assert "[tenxgraph: tool output truncated from 8000 characters;" in a
 
 
 def test_json_outputs_are_shortened_as_text() -> None:
@@ -82,15 +82,16 @@ async def test_with_a_manager_its_reduction_runs() -> None:
     assert ids(state.context) == ids(history[8:])  # half of the 4 turns
     assert manager.reduce_context(state)
     assert ids(state.context) == ids(history[12:])
-    # one short turn left: nothing more to remove
-    assert not await areduce_on_overflow(state, manager)
-    assert ids(state.context) == ids(history[12:])
+    # one turn left: its older exchanges go, the question and the last answer stay
+    assert await areduce_on_overflow(state, manager)
+    assert ids(state.context) == ids([history[12], history[15]])
+    assert not await areduce_on_overflow(state, manager)  # nothing more to remove
 
 
-async def test_one_turn_left_then_tool_outputs_are_shortened() -> None:
-    turn = [user("read"), calls("f"), results("f", output="z" * 20_000)]
+async def test_tool_outputs_are_shortened_before_any_turn_is_dropped() -> None:
+    turn = [*tool_turn(0), user("read"), calls("f"), results("f", output="z" * 20_000)]
     state = state_of(turn)
-    assert await MessageContextManager().areduce_context(state)
+    assert await areduce_on_overflow(state, MessageContextManager())
     assert ids(state.context) == ids(turn)
     assert state.context[-1].metadata["truncated"] is True
 

@@ -38,12 +38,15 @@ def test_system_messages_are_kept_and_not_counted() -> None:
     assert ids(state.context) == ids([rules, note, *history[-4:]])
 
 
-def test_a_turn_longer_than_the_window_is_kept_from_its_user_message() -> None:
+def test_a_turn_longer_than_the_window_keeps_its_question_and_latest_exchanges() -> None:
     current = [user("dig"), *[m for i in range(4) for m in (calls(f"d{i}"), results(f"d{i}"))]]
     state = state_of([*tool_turn(0), *current])
     SlidingWindowContextManager(window_size=3).trim_context(state)
-    assert ids(state.context) == ids(current)
+    assert ids(state.context) == ids([current[0], *current[-2:]])
     assert is_paired(state.context)
+    state = state_of([*tool_turn(0), *current])
+    SlidingWindowContextManager(window_size=6).trim_context(state)
+    assert ids(state.context) == ids([current[0], *current[-4:]])  # an odd slot stays empty
 
 
 def test_fitting_history_is_left_alone() -> None:
@@ -56,7 +59,10 @@ def test_fitting_history_is_left_alone() -> None:
 def test_without_user_messages_the_window_starts_at_a_group_start() -> None:
     history = [assistant("a"), calls("x", "y"), results("x"), results("y"), assistant("b")]
     state = state_of(history)
-    SlidingWindowContextManager(window_size=2).trim_context(state)
+    SlidingWindowContextManager(window_size=3).trim_context(state)
+    assert ids(state.context) == ids(history[-1:])  # the calls' group is 3 with "b": too many
+    state = state_of(history)
+    SlidingWindowContextManager(window_size=4).trim_context(state)
     assert ids(state.context) == ids(history[1:])
     assert is_paired(state.context)
 

@@ -60,14 +60,17 @@ def test_system_messages_count_against_the_budget_and_are_kept() -> None:
     assert ids(state.context) == ids([rules, *turns[4]])
 
 
-def test_cuts_fall_at_turn_boundaries_only() -> None:
+def test_a_long_current_turn_is_cut_at_exchange_boundaries() -> None:
     turn = [user("go"), calls("a", "b"), results("a", output="x" * 200), results("b")]
     turn.append(assistant("done"))
     state = state_of([*tool_turn(0), *turn])
-    # the current turn alone is over the budget: it is kept whole, never cut inside
+    # the current turn alone is over the budget: the question and the answer stay
     TokenBudgetContextManager(max_tokens=40).trim_context(state)
-    assert ids(state.context) == ids(turn)
+    assert ids(state.context) == ids([turn[0], turn[-1]])
     assert roles(state.context)[0] == "user" and is_paired(state.context)
+    state = state_of([*tool_turn(0), *turn])
+    TokenBudgetContextManager(max_tokens=90).trim_context(state)
+    assert ids(state.context) == ids(turn)  # the call with both its results fits
 
 
 def test_everything_fits_means_no_change() -> None:
@@ -77,11 +80,14 @@ def test_everything_fits_means_no_change() -> None:
     assert state.context is before
 
 
-def test_without_user_messages_nothing_is_cut() -> None:
-    state = state_of([assistant("x" * 400), assistant("y" * 400)])
-    before = state.context
+def test_the_last_exchange_stays_even_over_budget_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = [assistant("x" * 400), assistant("y" * 400)]
+    state = state_of(history)
     TokenBudgetContextManager(max_tokens=10).trim_context(state)
-    assert state.context is before
+    assert ids(state.context) == ids(history[1:])
+    assert "irreducible part of the context" in caplog.text and "104 tokens" in caplog.text
 
 
 def test_a_custom_counter_is_used() -> None:
