@@ -381,10 +381,19 @@ async def _converse(demo: _Demo) -> None:
         if await checkpointer.adelete_thread(demo.key):
             demo.console.note(f"(started {THREAD_ID} over: it held an earlier demo run)")
         app = demo.graph(checkpointer, MessageContextManager(max_messages=2, keep_first=True))
+        _show_graph(demo, app)
         await _tool_sets_state(demo, app)
         await _trimming(demo, app, checkpointer)
         await _direct_call(demo, app)
         await _summary(demo, checkpointer)
+
+
+def _show_graph(demo: _Demo, app: CompiledGraph[TripState]) -> None:
+    """The graph once, as ``tenxgraph graph`` draws one for a terminal."""
+    demo.console.line()
+    demo.console.line("the graph (`tenxgraph graph module:graph` draws yours, also as SVG/PNG):")
+    for line in app.get_graph().draw_ascii().splitlines():
+        demo.console.note(f"  {line}")
 
 
 async def _tool_sets_state(demo: _Demo, app: CompiledGraph[TripState]) -> None:

@@ -238,7 +238,8 @@ def _kind_and_detail(node: Any) -> tuple[NodeKind, str]:
 
     if isinstance(node, Agent):
         model = getattr(node, "_model_ref", None)
-        shown = model if isinstance(model, str) else type(model).__name__
+        shown = model if isinstance(model, str) else getattr(model, "model", "")
+        shown = shown or type(model).__name__
         detail = f"Agent, model {shown}"
         if node.tools and node.tool_node is None:
             detail += f", {len(node.tools)} tool(s)"
