@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo
 from pydantic_core import to_json
@@ -34,6 +34,9 @@ from tenxgraph.core.state.message_block import (
 )
 from tenxgraph.errors import ConfigError
 
+if TYPE_CHECKING:
+    from tenxgraph.storage.media.base import MediaStore
+
 __all__ = [
     "MAX_INLINE_BYTES",
     "IdGenerator",
@@ -52,6 +55,10 @@ IdGenerator: TypeAlias = Callable[[], "str | int"]
 MAX_INLINE_BYTES = 5 * 1024 * 1024
 """Largest file ``Message.from_file`` inlines as base64 (5 MiB, the smallest common
 provider limit for an inline image). Larger files belong in a media store, by URL."""
+
+_OFFLOAD_BYTES = 64 * 1024
+"""Files over this go to the media store ``from_file`` is given (the checkpointers' default
+threshold, ``tenxgraph.storage.media.offload.DEFAULT_OFFLOAD_BYTES``)."""
 
 _DOCUMENT_TYPES = frozenset(
     {
@@ -230,10 +237,26 @@ class Message(BaseModel):
         content: Sequence[ContentBlock],
         role: Role = "user",
         message_id: str | int | None = None,
+        *,
+        media: MediaStore | None = None,
+        user_id: str = "default",
         **fields: Any,
     ) -> Message:
-        """Create a message from explicit blocks of any kinds."""
-        return cls._make(role, list(content), message_id, fields)
+        """Create a message from explicit blocks of any kinds.
+
+        With ``media`` (a media store), inline media over 64 KiB are put in
+        it for ``user_id`` and referenced as ``graph://media/{key}``, as a
+        checkpointer with ``media=`` would on save. Inline base64 is checked
+        when its ``MediaRef`` is made (invalid base64 is refused there).
+        """
+        message = cls._make(role, list(content), message_id, fields)
+        if media is None:
+            return message
+        from tenxgraph._sync import run_sync
+        from tenxgraph.storage.media.offload import MediaPolicy, aoffload
+
+        done = run_sync(aoffload(MediaPolicy(media), [message], user_id=user_id))
+        return done.messages[0]
 
     @classmethod
     def from_file(
@@ -245,24 +268,39 @@ class Message(BaseModel):
         *,
         mime_type: str | None = None,
         max_inline_bytes: int = MAX_INLINE_BYTES,
+        media: MediaStore | None = None,
+        user_id: str = "default",
         **fields: Any,
     ) -> Message:
-        """Create a message that inlines a local file, with the block kind its MIME type implies.
+        """Create a message holding a local file, with the block kind its MIME type implies.
 
         The MIME type comes from ``mime_type``, else the file name, else the
-        file's leading bytes. Files above ``max_inline_bytes`` are refused:
-        upload them and reference them by URL or file id instead.
+        file's leading bytes. Without ``media`` the file is inlined as base64,
+        and files above ``max_inline_bytes`` are refused. With ``media`` (a
+        media store), files over 64 KiB are streamed into it for ``user_id``
+        (never read whole; its ``max_bytes`` and type check apply) and the
+        block references them as ``graph://media/{key}``; smaller ones are inlined.
         """
         file = Path(path)
         size = file.stat().st_size
+        if media is not None and size > _OFFLOAD_BYTES:
+            with file.open("rb") as head:
+                detected = (
+                    mime_type or mimetypes.guess_type(file.name)[0] or _sniff(head.read(4096))
+                )
+            media_ref = media.put(file, detected, user_id=user_id, filename=file.name)
+            return cls._with_file(
+                media_ref, media_ref.mime_type or detected, text, role, message_id, fields
+            )
         if size > max_inline_bytes:
             raise ConfigError(
                 f"{file} is {size} bytes, above the inline limit of {max_inline_bytes} bytes; "
-                "upload it and use MediaRef(kind='url' or 'file_id') instead"
+                "pass a media store (media=...), or upload it and use "
+                "MediaRef(kind='url' or 'file_id') instead"
             )
         data = file.read_bytes()
         detected = mime_type or mimetypes.guess_type(file.name)[0] or _sniff(data)
-        media = MediaRef(
+        inline = MediaRef(
             kind="data",
             data_base64=base64.b64encode(data).decode("ascii"),
             mime_type=detected,
@@ -270,8 +308,20 @@ class Message(BaseModel):
             sha256=hashlib.sha256(data).hexdigest(),
             filename=file.name,
         )
+        return cls._with_file(inline, detected, text, role, message_id, fields)
+
+    @classmethod
+    def _with_file(
+        cls,
+        media: MediaRef,
+        mime: str,
+        text: str | None,
+        role: Role,
+        message_id: str | int | None,
+        fields: dict[str, Any],
+    ) -> Message:
         blocks: list[ContentBlock] = [TextBlock(text=text)] if text else []
-        blocks.append(_block_for(media, detected))
+        blocks.append(_block_for(media, mime))
         return cls._make(role, blocks, message_id, fields)
 
     @classmethod
