@@ -47,7 +47,14 @@ class Recorded:
     method: str
     path: str
     headers: dict[str, str]
+    """As the client spelled them; ``header`` looks one up by any spelling."""
     body: Any
+    """JSON, or the raw bytes for anything else (a multipart or raw file upload)."""
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name``, matched case-insensitively (None when absent)."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == wanted), None)
 
 
 class ReplayServer:
