@@ -308,7 +308,8 @@ class _Walk:
         accepted = self.rules.types[kind]
         if accepted is not None and mime_type not in accepted:
             raise self._error(
-                f"{where}: {mime_type} is not a {kind} type {self.rules.provider} accepts "
+                f"{where}: {mime_type} is not {_article(kind)} {kind} type "
+                f"{self.rules.provider} accepts "
                 f"({', '.join(sorted(accepted))})"
             )
 
@@ -335,6 +336,10 @@ class _Walk:
     def _error(self, text: str) -> BadRequestError:
         provider = self.rules.provider
         return BadRequestError(f"{provider}: {text}", provider=provider)
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def _kind(block_type: str, ref: MediaRef) -> str:
