@@ -55,6 +55,7 @@ __all__ = [
     "as_message",
     "as_messages",
     "field_reducers",
+    "filter_messages",
     "is_paired",
     "messages_for_model",
     "new_message_id",
@@ -64,6 +65,7 @@ __all__ = [
     "replace_messages",
     "replace_value",
     "summary_message",
+    "trim_messages",
     "truncate_largest_tool_results",
 ]
 
@@ -72,6 +74,8 @@ if TYPE_CHECKING:
     from tenxgraph.core.state.app_state import AppState
     from tenxgraph.core.state.context.base import BaseContextManager
     from tenxgraph.core.state.context.injection import messages_for_model, summary_message
+    from tenxgraph.core.state.context.message_filtering import filter_messages
+    from tenxgraph.core.state.context.message_trimming import trim_messages
     from tenxgraph.core.state.context.overflow import (
         areduce_on_overflow,
         truncate_largest_tool_results,
@@ -145,6 +149,8 @@ else:
                 "messages_for_model",
                 "summary_message",
             ),
+            "tenxgraph.core.state.context.message_filtering": ("filter_messages",),
+            "tenxgraph.core.state.context.message_trimming": ("trim_messages",),
             "tenxgraph.core.state.context.overflow": (
                 "areduce_on_overflow",
                 "truncate_largest_tool_results",

@@ -2,8 +2,9 @@
 
 Trimming (``MessageContextManager``), summarizing (``SummaryContextManager``),
 a token budget (``TokenBudgetContextManager``) and a sliding window
-(``SlidingWindowContextManager``), plus token counters and overflow
-recovery. Every cut keeps tool calls with their results; dropped messages
+(``SlidingWindowContextManager``), plus token counters, overflow recovery,
+and the stateless ``trim_messages`` and ``filter_messages`` for code that
+manages its own message lists. Every cut keeps tool calls with their results; dropped messages
 stay in the thread's message log. The exports are imported on first use
 (see ``tenxgraph.utils._lazy``).
 """
@@ -24,9 +25,11 @@ __all__ = [
     "TokenBudgetContextManager",
     "TokenCounter",
     "areduce_on_overflow",
+    "filter_messages",
     "messages_for_model",
     "render_transcript",
     "summary_message",
+    "trim_messages",
     "truncate_largest_tool_results",
 ]
 
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
         messages_for_model,
         summary_message,
     )
+    from tenxgraph.core.state.context.message_filtering import filter_messages
+    from tenxgraph.core.state.context.message_trimming import trim_messages
     from tenxgraph.core.state.context.overflow import (
         areduce_on_overflow,
         truncate_largest_tool_results,
@@ -60,6 +65,8 @@ else:
                 "messages_for_model",
                 "summary_message",
             ),
+            "tenxgraph.core.state.context.message_filtering": ("filter_messages",),
+            "tenxgraph.core.state.context.message_trimming": ("trim_messages",),
             "tenxgraph.core.state.context.overflow": (
                 "areduce_on_overflow",
                 "truncate_largest_tool_results",
