@@ -30,6 +30,7 @@ WORKLOADS = (
     "w4_resume",
     "w5_trim",
     "w6_invoke",
+    "w7_media",
     "startup",
     "floors",
 )

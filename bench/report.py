@@ -244,6 +244,47 @@ def w6_rows(r: Results) -> list[Row]:
     ]
 
 
+def w7_rows(r: Results) -> list[Row]:
+    stored = value(r, "w7_media", "stored_bytes")
+    unique_plus_text = None
+    if stored is not None:
+        unique = value(r, "w7_media", "unique_media_bytes") or 0
+        unique_plus_text = unique + (value(r, "w7_media", "text_bytes_estimate") or 0)
+    mb = 1024 * 1024
+    peak = value(r, "w7_media", "peak_rss_growth_bytes")
+    return [
+        row(
+            "W7 stored MB, 1,000 turns, a 1 MB image every 10th (50 distinct), media store; "
+            "floor: unique media + text",
+            stored / mb if stored is not None else None,
+            unique_plus_text / mb if unique_plus_text is not None else None,
+            "MB",
+            ("≤ 1.1x floor", over(stored, unique_plus_text), 1.1),
+        ),
+        row(
+            "W7 the same fill inline (base64 in the rows); floor: with the media store",
+            (value(r, "w7_media", "inline_baseline_bytes") or 0) / mb if stored else None,
+            stored / mb if stored is not None else None,
+            "MB",
+            None,
+        ),
+        row(
+            "W7 text turn, median of the last 100; floor: of the first 100",
+            value(r, "w7_media", "text_turn_ms_last_100"),
+            value(r, "w7_media", "text_turn_ms_first_100"),
+            "ms",
+            ("flat: ≤ 1.5x", value(r, "w7_media", "text_turn_last_over_first"), 1.5),
+        ),
+        row(
+            "W7 peak RSS growth putting and streaming back a 20 MB file; floor: the file",
+            peak / mb if peak is not None else None,
+            (value(r, "w7_media", "file_bytes") or 0) / mb if peak is not None else None,
+            "MB",
+            ("< 2x the file", value(r, "w7_media", "peak_rss_growth_over_file"), 2),
+        ),
+    ]
+
+
 def startup_rows(r: Results) -> list[Row]:
     bare = value(r, "startup", "python_pass_ms")
     graph = value(r, "startup", "import_graph_ms")
@@ -275,6 +316,7 @@ def rows(results: Results) -> list[Row]:
         w4_row(results),
         *w5_rows(results),
         *w6_rows(results),
+        *w7_rows(results),
         *startup_rows(results),
     ]
 

@@ -38,7 +38,15 @@ from tenxgraph.storage.media.base import MediaInfo, MediaStore
 from tenxgraph.storage.media.offload import DEFAULT_GRACE
 from tenxgraph.storage.media.resolve import media_refs
 
-__all__ = ["GcReport", "acollect", "areferenced_keys", "arelease", "collect", "thread_media_keys"]
+__all__ = [
+    "GcReport",
+    "acollect",
+    "areferenced_keys",
+    "arelease",
+    "collect",
+    "message_media_keys",
+    "thread_media_keys",
+]
 
 _PAGE = 500
 
@@ -66,7 +74,7 @@ async def thread_media_keys(checkpointer: Checkpointer, key: ThreadKey) -> set[s
     offset = 0
     while True:
         page = await checkpointer.alist_messages(key, offset=offset, limit=_PAGE)
-        keys.update(_keys_of(stored.message for stored in page))
+        keys.update(message_media_keys(stored.message for stored in page))
         if len(page) < _PAGE:
             return keys
         offset += len(page)
@@ -163,7 +171,8 @@ async def arelease(
     return report
 
 
-def _keys_of(messages: Iterable[object]) -> set[str]:
+def message_media_keys(messages: Iterable[object]) -> set[str]:
+    """The keys of the media-store refs in messages or blocks (malformed urls skipped)."""
     keys = set()
     for ref in media_refs(messages):
         if ref.kind == "url" and is_media_url(ref.url):
