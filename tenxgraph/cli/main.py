@@ -95,6 +95,11 @@ def _add_threads(commands: Subcommands, parser_class: type[argparse.ArgumentPars
     show = actions.add_parser("show", help="print a thread: state, summary, log and window")
     show.add_argument("thread", help="thread id")
     _location(show, positional=True)
+    show.add_argument(
+        "--timeline",
+        action="store_true",
+        help="as a timeline: turns, tool calls, window, summaries, checkpoints, forks",
+    )
     export = actions.add_parser("export", help="write a thread as JSON")
     export.add_argument("thread", help="thread id")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
@@ -320,7 +325,9 @@ async def _threads(args: argparse.Namespace, console: Console) -> None:
             await threads.list_threads(checkpointer, user, console)
             return
         key = ThreadKey(args.thread, user)
-        if args.action == "show":
+        if args.action == "show" and args.timeline:
+            await threads.show_timeline(checkpointer, key, console)
+        elif args.action == "show":
             await threads.show_thread(checkpointer, key, console)
         elif args.action == "export":
             data = json.dumps(await threads.export_thread(checkpointer, key), indent=2)

@@ -15,6 +15,7 @@ from tenxgraph.cli.prompt import Reader, read_line, stdin_is_terminal
 from tenxgraph.cli.render import Console
 from tenxgraph.core.state.message import MessagesAdapter
 from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.timeline import TimelineEvent, thread_timeline
 
 __all__ = [
     "confirm_delete",
@@ -26,6 +27,7 @@ __all__ = [
     "show_state",
     "show_summary",
     "show_thread",
+    "show_timeline",
 ]
 
 _RUNTIME_VALUES = ("context_summary", "execution_meta")
@@ -72,6 +74,51 @@ async def show_thread(checkpointer: Checkpointer, key: ThreadKey, console: Conso
     show_summary(stored, console)
     console.line()
     await show_log(checkpointer, stored, console)
+
+
+_TIMELINE_STYLES = {
+    "forked_from": ("<", "magenta"),
+    "turn": ("==", "bold"),
+    "message": ("", ""),
+    "tool_call": ("->", "cyan"),
+    "window_start": ("[", "green"),
+    "summary": ("~", "yellow"),
+    "trim": ("~", "yellow"),
+    "checkpoint": ("v", "dim"),
+    "fork": (">", "magenta"),
+}
+
+
+async def show_timeline(checkpointer: Checkpointer, key: ThreadKey, console: Console) -> None:
+    """Print the thread as a timeline: turns, tool calls, window, summaries, checkpoints, forks."""
+    await load_thread(checkpointer, key)  # a missing thread is a CliError
+    timeline = await thread_timeline(checkpointer, key)
+    console.line(
+        f"timeline of thread {key.thread_id} (user {key.user_id}) - version {timeline.version}, "
+        f"{timeline.log_length} messages, {timeline.count('turn')} turns, "
+        f"{timeline.count('tool_call')} tool calls, {timeline.count('checkpoint')} checkpoints",
+        "bold",
+    )
+    console.note("  seq      time  (checkpoints come after the message they saved)")
+    for event in timeline.events:
+        console.line(_timeline_line(event, console))
+
+
+def _timeline_line(event: TimelineEvent, console: Console) -> str:
+    mark, style = _TIMELINE_STYLES[event.kind]
+    after = event.kind in ("checkpoint", "fork", "summary", "trim") or event.seq < 0
+    seq = "" if after else str(event.seq)
+    clock = time.strftime("%H:%M:%S", time.localtime(event.at)) if event.at is not None else ""
+    text = event.text
+    if event.duration is not None:
+        text += f" ({_seconds(event.duration)})"
+    body = f"{mark} {text}" if mark else text
+    indent = "    " if event.kind in ("message", "tool_call") else "  "
+    return f"{seq:>5} {clock:>9}{indent}{console.paint(body, style) if style else body}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
 
 async def show_log(checkpointer: Checkpointer, stored: StoredThread, console: Console) -> None:
