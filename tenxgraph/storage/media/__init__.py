@@ -6,6 +6,9 @@ needs the extra ``postgres``. All three implement the ``MediaStore``
 contract (``base``) and pass the same suite
 (``tenxgraph.testing.media_stores``). ``ainline`` and ``media_refs``
 (``resolve``) turn stored refs back into bytes for code that sends media on.
+``MediaPolicy`` (``offload``) is how a checkpointer given ``media=`` moves
+large inline media into a store; ``acollect`` (``gc``) deletes what no
+thread references.
 Every export is imported on first access, so importing this package loads
 no backend.
 """
@@ -17,8 +20,10 @@ from typing import TYPE_CHECKING
 __all__ = [
     "MEDIA_URL_PREFIX",
     "FilesystemMediaStore",
+    "GcReport",
     "MediaData",
     "MediaInfo",
+    "MediaPolicy",
     "MediaStore",
     "MediaStream",
     "OpeningMedia",
@@ -26,7 +31,9 @@ __all__ = [
     "SqliteMediaStore",
     "SyncMediaStream",
     "Upload",
+    "acollect",
     "ainline",
+    "collect",
     "detect_mime_type",
     "in_media_store",
     "inline",
@@ -43,6 +50,8 @@ if TYPE_CHECKING:
     from tenxgraph.storage.media._stream import MediaStream, OpeningMedia, SyncMediaStream
     from tenxgraph.storage.media.base import MediaInfo, MediaStore, Upload
     from tenxgraph.storage.media.filesystem import FilesystemMediaStore
+    from tenxgraph.storage.media.gc import GcReport, acollect, collect
+    from tenxgraph.storage.media.offload import MediaPolicy
     from tenxgraph.storage.media.postgres import PgMediaStore
     from tenxgraph.storage.media.resolve import ainline, in_media_store, inline, media_refs
     from tenxgraph.storage.media.sqlite import SqliteMediaStore
@@ -63,6 +72,8 @@ else:
             "tenxgraph.storage.media._stream": ("MediaStream", "OpeningMedia", "SyncMediaStream"),
             "tenxgraph.storage.media.base": ("MediaInfo", "MediaStore", "Upload"),
             "tenxgraph.storage.media.filesystem": ("FilesystemMediaStore",),
+            "tenxgraph.storage.media.gc": ("GcReport", "acollect", "collect"),
+            "tenxgraph.storage.media.offload": ("MediaPolicy",),
             "tenxgraph.storage.media.postgres": ("PgMediaStore",),
             "tenxgraph.storage.media.resolve": (
                 "ainline",
