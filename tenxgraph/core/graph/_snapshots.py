@@ -48,10 +48,7 @@ class ThreadSnapshot(BaseModel):
         does not change the snapshot. Values are dumped as JSON data; messages are
         copied through their JSON form, the fastest complete copy pydantic offers.
         """
-        try:
-            values = encode_values(state)
-        except PydanticSerializationError as exc:
-            raise StateError(f"cannot snapshot a state that is not JSON data: {exc}") from None
+        values = encode_values(state)  # UnstorableStateError names a field JSON cannot carry
         context = MessagesAdapter.validate_json(MessagesAdapter.dump_json(state.context))
         return cls(values=values, context=context, version=version)
 

@@ -100,7 +100,7 @@ def test_restoring_a_snapshot_twice_gives_the_same_thread() -> None:
 
 
 def test_values_that_are_not_json_are_a_state_error() -> None:
-    with pytest.raises(StateError, match="cannot snapshot a state that is not JSON data"):
+    with pytest.raises(StateError, match="'extra' of Notes cannot be stored"):
         ThreadSnapshot.of(Notes(extra=object()))
     snapshot = ThreadSnapshot.of(Notes())
     snapshot.values["extra"] = object()
