@@ -25,7 +25,15 @@ from tenxgraph.core.state.context.tokens import TokenCounter
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
 
-__all__ = ["Fit", "drop_orphan_results", "fit_context", "last_group_start", "warn_over_budget"]
+__all__ = [
+    "Fit",
+    "drop_orphan_results",
+    "fit_context",
+    "kept_after_summary",
+    "last_group_start",
+    "split_for_summary",
+    "warn_over_budget",
+]
 
 logger = logging.getLogger("tenxgraph.context")
 
@@ -196,3 +204,46 @@ def _without_orphans(messages: list[Message]) -> list[Message]:
         elif any(isinstance(block, ToolResultBlock) for block in content):
             kept.append(message.model_copy(update={"content": content}))
     return kept
+
+
+def split_for_summary(context: list[Message], keep_recent: int) -> tuple[list[Message], int]:
+    """The messages to summarize and where the verbatim part starts, for the summarizer.
+
+    At least ``keep_recent`` non-system messages stay verbatim, the cut
+    moved earlier to a tool group start (never inside the last exchange).
+    The cut may fall inside the current turn: its question then stays in
+    front of the verbatim part and is not summarized. Returns ``(old,
+    cut)``; ``old`` is empty when there is nothing to summarize. Build the
+    kept list with ``kept_after_summary``.
+    """
+    seen = 0
+    cut = 0
+    for index in range(len(context) - 1, -1, -1):
+        if context[index].role != "system":
+            seen += 1
+            cut = index
+            if seen >= keep_recent:
+                break  # with keep_recent=0 this still keeps the last message's group
+    else:
+        return [], 0  # fewer than keep_recent: nothing to summarize
+    while cut > 0 and context[cut].role == "tool":
+        cut -= 1
+    cut = min(cut, max(last_group_start(context), 0))
+    question = _question_before(context, cut)
+    old = [m for i, m in enumerate(context[:cut]) if m.role != "system" and i != question]
+    return old, cut
+
+
+def kept_after_summary(context: list[Message], cut: int) -> list[Message]:
+    """System messages before ``cut``, the current question if it lies before, then the rest."""
+    question = _question_before(context, cut)
+    head = [m for i, m in enumerate(context[:cut]) if m.role == "system" or i == question]
+    return drop_orphan_results(head + context[cut:])
+
+
+def _question_before(context: list[Message], cut: int) -> int | None:
+    """Index of the last user message when it lies before ``cut`` (a cut inside its turn)."""
+    for index in range(len(context) - 1, -1, -1):
+        if context[index].role == "user":
+            return index if index < cut else None
+    return None

@@ -7,12 +7,8 @@ from typing import TYPE_CHECKING
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
-from tenxgraph.core.state.context.cuts import (
-    last_user_index,
-    replace_context,
-    snap_to_group_start,
-    strip_completed_tool_groups,
-)
+from tenxgraph.core.state.context.cuts import replace_context, strip_completed_tool_groups
+from tenxgraph.core.state.context.fit import kept_after_summary, split_for_summary
 from tenxgraph.core.state.context.injection import summary_message
 from tenxgraph.core.state.context.render import render_transcript
 from tenxgraph.core.state.context.tokens import TokenCounter, as_token_counter
@@ -170,8 +166,7 @@ class SummaryContextManager(BaseContextManager):
         then untouched: both fields are assigned only after every call).
         """
         context = state.context
-        cut = _summary_cut(context, keep_recent)
-        old = [message for message in context[:cut] if message.role != "system"]
+        old, cut = split_for_summary(context, keep_recent)
         if not old:
             return False
         previous = state.context_summary
@@ -183,7 +178,7 @@ class SummaryContextManager(BaseContextManager):
         summary = await self._compact_if_over_cap(
             f"{previous}{SUMMARY_SEPARATOR}{addition}" if previous else addition
         )
-        kept = [message for message in context[:cut] if message.role == "system"] + context[cut:]
+        kept = kept_after_summary(context, cut)
         if self.remove_tool_msgs:
             kept = strip_completed_tool_groups(kept)
         state.context_summary = summary
@@ -270,24 +265,3 @@ _UNCHANGED = {
     "summarization": "the context is left unchanged",
     "compaction": "the summary is kept whole, over its cap, and compacted next time",
 }
-
-
-def _summary_cut(context: list[Message], keep_recent: int) -> int:
-    """Where the verbatim part starts.
-
-    That is ``keep_recent`` non-system messages back, moved earlier to a group
-    start, and to the last user message at the latest.
-    """
-    cut = 0
-    seen = 0
-    for index in range(len(context) - 1, -1, -1):
-        if context[index].role != "system":
-            seen += 1
-            cut = index
-            if seen >= keep_recent:
-                break  # with keep_recent=0 this still keeps the last message's group
-    else:
-        return 0  # fewer than keep_recent: nothing to summarize
-    cut = snap_to_group_start(context, cut)
-    last_user = last_user_index(context)
-    return cut if last_user is None else min(cut, last_user)

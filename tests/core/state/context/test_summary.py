@@ -89,7 +89,7 @@ def test_keep_recent_moves_back_to_the_start_of_a_tool_group() -> None:
     assert state.context_summary == "s"
 
 
-def test_the_cut_never_passes_the_last_user_message() -> None:
+def test_a_cut_inside_the_current_turn_keeps_its_question() -> None:
     current = [
         user("research this"),
         *[m for i in range(5) for m in (calls(f"r{i}"), results(f"r{i}"))],
@@ -97,8 +97,9 @@ def test_the_cut_never_passes_the_last_user_message() -> None:
     state = state_of([*tool_turn(0), *tool_turn(1), *current])
     model = ScriptedModel(["summary"])
     SummaryContextManager(model=model, max_messages=5, keep_recent=2).trim_context(state)
-    assert ids(state.context) == ids(current)
+    assert ids(state.context) == ids([current[0], *current[-2:]])  # question + last exchange
     assert state.context_summary == "summary"
+    assert "research this" not in model.requests[0].messages[-1].text()  # not summarized
 
 
 @pytest.mark.parametrize(
