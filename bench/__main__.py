@@ -1,6 +1,7 @@
 """Run the benchmarks: ``python -m bench`` (all), ``python -m bench w1_invoke w3_merge``
 (some), each printed as ``name: {json}``. ``python -m bench --readme`` (``make bench``)
-also rewrites the generated table in ``bench/README.md``.
+also rewrites the generated table in ``bench/README.md`` and the SVG charts next to it
+(``bench/charts.py``).
 
 A workload that fails is reported (traceback on stderr, ``{"error": ...}`` in its line and
 in the table) and the others still run, so one broken backend does not hide the rest;
@@ -64,6 +65,10 @@ def main(argv: list[str]) -> int:
     if write:
         report.update_readme(README, results)
         print(f"wrote the table in {README}")
+        from bench.charts import write_charts  # matplotlib loads only for --readme
+
+        for chart in write_charts(README.parent, results):
+            print(f"wrote the chart {chart}")
     return 1 if any("error" in figures for figures in results.values()) else 0
 
 
