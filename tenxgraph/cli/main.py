@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
+from tenxgraph.cli import media
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_threads(commands, _parser_with(debug))
     _add_run(commands)
     _add_graph(commands)
+    media.add_media_commands(commands, _parser_with(debug), _location)
     return parser
 
 
@@ -104,6 +106,7 @@ def _add_threads(commands: Subcommands, parser_class: type[argparse.ArgumentPars
     export.add_argument("thread", help="thread id")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")
     _location(export, positional=True)
+    media.add_thread_media_options(actions, export, _location)
     delete = actions.add_parser("delete", help="delete a thread and its history")
     delete.add_argument("thread", help="thread id")
     _location(delete, positional=True)
@@ -286,8 +289,12 @@ async def _dispatch(args: argparse.Namespace, console: Console, options: ChatOpt
         from tenxgraph.cli.chat import chat
 
         await chat(options, console)
+    elif args.command == "threads" and args.action == "import":
+        await media.run_import(args, console)
     elif args.command == "threads":
         await _threads(args, console)
+    elif args.command == "media":
+        await media.run_media(args, console)
     elif args.command == "graph":
         from tenxgraph.cli.graph import draw_graph
 
@@ -330,7 +337,11 @@ async def _threads(args: argparse.Namespace, console: Console) -> None:
         elif args.action == "show":
             await threads.show_thread(checkpointer, key, console)
         elif args.action == "export":
-            data = json.dumps(await threads.export_thread(checkpointer, key), indent=2)
+            exported = await threads.export_thread(checkpointer, key)
+            if args.with_media:
+                async with media.open_media_store(args.location or args.db, args.media) as store:
+                    exported["media"] = await media.bundle_media(store, key, exported["messages"])
+            data = json.dumps(exported, indent=2)
             if args.output:
                 await asyncio.to_thread(Path(args.output).write_text, data + "\n", "utf-8")
                 console.note(f"wrote thread {key.thread_id} to {args.output}")

@@ -12,10 +12,12 @@ them back on import, so an exported thread moves between databases whole.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
+import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,15 +31,117 @@ if TYPE_CHECKING:  # loaded by the commands only, not by `--help`
     from tenxgraph.storage.media.base import MediaStore
 
 __all__ = [
+    "add_media_commands",
+    "add_thread_media_options",
     "bundle_media",
     "import_thread",
     "list_media",
     "make_media_store",
     "open_media_store",
     "run_gc",
+    "run_import",
+    "run_media",
 ]
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_MEDIA_HELP = (
+    "media store: a directory, a SQLite file or a postgresql:// DSN (default: the store "
+    "beside the threads: <db>-media, or the same Postgres schema)"
+)
+
+Location = Callable[..., None]
+"""``main._location``: adds the threads' location options to a parser."""
+
+
+def add_media_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parser_class: type[argparse.ArgumentParser],
+    location: Location,
+) -> None:
+    """``tenxgraph media ls`` and ``tenxgraph media gc``."""
+    media = commands.add_parser("media", help="list stored media, delete what no thread uses")
+    actions = media.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=parser_class
+    )
+    listing = actions.add_parser("ls", help="a user's media: size, type, whether a thread uses it")
+    location(listing, positional=True)
+    listing.add_argument("--media", help=_MEDIA_HELP)
+    gc = actions.add_parser("gc", help="delete media no thread of its user references")
+    location(gc, positional=True)
+    gc.add_argument("--media", help=_MEDIA_HELP)
+    gc.add_argument(
+        "--grace",
+        type=float,
+        default=3600.0,
+        help="keep media put less than this many seconds ago (default 3600: a save in "
+        "progress may not have stored its message yet)",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="list what would go, delete nothing")
+    gc.add_argument(
+        "--all-users", action="store_true", help="every user of the store (default: --user)"
+    )
+
+
+def add_thread_media_options(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+    export: argparse.ArgumentParser,
+    location: Location,
+) -> None:
+    """``threads export --with-media`` and ``threads import FILE``."""
+    export.add_argument(
+        "--with-media", action="store_true", help="bundle the media the thread references"
+    )
+    export.add_argument("--media", help=_MEDIA_HELP)
+    imported = actions.add_parser("import", help="create a thread from a threads export")
+    imported.add_argument("file", help="the JSON written by threads export")
+    location(imported)
+    imported.add_argument("--thread", help="thread id to create (default: the exported one)")
+    imported.add_argument("--media", help=_MEDIA_HELP)
+
+
+async def run_media(args: argparse.Namespace, console: Console) -> None:
+    """Run ``tenxgraph media ACTION``."""
+    from tenxgraph.cli.locations import open_checkpointer
+    from tenxgraph.storage.checkpointer.base import DEFAULT_USER
+
+    location = args.location or args.db
+    user = DEFAULT_USER if args.user is None else args.user
+    async with (
+        open_checkpointer(location, create=False) as checkpointer,
+        open_media_store(location, args.media) as store,
+    ):
+        if args.action == "ls":
+            await list_media(store, checkpointer, user, console)
+        else:
+            await run_gc(
+                store,
+                checkpointer,
+                console,
+                user=None if args.all_users else user,
+                grace=args.grace,
+                dry_run=args.dry_run,
+            )
+
+
+async def run_import(args: argparse.Namespace, console: Console) -> None:
+    """Run ``tenxgraph threads import FILE``."""
+    import asyncio
+
+    from tenxgraph.cli.locations import open_checkpointer
+
+    try:
+        data = json.loads(await asyncio.to_thread(Path(args.file).read_text, "utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read {args.file}: {exc}") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{args.file} is not a thread export (a JSON object)")
+    async with (
+        open_checkpointer(args.db) as checkpointer,
+        open_media_store(args.db, args.media) as store,
+    ):
+        key = await import_thread(checkpointer, store, data, user=args.user, thread=args.thread)
+    media = len(data.get("media") or [])
+    console.line(f"imported thread {key.thread_id} (user {key.user_id}) with {media} media")
 
 
 def make_media_store(location: str, media: str | None = None) -> MediaStore:
