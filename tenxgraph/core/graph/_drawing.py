@@ -243,16 +243,25 @@ def _kind_and_detail(node: Any) -> tuple[NodeKind, str]:
         detail = f"Agent, model {shown}"
         if node.tools and node.tool_node is None:
             detail += f", {len(node.tools)} tool(s)"
-        return "agent", detail
+        return "agent", detail + _wrapped(node.wrappers)
     if isinstance(node, ToolNode):
         names = list(node.tools)
         shown = ", ".join(names[:4]) + (f" +{len(names) - 4}" if len(names) > 4 else "")
-        return "tools", f"ToolNode: {shown}"
+        return "tools", f"ToolNode: {shown}" + _wrapped(node.wrappers)
     if isinstance(node, HookNode):
         return "hook", f"{node.hook} of middleware {node.middleware.name}"
     if isinstance(node, FunctionNode):
         return "function", ""
     return "node", type(node).__name__
+
+
+def _wrapped(wrappers: Iterable[Any]) -> str:
+    """``; wrapped by a, b``: the middleware (or functions) around each model or tool call."""
+    names = [
+        str(getattr(getattr(w, "__self__", None), "name", None) or getattr(w, "__name__", w))
+        for w in wrappers
+    ]
+    return f"; wrapped by {', '.join(names)}" if names else ""
 
 
 def _collapse(description: GraphDescription) -> GraphDescription:

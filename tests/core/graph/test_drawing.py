@@ -22,6 +22,7 @@ from tenxgraph.core.graph import (
     Agent,
     CompiledGraph,
     GraphDescription,
+    ModelCall,
     StateGraph,
     ToolNode,
     after_agent,
@@ -31,9 +32,11 @@ from tenxgraph.core.graph import (
     create_agent,
     tool,
     tools_condition,
+    wrap_model_call,
+    wrap_tool_call,
 )
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import AgentState
+from tenxgraph.core.state import AgentState, Message
 from tenxgraph.errors import GraphBuildError, UsageError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import END, START
@@ -158,6 +161,18 @@ def audit(state: AgentState) -> None:
     """An after_agent hook."""
 
 
+@wrap_model_call
+async def retry_once(call: ModelCall, handler: Any) -> Message:
+    """A wrap_model_call middleware."""
+    return await handler(call)
+
+
+@wrap_tool_call
+async def log_tools(call: Any, handler: Any) -> Any:
+    """A wrap_tool_call middleware."""
+    return await handler(call)
+
+
 def agent_variants() -> dict[str, Any]:
     """create_agent with and without tools and middleware, plus a hand-built Agent graph."""
     hand: StateGraph[AgentState] = StateGraph(AgentState)
@@ -173,6 +188,7 @@ def agent_variants() -> dict[str, Any]:
             ScriptedModel(["hi"]), [add], middleware=[greet, guard, check, audit]
         ),
         "middleware_no_tools": create_agent(ScriptedModel(["hi"]), middleware=[check, audit]),
+        "wrappers": create_agent(ScriptedModel(["hi"]), [add], middleware=[retry_once, log_tools]),
         "hand_built_with_interrupt": hand.compile(
             InMemoryCheckpointer(), interrupt_before=["tools"], interrupt_after=["agent"]
         ),
