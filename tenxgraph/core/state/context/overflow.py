@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.cuts import keep_from, replace_context
-from tenxgraph.core.state.context.fit import fit_context, last_group_start
+from tenxgraph.core.state.context.fit import drop_orphan_results, fit_context, last_group_start
 from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
 from tenxgraph.core.state.message import Message
@@ -93,7 +93,8 @@ def drop_older_half(state: AgentState) -> bool:
     if len(users) < 2:
         return False
     start = users[-max(1, len(users) // 2)]
-    return replace_context(state, keep_from(context, start, state.message_index().system_positions))
+    kept = keep_from(context, start, state.message_index().system_positions)
+    return replace_context(state, drop_orphan_results(kept))
 
 
 def drop_older_half_of_turn(state: AgentState) -> bool:
@@ -109,7 +110,7 @@ def drop_older_half_of_turn(state: AgentState) -> bool:
     fit = fit_context(
         context, index.system_positions, index.user_positions, max_messages=max(1, turn // 2)
     )
-    return replace_context(state, fit.kept(context, index.system_positions))
+    return replace_context(state, drop_orphan_results(fit.kept(context, index.system_positions)))
 
 
 def shrink_tool_results(state: AgentState) -> bool:
