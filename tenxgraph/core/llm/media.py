@@ -240,7 +240,13 @@ class _Walk:
         return block if new is output else block.model_copy(update={"output": new})
 
     async def ref(self, ref: MediaRef, kind: str, where: str) -> MediaRef:
-        """``ref`` resolved: inline data or a provider file id (other refs are kept)."""
+        """``ref`` resolved: inline data or a provider file id (other refs are kept).
+
+        Media already inline counts toward the request's inline total.
+        """
+        if ref.kind == "data":
+            self._add_inline(len(ref.data_base64 or "") * 3 // 4, where, "")
+            return ref
         if not is_stored(ref):
             return ref
         if self.media is None:
@@ -325,6 +331,9 @@ class _Walk:
                 f"{where}: the {kind} is {size} bytes, over {self.rules.provider}'s "
                 f"{limit}-byte limit for inline {kind} media{hint}"
             )
+        self._add_inline(size, where, hint)
+
+    def _add_inline(self, size: int, where: str, hint: str) -> None:
         self.inline_total += size
         if self.inline_total > self.rules.request_max:
             raise self._error(

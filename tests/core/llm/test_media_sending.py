@@ -437,6 +437,24 @@ async def test_a_request_over_the_total_inline_limit_is_refused(
     assert server.requests == []
 
 
+async def test_media_already_inline_counts_toward_the_request_total(
+    server: ReplayServer, store: FilesystemMediaStore
+) -> None:
+    inline = MediaRef(
+        kind="data",
+        data_base64=base64.b64encode(PNG + bytes(15 * 1024 * 1024)).decode(),
+        mime_type="image/png",
+    )
+    stored = store.put(PNG + bytes(6 * 1024 * 1024), "image/png", user_id=TENANT)
+    model = GoogleModel("gemini-2.5-flash", api_key="test", base_url=server.url, media=store)
+    try:
+        with pytest.raises(BadRequestError, match=r"message 0 block 2: the inline media .* over"):
+            await answer(model, asking(ImageBlock(media=inline), ImageBlock(media=stored)))
+    finally:
+        await model.aclose()
+    assert server.requests == []
+
+
 async def test_stored_media_without_a_media_option_is_refused(
     server: ReplayServer, store: FilesystemMediaStore, openai_client: openai.AsyncOpenAI
 ) -> None:
