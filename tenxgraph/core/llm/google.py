@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_google import (
@@ -168,7 +168,7 @@ class GoogleModel(ChatModel):
             config = self._config(request, system)
             chunks = await client.aio.models.generate_content_stream(
                 model=self.model,
-                contents=contents,
+                contents=cast(Any, contents),  # plain dicts: the SDK validates them as Content
                 config=types.GenerateContentConfig.model_validate(config),
             )
             async for chunk in chunks:
