@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
-from tenxgraph.cli import media
+from tenxgraph.cli import media, memory
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(commands)
     _add_graph(commands)
     media.add_media_commands(commands, _parser_with(debug), _location)
+    memory.add_memory_commands(commands, _parser_with(debug), _location)
     return parser
 
 
@@ -295,6 +296,8 @@ async def _dispatch(args: argparse.Namespace, console: Console, options: ChatOpt
         await _threads(args, console)
     elif args.command == "media":
         await media.run_media(args, console)
+    elif args.command == "memory":
+        await memory.run_memory(args, console)
     elif args.command == "graph":
         from tenxgraph.cli.graph import draw_graph
 

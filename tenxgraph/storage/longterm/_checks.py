@@ -23,6 +23,7 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "MAX_VALUE_BYTES",
     "SEPARATOR",
+    "STOP_WORDS",
     "Scalar",
     "check_filter",
     "check_key",
@@ -177,12 +178,26 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()  # noqa: SIM905 - a word list reads better as text
+)
+"""Words a query ignores: they are in most texts, so they rank nothing apart and only cost
+time (Postgres' ``english`` configuration drops a similar list)."""
+
+
 def check_query(query: object) -> list[str] | None:
-    """The query's words (lowercased, in order, without repeats), or None for no query.
+    """The query's words (lowercased, in order, without repeats or stop words), or None.
 
     ``ConfigError`` for a query that is not a str or is over
-    ``MAX_QUERY_LENGTH``. A query with no word characters has no words and
-    matches nothing.
+    ``MAX_QUERY_LENGTH``. A query with no words but stop words matches
+    nothing.
     """
     if query is None:
         return None
@@ -192,7 +207,7 @@ def check_query(query: object) -> list[str] | None:
         raise ConfigError(
             f"query is {len(query)} characters long, over the limit of {MAX_QUERY_LENGTH}"
         )
-    return terms(query)
+    return [word for word in terms(query) if word not in STOP_WORDS]
 
 
 def terms(text: str) -> list[str]:

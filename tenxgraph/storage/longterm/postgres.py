@@ -52,6 +52,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (user_id, namespace, key)
         )""",
         "CREATE INDEX memory_items_tsv ON {schema}.memory_items USING gin (tsv)",
+        "CREATE INDEX memory_items_recent ON {schema}.memory_items (user_id, updated_at)",
         "CREATE INDEX memory_items_expiry ON {schema}.memory_items (expires_at) "
         "WHERE expires_at IS NOT NULL",
     ),
