@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from tenxgraph.core.llm._media_rules import MediaRules
@@ -173,19 +173,7 @@ async def prepare_media(
             message = message.model_copy(update={"content": content})
             changed = True
         messages.append(message)
-    if not changed:
-        return request
-    return ModelRequest(
-        messages=messages,
-        tools=request.tools,
-        tool_choice=request.tool_choice,
-        output_schema=request.output_schema,
-        output_schema_name=request.output_schema_name,
-        temperature=request.temperature,
-        max_tokens=request.max_tokens,
-        extra=request.extra,
-        user_id=request.user_id,
-    )
+    return replace(request, messages=messages) if changed else request
 
 
 class _Walk:
@@ -205,6 +193,8 @@ class _Walk:
         self.endpoint = endpoint
         self.user_id = _DEFAULT_USER if user_id is None else str(user_id)
         self.inline_total = 0
+        self.read: dict[str, str] = {}
+        """Base64 of the stored media inlined so far, by key: repeated media is read once."""
 
     async def block(self, block: ContentBlock, where: str) -> ContentBlock:
         if isinstance(block, ToolResultBlock):
@@ -263,12 +253,15 @@ class _Walk:
         if self._uploads(kind, info.size):
             return await self._by_file(ref, info, where)
         self._check_inline(kind, info.size, where)
-        data = await self.media.store.aget(ref, user_id=self.user_id)
+        encoded = self.read.get(info.key)
+        if encoded is None:
+            data = await self.media.store.aget(ref, user_id=self.user_id)
+            encoded = self.read[info.key] = base64.b64encode(data).decode("ascii")
         return ref.model_copy(
             update={
                 "kind": "data",
                 "url": None,
-                "data_base64": base64.b64encode(data).decode("ascii"),
+                "data_base64": encoded,
                 "mime_type": info.mime_type,
                 "size_bytes": info.size,
             }

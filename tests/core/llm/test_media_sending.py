@@ -134,6 +134,24 @@ async def test_openai_chat_inlines_a_stored_image_as_a_data_url(
     assert parts[1] == {"type": "image_url", "image_url": {"url": expected}}
 
 
+async def test_media_repeated_in_a_history_is_inlined_in_every_message(
+    server: ReplayServer, store: FilesystemMediaStore, openai_client: openai.AsyncOpenAI
+) -> None:
+    ref = store.put(PNG, "image/png", user_id=TENANT)
+    model = OpenAIChatModel("gpt-test", client=openai_client, media=store)
+    chat_answer(server)
+    looked = Message(role="user", content=[TextBlock(text="This?"), ImageBlock(media=ref)])
+    messages = [looked, Message.text_message("A pattern.", role="assistant"), looked]
+
+    await answer(model, ModelRequest(messages=messages, user_id=TENANT))
+
+    sent = server.requests[0].body["messages"]
+    expected = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert sent[0]["content"][1]["image_url"]["url"] == expected
+    assert sent[2]["content"][1]["image_url"]["url"] == expected
+    assert messages[0].content[1] == ImageBlock(media=ref)  # the request's messages are untouched
+
+
 async def test_openai_chat_uploads_a_document_once_and_reuses_its_file_id(
     server: ReplayServer, store: FilesystemMediaStore, openai_client: openai.AsyncOpenAI
 ) -> None:
