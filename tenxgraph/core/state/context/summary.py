@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
 from tenxgraph.core.state.context.cuts import replace_context, strip_completed_tool_groups
-from tenxgraph.core.state.context.fit import kept_after_summary, split_for_summary
+from tenxgraph.core.state.context.fit import (
+    drop_orphan_results,
+    kept_after_summary,
+    split_for_summary,
+)
 from tenxgraph.core.state.context.injection import summary_message
 from tenxgraph.core.state.context.render import render_transcript
 from tenxgraph.core.state.context.tokens import TokenCounter, as_token_counter
@@ -145,9 +149,13 @@ class SummaryContextManager(BaseContextManager):
         )
 
     async def atrim_context(self, state: S) -> S:
-        """Summarize the older part of the context when a threshold is exceeded."""
+        """Summarize the older part of the context when a threshold is exceeded.
+
+        Tool results that answer no call are dropped in any case.
+        """
         if self.should_summarize(state.context):
             await self.summarize(state, self.keep_recent)
+        replace_context(state, drop_orphan_results(state.context))
         return state
 
     async def areduce_context(self, state: AgentState) -> bool:
