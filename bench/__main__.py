@@ -30,6 +30,7 @@ WORKLOADS = (
     "w3_add_messages",
     "w4_resume",
     "w5_trim",
+    "w5_long_turn",
     "w6_invoke",
     "w7_media",
     "startup",

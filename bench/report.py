@@ -203,6 +203,7 @@ def w4_row(r: Results) -> Row:
 def w5_rows(r: Results) -> list[Row]:
     trim = value(r, "w5_trim", "trim_best_us")
     sync = value(r, "w5_trim", "sync_trim_context_best_us")
+    window = value(r, "w5_long_turn", "window_40", "best_us")
     floor = value(r, "floors", "w5_us")
     return [
         row(
@@ -218,6 +219,20 @@ def w5_rows(r: Results) -> list[Row]:
             trim,
             "µs",
             ("≤ 2x async", over(sync, trim), 2),
+        ),
+        row(
+            "W5 window of 40 over one 10,000-message agentic turn (cut inside the turn)",
+            window,
+            trim,
+            "µs",
+            ("≤ 50 µs", window, 50),
+        ),
+        row(
+            "W5 token budget of 4,000 over the same turn (counts the kept messages)",
+            value(r, "w5_long_turn", "token_budget_4000", "best_us"),
+            window,
+            "µs",
+            None,
         ),
     ]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from tenxgraph.core.state.context.tokens import TokenCounter
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
+from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock, ToolResultBlock
 
 __all__ = [
     "Fit",
@@ -169,19 +169,26 @@ def drop_orphan_results(messages: list[Message]) -> list[Message]:
     tool message, once. Tool messages left without a result go; the list is
     returned as is (the same object) when there is no orphan.
     """
-    pending: set[str] = set()
-    orphans = False
+    anchor: Message | None = None  # the message the next tool results answer
+    pending: set[str] | None = None
     for message in messages:
         if message.role != "tool":
-            pending = {c.id for c in message.tool_calls()} if message.role == "assistant" else set()
+            anchor, pending = message, None
             continue
+        if pending is None:  # the calls are read only where results follow them
+            pending = _call_ids(anchor)
         for block in message.content:
             if isinstance(block, ToolResultBlock):
-                if block.call_id in pending:
-                    pending.discard(block.call_id)
-                else:
-                    orphans = True
-    return _without_orphans(messages) if orphans else messages
+                if block.call_id not in pending:
+                    return _without_orphans(messages)
+                pending.discard(block.call_id)
+    return messages
+
+
+def _call_ids(message: Message | None) -> set[str]:
+    if message is None or message.role != "assistant":
+        return set()
+    return {block.id for block in message.content if isinstance(block, ToolCallBlock)}
 
 
 def _without_orphans(messages: list[Message]) -> list[Message]:
@@ -189,7 +196,7 @@ def _without_orphans(messages: list[Message]) -> list[Message]:
     pending: set[str] = set()
     for message in messages:
         if message.role != "tool":
-            pending = {c.id for c in message.tool_calls()} if message.role == "assistant" else set()
+            pending = _call_ids(message)
             kept.append(message)
             continue
         content: list[ContentBlock] = []
