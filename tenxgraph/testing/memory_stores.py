@@ -18,7 +18,9 @@ fixture returning a factory ``(**options) -> MemoryStore`` for your backend::
                 await store.aclose()
 
 The storage must start empty. The options the suite passes are
-``default_ttl`` and ``max_value_bytes``, the ``MemoryStore`` constructor's.
+``default_ttl``, ``max_value_bytes``, ``embedder`` and ``vector_scan``, the
+``MemoryStore`` constructor's (vector tests use ``HashingEmbedder``, which
+needs no model).
 The words the suite searches for are plain English words that no stemmer
 or stop-word list changes the meaning of, so stemming backends pass too.
 """
@@ -34,6 +36,7 @@ import pytest
 from tenxgraph import _sync
 from tenxgraph.errors import ConfigError, InvalidIdError
 from tenxgraph.storage.longterm import MemoryItem, MemoryStore
+from tenxgraph.storage.longterm.embedding import Embedder, HashingEmbedder
 
 __all__ = ["MakeMemoryStore", "MemoryStoreContract"]
 
@@ -48,7 +51,81 @@ async def keys(store: MemoryStore, prefix: tuple[str, ...] = (), **options: obje
     return [item.key for item in await store.asearch(prefix, **options)]  # type: ignore[arg-type]
 
 
-class MemoryStoreContract:
+class _Broken(Embedder):
+    """An embedder that returns vectors of the wrong length."""
+
+    dimensions = 8
+
+    async def aembed(self, texts: object) -> list[list[float]]:
+        return [[1.0] * 3]
+
+
+class VectorSearchContract:
+    """Vector and hybrid search, through ``HashingEmbedder`` (part of ``MemoryStoreContract``)."""
+
+    @pytest.fixture
+    def vstore(self, make_memory_store: MakeMemoryStore) -> MemoryStore:
+        """A store with an embedder."""
+        return make_memory_store(embedder=HashingEmbedder(256))
+
+    async def test_vector_mode_ranks_by_similarity(self, vstore: MemoryStore) -> None:
+        """The nearest vectors come first; items sharing nothing score about 0."""
+        await vstore.aput(PREFS, "tea", {"text": "drinks green tea every morning"})
+        await vstore.aput(PREFS, "city", {"text": "lives in Lisbon near the river"})
+        await vstore.aput(PREFS, "food", {"text": "eats green salad at noon"})
+        found = await vstore.asearch(query="green tea morning", mode="vector", limit=3)
+        assert [item.key for item in found][:2] == ["tea", "food"]
+        assert found[0].score is not None and found[0].score > 0.5
+        assert len(found) == 3  # vector search ranks everything it covers
+
+    async def test_hybrid_fuses_both_rankings(self, vstore: MemoryStore) -> None:
+        """Auto mode with an embedder is hybrid: reciprocal-rank scores, both lists' items."""
+        await vstore.aput(PREFS, "a", {"text": "green tea"})
+        await vstore.aput(PREFS, "b", {"text": "black coffee"})
+        found = await vstore.asearch(query="green tea", limit=5)
+        assert found[0].key == "a"
+        assert all(item.score is not None and item.score <= 2 / 61 for item in found)
+        lexical = await vstore.asearch(query="green tea", mode="lexical")
+        assert [item.key for item in lexical] == ["a"]
+
+    async def test_vectors_respect_tenant_filter_and_expiry(self, vstore: MemoryStore) -> None:
+        """Vector search covers the same items a lexical search would."""
+        await vstore.aput(PREFS, "mine", {"text": "green tea", "kind": "drink"}, user_id="ana")
+        await vstore.aput(PREFS, "theirs", {"text": "green tea"}, user_id="bob")
+        await vstore.aput(PREFS, "old", {"text": "green tea"}, user_id="ana", ttl=0.02)
+        await vstore.aput(("other",), "out", {"text": "green tea"}, user_id="ana")
+        await asyncio.sleep(0.05)
+        found = await keys(vstore, PREFS, query="green tea", mode="vector", user_id="ana")
+        assert found == ["mine"]
+        assert (
+            await keys(vstore, query="tea", mode="vector", filter={"kind": "x"}, user_id="ana")
+            == []
+        )
+
+    async def test_vector_scan_bounds_the_newest(self, make_memory_store: MakeMemoryStore) -> None:
+        """A search scores at most vector_scan vectors, the newest."""
+        store = make_memory_store(embedder=HashingEmbedder(64), vector_scan=2)
+        for key in ["k1", "k2", "k3"]:
+            await store.aput(PREFS, key, {"text": "same words"})
+            await asyncio.sleep(0.002)
+        assert sorted(await keys(store, query="same words", mode="vector")) == ["k2", "k3"]
+
+    async def test_modes_are_checked(self, store: MemoryStore, vstore: MemoryStore) -> None:
+        """Vector modes need an embedder; an unknown mode is refused."""
+        with pytest.raises(ConfigError, match="needs a store made with an embedder"):
+            await store.asearch(query="tea", mode="vector")
+        with pytest.raises(ConfigError, match="mode must be"):
+            await vstore.asearch(query="tea", mode="semantic")  # type: ignore[arg-type]
+
+    async def test_a_bad_embedder_stores_nothing(self, make_memory_store: MakeMemoryStore) -> None:
+        """An embedder returning the wrong length fails the put before anything is stored."""
+        store = make_memory_store(embedder=_Broken())
+        with pytest.raises(ConfigError, match="returned 3 numbers, not 8"):
+            await store.aput(PREFS, "k", {"text": "tea"})
+        assert await store.asearch() == []
+
+
+class MemoryStoreContract(VectorSearchContract):
     """What every memory store does, as pytest test methods.
 
     The subclass provides the ``make_memory_store`` fixture; the suite's

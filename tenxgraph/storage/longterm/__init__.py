@@ -2,7 +2,9 @@
 
 ``InMemoryStore`` (this process only) and ``SqliteMemoryStore`` (FTS5
 lexical search) need only the standard library; ``PgMemoryStore``
-(``tsvector`` full-text search) needs the extra ``postgres``. All implement
+(``tsvector`` full-text search) needs the extra ``postgres``. Given an
+``Embedder`` (``HashingEmbedder`` here, ``tenxgraph.core.llm.LocalEmbedder``
+for the local model), any of them adds vector and hybrid search. All implement
 the ``MemoryStore`` contract (``base``) and pass the same suite
 (``tenxgraph.testing.memory_stores``). Every export is imported on first
 access, so importing this package loads no backend.
@@ -13,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "Embedder",
+    "HashingEmbedder",
     "InMemoryStore",
     "MemoryItem",
     "MemoryStore",
@@ -22,6 +26,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tenxgraph.storage.longterm.base import MemoryItem, MemoryStore
+    from tenxgraph.storage.longterm.embedding import Embedder, HashingEmbedder
     from tenxgraph.storage.longterm.memory import InMemoryStore
     from tenxgraph.storage.longterm.postgres import PgMemoryStore
     from tenxgraph.storage.longterm.sqlite import SqliteMemoryStore
@@ -32,6 +37,7 @@ else:
         __name__,
         {
             "tenxgraph.storage.longterm.base": ("MemoryItem", "MemoryStore"),
+            "tenxgraph.storage.longterm.embedding": ("Embedder", "HashingEmbedder"),
             "tenxgraph.storage.longterm.memory": ("InMemoryStore",),
             "tenxgraph.storage.longterm.postgres": ("PgMemoryStore",),
             "tenxgraph.storage.longterm.sqlite": ("SqliteMemoryStore",),

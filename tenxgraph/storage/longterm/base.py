@@ -38,9 +38,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from tenxgraph._sync import run_sync
+from tenxgraph.errors import ConfigError
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.longterm._checks import (
     MAX_VALUE_BYTES,
@@ -56,9 +57,15 @@ from tenxgraph.storage.longterm._checks import (
     split_namespace,
 )
 
+if TYPE_CHECKING:
+    from tenxgraph.storage.longterm.embedding import Embedder
+
 __all__ = ["MemoryItem", "MemoryStore", "Row", "SearchRequest"]
 
 Namespace = tuple[str, ...]
+
+SearchMode = Literal["auto", "lexical", "vector", "hybrid"]
+"""How a query is matched: ``auto`` is ``hybrid`` with an embedder, else ``lexical``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,8 @@ class SearchRequest:
     limit: int
     offset: int
     now: float
+    query: str | None = None
+    """The query as given (what an embedder embeds)."""
 
 
 def to_item(row: Row) -> MemoryItem:
@@ -117,11 +126,23 @@ class MemoryStore(ABC):
     """Long-term memory: JSON items per tenant, namespace and key, with search and expiry."""
 
     def __init__(
-        self, *, default_ttl: float | None = None, max_value_bytes: int = MAX_VALUE_BYTES
+        self,
+        *,
+        default_ttl: float | None = None,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        embedder: Embedder | None = None,
+        vector_scan: int = 20_000,
     ) -> None:
-        """``default_ttl``: seconds an item lives when ``put`` gives no ttl (None: for ever)."""
+        """``default_ttl``: seconds an item lives when ``put`` gives no ttl (None: for ever).
+
+        ``embedder`` turns on vector and hybrid search (see ``_hybrid``): each
+        put embeds the value's text; ``vector_scan`` bounds the vectors one
+        search scores (a tenant's newest first).
+        """
         self.default_ttl = check_ttl(default_ttl)
         self.max_value_bytes = check_limit("max_value_bytes", max_value_bytes, most=64 << 20)
+        self.embedder = embedder
+        self.vector_scan = check_limit("vector_scan", vector_scan, most=1 << 24)
 
     async def aput(
         self,
@@ -144,8 +165,18 @@ class MemoryStore(ABC):
         now = time.time()
         expires = None if seconds is None else now + seconds
         decoded = json.loads(text)
-        created = await self._put(user_id, ns, key, text, search_text(decoded), now, expires)
+        indexed = search_text(decoded)
+        vector = await self._embed(indexed)
+        created = await self._put(user_id, ns, key, text, indexed, now, expires, vector)
         return MemoryItem(split_namespace(ns), key, decoded, created, now, expires)
+
+    async def _embed(self, text: str) -> bytes | None:
+        if self.embedder is None or not text.strip():
+            return None
+        from tenxgraph.storage.longterm.embedding import pack
+
+        vectors = await self.embedder.aembed([text])
+        return pack(vectors[0], self.embedder.dimensions)
 
     def put(
         self,
@@ -193,11 +224,15 @@ class MemoryStore(ABC):
         limit: int = 10,
         offset: int = 0,
         user_id: str = DEFAULT_USER,
+        mode: SearchMode = "auto",
     ) -> list[MemoryItem]:
         """``user_id``'s items under the prefix: matching ``query`` best first, else newest first.
 
         ``filter`` keeps items whose top-level fields equal the given JSON
         scalars. ``limit`` (at most 1,000) and ``offset`` page the results.
+        ``mode`` (with a query): ``lexical`` (words), ``vector`` (the
+        embedder's nearest), ``hybrid`` (both, fused), ``auto`` (hybrid with
+        an embedder, else lexical).
         """
         check_id("user_id", user_id)
         request = SearchRequest(
@@ -208,10 +243,25 @@ class MemoryStore(ABC):
             check_limit("limit", limit),
             check_limit("offset", offset, most=1 << 31),
             time.time(),
+            query,
         )
-        if request.terms == [] or request.limit == 0:
+        chosen = self._mode(mode) if query is not None else "lexical"
+        if request.limit == 0 or (request.terms == [] and chosen == "lexical"):
             return []
-        return [to_item(row) for row in await self._search(request)]
+        if chosen == "lexical":
+            return [to_item(row) for row in await self._search(request)]
+        from tenxgraph.storage.longterm._hybrid import vector_search
+
+        return [to_item(row) for row in await vector_search(self, request, chosen == "hybrid")]
+
+    def _mode(self, mode: object) -> str:
+        if mode not in ("auto", "lexical", "vector", "hybrid"):
+            raise ConfigError(f"mode must be auto, lexical, vector or hybrid, got {mode!r}")
+        if mode == "auto":
+            return "lexical" if self.embedder is None else "hybrid"
+        if mode != "lexical" and self.embedder is None:
+            raise ConfigError(f"mode {mode!r} needs a store made with an embedder")
+        return str(mode)
 
     def search(
         self,
@@ -222,6 +272,7 @@ class MemoryStore(ABC):
         limit: int = 10,
         offset: int = 0,
         user_id: str = DEFAULT_USER,
+        mode: SearchMode = "auto",
     ) -> list[MemoryItem]:
         """Sync ``asearch``."""
         return run_sync(
@@ -232,6 +283,7 @@ class MemoryStore(ABC):
                 limit=limit,
                 offset=offset,
                 user_id=user_id,
+                mode=mode,
             )
         )
 
@@ -326,8 +378,11 @@ class MemoryStore(ABC):
         text: str,
         now: float,
         expires_at: float | None,
+        vector: bytes | None,
     ) -> float:
         """Insert or replace the item (``text``: what lexical search indexes); its created_at.
+
+        ``vector``: the packed embedding of ``text`` (None without an embedder).
 
         Replacing an expired item starts it afresh (created_at = now).
         """
@@ -343,6 +398,13 @@ class MemoryStore(ABC):
     @abstractmethod
     async def _search(self, request: SearchRequest) -> list[Row]:
         """Live items under the prefix passing the filter; by score (query) or updated_at."""
+
+    @abstractmethod
+    async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
+        """(namespace, key, vector) of the live items a search covers, newest first.
+
+        Only items with a vector, under the prefix, passing the filter; at most ``scan``.
+        """
 
     @abstractmethod
     async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, matches
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest, under
+from tenxgraph.storage.longterm.embedding import Embedder
 
 __all__ = ["InMemoryStore"]
 
@@ -29,6 +30,7 @@ class _Stored:
     created_at: float
     updated_at: float
     expires_at: float | None
+    vector: bytes | None = None
 
     def live(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
@@ -38,10 +40,20 @@ class InMemoryStore(MemoryStore):
     """Long-term memory in this process only."""
 
     def __init__(
-        self, *, default_ttl: float | None = None, max_value_bytes: int = MAX_VALUE_BYTES
+        self,
+        *,
+        default_ttl: float | None = None,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        embedder: Embedder | None = None,
+        vector_scan: int = 20_000,
     ) -> None:
         """An empty store (see ``MemoryStore`` for the options)."""
-        super().__init__(default_ttl=default_ttl, max_value_bytes=max_value_bytes)
+        super().__init__(
+            default_ttl=default_ttl,
+            max_value_bytes=max_value_bytes,
+            embedder=embedder,
+            vector_scan=vector_scan,
+        )
         self._items: dict[tuple[str, str, str], _Stored] = {}
 
     async def _put(
@@ -53,12 +65,13 @@ class InMemoryStore(MemoryStore):
         text: str,
         now: float,
         expires_at: float | None,
+        vector: bytes | None,
     ) -> float:
         old = self._items.get((user_id, namespace, key))
         created = old.created_at if old is not None and old.live(now) else now
         words = terms_with_counts(text)
         self._items[(user_id, namespace, key)] = _Stored(
-            value, words, sum(words.values()), created, now, expires_at
+            value, words, sum(words.values()), created, now, expires_at, vector
         )
         return created
 
@@ -73,14 +86,7 @@ class InMemoryStore(MemoryStore):
         return stored is not None and stored.live(now)
 
     async def _search(self, request: SearchRequest) -> list[Row]:
-        found = [
-            (namespace, key, stored)
-            for (user_id, namespace, key), stored in self._items.items()
-            if user_id == request.user_id
-            and under(namespace, request.prefix)
-            and stored.live(request.now)
-            and (not request.filter or matches(json.loads(stored.value), request.filter))
-        ]
+        found = self._found(request)
         if request.terms is None:
             found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
             rows = [_row(namespace, key, stored, None) for namespace, key, stored in found]
@@ -89,6 +95,22 @@ class InMemoryStore(MemoryStore):
             scored.sort(key=lambda item: (-item[0], -item[3].updated_at, item[1], item[2]))
             rows = [_row(ns, key, stored, score) for score, ns, key, stored in scored]
         return rows[request.offset : request.offset + request.limit]
+
+    async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
+        found = [item for item in self._found(request) if item[2].vector is not None]
+        found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
+        return [(ns, key, stored.vector) for ns, key, stored in found[:scan] if stored.vector]
+
+    def _found(self, request: SearchRequest) -> list[tuple[str, str, _Stored]]:
+        """The tenant's live items under the prefix that pass the filter."""
+        return [
+            (namespace, key, stored)
+            for (user_id, namespace, key), stored in self._items.items()
+            if user_id == request.user_id
+            and under(namespace, request.prefix)
+            and stored.live(request.now)
+            and (not request.filter or matches(json.loads(stored.value), request.filter))
+        ]
 
     async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
         return list(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
+from tenxgraph.storage.longterm.embedding import Embedder
 from tenxgraph.storage.sql import Component
 from tenxgraph.storage.sql._postgres import PgDatabase
 
@@ -56,6 +57,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX memory_items_expiry ON {schema}.memory_items (expires_at) "
         "WHERE expires_at IS NOT NULL",
     ),
+    ("ALTER TABLE {schema}.memory_items ADD COLUMN vector bytea",),
 )
 """Ordered schema changes of the ``memory`` component (``{schema}``: the quoted schema).
 Append only."""
@@ -76,6 +78,8 @@ class PgMemoryStore(MemoryStore):
         schema: str = "tenxgraph",
         default_ttl: float | None = None,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        embedder: Embedder | None = None,
+        vector_scan: int = 20_000,
         connect_timeout: float = 5.0,
         pool_min_size: int = 1,
         pool_size: int = 10,
@@ -85,7 +89,12 @@ class PgMemoryStore(MemoryStore):
         ``schema`` holds the tables; ``connect_timeout`` (seconds) bounds each
         wait for a connection (``StorageUnavailableError`` past it).
         """
-        super().__init__(default_ttl=default_ttl, max_value_bytes=max_value_bytes)
+        super().__init__(
+            default_ttl=default_ttl,
+            max_value_bytes=max_value_bytes,
+            embedder=embedder,
+            vector_scan=vector_scan,
+        )
         self._db = PgDatabase(
             conninfo,
             components=[MEMORY],
@@ -118,16 +127,19 @@ class PgMemoryStore(MemoryStore):
         text: str,
         now: float,
         expires_at: float | None,
+        vector: bytes | None,
     ) -> float:
         rows = await self._query(
             "INSERT INTO {s}.memory_items AS m (user_id, namespace, key, value, text, "
-            "created_at, updated_at, expires_at) VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s) "
+            "created_at, updated_at, expires_at, vector) "
+            "VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s) "
             "ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, "
+            "vector = excluded.vector, "
             "text = excluded.text, updated_at = excluded.updated_at, "
             "expires_at = excluded.expires_at, created_at = CASE WHEN m.expires_at IS NOT NULL "
             "AND m.expires_at <= excluded.updated_at THEN excluded.created_at "
             "ELSE m.created_at END RETURNING created_at",
-            (user_id, namespace, key, value, text, now, now, expires_at),
+            (user_id, namespace, key, value, text, now, now, expires_at, vector),
         )
         return float(rows[0][0])
 
@@ -165,6 +177,16 @@ class PgMemoryStore(MemoryStore):
             )
             params.insert(0, " or ".join(request.terms))
         return [tuple(row) for row in await self._query(query, [*params, *page])]
+
+    async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
+        where, params = scope(request.prefix, request.now)
+        more, extra = filters(request.filter)
+        rows = await self._query(
+            f"SELECT namespace, key, vector FROM {{s}}.memory_items WHERE user_id = %s AND "
+            f"{where}{more} AND vector IS NOT NULL ORDER BY updated_at DESC LIMIT %s",
+            [request.user_id, *params, *extra, scan],
+        )
+        return [(row[0], row[1], bytes(row[2])) for row in rows]
 
     async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
         where, params = scope(prefix, now)

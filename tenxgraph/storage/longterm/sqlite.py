@@ -34,6 +34,7 @@ from typing import Any
 
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
+from tenxgraph.storage.longterm.embedding import Embedder
 from tenxgraph.storage.sql import Component, SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
 
@@ -58,6 +59,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE VIRTUAL TABLE memory_fts USING fts5("
         "scope, text, tokenize = 'porter unicode61 remove_diacritics 2')",
     ),
+    ("ALTER TABLE memory_items ADD COLUMN vector BLOB",),
 )
 """Ordered schema changes of the ``memory`` component. Append only."""
 
@@ -76,13 +78,20 @@ class SqliteMemoryStore(MemoryStore):
         *,
         default_ttl: float | None = None,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        embedder: Embedder | None = None,
+        vector_scan: int = 20_000,
         timeout: float = 30.0,
     ) -> None:
         """Use (and create on first use) the database at ``path``.
 
         ``timeout`` is how long a write waits for another process's write lock.
         """
-        super().__init__(default_ttl=default_ttl, max_value_bytes=max_value_bytes)
+        super().__init__(
+            default_ttl=default_ttl,
+            max_value_bytes=max_value_bytes,
+            embedder=embedder,
+            vector_scan=vector_scan,
+        )
         self._db = SqliteDatabase(path, components=[MEMORY], timeout=timeout)
         self.path = self._db.path
 
@@ -95,8 +104,10 @@ class SqliteMemoryStore(MemoryStore):
         text: str,
         now: float,
         expires_at: float | None,
+        vector: bytes | None,
     ) -> float:
-        return await self._db.call(_put, (user_id, namespace, key, value, text, now, expires_at))
+        item = (user_id, namespace, key, value, text, now, expires_at, vector)
+        return await self._db.call(_put, item)
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         return await self._db.call(_get, user_id, namespace, key, now)
@@ -106,6 +117,9 @@ class SqliteMemoryStore(MemoryStore):
 
     async def _search(self, request: SearchRequest) -> list[Row]:
         return await asyncio.to_thread(self._db.run, _search, request)
+
+    async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
+        return await asyncio.to_thread(self._db.run, _vectors, request, scan)
 
     async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
         return await asyncio.to_thread(self._db.run, _namespaces, user_id, prefix, now)
@@ -121,10 +135,12 @@ class SqliteMemoryStore(MemoryStore):
         await asyncio.to_thread(self._db.close)
 
 
-def _put(
-    conn: sqlite3.Connection, item: tuple[str, str, str, str, str, float, float | None]
-) -> float:
-    user_id, namespace, key, value, text, now, expires_at = item
+_Item = tuple[str, str, str, str, str, float, float | None, bytes | None]
+"""user_id, namespace, key, value, text, now, expires_at, vector."""
+
+
+def _put(conn: sqlite3.Connection, item: _Item) -> float:
+    user_id, namespace, key, value, text, now, expires_at, vector = item
     with transaction(conn, "IMMEDIATE"):
         old = conn.execute(
             "SELECT id, created_at, expires_at FROM memory_items "
@@ -134,8 +150,8 @@ def _put(
         if old is None:
             (rowid,) = conn.execute(
                 "INSERT INTO memory_items (user_id, namespace, key, value, created_at, "
-                "updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (user_id, namespace, key, value, now, now, expires_at),
+                "updated_at, expires_at, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (user_id, namespace, key, value, now, now, expires_at, vector),
             ).fetchone()
             created = now
         else:
@@ -144,8 +160,8 @@ def _put(
                 created = now  # an expired item is gone: this put starts a new one
             conn.execute(
                 "UPDATE memory_items SET value = ?, created_at = ?, updated_at = ?, "
-                "expires_at = ? WHERE id = ?",
-                (value, created, now, expires_at, rowid),
+                "expires_at = ?, vector = ? WHERE id = ?",
+                (value, created, now, expires_at, vector, rowid),
             )
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
         conn.execute(
@@ -240,6 +256,19 @@ def _search(conn: sqlite3.Connection, request: SearchRequest) -> list[Row]:
         )
         params.insert(0, match)
     return [tuple(row) for row in conn.execute(query, [*params, *page])]
+
+
+def _vectors(
+    conn: sqlite3.Connection, request: SearchRequest, scan: int
+) -> list[tuple[str, str, bytes]]:
+    where, params = scope(request.prefix, request.now)
+    more, extra = filters(request.filter)
+    rows = conn.execute(
+        f"SELECT i.namespace, i.key, i.vector FROM memory_items i WHERE i.user_id = ? AND "
+        f"{where}{more} AND i.vector IS NOT NULL ORDER BY i.updated_at DESC LIMIT ?",
+        [request.user_id, *params, *extra, scan],
+    )
+    return [(row[0], row[1], bytes(row[2])) for row in rows]
 
 
 def _namespaces(conn: sqlite3.Connection, user_id: str, prefix: str, now: float) -> list[str]:
