@@ -36,7 +36,7 @@ from tenxgraph.core.graph._middleware import AgentMiddleware
 from tenxgraph.core.graph.memory._tools import DEFAULT_NAMESPACE, fact_key, user_of
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import TenxGraphError
+from tenxgraph.errors import ModelError, TenxGraphError
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER
 from tenxgraph.storage.longterm._checks import STOP_WORDS, check_key, encode_value
 from tenxgraph.storage.longterm.base import MemoryItem, MemoryStore
@@ -149,7 +149,7 @@ def _checked(text: str, max_facts: int) -> list[_Fact]:
     body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
     facts = _Answer.model_validate_json(body).facts
     if len(facts) > max_facts:
-        raise ValueError(f"the model gave {len(facts)} facts, over max_facts={max_facts}")
+        raise ModelError(f"the model gave {len(facts)} facts, over max_facts={max_facts}")
     for fact in facts:
         if fact.key is not None:
             check_key(fact.key)
