@@ -67,7 +67,8 @@ def trim_messages(
         token_counter: A ``TokenCounter`` (``count(messages) -> int``); the
             default estimates about 4 characters a token.
         include_system: (``"last"`` only) always keep the system messages,
-            wherever they are; their cost comes out of the budget first.
+            wherever they are (but after ``end_on``'s cut); their cost comes
+            out of the budget first.
         start_on: (``"last"`` only) role(s) the kept part must start on:
             what comes before the first such message is dropped, after the
             budget is applied. ``"human"``/``"ai"`` are accepted as well.

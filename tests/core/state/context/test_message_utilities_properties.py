@@ -116,7 +116,12 @@ def test_trim_messages_properties(data: st.DataObject, convo: tuple[list[Message
         assert len(copy.content) <= len(original.content)
     assert len([c for c in copies if c.role != "tool"]) <= 1  # at most one partial message
     cost = CharEstimateCounter().count if by_tokens else len
-    systems = [m for m in messages if m.role == "system"]
+    ends = {"human": "user", "ai": "assistant"}.get(end_on or "", end_on)
+    last_end = max((i for i, m in enumerate(messages) if m.role == ends), default=-1)
+    # include_system keeps the system messages of what end_on leaves (end_on applies first)
+    systems = [
+        m for i, m in enumerate(messages) if m.role == "system" and (not end_on or i <= last_end)
+    ]
     if options.get("include_system"):
         assert all(m in after for m in systems)
         if cost(systems) > limit:
@@ -126,10 +131,10 @@ def test_trim_messages_properties(data: st.DataObject, convo: tuple[list[Message
     rest = [m for m in after if not (options.get("include_system") and m.role == "system")]
     if rest and options.get("start_on"):
         assert rest[0].role == options["start_on"]
-    if after and end_on:
-        ends = {"human": "user", "ai": "assistant"}.get(end_on, end_on)
-        lead = next(m for m in reversed(after) if m.role != "tool")
-        assert after[-1].role == ends or lead.role == ends
+    tail = rest if options.get("include_system") else after
+    if tail and end_on and not (options.get("include_system") and ends == "system"):
+        lead = next(m for m in reversed(tail) if m.role != "tool")
+        assert tail[-1].role == ends or lead.role == ends
 
 
 @settings(max_examples=60, deadline=None)
