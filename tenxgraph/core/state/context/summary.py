@@ -78,7 +78,9 @@ class SummaryContextManager(BaseContextManager):
 
     The last ``keep_recent`` non-system messages stay verbatim; the cut moves
     earlier when it would separate tool results from their call, and never
-    passes the last user message. System messages are never summarized. If
+    into the last exchange. Inside a long current turn, the turn's question
+    stays in front and is not summarized. System messages are never
+    summarized. If
     the summarizing call fails or answers nothing usable, nothing changes
     (context and summary) and a warning is logged; if only the compaction
     fails, the appended summary is kept over its cap (nothing is lost) and
