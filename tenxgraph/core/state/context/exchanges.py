@@ -23,7 +23,6 @@ __all__ = [
     "read_exchanges",
     "role_names",
     "strip_blocks",
-    "without_orphans",
 ]
 
 
@@ -35,8 +34,6 @@ class Exchanges:
     """(call message index, call id) -> indexes of the tool messages answering it."""
     call_of: dict[tuple[int, int], tuple[int, str]] = field(default_factory=dict)
     """(tool message index, block index) -> the call it answers; orphans are absent."""
-    orphans: int = 0
-    """How many tool results answer no call of their group."""
 
     def call_key(self, index: int, block: int) -> tuple[int, str] | None:
         """The call the result at (message ``index``, ``block``) answers, or None (orphan)."""
@@ -73,28 +70,7 @@ def read_exchanges(messages: Sequence[Message]) -> Exchanges:
                 key = (caller, block.call_id)
                 found.call_of[(index, position)] = key
                 found.results_of[key].append(index)
-            else:
-                found.orphans += 1
     return found
-
-
-def without_orphans(messages: list[Message], exchanges: Exchanges) -> list[Message]:
-    """``messages`` without their orphan results (``messages`` itself when there are none)."""
-    if not exchanges.orphans:
-        return messages
-    kept: list[Message] = []
-    for index, message in enumerate(messages):
-        if message.role == "tool":
-            keep = [
-                not isinstance(block, ToolResultBlock) or (index, position) in exchanges.call_of
-                for position, block in enumerate(message.content)
-            ]
-            stripped = strip_blocks(message, keep)
-            if stripped is not None:
-                kept.append(stripped)
-        else:
-            kept.append(message)
-    return kept
 
 
 def strip_blocks(message: Message, keep: Sequence[bool]) -> Message | None:

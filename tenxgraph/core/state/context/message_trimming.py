@@ -14,12 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from tenxgraph.core.state.context.base import check_count
-from tenxgraph.core.state.context.exchanges import (
-    message_list,
-    read_exchanges,
-    role_names,
-    without_orphans,
-)
+from tenxgraph.core.state.context.exchanges import message_list, role_names
+from tenxgraph.core.state.context.fit import drop_orphan_results
 from tenxgraph.core.state.context.tokens import TokenCounter, as_token_counter
 from tenxgraph.core.state.message import Message, Role
 from tenxgraph.core.state.message_block import ContentBlock, TextBlock
@@ -101,7 +97,7 @@ def trim_messages(
             )
         options = replace(options, allow_partial=True)
     listed = message_list(_OWNER, messages)
-    listed = without_orphans(listed, read_exchanges(listed))
+    listed = drop_orphan_results(listed)
     return _trim_last(listed, options) if options.last else _trim_first(listed, options)
 
 
