@@ -351,8 +351,9 @@ async def _threads(args: argparse.Namespace, console: Console) -> None:
             else:
                 console.stream.write(data + "\n")
         elif await threads.confirm_delete(checkpointer, key, console, assume_yes=args.yes):
-            await threads.delete_thread(checkpointer, key)
-            console.line(f"deleted thread {key.thread_id}")
+            released = await media.delete_with_media(checkpointer, key, args.location or args.db)
+            gone = f" and {released} media only it used" if released else ""
+            console.line(f"deleted thread {key.thread_id}{gone}")
         else:
             console.line(f"kept thread {key.thread_id}")
 

@@ -13,6 +13,7 @@ them back on import, so an exported thread moves between databases whole.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import json
@@ -34,6 +35,7 @@ __all__ = [
     "add_media_commands",
     "add_thread_media_options",
     "bundle_media",
+    "delete_with_media",
     "import_thread",
     "list_media",
     "make_media_store",
@@ -125,8 +127,6 @@ async def run_media(args: argparse.Namespace, console: Console) -> None:
 
 async def run_import(args: argparse.Namespace, console: Console) -> None:
     """Run ``tenxgraph threads import FILE``."""
-    import asyncio
-
     from tenxgraph.cli.locations import open_checkpointer
 
     try:
@@ -215,6 +215,26 @@ async def run_gc(
         f"{verb} {len(report.deleted)} objects, {report.freed_bytes} bytes; kept "
         f"{report.referenced} referenced and {report.young} younger than {grace:g} s"
     )
+    return len(report.deleted)
+
+
+async def delete_with_media(checkpointer: Checkpointer, key: ThreadKey, location: str) -> int:
+    """Delete the thread, then the media only it referenced from the store beside the threads.
+
+    Returns how many media went. Media put less than an hour ago are left to
+    ``media gc`` (see its ``--grace``). A missing thread is a ``CliError``.
+    """
+    from tenxgraph.storage.media.gc import arelease, thread_media_keys
+
+    keys = await thread_media_keys(checkpointer, key)
+    if not await checkpointer.adelete_thread(key):
+        raise CliError(f"no thread {key.thread_id!r} for user {key.user_id!r}")
+    if not keys:
+        return 0
+    if not is_postgres(location) and not await asyncio.to_thread(Path(f"{location}-media").is_dir):
+        return 0
+    async with open_media_store(location) as store:
+        report = await arelease(checkpointer, store, key, keys)
     return len(report.deleted)
 
 

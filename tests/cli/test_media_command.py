@@ -148,3 +148,16 @@ def test_media_commands_on_postgres(capsys: pytest.CaptureFixture[str]) -> None:
         assert "1 objects, 26 bytes; 0 referenced" in capsys.readouterr().out
     finally:
         asyncio.run(clean())
+
+
+def test_threads_delete_leaves_young_media_to_gc(
+    app_db: tuple[Path, bytes, MediaStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Media put under an hour ago may belong to a save in progress: delete keeps them."""
+    path, _image, store = app_db
+    assert main(["threads", "delete", "photo", str(path), "--user", "acme", "--yes"]) == 0
+    assert capsys.readouterr().out.strip().endswith("deleted thread photo")
+    assert len(store.list_media("acme")) == 2
+    assert main(["media", "gc", str(path), "--user", "acme", "--grace", "0"]) == 0
+    assert "deleted 2 objects" in capsys.readouterr().out
+    assert store.list_media("acme") == []
