@@ -157,8 +157,10 @@ class Agent(Node):
         if manager is not None:
             manager.use_model_window(self.model.context_window)
             await manager.atrim_context(state)
-            prompt = self._call(state, ctx).request().messages[:1] if self.system_prompt else []
-            await afit_before_request(state, manager, self.model.context_window, prompt)
+            if manager.proactive_at is not None:
+                prompt = self.system_prompt or ""
+                system = [Message.text_message(prompt, role="system")] if prompt else []
+                await afit_before_request(state, manager, self.model.context_window, system)
         answer: Message | None = None
         async for message in self._answer(state, ctx, manager):
             if message.delta:
