@@ -1,8 +1,8 @@
 """Checkpointers with a media store: large inline media offloaded on save, released on delete.
 
 Real pairs: memory + filesystem, SQLite + the filesystem store beside it
-(``media=True``), SQLite + a SQLite store in the same file, Postgres + a
-Postgres store in the same schema.
+(``media=True``), SQLite + a SQLite store in the same file, Postgres (with
+and without its Redis cache) + a Postgres store in the same schema.
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from tenxgraph.storage.checkpointer import (
 from tenxgraph.storage.media import FilesystemMediaStore, MediaStore, SqliteMediaStore
 from tenxgraph.storage.media.gc import acollect
 from tenxgraph.storage.media.offload import MediaPolicy
-from tests.storage.conftest import PG_DSN, drop_schema
+from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
 
 PAIRS = [
     "memory+filesystem",
     "sqlite+beside",
     "sqlite+sqlite",
     pytest.param("postgres+postgres", marks=pytest.mark.postgres),
+    pytest.param("postgres+redis+postgres", marks=[pytest.mark.postgres, pytest.mark.redis]),
 ]
 
 MakePair = Callable[..., tuple[Checkpointer, MediaStore]]
@@ -53,7 +54,7 @@ def inline(data: bytes, mime_type: str = "image/png", **fields: Any) -> MediaRef
 
 @pytest.fixture(params=PAIRS)
 async def make_pair(
-    request: pytest.FixtureRequest, tmp_path: Path, pg_schema: str
+    request: pytest.FixtureRequest, tmp_path: Path, pg_schema: str, redis_prefix: str
 ) -> AsyncIterator[MakePair]:
     kind = str(request.param)
     made: list[Checkpointer | MediaStore] = []
@@ -79,12 +80,13 @@ async def make_pair(
                 tmp_path / "threads.db", media=MediaPolicy(store, **policy)
             )
         else:
-            from tenxgraph.storage.checkpointer import PgCheckpointer
+            from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache
             from tenxgraph.storage.media import PgMediaStore
 
             store = PgMediaStore(PG_DSN, schema=pg_schema)
+            redis = RedisThreadCache(REDIS_URL, prefix=redis_prefix) if "redis" in kind else None
             checkpointer = PgCheckpointer(
-                PG_DSN, schema=pg_schema, media=MediaPolicy(store, **policy)
+                PG_DSN, schema=pg_schema, redis=redis, media=MediaPolicy(store, **policy)
             )
         made.extend([checkpointer, store])
         return checkpointer, store
@@ -94,6 +96,8 @@ async def make_pair(
         await thing.aclose()
     if kind.startswith("postgres"):
         await drop_schema(pg_schema)
+    if "redis" in kind:
+        await drop_redis_keys(redis_prefix)
 
 
 async def append(checkpointer: Checkpointer, key: ThreadKey, *messages: Message) -> None:
