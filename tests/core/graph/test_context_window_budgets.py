@@ -113,3 +113,19 @@ def test_known_windows_and_told_ones() -> None:
         TokenBudgetContextManager(max_tokens=1.5)
     with pytest.raises(ConfigError, match="proactive_at"):
         MessageContextManager(proactive_at=2)  # type: ignore[arg-type]
+
+
+def test_the_summary_budget_may_be_a_fraction_of_the_window() -> None:
+    from tenxgraph.core.state import SummaryContextManager
+
+    summarizer = FunctionModel(lambda request: "the audit so far")
+    manager = SummaryContextManager(summarizer, max_messages=None, token_budget=0.5, keep_recent=4)
+    turn = long_turn(exchanges=20, output_chars=400)  # about 2,300 tokens
+    (size,) = run(manager, 2_000, turn)  # over half of 2,000: summarized first
+    assert size < 1_000
+    (size,) = run(
+        SummaryContextManager(summarizer, max_messages=None, token_budget=0.5, keep_recent=4),
+        100_000,
+        turn,
+    )
+    assert size == COUNTER.count(turn)  # under half of 100,000: sent as it is

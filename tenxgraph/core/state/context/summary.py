@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.context.base import BaseContextManager, S, check_count
+from tenxgraph.core.state.context.base import BaseContextManager, S, check_budget, check_count
 from tenxgraph.core.state.context.cuts import replace_context, strip_completed_tool_groups
 from tenxgraph.core.state.context.fit import (
     drop_orphan_results,
@@ -90,7 +90,8 @@ class SummaryContextManager(BaseContextManager):
         model: A ``ChatModel`` or a model name resolved (on first use) by
             ``tenxgraph.core.llm.resolve_model``.
         max_messages: Summarize above this many messages (None: no limit).
-        token_budget: Summarize above this many tokens (None: no limit).
+        token_budget: Summarize above this many tokens, or above this fraction
+            of the model's context window (a float in (0, 1]); None: no limit.
         keep_recent: Non-system messages kept verbatim (at least this many).
         remove_tool_msgs: When summarizing, also drop tool calls and results,
             as whole groups, from the kept turns but the current one.
@@ -107,7 +108,7 @@ class SummaryContextManager(BaseContextManager):
         self,
         model: ChatModel | str,
         max_messages: int | None = 30,
-        token_budget: int | None = None,
+        token_budget: float | None = None,
         keep_recent: int = 8,
         remove_tool_msgs: bool = False,
         summary_prompt: str = DEFAULT_SUMMARY_PROMPT,
@@ -119,11 +120,11 @@ class SummaryContextManager(BaseContextManager):
         owner = "SummaryContextManager"
         for name, value in (
             ("max_messages", max_messages),
-            ("token_budget", token_budget),
             ("max_summary_tokens", max_summary_tokens),
         ):
             if value is not None:
                 check_count(owner, name, value)
+        check_budget(owner, "token_budget", token_budget)
         check_count(owner, "keep_recent", keep_recent, minimum=0)
         for name, prompt in (
             ("summary_prompt", summary_prompt),
@@ -146,9 +147,8 @@ class SummaryContextManager(BaseContextManager):
         """True when ``context`` exceeds ``max_messages`` or ``token_budget``."""
         if self.max_messages is not None and len(context) > self.max_messages:
             return True
-        return self.token_budget is not None and self.token_counter.count(context) > (
-            self.token_budget
-        )
+        budget = self.tokens_for("token_budget", self.token_budget)  # a fraction of the window
+        return budget is not None and self.token_counter.count(context) > budget
 
     async def atrim_context(self, state: S) -> S:
         """Summarize the older part of the context when a threshold is exceeded.
