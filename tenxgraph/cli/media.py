@@ -13,7 +13,6 @@ them back on import, so an exported thread moves between databases whole.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import hashlib
 import json
@@ -127,6 +126,8 @@ async def run_media(args: argparse.Namespace, console: Console) -> None:
 
 async def run_import(args: argparse.Namespace, console: Console) -> None:
     """Run ``tenxgraph threads import FILE``."""
+    import asyncio  # not at the top: `tenxgraph --help` loads this module, and no asyncio
+
     from tenxgraph.cli.locations import open_checkpointer
 
     try:
@@ -224,6 +225,8 @@ async def delete_with_media(checkpointer: Checkpointer, key: ThreadKey, location
     Returns how many media went. Media put less than an hour ago are left to
     ``media gc`` (see its ``--grace``). A missing thread is a ``CliError``.
     """
+    import asyncio
+
     from tenxgraph.storage.media.gc import arelease, thread_media_keys
 
     keys = await thread_media_keys(checkpointer, key)
