@@ -100,3 +100,37 @@ def _json_result(call_id: str, data: object):  # type: ignore[no-untyped-def]
     from tenxgraph.core.state import Message
 
     return Message.tool_message([ToolResultBlock(call_id=call_id, output=data)])  # type: ignore[arg-type]
+
+
+def test_shortening_again_keeps_the_original_size_in_the_marker() -> None:
+    history = [user("q"), calls("a", "b"), results("a", output="A" * 20_000), results("b")]
+    once = truncate_largest_tool_results(history)
+    twice = truncate_largest_tool_results(once)
+    first, second = outputs(once)[0], outputs(twice)[0]
+    assert isinstance(first, str) and isinstance(second, str)
+    assert len(second) < len(first) < 20_000
+    for text in (first, second):
+        assert text.count("[tenxgraph: tool output truncated from 20000 characters;") == 1
+        assert text.startswith("A" * 100) and text.endswith("A" * 100)
+    kept = second.count("A")
+    assert f"; {20_000 - kept} omitted]" in second  # the omitted count is against the original
+
+
+def test_old_media_in_tool_results_becomes_a_placeholder() -> None:
+    from tenxgraph.core.state import ImageBlock, MediaRef, Message, TextBlock
+    from tenxgraph.core.state.context.overflow import replace_old_media
+
+    picture = MediaRef(kind="url", url="https://example.com/chart.png", mime_type="image/png")
+    old = Message.tool_message(
+        [ToolResultBlock(call_id="p", output=[TextBlock(text="see"), ImageBlock(media=picture)])]
+    )
+    last = Message.tool_message([ToolResultBlock(call_id="s", output=picture)])
+    history = [user("q"), calls("p"), old, calls("s"), last]
+    state = state_of(history)
+    assert replace_old_media(state)
+    replaced = state.context[2].tool_results()[0].output
+    assert isinstance(replaced, list) and replaced[0].text == "see"  # type: ignore[union-attr]
+    assert "image 'https://example.com/chart.png' removed" in replaced[1].text  # type: ignore[union-attr]
+    assert state.context[2].metadata["media_removed"] is True
+    assert state.context[4] is last  # the last exchange keeps its media
+    assert not replace_old_media(state)  # nothing left to replace
