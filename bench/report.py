@@ -297,6 +297,21 @@ def w7_rows(r: Results) -> list[Row]:
             "MB",
             ("< 2x the file", value(r, "w7_media", "peak_rss_growth_over_file"), 2),
         ),
+        *(
+            row(
+                f"W7 peak RSS growth sending a stored 20 MB PDF {how} (OpenAI SDK); "
+                "floor: the file",
+                sent / mb
+                if (sent := value(r, "w7_media", f"send_{mode}_peak_rss_growth_bytes")) is not None
+                else None,
+                (value(r, "w7_media", "file_bytes") or 0) / mb if sent is not None else None,
+                "MB",
+                ("< 2x the file", value(r, "w7_media", f"send_{mode}_peak_rss_growth_over_file"), 2)
+                if mode == "upload"
+                else None,
+            )
+            for mode, how in (("upload", "through the files API"), ("inline", "inline (base64)"))
+        ),
     ]
 
 

@@ -16,6 +16,12 @@ content addressing has something to save. Inline baseline: the same fill on
   media=store)`` and read back through ``store.open`` (streamed), the growth of the
   process's peak resident set over its resident set before (peak reset through
   ``/proc/self/clear_refs``). Target: under 2x the file.
+- Peak RSS sending it (each in a fresh process): a 20 MB PDF in the filesystem store
+  sent to ``OpenAIChatModel`` (the official SDK) as a ``DocumentBlock``, against the
+  replay server run in a process of its own (so the bytes it receives do not count);
+  once with ``MediaResolver(store, send="upload")`` (through ``client.files.create``,
+  then a file id in the request) and once inline (base64 in the JSON request), each
+  after one small warm-up request. Target: under 2x the file (for the upload).
 
 Run: ``python -m bench.w7_media``.
 """
@@ -190,9 +196,93 @@ def rss_child() -> dict[str, Any]:
     }
 
 
+def serve(mode: str) -> None:
+    """Run the replay server until stdin closes: a file object for each upload, an answer
+    for each request (the warm-up's, then the measured one's)."""
+    from tenxgraph.testing.replay import ReplayServer, chat_chunk
+
+    with ReplayServer() as server:
+        for _ in range(2):
+            if mode == "upload":
+                file = {"id": "file-w7", "object": "file", "bytes": 0, "created_at": 0}
+                server.reply({**file, "filename": "big.pdf", "purpose": "user_data"})
+            server.stream(
+                [chat_chunk({"role": "assistant", "content": "A PDF."}, "stop"), "[DONE]"]
+            )
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+def send_child(mode: str) -> dict[str, Any]:
+    """In a fresh process: peak RSS growth while sending a stored 20 MB PDF (``mode``:
+    upload or inline) through the OpenAI SDK to a replay server in another process."""
+    import subprocess
+
+    from tenxgraph.core.llm import MediaResolver, ModelRequest, OpenAIChatModel
+    from tenxgraph.core.state.message_block import DocumentBlock
+    from tenxgraph.storage.media import FilesystemMediaStore
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.w7_media", "--serve", mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    url = server.stdout.readline().strip()
+    try:
+        with tempfile.TemporaryDirectory() as name:
+            source = Path(name) / "big.pdf"
+            with source.open("wb") as file:
+                file.write(b"%PDF-1.7\n")
+                for _ in range(RSS_FILE_BYTES // (1024 * 1024)):
+                    file.write(os.urandom(1024 * 1024))
+            store = FilesystemMediaStore(Path(name) / "media")
+            with source.open("rb") as reader:
+                big = store.put(reader, "application/pdf", filename="big.pdf")
+            small = store.put(b"%PDF-1.7\n" + bytes(1000), "application/pdf", filename="s.pdf")
+            resolver = MediaResolver(store, send="upload" if mode == "upload" else "inline")
+            model = OpenAIChatModel(
+                "gpt-test", base_url=f"{url}/v1", api_key="test", media=resolver, max_retries=0
+            )
+
+            async def ask(ref: MediaRef) -> None:
+                content = [TextBlock(text="What is this?"), DocumentBlock(media=ref)]
+                await model.complete(ModelRequest(messages=[Message(role="user", content=content)]))
+
+            async def measured() -> tuple[int, int]:
+                await ask(small)  # warm the SDK and the code paths
+                before = reset_peak_rss()
+                await ask(big)
+                after = peak_rss_kib()
+                await model.aclose()
+                return before, after
+
+            before, after = asyncio.run(measured())
+            size = source.stat().st_size
+    finally:
+        server.stdin.close()
+        server.wait()
+    growth = (after - before) * 1024
+    return {
+        f"send_{mode}_peak_rss_growth_bytes": growth,
+        f"send_{mode}_peak_rss_growth_over_file": round(growth / size, 3),
+    }
+
+
 def run() -> dict[str, Any]:
-    return {**stored_and_timed(), **run_child("bench.w7_media", "--rss")}
+    return {
+        **stored_and_timed(),
+        **run_child("bench.w7_media", "--rss"),
+        **run_child("bench.w7_media", "--send", "upload"),
+        **run_child("bench.w7_media", "--send", "inline"),
+    }
 
 
 if __name__ == "__main__":
-    print(json.dumps(rss_child() if "--rss" in sys.argv else run(), indent=2))
+    if "--serve" in sys.argv:
+        serve(sys.argv[-1])
+    elif "--send" in sys.argv:
+        print(json.dumps(send_child(sys.argv[-1]), indent=2))
+    else:
+        print(json.dumps(rss_child() if "--rss" in sys.argv else run(), indent=2))
