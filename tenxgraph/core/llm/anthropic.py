@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_anthropic import (
@@ -205,7 +205,7 @@ class AnthropicModel(ChatModel):
 
 
 async def _upload(
-    client: anthropic.AsyncAnthropic, data: bytes, mime_type: str, name: str
+    client: anthropic.AsyncAnthropic, data: IO[bytes], mime_type: str, name: str
 ) -> ProviderFile:
     """Upload media through Anthropic's Files API (``client.files``, in SDKs that have it)."""
     files = getattr(client, "files", None)

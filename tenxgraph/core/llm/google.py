@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_google import (
@@ -217,14 +217,14 @@ class GoogleModel(ChatModel):
         )
 
 
-async def _upload(client: genai.Client, data: bytes, mime_type: str, name: str) -> ProviderFile:
+async def _upload(client: genai.Client, data: IO[bytes], mime_type: str, name: str) -> ProviderFile:
     """Upload media through the Gemini Files API; its URI is what requests name.
 
     Gemini keeps such files for 48 hours; the expiry it reports is kept, so
     the file is uploaded again when it is near.
     """
     made = await client.aio.files.upload(
-        file=io.BytesIO(data), config={"mime_type": mime_type, "display_name": name}
+        file=cast(io.IOBase, data), config={"mime_type": mime_type, "display_name": name}
     )
     if not made.uri:
         raise ModelError(f"{PROVIDER}: the uploaded file {made.name} has no URI", provider=PROVIDER)

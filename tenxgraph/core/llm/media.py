@@ -11,18 +11,22 @@ file size): a ``BadRequestError`` names the message and block. A model that
 reads no media (the local one) gets a text placeholder instead.
 
 The store is passed to the model, never found globally: the model owns its
-resolver, and the resolver owns its cache. Only the ``ainfo`` and ``aget``
-methods of the store are used (``MediaSource``), so ``core.llm`` imports no
-storage code.
+resolver, and the resolver owns its cache. Only the ``ainfo``, ``aget`` and
+``aopen`` methods of the store are used (``MediaSource``), so ``core.llm``
+imports no storage code. An upload streams the media from ``aopen`` through
+an unnamed temporary file the SDK reads in chunks, so the process never
+holds a large file whole to upload it.
 """
 
 from __future__ import annotations
 
 import base64
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import IO, Literal, Protocol
 
 from tenxgraph.core.llm._media_rules import MediaRules
 from tenxgraph.core.llm._wire import output_blocks
@@ -71,7 +75,7 @@ class StoredMedia(Protocol):
 
 
 class MediaSource(Protocol):
-    """The two read methods of a media store an adapter uses (``MediaStore`` fits)."""
+    """The read methods of a media store an adapter uses (``MediaStore`` fits)."""
 
     async def ainfo(self, media: MediaRef | str, *, user_id: str = ...) -> StoredMedia | None:
         """The stored object, or None."""
@@ -79,6 +83,12 @@ class MediaSource(Protocol):
 
     async def aget(self, media: MediaRef | str, *, user_id: str = ...) -> bytes:
         """All its bytes."""
+        ...
+
+    def aopen(
+        self, media: MediaRef | str, *, user_id: str = ...
+    ) -> AbstractAsyncContextManager[AsyncIterable[bytes]]:
+        """Its bytes as a stream of chunks."""
         ...
 
 
@@ -111,8 +121,9 @@ class FileIdCache:
         self._files[(provider, user_id, key)] = file
 
 
-Uploader = Callable[[bytes, str, str], Awaitable[ProviderFile]]
-"""An adapter's upload: ``(data, mime_type, filename) -> ProviderFile``."""
+Uploader = Callable[[IO[bytes], str, str], Awaitable[ProviderFile]]
+"""An adapter's upload: ``(file, mime_type, filename) -> ProviderFile``; ``file`` is a
+binary file at its start (the SDK reads it in chunks), closed after the upload."""
 
 
 @dataclass
@@ -286,10 +297,11 @@ class _Walk:
                     f"{where}: {ref.url} is {info.size} bytes, over the "
                     f"{self.rules.upload_max}-byte limit of {self.rules.provider}'s file API"
                 )
-            data = await self.media.store.aget(ref, user_id=self.user_id)
-            known = await self.upload(
-                data, info.mime_type, ref.filename or f"media-{info.key[:16]}"
-            )
+            with tempfile.TemporaryFile() as spool:
+                await self._copy(ref, spool)
+                known = await self.upload(
+                    spool, info.mime_type, ref.filename or f"media-{info.key[:16]}"
+                )
             await cache.put(self.endpoint, self.user_id, info.key, known)
         return ref.model_copy(
             update={
@@ -300,6 +312,14 @@ class _Walk:
                 "size_bytes": info.size,
             }
         )
+
+    async def _copy(self, ref: MediaRef, spool: IO[bytes]) -> None:
+        """Stream the media from the store into ``spool``, left at its start for the upload."""
+        assert self.media is not None
+        async with self.media.store.aopen(ref, user_id=self.user_id) as stream:
+            async for chunk in stream:
+                spool.write(chunk)
+        spool.seek(0)
 
     def _check_type(self, kind: str, mime_type: str, where: str) -> None:
         if kind not in self.rules.types:

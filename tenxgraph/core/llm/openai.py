@@ -6,7 +6,7 @@ import importlib.util
 import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
@@ -127,7 +127,9 @@ class OpenAIChatModel(ChatModel):
         yield final
 
 
-async def upload_file(client: AsyncOpenAI, data: bytes, mime_type: str, name: str) -> ProviderFile:
+async def upload_file(
+    client: AsyncOpenAI, data: IO[bytes], mime_type: str, name: str
+) -> ProviderFile:
     """Upload media through OpenAI's Files API (purpose ``user_data``, for model inputs)."""
     created = await client.files.create(file=(name, data, mime_type), purpose="user_data")
     expires = getattr(created, "expires_at", None)

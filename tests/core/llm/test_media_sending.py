@@ -569,3 +569,32 @@ async def test_refs_outside_the_store_are_sent_as_they_were(
 
     part = server.requests[0].body["messages"][0]["content"][1]
     assert part == {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+
+
+class StreamOnlyStore(FilesystemMediaStore):
+    """A store that refuses whole reads: only ``aopen`` (a stream of chunks) gets its bytes."""
+
+    async def aget(self, media: MediaRef | str, *, user_id: str = "default") -> bytes:
+        raise AssertionError("an upload read the media whole")
+
+
+async def test_an_upload_streams_the_media_from_the_store_rather_than_reading_it_whole(
+    server: ReplayServer, tmp_path: Path, openai_client: openai.AsyncOpenAI
+) -> None:
+    store = StreamOnlyStore(tmp_path / "media", fsync=False, chunk_size=1024)
+    big = PDF + bytes(range(256)) * 64  # several chunks
+    ref = store.put(big, "application/pdf", user_id=TENANT, filename="report.pdf")
+    model = OpenAIChatModel(
+        "gpt-test", client=openai_client, media=MediaResolver(store, send="upload")
+    )
+    server.reply(openai_file("file-streamed", len(big)))
+    chat_answer(server, "A report.")
+
+    await answer(model, asking(DocumentBlock(media=ref)))
+
+    upload, sent = server.requests
+    assert multipart_holds(upload.body, big)
+    assert sent.body["messages"][0]["content"][1] == {
+        "type": "file",
+        "file": {"file_id": "file-streamed"},
+    }
