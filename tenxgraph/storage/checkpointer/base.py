@@ -34,12 +34,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import InvalidIdError, StateError
+from tenxgraph.storage._closing import Closing
 
 __all__ = [
     "DEFAULT_USER",
@@ -294,7 +295,7 @@ class ThreadInfo:
     updated_at: float
 
 
-class Checkpointer(ABC):
+class Checkpointer(Closing, ABC):
     """Durable threads. Backends implement these async methods and nothing else."""
 
     async def aget_state(
@@ -437,21 +438,5 @@ class Checkpointer(ABC):
         stored = await self.aload(key)
         return None if stored is None else stored.stamp
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to close
+    async def aclose(self) -> None:
         """Release connections and files; a later call opens them again."""
-
-    def close(self) -> None:
-        """Sync ``aclose``."""
-        run_sync(self.aclose())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

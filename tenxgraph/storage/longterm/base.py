@@ -38,10 +38,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
 from tenxgraph._sync import run_sync
 from tenxgraph.errors import ConfigError
+from tenxgraph.storage._closing import Closing
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.longterm._checks import (
     MAX_VALUE_BYTES,
@@ -122,7 +123,7 @@ def under(namespace: str, prefix: str) -> bool:
     return not prefix or namespace == prefix or namespace.startswith(prefix + "/")
 
 
-class MemoryStore(ABC):
+class MemoryStore(Closing, ABC):
     """Long-term memory: JSON items per tenant, namespace and key, with search and expiry."""
 
     def __init__(
@@ -347,24 +348,8 @@ class MemoryStore(ABC):
         """Sync ``apurge_expired``."""
         return run_sync(self.apurge_expired())
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, the in-memory store has nothing
+    async def aclose(self) -> None:
         """Release connections; a later call opens them again."""
-
-    def close(self) -> None:
-        """Sync ``aclose``."""
-        run_sync(self.aclose())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # What a backend implements. Arguments are checked; namespaces are their stored text.
 

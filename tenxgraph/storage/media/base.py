@@ -39,7 +39,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Self
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.message_block import MediaRef
@@ -50,6 +49,7 @@ from tenxgraph.errors import (
     MediaTooLargeError,
     StorageError,
 )
+from tenxgraph.storage._closing import Closing
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.media._keys import media_key, media_url
 from tenxgraph.storage.media._sniff import SNIFF_BYTES, check_mime_type, normalize
@@ -126,7 +126,7 @@ class Upload(ABC):
         """Discard everything staged (after a failure; must not raise for a partial upload)."""
 
 
-class MediaStore(ABC):
+class MediaStore(Closing, ABC):
     """Large bytes stored once per tenant, addressed by their SHA-256, read as streams."""
 
     def __init__(
@@ -320,24 +320,8 @@ class MediaStore(ABC):
         """Sync ``apurge_uploads``."""
         return run_sync(self.apurge_uploads(older_than))
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, the filesystem has nothing to close
+    async def aclose(self) -> None:
         """Release connections; a later call opens them again."""
-
-    def close(self) -> None:
-        """Sync ``aclose``."""
-        run_sync(self.aclose())
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # What a backend implements. Arguments are checked: ids valid, keys well-formed.
 
