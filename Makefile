@@ -11,6 +11,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # --only-binary: llama-cpp-python comes from the wheelhouse, never built here without the flags.
 PIP := $(PY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-binary llama-cpp-python
 PIN_LLAMA := "llama-cpp-python==$(LLAMA_VERSION)"
+# `make check` runs the bounded suite (tests marked slow left out, under 10 minutes);
+# CI (`CI` set, as `.ci/run` does) runs every test.
+PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
 
 .PHONY: install install-local wheel services lint typecheck test check demo bench clean
 
@@ -48,10 +51,10 @@ typecheck: install
 	$(PY) -m mypy
 
 test: install services
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: install services lint typecheck
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: install-local
 	$(VENV)/bin/tenxgraph demo
