@@ -28,13 +28,20 @@
     │   ├── ServerError
     │   ├── ModelTimeoutError
     │   └── OutputValidationError  structured output did not match its schema
-    └── StorageError               a checkpointer failed
-        ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
-        │   └── ThreadBusyError    reserved: another run holds the thread (the server's lease)
-        ├── ThreadNotFoundError
-        ├── MediaNotFoundError     no media with that key for this user_id
-        ├── CorruptRecordError     a stored row failed validation
-        └── StorageUnavailableError  the database could not be reached in time
+    ├── StorageError               a checkpointer failed
+    │   ├── ConflictError          another writer changed the thread first (compare-and-swap lost)
+    │   │   └── ThreadBusyError    reserved: another run holds the thread (the server's lease)
+    │   ├── ThreadNotFoundError
+    │   ├── MediaNotFoundError     no media with that key for this user_id
+    │   ├── CorruptRecordError     a stored row failed validation
+    │   └── StorageUnavailableError  the database could not be reached in time
+    └── ClientError                ``tenxgraph.client``: a call to a tenxgraph server failed
+        ├── APIStatusError         the server answered 4xx/5xx: ``status`` and its ``detail``
+        │   ├── APIUnauthorizedError  401/403: a missing or refused API key
+        │   ├── APINotFoundError   404: no such thread, run or assistant
+        │   └── APIConflictError   409: the thread is busy (``multitask_strategy="reject"``)
+        ├── APIConnectionError     the server could not be reached, or a stream not resumed
+        └── RunFailedError         the run ended in an error; ``detail`` is the server's
 
 Defined next to their users: ``tenxgraph.cli.errors.CliError`` (bad command-line
 input) and ``tenxgraph.core.llm.testing.ScriptError`` (a test model used in a
@@ -63,8 +70,14 @@ from __future__ import annotations
 
 __all__ = [
     "HTTP_STATUS",
+    "APIConflictError",
+    "APIConnectionError",
+    "APINotFoundError",
+    "APIStatusError",
+    "APIUnauthorizedError",
     "AuthenticationError",
     "BadRequestError",
+    "ClientError",
     "ConfigError",
     "ConflictError",
     "ContextWindowExceededError",
@@ -83,6 +96,7 @@ __all__ = [
     "OutputValidationError",
     "RateLimitError",
     "RecursionLimitError",
+    "RunFailedError",
     "RunStoppedError",
     "ServerError",
     "StateError",
@@ -337,6 +351,52 @@ class StorageUnavailableError(StorageError):
 
     Transient when the server is merely down: the next call after it is back succeeds.
     """
+
+
+class ClientError(TenxGraphError):
+    """A call from ``tenxgraph.client`` to a tenxgraph server failed."""
+
+
+class APIStatusError(ClientError):
+    """The server answered with an HTTP error status.
+
+    ``status`` is the HTTP status, ``detail`` the server's own explanation (the
+    ``detail`` field of its JSON body, else the body's text), and ``method`` and
+    ``path`` name the request, so the message alone says what failed and why.
+    """
+
+    def __init__(self, status: int, detail: str, *, method: str = "", path: str = "") -> None:
+        where = f"{method} {path} " if method or path else ""
+        super().__init__(f"{where}answered {status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.method = method
+        self.path = path
+
+
+class APIUnauthorizedError(APIStatusError):
+    """401 or 403: the API key is missing, wrong, or not allowed this call."""
+
+
+class APINotFoundError(APIStatusError):
+    """404: the thread, run or assistant does not exist (for this API key)."""
+
+
+class APIConflictError(APIStatusError):
+    """409: the thread is busy with another run (``multitask_strategy="reject"``) or changed."""
+
+
+class APIConnectionError(ClientError):
+    """The server could not be reached, or a dropped stream could not be resumed in time."""
+
+
+class RunFailedError(ClientError):
+    """The run ended with an error; ``detail`` is what the server reported."""
+
+    def __init__(self, detail: str, *, run_id: str | None = None) -> None:
+        super().__init__(f"run {run_id} failed: {detail}" if run_id else f"run failed: {detail}")
+        self.detail = detail
+        self.run_id = run_id
 
 
 HTTP_STATUS: dict[type[TenxGraphError], int] = {
