@@ -1,0 +1,188 @@
+"""The FastAPI application: ``create_app(graph, ...)`` and ``app_from_env`` for uvicorn workers.
+
+The app is assembled from one router per concern (threads, assistants,
+runs, store, tenxgraph's extras) over one ``ServerContext`` on
+``app.state.context``. Health endpoints and the web page need no key;
+everything else runs as the user the authenticate function returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from tenxgraph.errors import ConfigError
+from tenxgraph.server._context import (
+    MAX_BODY_BYTES,
+    Authenticate,
+    Context,
+    ServerContext,
+    ServerSettings,
+)
+from tenxgraph.server._limits import BodyLimit
+from tenxgraph.server.auth import no_auth
+from tenxgraph.server.http_errors import install_error_handlers
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.storage.longterm.base import MemoryStore
+    from tenxgraph.storage.media.base import MediaStore
+
+__all__ = ["app_from_env", "create_app"]
+
+STATIC = Path(__file__).parent / "static"
+"""The built-in web page (``index.html`` served at ``/``, the folder at ``/static``)."""
+
+
+def create_app(
+    graph: CompiledGraph[Any],
+    *,
+    graph_id: str | None = None,
+    authenticate: Authenticate | None = None,
+    memory: MemoryStore | None = None,
+    media: MediaStore | None = None,
+    cors_origins: Sequence[str] = (),
+    max_body_bytes: int = MAX_BODY_BYTES,
+    extra_settings: dict[str, Any] | None = None,
+) -> FastAPI:
+    """The HTTP API serving ``graph``, whose checkpointer holds the threads.
+
+    ``graph_id`` names the graph (and its one assistant; default the graph's
+    name, else ``"agent"``). ``authenticate(request) -> user id | None`` (sync
+    or async) decides who is calling; None means no auth (everyone is the
+    ``"default"`` user). ``memory`` serves ``/store``; ``media`` serves
+    ``/media``. ``cors_origins`` lists the origins browsers may call from
+    (``"*"`` for any). Bodies over ``max_body_bytes`` get 413.
+    """
+    if graph.checkpointer is None:
+        raise ConfigError("the served graph needs a checkpointer: compile it with one")
+    if max_body_bytes <= 0:
+        raise ConfigError(f"max_body_bytes must be positive, got {max_body_bytes}")
+    context = ServerContext(
+        graph=graph,
+        graph_id=graph_id or _graph_name(graph),
+        authenticate=authenticate or no_auth,
+        memory=memory,
+        media=media,
+        settings=ServerSettings(
+            max_body_bytes=max_body_bytes,
+            cors_origins=tuple(cors_origins),
+            extra=dict(extra_settings or {}),
+        ),
+    )
+    app = FastAPI(
+        title="tenxgraph",
+        summary="Threads, runs and memory of a tenxgraph graph (LangGraph-compatible API).",
+        lifespan=_lifespan,
+    )
+    app.state.context = context
+    install_error_handlers(app)
+    _include_routers(app)
+    _mount_web_page(app)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if context.settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(context.settings.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["content-location", "location", "x-pagination-total"],
+        )
+    return app
+
+
+def _graph_name(graph: CompiledGraph[Any]) -> str:
+    name = getattr(graph, "name", None)
+    return name if isinstance(name, str) and name else "agent"
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    context: ServerContext = app.state.context
+    for start in context.on_startup:
+        await start()
+    try:
+        yield
+    finally:
+        for stop in reversed(context.on_shutdown):
+            await stop()
+
+
+def _include_routers(app: FastAPI) -> None:
+    from tenxgraph.server import assistants, extras, store, threads
+    from tenxgraph.server.runs import router as runs_router
+
+    app.include_router(_health_router())
+    app.include_router(assistants.router)
+    app.include_router(threads.router)
+    app.include_router(runs_router)
+    app.include_router(store.router)
+    app.include_router(extras.router)
+
+
+def _health_router() -> Any:
+    from fastapi import APIRouter
+
+    router = APIRouter(tags=["health"])
+
+    @router.get("/ok")
+    @router.get("/health")
+    async def health() -> dict[str, bool]:
+        """Liveness: the process answers (no key needed)."""
+        return {"ok": True}
+
+    @router.get("/ready")
+    async def ready(context: Context) -> JSONResponse:
+        """Readiness: the checkpointer answers a query in time (503 otherwise)."""
+        from tenxgraph.storage.checkpointer.base import ThreadKey
+
+        try:
+            assert context.graph.checkpointer is not None
+            await context.graph.checkpointer.aversion(ThreadKey("__ready__", "__ready__"))
+        except Exception as exc:  # any failure means not ready; say which
+            detail = f"storage not ready: {type(exc).__name__}: {exc}"
+            return JSONResponse({"ok": False, "detail": detail}, status_code=503)
+        return JSONResponse({"ok": True})
+
+    @router.get("/info")
+    async def info(context: Context) -> dict[str, Any]:
+        """What this server serves (no key needed)."""
+        from tenxgraph import __version__
+
+        return {
+            "version": __version__,
+            "graph_id": context.graph_id,
+            "flags": {"assistants": True, "crons": False, "store": context.memory is not None},
+        }
+
+    return router
+
+
+def _mount_web_page(app: FastAPI) -> None:
+    index = STATIC / "index.html"
+    if not index.is_file():
+        return
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def web_page() -> FileResponse:
+        return FileResponse(index)
+
+
+def app_from_env() -> FastAPI:
+    """The app ``tenxgraph serve`` describes in environment variables (for uvicorn workers).
+
+    uvicorn starts each worker process from an import string, so the
+    command's options travel as ``TENXGRAPH_SERVE_*`` variables (see
+    ``tenxgraph.cli.serve``), read here once per process.
+    """
+    from tenxgraph.server._from_env import app_from_env as build
+
+    return build()
