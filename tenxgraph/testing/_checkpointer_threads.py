@@ -261,6 +261,24 @@ class ThreadContract(ContractBase):
         await save(checkpointer, ThreadKey("t1", "alice"), write(1, [], [(0, 1)]))
         assert await ids() == ["t1", "t3", "t2"]  # a save moves the thread to the front
 
+    async def test_thread_info_is_the_listing_line(self, checkpointer: Checkpointer) -> None:
+        alice, bob = ThreadKey("t1", "alice"), ThreadKey("t1", "bob")
+        assert await checkpointer.athread_info(alice) is None
+        await save(checkpointer, alice, write(0, [msg("a")], [(0, 1)], metadata={"topic": "x"}))
+        await save(checkpointer, ThreadKey("t2", "alice"), write(0, [msg("b")], [(0, 1)]))
+        info = await checkpointer.athread_info(alice)
+        assert info is not None
+        assert info == (await checkpointer.alist_threads("alice"))[1]
+        assert (info.key, info.version, info.log_length, info.metadata) == (
+            alice,
+            1,
+            1,
+            {"topic": "x"},
+        )
+        assert await checkpointer.athread_info(bob) is None  # another tenant's id
+        await checkpointer.adelete_thread(alice)
+        assert await checkpointer.athread_info(alice) is None
+
     async def test_delete_removes_everything(self, checkpointer: Checkpointer) -> None:
         await grow(checkpointer, 4)
         other = ThreadKey("thread-2", "alice")

@@ -352,6 +352,22 @@ class Checkpointer(Closing, ABC):
     ) -> list[ThreadInfo]:
         """The tenant's threads, newest first, whose metadata contains ``metadata``."""
 
+    async def athread_info(self, key: ThreadKey) -> ThreadInfo | None:
+        """One thread's listing line (metadata, created and updated times), or None.
+
+        The default pages through ``alist_threads``; backends override it with
+        a one-row query. The server reads it for every thread it shows.
+        """
+        offset = 0
+        while True:
+            page = await self.alist_threads(key.user_id, offset=offset, limit=500)
+            for info in page:
+                if info.key == key:
+                    return info
+            if len(page) < 500:
+                return None
+            offset += len(page)
+
     @abstractmethod
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete a thread and everything of it; False if it did not exist."""

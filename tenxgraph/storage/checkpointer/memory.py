@@ -308,6 +308,16 @@ class InMemoryCheckpointer(Checkpointer):
         rows.sort(key=lambda row: (-row[5], row[0]))
         return list_threads(user_id, rows, metadata, offset, limit)
 
+    async def athread_info(self, key: ThreadKey) -> ThreadInfo | None:
+        """One thread's listing line, by its key."""
+        with self._lock:
+            t = self._get(key)
+            if t is None:
+                return None
+            row = (key.thread_id, t.version, len(t.log), t.metadata, t.created_at, t.updated_at)
+        found = list_threads(key.user_id, [row])
+        return found[0] if found else None
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Forget the thread, its log and its checkpoints (and media only it referenced)."""
         return await delete_with_media(self, self.media, key, self._delete)

@@ -418,6 +418,19 @@ class PgCheckpointer(Checkpointer):
             rows = await cursor.fetchall()
         return list_threads(user_id, rows)
 
+    @on_io_loop
+    async def athread_info(self, key: ThreadKey) -> ThreadInfo | None:
+        """One thread's listing line, by its key (one indexed row)."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "
+                f"FROM {self._s}.threads WHERE user_id = %s AND thread_id = %s",
+                (key.user_id, key.thread_id),
+            )
+            rows = await cursor.fetchall()
+        found = list_threads(key.user_id, rows)
+        return found[0] if found else None
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict.
 

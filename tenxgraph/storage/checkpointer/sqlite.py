@@ -332,6 +332,12 @@ class SqliteCheckpointer(Checkpointer):
             offset, limit = 0, None  # paged in SQL
         return list_threads(user_id, rows, wanted, offset, limit)
 
+    async def athread_info(self, key: ThreadKey) -> ThreadInfo | None:
+        """One thread's listing line, by its key (one indexed row)."""
+        rows = await self._db.call(_thread_info_rows, key)
+        found = list_threads(key.user_id, rows)
+        return found[0] if found else None
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction.
 
@@ -465,6 +471,14 @@ def _thread_list_rows(
         query += " LIMIT ? OFFSET ?"
         params += (-1 if limit is None else limit, offset)
     return conn.execute(query, params).fetchall()
+
+
+def _thread_info_rows(conn: sqlite3.Connection, key: ThreadKey) -> list[Any]:
+    return conn.execute(
+        "SELECT thread_id, version, log_length, metadata, created_at, updated_at FROM threads "
+        "WHERE user_id = ? AND thread_id = ?",
+        (key.user_id, key.thread_id),
+    ).fetchall()
 
 
 def _checkpoint_rows(conn: sqlite3.Connection, key: ThreadKey, limit: int | None) -> list[Any]:
