@@ -28,7 +28,7 @@ def public_surface() -> dict[str, list[str]]:
         for name in PUBLIC_MODULES
     }
     for info in pkgutil.walk_packages(tenxgraph.__path__, "tenxgraph."):
-        if not info.ispkg or "._" in info.name or info.name.startswith("tenxgraph.cli"):
+        if not info.ispkg or "._" in info.name or info.name.split(".")[:2] == ["tenxgraph", "cli"]:
             continue
         module = importlib.import_module(info.name)
         surface[info.name] = sorted(getattr(module, "__all__", []))

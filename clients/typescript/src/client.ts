@@ -1,0 +1,342 @@
+// The client of a tenxgraph server (the LangGraph server API): threads, runs, streams.
+
+import { APIConnectionError, RunFailedError, isObject, statusError } from "./errors.js";
+import { messagesIn, parsePart, remoteCalls, type StreamPart } from "./events.js";
+import type { Message, RemoteToolCallBlock } from "./message.js";
+import { readEvents } from "./sse.js";
+
+/** A remote tool: receives the call's arguments (and the call), returns JSON data. */
+export type ToolHandler = (args: Record<string, unknown>, call: RemoteToolCallBlock) => unknown;
+
+export interface ClientOptions {
+  /** Sent as `x-api-key`. */
+  apiKey?: string;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+export interface RunOptions {
+  input?: unknown;
+  /** `{resume: value}` answers an interrupt. */
+  command?: Record<string, unknown>;
+  streamMode?: string | string[];
+  /** What to do when the thread is busy: "reject", "enqueue", "interrupt", "rollback". */
+  multitaskStrategy?: string;
+  config?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+}
+
+export interface StreamOptions extends RunOptions {
+  /** Handlers for remote tools, by tool name. */
+  tools?: Record<string, ToolHandler>;
+  /** Reconnect attempts in a row without a new event before giving up (default 5). */
+  maxReconnects?: number;
+  /** Stop reading (the run goes on on the server). */
+  signal?: AbortSignal;
+}
+
+export interface JoinStreamOptions {
+  lastEventId?: string;
+  tools?: Record<string, ToolHandler>;
+  maxReconnects?: number;
+  signal?: AbortSignal;
+}
+
+/** A thread's state as the server reports it. */
+export interface ThreadState {
+  values: Record<string, unknown>;
+  next: string[];
+  checkpoint?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  created_at?: string;
+  [key: string]: unknown;
+}
+
+export type Json = Record<string, unknown>;
+
+interface StreamRequest {
+  method: string;
+  path: string;
+  body?: unknown;
+  threadId: string;
+  runId?: string;
+  lastEventId?: string;
+  maxReconnects: number;
+  signal?: AbortSignal;
+}
+
+const seg = encodeURIComponent;
+
+/** Talks to a tenxgraph server. */
+export class Client {
+  readonly url: string;
+  readonly threads: Threads;
+  readonly runs: Runs;
+  private readonly headers: Record<string, string>;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(url: string, options: ClientOptions = {}) {
+    this.url = url.replace(/\/+$/, "");
+    this.headers = { ...(options.headers ?? {}) };
+    if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.threads = new Threads(this);
+    this.runs = new Runs(this);
+  }
+
+  /** Send one request; returns the decoded JSON body (null when empty). */
+  async request<T = unknown>(method: string, path: string, body?: unknown, query?: Record<string, string>): Promise<T> {
+    const response = await this.send(method, path, body, {}, query);
+    const text = await response.text();
+    return (text ? JSON.parse(text) : null) as T;
+  }
+
+  /** Send one request; an error status throws the matching APIStatusError. */
+  async send(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    query?: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    const search = query ? `?${new URLSearchParams(query).toString()}` : "";
+    const init: RequestInit = { method, headers: { ...this.headers, ...headers } };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      (init.headers as Record<string, string>)["content-type"] = "application/json";
+    }
+    if (signal) init.signal = signal;
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.url}${path}${search}`, init);
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new APIConnectionError(`${method} ${this.url}${path} failed: ${String(error)}`);
+    }
+    if (!response.ok) throw await statusError(response, method, path);
+    return response;
+  }
+
+  /** A run's events once each, resumed with Last-Event-ID after a drop, until it ends. */
+  async *streamRun(request: StreamRequest, tools?: Record<string, ToolHandler>): AsyncGenerator<StreamPart> {
+    const answered = new Set<string>();
+    const seen = new Set<string>();
+    let failures = 0;
+    let first = true;
+    for (;;) {
+      let ended = false;
+      try {
+        for await (const part of this.readOnce(request, first, seen)) {
+          failures = 0;
+          ended ||= part.kind === "end" || part.kind === "error";
+          if (tools) await this.answer(request, part, tools, answered);
+          yield part;
+        }
+        if (ended || !request.runId || !(await this.stillRunning(request))) return;
+      } catch (error) {
+        if (!(error instanceof APIConnectionError) || !request.runId || request.signal?.aborted) throw error;
+      }
+      first = false;
+      failures += 1;
+      if (failures > request.maxReconnects) {
+        throw new APIConnectionError(
+          `the stream of run ${request.runId} dropped ${failures} times in a row without a new event; ` +
+            `gave up after event ${request.lastEventId}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** (failures - 1))));
+    }
+  }
+
+  private async *readOnce(request: StreamRequest, first: boolean, seen: Set<string>): AsyncGenerator<StreamPart> {
+    const headers: Record<string, string> = { accept: "text/event-stream", "cache-control": "no-store" };
+    if (request.lastEventId) headers["last-event-id"] = request.lastEventId;
+    const resume = `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}/stream`;
+    const [method, path, body] = first ? [request.method, request.path, request.body] : ["GET", resume, undefined];
+    const response = await this.send(method, path, body, headers, undefined, request.signal);
+    learnRun(request, response.headers.get("content-location"));
+    if (!response.body) return;
+    try {
+      for await (const sse of readEvents(response.body)) {
+        if (sse.id) {
+          if (seen.has(sse.id)) continue; // already yielded before the drop
+          seen.add(sse.id);
+          request.lastEventId = sse.id;
+        }
+        const part = parsePart(sse.event, sse.data, sse.id);
+        if (part.kind === "metadata" && part.runId && !request.runId) request.runId = part.runId;
+        yield part;
+      }
+    } catch (error) {
+      if (request.signal?.aborted || error instanceof SyntaxError) throw error;
+      throw new APIConnectionError(`the stream of run ${request.runId} dropped: ${String(error)}`);
+    }
+  }
+
+  private async stillRunning(request: StreamRequest): Promise<boolean> {
+    try {
+      const run = await this.request<Json>("GET", `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}`);
+      return run.status === "pending" || run.status === "running";
+    } catch (error) {
+      if (error instanceof APIConnectionError) return true;
+      throw error;
+    }
+  }
+
+  private async answer(
+    request: StreamRequest,
+    part: StreamPart,
+    tools: Record<string, ToolHandler>,
+    answered: Set<string>,
+  ): Promise<void> {
+    for (const call of remoteCalls(part)) {
+      if (answered.has(call.id)) continue;
+      answered.add(call.id);
+      const [output, isError] = await runTool(tools, call);
+      const path = `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}/tool_results`;
+      await this.request("POST", path, { call_id: call.id, output, is_error: isError });
+    }
+  }
+}
+
+async function runTool(tools: Record<string, ToolHandler>, call: RemoteToolCallBlock): Promise<[unknown, boolean]> {
+  const handler = Object.prototype.hasOwnProperty.call(tools, call.name) ? tools[call.name] : undefined;
+  if (handler === undefined) {
+    const known = Object.keys(tools).sort().join(", ") || "none";
+    return [`no handler for remote tool "${call.name}" in this client (has: ${known})`, true];
+  }
+  try {
+    return [(await handler(call.args ?? {}, call)) ?? null, false];
+  } catch (error) {
+    const name = error instanceof Error ? error.name : "Error";
+    const message = error instanceof Error ? error.message : String(error);
+    return [`${name}: ${message}`, true];
+  }
+}
+
+function learnRun(request: StreamRequest, location: string | null): void {
+  const match = location ? /\/threads\/([^/]+)\/runs\/([^/?#]+)/.exec(location) : null;
+  if (match && !request.runId) request.runId = decodeURIComponent(match[2]);
+}
+
+function runBody(assistantId: string, options: RunOptions): Json {
+  const body: Json = { assistant_id: assistantId };
+  const fields: Record<string, unknown> = {
+    input: options.input,
+    command: options.command,
+    stream_mode: options.streamMode,
+    multitask_strategy: options.multitaskStrategy,
+    config: options.config,
+    metadata: options.metadata,
+  };
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) body[key] = value;
+  return body;
+}
+
+function values(result: unknown): Json {
+  if (isObject(result) && isObject(result.__error__)) {
+    const error = result.__error__;
+    throw new RunFailedError(`${String(error.error ?? "Error")}: ${String(error.message ?? "")}`);
+  }
+  return isObject(result) ? result : { values: result };
+}
+
+/** The `/threads` endpoints. */
+export class Threads {
+  constructor(private readonly client: Client) {}
+
+  /** Create a thread (the server picks the id unless given). */
+  create(options: { threadId?: string; metadata?: Json; ifExists?: string } = {}): Promise<Json> {
+    const body: Json = {};
+    if (options.threadId !== undefined) body.thread_id = options.threadId;
+    if (options.metadata !== undefined) body.metadata = options.metadata;
+    if (options.ifExists !== undefined) body.if_exists = options.ifExists;
+    return this.client.request("POST", "/threads", body);
+  }
+
+  get(threadId: string): Promise<Json> {
+    return this.client.request("GET", `/threads/${seg(threadId)}`);
+  }
+
+  async delete(threadId: string): Promise<void> {
+    await this.client.request("DELETE", `/threads/${seg(threadId)}`);
+  }
+
+  search(options: { metadata?: Json; status?: string; limit?: number; offset?: number } = {}): Promise<Json[]> {
+    const body: Json = { limit: options.limit ?? 10, offset: options.offset ?? 0 };
+    if (options.metadata !== undefined) body.metadata = options.metadata;
+    if (options.status !== undefined) body.status = options.status;
+    return this.client.request("POST", "/threads/search", body);
+  }
+
+  /** The thread's current state; `messages` are its messages (typed). */
+  async getState(threadId: string): Promise<ThreadState & { messages: Message[] }> {
+    const state = await this.client.request<ThreadState>("GET", `/threads/${seg(threadId)}/state`);
+    const vals = isObject(state.values) ? state.values : {};
+    return { ...state, values: vals, messages: messagesIn(vals) };
+  }
+
+  getHistory(threadId: string, limit = 10): Promise<ThreadState[]> {
+    return this.client.request("POST", `/threads/${seg(threadId)}/history`, { limit });
+  }
+}
+
+/** The `/threads/{threadId}/runs` endpoints. */
+export class Runs {
+  constructor(private readonly client: Client) {}
+
+  /** Start a run and iterate its parts; remote tool calls go to `options.tools`. */
+  stream(threadId: string, assistantId: string, options: StreamOptions = {}): AsyncGenerator<StreamPart> {
+    const request: StreamRequest = {
+      method: "POST",
+      path: `/threads/${seg(threadId)}/runs/stream`,
+      body: runBody(assistantId, options),
+      threadId,
+      maxReconnects: options.maxReconnects ?? 5,
+    };
+    if (options.signal) request.signal = options.signal;
+    return this.client.streamRun(request, options.tools);
+  }
+
+  /** Follow a run already going, from after `lastEventId` (from its start if none). */
+  joinStream(threadId: string, runId: string, options: JoinStreamOptions = {}): AsyncGenerator<StreamPart> {
+    const request: StreamRequest = {
+      method: "GET",
+      path: `/threads/${seg(threadId)}/runs/${seg(runId)}/stream`,
+      threadId,
+      runId,
+      maxReconnects: options.maxReconnects ?? 5,
+    };
+    if (options.lastEventId) request.lastEventId = options.lastEventId;
+    if (options.signal) request.signal = options.signal;
+    return this.client.streamRun(request, options.tools);
+  }
+
+  /** Run to the end and return the final state values (RunFailedError if it failed). */
+  async wait(threadId: string, assistantId: string, options: RunOptions = {}): Promise<Json> {
+    return values(await this.client.request("POST", `/threads/${seg(threadId)}/runs/wait`, runBody(assistantId, options)));
+  }
+
+  /** Start a background run; returns it at once (`run_id`, `status`...). */
+  create(threadId: string, assistantId: string, options: RunOptions = {}): Promise<Json> {
+    return this.client.request("POST", `/threads/${seg(threadId)}/runs`, runBody(assistantId, options));
+  }
+
+  get(threadId: string, runId: string): Promise<Json> {
+    return this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}`);
+  }
+
+  /** Wait for a run to finish and return the final state values. */
+  async join(threadId: string, runId: string): Promise<Json> {
+    return values(await this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}/join`));
+  }
+
+  /** Cancel a run; `wait` until it stopped. */
+  async cancel(threadId: string, runId: string, options: { wait?: boolean; action?: string } = {}): Promise<void> {
+    const query = { wait: options.wait ? "true" : "false", action: options.action ?? "interrupt" };
+    await this.client.request("POST", `/threads/${seg(threadId)}/runs/${seg(runId)}/cancel`, undefined, query);
+  }
+}

@@ -1,0 +1,28 @@
+// @tenxgraph/client: the TypeScript client of a tenxgraph server.
+
+export { Client, Runs, Threads } from "./client.js";
+export type { ClientOptions, JoinStreamOptions, Json, RunOptions, StreamOptions, ThreadState, ToolHandler } from "./client.js";
+export {
+  APIConflictError,
+  APIConnectionError,
+  APINotFoundError,
+  APIStatusError,
+  APIUnauthorizedError,
+  ClientError,
+  RunFailedError,
+} from "./errors.js";
+export { messagesIn, parsePart, remoteCalls } from "./events.js";
+export type {
+  EndPart,
+  ErrorPart,
+  MessagePart,
+  MetadataPart,
+  OtherPart,
+  RemoteToolCallPart,
+  StreamPart,
+  UpdatesPart,
+  ValuesPart,
+} from "./events.js";
+export type * from "./message.js";
+export { SSEParser, readEvents } from "./sse.js";
+export type { ServerSentEvent } from "./sse.js";

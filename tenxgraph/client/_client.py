@@ -1,0 +1,60 @@
+"""``Client``: the async client of a tenxgraph server, one ``Transport`` behind its parts.
+
+``client.threads`` and ``client.runs`` hold the endpoints; ``SyncClient``
+(``tenxgraph.client._sync_client``) runs these same methods to completion,
+so each behaviour has one implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from tenxgraph.client._runs import Runs
+from tenxgraph.client._threads import Threads
+from tenxgraph.client._transport import Transport
+
+__all__ = ["Client"]
+
+
+class Client:
+    """Talks to a tenxgraph server (or any server of the LangGraph API) from async code.
+
+    ``url`` is the server's base URL; ``api_key`` is sent in the ``X-Api-Key``
+    header; ``timeout`` (seconds) bounds each request but not the wait for a
+    stream's next event, which may be long while a tool runs.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.transport = Transport(url, api_key=api_key, headers=headers, timeout=timeout)
+        self.threads = Threads(self.transport)
+        """Create, read, search and delete threads; read and write their state."""
+        self.runs = Runs(self.transport)
+        """Stream, wait for, start, join and cancel runs."""
+
+    async def aclose(self) -> None:
+        """Close the kept-alive connections."""
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def info(self) -> Any:
+        """The server's ``GET /info`` (its version and capabilities)."""
+        return await self.transport.request("GET", "/info")

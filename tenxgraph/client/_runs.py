@@ -1,0 +1,198 @@
+"""Runs: stream one, wait for one, or start one in the background and join or cancel it.
+
+Bodies follow the LangGraph server API: ``assistant_id``, ``input``,
+``command`` (``{"resume": value}`` answers an interrupt), ``stream_mode``,
+``multitask_strategy`` (what to do when the thread is busy: ``reject``,
+``enqueue``, ``interrupt``, ``rollback``), ``config`` and ``metadata``.
+Input messages may be ``Message`` objects; they are sent as their JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from tenxgraph.client._events import StreamPart
+from tenxgraph.client._remote import RemoteTools, ToolHandler
+from tenxgraph.client._stream import StreamRequest, resumable_stream
+from tenxgraph.client._threads import segment
+from tenxgraph.client._transport import Transport
+from tenxgraph.errors import RunFailedError
+
+__all__ = ["Runs", "run_body"]
+
+
+def run_body(assistant_id: str, **fields: Any) -> dict[str, Any]:
+    """The JSON body of a run: the fields given, ``Message`` objects dumped to JSON."""
+    body: dict[str, Any] = {"assistant_id": assistant_id}
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, tuple):
+            value = list(value)
+        body[name] = _jsonable(value)
+    return body
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    return value
+
+
+class Runs:
+    """The ``/threads/{thread_id}/runs`` endpoints (async)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+
+    def stream(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        *,
+        input: Any = None,
+        command: dict[str, Any] | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+        multitask_strategy: str | None = None,
+        config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        tools: Mapping[str, ToolHandler] | None = None,
+        max_reconnects: int = 5,
+    ) -> AsyncIterator[StreamPart]:
+        """Start a run and iterate its events; remote tool calls go to ``tools``' handlers.
+
+        A dropped connection is resumed after the last event received (see
+        ``tenxgraph.client._stream``); the iterator ends after the run's
+        ``end`` or ``error`` event.
+        """
+        body = run_body(
+            assistant_id,
+            input=input,
+            command=command,
+            stream_mode=stream_mode,
+            multitask_strategy=multitask_strategy,
+            config=config,
+            metadata=metadata,
+        )
+        path = f"/threads/{segment(thread_id)}/runs/stream"
+        request = StreamRequest(
+            "POST", path, body, thread_id=thread_id, max_reconnects=max_reconnects
+        )
+        return resumable_stream(self._transport, request, self._tools(tools))
+
+    def join_stream(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        last_event_id: str | None = None,
+        tools: Mapping[str, ToolHandler] | None = None,
+        max_reconnects: int = 5,
+    ) -> AsyncIterator[StreamPart]:
+        """Follow a run already going, from after ``last_event_id`` (from its start if None)."""
+        request = StreamRequest(
+            "GET",
+            f"/threads/{segment(thread_id)}/runs/{segment(run_id)}/stream",
+            thread_id=thread_id,
+            run_id=run_id,
+            last_event_id=last_event_id,
+            max_reconnects=max_reconnects,
+        )
+        return resumable_stream(self._transport, request, self._tools(tools))
+
+    async def wait(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        *,
+        input: Any = None,
+        command: dict[str, Any] | None = None,
+        multitask_strategy: str | None = None,
+        config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Run to the end and return the final state values (``RunFailedError`` if it failed)."""
+        body = run_body(
+            assistant_id,
+            input=input,
+            command=command,
+            multitask_strategy=multitask_strategy,
+            config=config,
+            metadata=metadata,
+        )
+        path = f"/threads/{segment(thread_id)}/runs/wait"
+        return _values(await self._transport.request("POST", path, json_body=body))
+
+    async def create(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        *,
+        input: Any = None,
+        command: dict[str, Any] | None = None,
+        multitask_strategy: str | None = None,
+        config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Start a background run and return it at once (``run_id``, ``status``...)."""
+        body = run_body(
+            assistant_id,
+            input=input,
+            command=command,
+            multitask_strategy=multitask_strategy,
+            config=config,
+            metadata=metadata,
+        )
+        run: dict[str, Any] = await self._transport.request(
+            "POST", f"/threads/{segment(thread_id)}/runs", json_body=body
+        )
+        return run
+
+    async def get(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        """The run (its ``status``: pending, running, success, error, interrupted...)."""
+        run: dict[str, Any] = await self._transport.request("GET", self._path(thread_id, run_id))
+        return run
+
+    async def list(self, thread_id: str, *, limit: int = 10) -> list[dict[str, Any]]:
+        """The thread's runs, newest first."""
+        runs: list[dict[str, Any]] = await self._transport.request(
+            "GET", f"/threads/{segment(thread_id)}/runs", params={"limit": limit}
+        )
+        return runs
+
+    async def join(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        """Wait for a run to finish and return the final state values."""
+        return _values(await self._transport.request("GET", self._path(thread_id, run_id, "join")))
+
+    async def cancel(
+        self, thread_id: str, run_id: str, *, wait: bool = False, action: str = "interrupt"
+    ) -> None:
+        """Cancel a run (``action="rollback"`` also deletes it); ``wait`` until it stopped."""
+        await self._transport.request(
+            "POST",
+            self._path(thread_id, run_id, "cancel"),
+            params={"wait": "true" if wait else "false", "action": action},
+        )
+
+    def _tools(self, tools: Mapping[str, ToolHandler] | None) -> RemoteTools | None:
+        return None if tools is None else RemoteTools(tools, self._transport)
+
+    @staticmethod
+    def _path(thread_id: str, run_id: str, action: str = "") -> str:
+        path = f"/threads/{segment(thread_id)}/runs/{segment(run_id)}"
+        return f"{path}/{action}" if action else path
+
+
+def _values(result: Any) -> dict[str, Any]:
+    """The final values of ``wait``/``join``; a failed run's ``__error__`` raises."""
+    if isinstance(result, dict) and isinstance(result.get("__error__"), dict):
+        error = result["__error__"]
+        raise RunFailedError(f"{error.get('error', 'Error')}: {error.get('message', '')}")
+    return result if isinstance(result, dict) else {"values": result}

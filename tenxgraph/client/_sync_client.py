@@ -1,0 +1,141 @@
+"""``SyncClient``: the same client for code without an event loop.
+
+Each method here is its async twin run to completion through
+``tenxgraph._sync`` (the library's one sync bridge), and each stream is the
+async stream iterated from sync code, so there is no second implementation of
+any request, stream, reconnect or remote tool. ``blocking`` and
+``blocking_iter`` turn an async method into its sync form and keep its
+signature for type checkers and ``help()``.
+
+Remote tool handlers given to a sync stream may be plain functions (they run
+in a worker thread) or coroutine functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from tenxgraph._sync import iterate_sync, run_sync
+from tenxgraph.client._client import Client
+from tenxgraph.client._runs import Runs
+from tenxgraph.client._threads import Threads
+
+__all__ = ["SyncClient", "SyncRuns", "SyncThreads"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+A = TypeVar("A")
+
+
+class blocking(Generic[A, P, T]):
+    """Class attribute: the async method of ``self._async`` run to completion."""
+
+    def __init__(self, method: Callable[Concatenate[A, P], Coroutine[Any, Any, T]]) -> None:
+        self.method = method
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> blocking[A, P, T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Callable[P, T]: ...
+    def __get__(self, obj: object | None, owner: type) -> Any:
+        if obj is None:
+            return self
+        target: A = obj._async  # type: ignore[attr-defined]
+        method = self.method
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return run_sync(method(target, *args, **kwargs))
+
+        call.__doc__, call.__name__ = method.__doc__, method.__name__
+        return call
+
+
+class blocking_iter(Generic[A, P, T]):
+    """Class attribute: the async iterator of ``self._async``'s method, iterated from sync code."""
+
+    def __init__(self, method: Callable[Concatenate[A, P], AsyncIterator[T]]) -> None:
+        self.method = method
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> blocking_iter[A, P, T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Callable[P, Iterator[T]]: ...
+    def __get__(self, obj: object | None, owner: type) -> Any:
+        if obj is None:
+            return self
+        target: A = obj._async  # type: ignore[attr-defined]
+        method = self.method
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+            return iterate_sync(method(target, *args, **kwargs))
+
+        call.__doc__, call.__name__ = method.__doc__, method.__name__
+        return call
+
+
+class SyncThreads:
+    """The ``/threads`` endpoints (sync): the methods of ``Threads``."""
+
+    def __init__(self, threads: Threads) -> None:
+        self._async = threads
+
+    create = blocking(Threads.create)
+    get = blocking(Threads.get)
+    delete = blocking(Threads.delete)
+    search = blocking(Threads.search)
+    get_state = blocking(Threads.get_state)
+    update_state = blocking(Threads.update_state)
+    get_history = blocking(Threads.get_history)
+
+
+class SyncRuns:
+    """The ``/threads/{thread_id}/runs`` endpoints (sync): the methods of ``Runs``."""
+
+    def __init__(self, runs: Runs) -> None:
+        self._async = runs
+
+    stream = blocking_iter(Runs.stream)
+    join_stream = blocking_iter(Runs.join_stream)
+    wait = blocking(Runs.wait)
+    create = blocking(Runs.create)
+    get = blocking(Runs.get)
+    list = blocking(Runs.list)
+    join = blocking(Runs.join)
+    cancel = blocking(Runs.cancel)
+
+
+class SyncClient:
+    """Talks to a tenxgraph server from sync code; the arguments are ``Client``'s."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self._async = Client(url, api_key=api_key, headers=headers, timeout=timeout)
+        self.threads = SyncThreads(self._async.threads)
+        """Create, read, search and delete threads; read and write their state."""
+        self.runs = SyncRuns(self._async.runs)
+        """Stream, wait for, start, join and cancel runs."""
+
+    info = blocking(Client.info)
+
+    def close(self) -> None:
+        """Close the kept-alive connections."""
+        run_sync(self._async.aclose())
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,186 @@
+"""The one place the client speaks HTTP: request building, the API key, error mapping.
+
+Every call of the async and sync clients goes through ``Transport``, so a
+request is built, sent and checked in one way. httpx is imported here and
+only here (through ``_httpx``), when the first client is made: ``import
+tenxgraph`` never loads it.
+
+An ``httpx.AsyncClient`` belongs to the event loop it first ran on. The
+transport keeps one (a pool of kept-alive connections) for the loop that
+made it; a call from another loop (a ``SyncClient`` used inside a running
+loop runs in a helper thread with its own loop) gets a short-lived client
+closed at the end of that call, so no connection ever crosses loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.errors import (
+    APIConflictError,
+    APIConnectionError,
+    APINotFoundError,
+    APIStatusError,
+    APIUnauthorizedError,
+    MissingExtraError,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["Transport", "raise_for_status"]
+
+_STATUS_ERRORS: dict[int, type[APIStatusError]] = {
+    401: APIUnauthorizedError,
+    403: APIUnauthorizedError,
+    404: APINotFoundError,
+    409: APIConflictError,
+}
+
+API_KEY_HEADER = "X-Api-Key"
+"""The header the API key travels in (the one the LangGraph SDK sends too)."""
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
+        raise MissingExtraError("httpx", "client") from exc
+    return httpx
+
+
+class Transport:
+    """Sends requests to one server with one API key; maps failures to ``ClientError``s."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._headers = dict(headers or {})
+        if api_key is not None:
+            self._headers[API_KEY_HEADER] = api_key
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _new_client(self) -> httpx.AsyncClient:
+        lib = _httpx()
+        # Reads in a stream wait as long as a run may stay silent (a slow tool): no read timeout.
+        timeout = lib.Timeout(self.timeout, read=None)
+        client: httpx.AsyncClient = lib.AsyncClient(
+            base_url=self.url, headers=self._headers, timeout=timeout
+        )
+        return client
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[httpx.AsyncClient]:
+        """The pooled client on its own loop, else a client for this call only."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed:
+            self._client, self._loop = self._new_client(), loop
+        if self._loop is loop:
+            yield self._client
+            return
+        async with self._new_client() as client:
+            yield client
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Send one request and return its decoded JSON body (None when empty)."""
+        lib = _httpx()
+        async with self.session() as client:
+            try:
+                response = await client.request(
+                    method, path, json=json_body, params=_clean(params), timeout=self.timeout
+                )
+            except lib.TransportError as exc:
+                raise _unreachable(self.url, method, path, exc) from exc
+            await raise_for_status(response)
+            return response.json() if response.content else None
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[httpx.Response]:
+        """Open a Server-Sent Events response; an error status raises before any event."""
+        lib = _httpx()
+        sse_headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        sse_headers.update(headers or {})
+        async with self.session() as client:
+            try:
+                async with client.stream(
+                    method, path, json=json_body, headers=sse_headers
+                ) as response:
+                    await raise_for_status(response)
+                    yield response
+            except lib.TransportError as exc:
+                raise _unreachable(self.url, method, path, exc) from exc
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (on the loop that opened them)."""
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
+
+async def raise_for_status(response: httpx.Response) -> None:
+    """Raise the ``APIStatusError`` for a 4xx/5xx response, with the server's ``detail``."""
+    if response.status_code < 400:
+        return
+    await response.aread()
+    cls = _STATUS_ERRORS.get(response.status_code, APIStatusError)
+    request = response.request
+    raise cls(
+        response.status_code,
+        _detail(response.text) or response.reason_phrase,
+        method=request.method,
+        path=request.url.path,
+    )
+
+
+def _detail(body: str) -> str:
+    """The server's explanation: the JSON body's ``detail`` (FastAPI's field), else the text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip()[:2000]
+    detail = data.get("detail", data) if isinstance(data, dict) else data
+    if isinstance(detail, list):  # FastAPI's validation errors: one line per problem
+        return "; ".join(_validation_line(item) for item in detail)
+    return detail if isinstance(detail, str) else json.dumps(detail)
+
+
+def _validation_line(item: Any) -> str:
+    if isinstance(item, dict) and "msg" in item:
+        where = ".".join(str(part) for part in item.get("loc", ()))
+        return f"{where}: {item['msg']}" if where else str(item["msg"])
+    return json.dumps(item)
+
+
+def _unreachable(url: str, method: str, path: str, exc: Exception) -> APIConnectionError:
+    reason = str(exc) or type(exc).__name__
+    return APIConnectionError(f"{method} {url}{path} failed: {reason}")
+
+
+def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if params is None else {k: v for k, v in params.items() if v is not None}
