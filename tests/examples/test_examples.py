@@ -39,6 +39,7 @@ EXPECTED = {
     "local_model.py": "[tools] tool result: It is sunny and 21C in",
     "long_summarized_conversation.py": "turn 40: log 80 messages",
     "postgres_redis.py": "deleted the example thread: True",
+    "serve_demo.py": "'ask me' -> Thanks! You answered: green",
     "streaming.py": "run result: 1 new message(s), 11 streamed chunks",
     "tool_calling_agent.py": "-> ERROR tool 'get_weather' failed: LookupError: no forecast",
 }

@@ -1,0 +1,126 @@
+"""A graph to serve with `tenxgraph serve` and to try in its web page, offline.
+
+A `FunctionModel` stands in for a real model (there is no LLM here) and picks
+what to do from the last user message, so every part of the page has
+something to show:
+
+- "weather in Paris": calls the local tool `get_weather`, which also sets the
+  state field `last_city`;
+- "ask me": calls `ask_user`, which pauses the run with an interrupt question
+  that the page answers;
+- anything else: a plain streamed answer.
+
+A context manager keeps the window (`state.context`) to the last two user
+turns, so after a few turns the page shows a window shorter than the
+thread's full log.
+
+Run it as a script for the same conversation in process.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from tenxgraph.core.graph import CompiledGraph, create_agent, interrupt
+from tenxgraph.core.llm import FunctionModel, ModelRequest
+from tenxgraph.core.llm.testing import ModelReply
+from tenxgraph.core.state import (
+    AgentState,
+    Message,
+    MessageContextManager,
+    ToolCallBlock,
+    ToolResult,
+)
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
+
+
+class DemoState(AgentState):
+    """The agent's state plus one field a tool sets, for the page's state view."""
+
+    last_city: str = ""
+    """The city of the last weather question."""
+
+
+def get_weather(city: str) -> ToolResult:
+    """Current weather for a city (a canned answer).
+
+    Args:
+        city: City name, e.g. "Paris".
+    """
+    return ToolResult(message=f"sunny and 24C in {city}", state={"last_city": city})
+
+
+def ask_user(question: str) -> str:
+    """Ask the person at the keyboard and wait for the answer.
+
+    Args:
+        question: What to ask.
+    """
+    answer = interrupt({"question": question})
+    return str(answer)
+
+
+_CITY = re.compile(r"weather in ([A-Za-z][A-Za-z -]*)", re.IGNORECASE)
+
+
+def _call(name: str, **args: str) -> ToolCallBlock:
+    return ToolCallBlock(id=f"call_{uuid.uuid4().hex[:12]}", name=name, args=args)
+
+
+def _after_tool(request: ModelRequest, message: Message) -> str:
+    """The answer once a tool has answered: say what it returned."""
+    result = message.tool_results()[-1]
+    called = {block.id: block.name for past in request.messages for block in past.tool_calls()}
+    name = called.get(result.call_id, "the tool")
+    if name == "ask_user":
+        return f"Thanks! You answered: {message.text()}"
+    return f"{name} says: {message.text()}."
+
+
+def demo_model(request: ModelRequest) -> ModelReply:
+    """Decide from the last message: a tool call, or a text answer."""
+    last = request.messages[-1]
+    if last.role == "tool":
+        return _after_tool(request, last)
+    text = last.text()
+    if match := _CITY.search(text):
+        return _call("get_weather", city=match.group(1).strip().title())
+    if "ask me" in text.lower():
+        return _call("ask_user", question="What is your favourite colour?")
+    return f"You said: {text}. Try 'weather in Paris' or 'ask me'."
+
+
+def build_graph(checkpointer: Checkpointer | None = None) -> CompiledGraph[DemoState]:
+    """The demo agent; `tenxgraph serve` gives it the server's own checkpointer."""
+    return create_agent(
+        FunctionModel(demo_model, model="serve-demo"),
+        [get_weather, ask_user],
+        state=DemoState,
+        checkpointer=checkpointer,
+        context_manager=MessageContextManager(max_messages=2),  # the last two user turns,
+        trim_context=True,
+    )
+
+
+graph = build_graph(InMemoryCheckpointer())
+"""What `tenxgraph serve examples/serve_demo.py:graph` serves."""
+
+
+def main() -> None:
+    """The page's conversation, in process."""
+    app = build_graph(InMemoryCheckpointer())
+    config = {"thread_id": "demo"}
+    for text in ["hello", "weather in Paris", "ask me"]:
+        result = app.invoke({"messages": [Message.text_message(text)]}, config)
+        if "interrupt" in result:
+            print("interrupt:", result["interrupt"].value)
+            result = app.invoke({"resume": "green"}, config)
+        print(f"{text!r} -> {result['messages'][-1].text()}")
+    state = app.get_state(config)
+    assert state is not None
+    print(f"last_city: {state.last_city}; window: {len(state.context)} messages")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+// The few calls of the server's API (the Agent Protocol / LangGraph server
+// paths) that the page makes, with the API key header when one is set.
+
+import { readEvents } from "./sse.js";
+
+const KEY = "tenxgraph.api_key";
+
+/** An HTTP error from the server, with its status and the server's detail. */
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(`${status}: ${detail}`);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+export class Api {
+  constructor(base = "") {
+    this.base = base;
+  }
+
+  get apiKey() {
+    return sessionStorage.getItem(KEY) || "";
+  }
+
+  set apiKey(value) {
+    if (value) sessionStorage.setItem(KEY, value);
+    else sessionStorage.removeItem(KEY);
+  }
+
+  async call(method, path, body, signal) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.apiKey) headers["x-api-key"] = this.apiKey;
+    const response = await fetch(this.base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+    if (!response.ok) throw new ApiError(response.status, await errorDetail(response));
+    return response;
+  }
+
+  async json(method, path, body) {
+    const response = await this.call(method, path, body);
+    return response.status === 204 ? null : response.json();
+  }
+
+  assistants() {
+    return this.json("POST", "/assistants/search", { limit: 50 });
+  }
+
+  threads() {
+    return this.json("POST", "/threads/search", {
+      limit: 50,
+      sort_by: "updated_at",
+      sort_order: "desc",
+    });
+  }
+
+  createThread() {
+    return this.json("POST", "/threads", {});
+  }
+
+  state(threadId) {
+    return this.json("GET", `/threads/${enc(threadId)}/state`);
+  }
+
+  /** Every message of the thread's log (the window is only the recent part). */
+  log(threadId) {
+    return this.json("GET", `/threads/${enc(threadId)}/messages`);
+  }
+
+  /** Start a run on the thread and yield its stream's events. */
+  async *stream(threadId, body, signal) {
+    const response = await this.call("POST", `/threads/${enc(threadId)}/runs/stream`, body, signal);
+    yield* readEvents(response);
+  }
+
+  /** Post the results of remote (browser-side) tool calls of a paused run. */
+  toolResults(threadId, runId, results) {
+    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/tool_results`, {
+      results,
+    });
+  }
+}
+
+function enc(part) {
+  return encodeURIComponent(part);
+}
+
+async function errorDetail(response) {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text);
+    return typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail ?? body);
+  } catch {
+    return text || response.statusText;
+  }
+}
