@@ -8,7 +8,7 @@ import { renderInspector } from "./inspector.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
-const page = { assistantId: "", threadId: "", running: false };
+const page = { assistantId: "", threadId: "", running: false, interrupt: null, answered: new Set() };
 
 function setStatus(text, kind = "") {
   $("status").textContent = text;
@@ -70,63 +70,51 @@ async function selectThread(threadId) {
 
 /** Show the thread as stored: the chat (full log), the inspector, a pending interrupt. */
 async function refreshThread() {
+  page.interrupt = null;
   if (!page.threadId) {
     $("messages").replaceChildren();
     renderInspector(null, null);
-    showInterrupt(null);
+    showInterrupt();
     return;
   }
   const [state, log] = await Promise.all([api.state(page.threadId), api.log(page.threadId).catch(() => null)]);
   const messages = log ? log.map((entry) => normalize(entry.message ?? entry)) : windowOf(state.values);
   $("messages").replaceChildren(...messages.map(messageItem));
   renderInspector(state, log);
-  showInterrupt(state.interrupts?.[0] ?? null);
+  page.interrupt = state.interrupts?.[0]?.value ?? null;
+  showInterrupt();
 }
 
-function showInterrupt(pending) {
-  const form = $("interrupt");
-  form.hidden = !pending;
-  if (!pending) return;
-  const value = pending.value;
-  $("interrupt-question").textContent =
-    typeof value === "string" ? value : value?.question ?? JSON.stringify(value);
+/** The remote (browser) tool calls an interrupt value waits for; [] for a question. */
+function remoteCalls(value) {
+  return value?.type === "remote_tool_calls" ? value.calls.map((entry) => entry.call) : [];
+}
+
+function showInterrupt() {
+  const value = page.interrupt;
+  const remote = remoteCalls(value);
+  $("interrupt").hidden = value === null;
+  $("interrupt").dataset.kind = remote.length ? "remote" : "question";
+  $("interrupt-answer-row").hidden = remote.length > 0;
+  if (value === null) return;
+  $("interrupt-question").textContent = remote.length
+    ? `Waiting for browser tools: ${remote.map((call) => call.name).join(", ")}`
+    : typeof value === "string" ? value : value?.question ?? JSON.stringify(value);
+  $("interrupt-submit").textContent = remote.length ? "Run them" : "Answer";
   $("interrupt-answer").value = "";
-  $("interrupt-answer").focus();
+  if (!remote.length) $("interrupt-answer").focus();
 }
 
-/** Stream one run: show text as it arrives, run browser tools it calls, then show the stored thread. */
+/** Stream one run: show text as it arrives and the stored thread after it; then answer browser tools it waits for. */
 async function run(body) {
   setRunning(true);
   setStatus("Running…");
   const streaming = el("li", { class: "message assistant streaming", "data-testid": "streaming" });
-  const answered = new Set();
-  let runId = "";
-  let failed = false;
+  const stream = { runId: "", failed: false };
   try {
     const events = api.stream(page.threadId, { assistant_id: page.assistantId, stream_mode: ["messages-tuple"], ...body });
-    for await (const event of events) {
-      const kind = event.event.split("|")[0];
-      if (kind === "metadata") runId = event.data.run_id;
-      else if (kind === "messages" || kind.startsWith("messages/")) {
-        const raw = Array.isArray(event.data) ? event.data[0] : event.data;
-        const message = normalize(raw);
-        if (message.delta && message.text) {
-          if (!streaming.isConnected) $("messages").append(streaming);
-          streaming.textContent += message.text;
-        } else if (!message.delta) {
-          streaming.remove();
-          streaming.textContent = "";
-          $("messages").append(messageItem(message));
-          await answerRemoteCalls(message.calls.filter((c) => c.remote), runId, answered);
-        }
-      } else if (kind === "remote_tool_call") {
-        await answerRemoteCalls([{ ...event.data, remote: true }], runId, answered);
-      } else if (kind === "error") {
-        failed = true;
-        setStatus(`Run failed: ${event.data?.message ?? JSON.stringify(event.data)}`, "error");
-      }
-    }
-    if (!failed) setStatus("Done.");
+    for await (const event of events) await onEvent(event, stream, streaming);
+    if (!stream.failed) setStatus("Done.");
   } catch (error) {
     fail(error);
   } finally {
@@ -134,17 +122,42 @@ async function run(body) {
     await Promise.all([refreshThread(), loadThreads()]).catch(fail);
     setRunning(false);
   }
+  const calls = remoteCalls(page.interrupt).filter((call) => !page.answered.has(call.id));
+  if (calls.length) await answerByResume(calls);
 }
 
-/** Run each remote call once in the browser and post its result; the run then goes on. */
-async function answerRemoteCalls(calls, runId, answered) {
-  for (const call of calls) {
-    if (answered.has(call.id)) continue;
-    answered.add(call.id);
-    const result = await runBrowserTool(call);
-    setStatus(`Ran browser tool ${call.name}.`);
-    await api.toolResults(page.threadId, runId, result);
+async function onEvent(event, stream, streaming) {
+  const kind = event.event.split("|")[0];
+  if (kind === "metadata") stream.runId = event.data.run_id;
+  else if (kind === "messages") {
+    const message = normalize(Array.isArray(event.data) ? event.data[0] : event.data);
+    if (message.delta) {
+      if (!streaming.isConnected) $("messages").append(streaming);
+      streaming.textContent += message.text;
+    } else {
+      streaming.remove();
+      streaming.textContent = "";
+      $("messages").append(messageItem(message));
+    }
+  } else if (kind === "remote_tool_call") {
+    // The server waits for the result inside this stream: post it, and the run goes on.
+    if (page.answered.has(event.data.id)) return;
+    page.answered.add(event.data.id);
+    const result = await runBrowserTool(event.data);
+    setStatus(`Ran browser tool ${event.data.name}.`);
+    await api.toolResults(page.threadId, stream.runId, result);
+  } else if (kind === "error") {
+    stream.failed = true;
+    setStatus(`Run failed: ${event.data?.message ?? JSON.stringify(event.data)}`, "error");
   }
+}
+
+/** The run paused for browser tools: run them here and resume the thread with their results. */
+async function answerByResume(calls) {
+  for (const call of calls) page.answered.add(call.id);
+  const results = await Promise.all(calls.map(runBrowserTool));
+  setStatus(`Ran browser tool ${calls.map((call) => call.name).join(", ")}.`);
+  await run({ command: { resume: { tool_results: results } } });
 }
 
 async function send(text) {
@@ -173,8 +186,10 @@ function wire() {
   $("interrupt").addEventListener("submit", (event) => {
     event.preventDefault();
     if (page.running) return;
+    const remote = remoteCalls(page.interrupt);
     $("interrupt").hidden = true;
-    run({ command: { resume: $("interrupt-answer").value } }).catch(fail);
+    const next = remote.length ? answerByResume(remote) : run({ command: { resume: $("interrupt-answer").value } });
+    next.catch(fail);
   });
   $("new-thread").addEventListener("click", () => selectThread("").catch(fail));
   $("assistant").addEventListener("change", (event) => (page.assistantId = event.target.value));

@@ -2,9 +2,11 @@
 // (role + typed content blocks); LangChain's shape (type + string content +
 // tool_calls) is read too, so the page works with either.
 
+import { browserTools } from "./browser_tools.js";
+
 const ROLES = { human: "user", ai: "assistant", tool: "tool", system: "system" };
 
-/** {id, role, text, calls: [{id, name, args, remote}], results: [{callId, output, isError}], delta} */
+/** {id, role, text, calls: [{id, name, args, remote}] (remote: a tool this page runs), results: [{callId, output, isError}], delta} */
 export function normalize(raw) {
   const type = String(raw.type ?? "");
   const role = raw.role ?? ROLES[type.replace(/MessageChunk$|Message$/, "").toLowerCase()] ?? type;
@@ -15,7 +17,8 @@ export function normalize(raw) {
   for (const block of blocks) {
     if (block.type === "text") text += block.text;
     else if (block.type === "tool_call" || block.type === "remote_tool_call") {
-      calls.push({ id: block.id, name: block.name, args: block.args ?? {}, remote: block.type === "remote_tool_call" });
+      const remote = block.type === "remote_tool_call" || Object.hasOwn(browserTools, block.name);
+      calls.push({ id: block.id, name: block.name, args: block.args ?? {}, remote });
     } else if (block.type === "tool_result") {
       results.push({ callId: block.call_id, output: block.output, isError: Boolean(block.is_error) });
     }
