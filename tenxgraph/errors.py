@@ -12,6 +12,7 @@
     │   │   └── InvalidMediaKeyError  a media key or graph://media URL that is malformed
     │   ├── MediaTypeError         a malformed MIME type, or one the media's bytes contradict
     │   ├── MediaTooLargeError     media over the media store's size limit
+    │   ├── EventsLostError        a run's stream resumed after events the server no longer keeps
     │   └── UnstorableStateError   a state field holds a value a save cannot store as JSON
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
@@ -82,6 +83,7 @@ __all__ = [
     "ConflictError",
     "ContextWindowExceededError",
     "CorruptRecordError",
+    "EventsLostError",
     "GraphBuildError",
     "GraphRunError",
     "InvalidIdError",
@@ -193,6 +195,23 @@ class MediaTypeError(StateError):
 
 class MediaTooLargeError(StateError):
     """Media is larger than the media store's ``max_bytes``; nothing was stored."""
+
+
+class EventsLostError(StateError):
+    """A stream was resumed (``Last-Event-ID``) from before the oldest event its run keeps.
+
+    The server keeps a bounded log of each run's events; a reader that fell
+    further behind gets this (HTTP 410) rather than a stream with a gap.
+    ``after`` is the event asked for, ``first_kept`` the oldest one kept.
+    """
+
+    def __init__(self, after: int, first_kept: int) -> None:
+        self.after, self.first_kept = after, first_kept
+        super().__init__(
+            f"cannot resume after event {after}: this run's stream keeps events from "
+            f"{first_kept} on (older ones were dropped past the per-run bound); read the "
+            "thread's state instead"
+        )
 
 
 class GraphRunError(TenxGraphError):
@@ -404,6 +423,7 @@ HTTP_STATUS: dict[type[TenxGraphError], int] = {
     StateError: 422,
     InvalidIdError: 400,
     MediaTooLargeError: 413,
+    EventsLostError: 410,
     ToolArgumentsError: 422,
     ThreadNotFoundError: 404,
     MediaNotFoundError: 404,
