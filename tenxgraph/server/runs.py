@@ -1,9 +1,344 @@
-"""Routes: runs and streaming (server B fills this module; see docs/server.md)."""
+"""Routes: runs and their streams, as LangGraph's server API has them (see docs/server.md).
+
+Stateless runs (``/runs``, ``/runs/stream``, ``/runs/wait``) run on a new
+thread that is deleted when the run ends (``on_completion="keep"`` keeps it).
+Runs on a thread (``/threads/{id}/runs...``) are scoped to the caller like
+the thread: another user's run or thread is a 404. Streams are Server-Sent
+Events with ids; ``GET /threads/{id}/runs/{run_id}/stream`` with a
+``Last-Event-ID`` header resumes one after the last event the client got.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, Literal
 
-__all__ = ["router"]
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
+
+from tenxgraph.errors import EventsLostError, StateError
+from tenxgraph.server._context import Context, ServerContext, User
+from tenxgraph.server._event_log import EventLogLimits
+from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
+from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
+from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
+from tenxgraph.server.http_errors import bad_request, not_found
+from tenxgraph.storage.checkpointer.base import ThreadKey
+
+__all__ = ["manager_of", "router"]
 
 router = APIRouter(tags=["runs"])
+
+PING_SECONDS = 15
+"""A comment line on an idle stream this often keeps proxies from closing it."""
+
+
+def manager_of(context: ServerContext) -> RunManager:
+    """The app's run manager, made on first use (settings ``extra["runs"]``)."""
+    manager: RunManager | None = context.state.get("runs")
+    if manager is None:
+        options = dict(context.settings.extra.get("runs", {}))
+        keep = int(options.pop("keep_finished", 10_000))
+        manager = RunManager(EventLogLimits(**options), keep_finished=keep)
+        context.state["runs"] = manager
+        context.on_shutdown.append(manager.aclose)
+    return manager
+
+
+def _encoder(context: ServerContext) -> StreamEncoder:
+    encoder: StreamEncoder | None = context.state.get("stream_encoder")
+    if encoder is None:
+        encoder = context.state["stream_encoder"] = StreamEncoder()
+    return encoder
+
+
+def _locations(record: RunRecord) -> dict[str, str]:
+    base = f"/threads/{record.thread_id}/runs/{record.run_id}"
+    return {"Content-Location": base, "Location": f"{base}/stream"}
+
+
+async def _thread_exists(context: ServerContext, thread_id: str, user: str) -> bool:
+    checkpointer = context.graph.checkpointer
+    assert checkpointer is not None  # create_app refuses a graph without one
+    return await checkpointer.aversion(ThreadKey(thread_id, user)) is not None
+
+
+async def _require_thread(context: ServerContext, thread_id: str, user: str) -> None:
+    if not await _thread_exists(context, thread_id, user):
+        not_found(
+            f"thread {thread_id!r} (create it with POST /threads, or pass if_not_exists='create')"
+        )
+
+
+async def _start(
+    context: ServerContext,
+    user: str,
+    body: RunRequest,
+    thread_id: str | None,
+) -> RunRecord:
+    """Check the request against the thread, then hand the run to the manager."""
+    if body.assistant_id != context.graph_id:
+        not_found(f"assistant {body.assistant_id!r}")
+    manager = manager_of(context)
+    cleanup: Callable[[], Awaitable[None]] | None = None
+    if thread_id is None:  # stateless: a thread of its own, deleted after unless kept
+        thread_id = str(uuid.uuid4())
+        if body.on_completion != "keep":
+            cleanup = _deleter(context, thread_id, user)
+    elif body.if_not_exists != "create" and not manager.busy(user, thread_id):
+        await _require_thread(context, thread_id, user)
+    ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
+    spec = RunSpec(
+        graph=context.graph,
+        input=graph_input(body),
+        config=run_config_of(body, thread_id, user),
+        stream_modes=body.modes(),
+        encoder=_encoder(context),
+        invocation_state=dict(body.context) if body.context else None,
+        after_seconds=body.after_seconds or 0.0,
+        on_completion=cleanup,
+    )
+    kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
+    return manager.start(spec, assistant_id=context.graph_id, metadata=body.metadata, kwargs=kwargs)
+
+
+def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:
+    async def delete() -> None:
+        checkpointer = context.graph.checkpointer
+        assert checkpointer is not None
+        await checkpointer.adelete_thread(ThreadKey(thread_id, user))
+
+    return delete
+
+
+def _record(context: ServerContext, user: str, thread_id: str, run_id: str) -> RunRecord:
+    record = manager_of(context).get(user, run_id, thread_id)
+    if record is None:
+        not_found(f"run {run_id!r} on thread {thread_id!r}")
+    return record
+
+
+def _last_event_id(header: str | None) -> int:
+    if header is None or header == "":
+        return 0
+    try:
+        return int(header)
+    except ValueError:
+        bad_request(f"Last-Event-ID must be an event number from this stream, got {header!r}", 400)
+
+
+def _stream(
+    request: Request,
+    record: RunRecord,
+    *,
+    after: int = 0,
+    modes: frozenset[str] | None = None,
+    cancel_on_disconnect: bool = False,
+) -> EventSourceResponse:
+    """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode)."""
+    try:
+        record.log.check_resume(after)
+    except EventsLostError as exc:
+        bad_request(str(exc), 410)
+
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for logged in record.log.follow(after):
+                if modes is None or _wanted(logged.event, modes):
+                    yield {"event": logged.event, "data": logged.data, "id": str(logged.id)}
+        except EventsLostError as exc:  # the reader fell behind the bound: say so, then stop
+            text = _encoder_dumps({"error": "EventsLostError", "message": str(exc)})
+            yield {"event": "error", "data": text}
+        finally:
+            if cancel_on_disconnect and not record.finished:
+                await manager_of(request.app.state.context).cancel(record)
+
+    return EventSourceResponse(events(), headers=_locations(record), ping=PING_SECONDS)
+
+
+def _encoder_dumps(data: Any) -> str:
+    return StreamEncoder.dumps(data)
+
+
+_ALWAYS = frozenset({"metadata", "error", "end", "remote_tool_call"})
+
+
+def _wanted(event: str, modes: frozenset[str]) -> bool:
+    if event in _ALWAYS:
+        return True
+    if event == "messages" or event.startswith("messages/"):
+        kind = "messages-tuple" if event == "messages" else "messages"
+        return kind in modes
+    return event in modes
+
+
+async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool) -> Any:
+    """The run's output once it ended; a client gone meanwhile cancels it if asked to."""
+    if not cancel_on_disconnect:
+        await record.done.wait()
+        return record.output
+    while not record.done.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(record.done.wait(), 0.5)
+        if not record.done.is_set() and await request.is_disconnected():
+            await manager_of(request.app.state.context).cancel(record)
+    return record.output
+
+
+# --- stateless runs ------------------------------------------------------------------------
+
+
+@router.post("/runs/stream")
+async def stream_stateless(
+    body: RunRequest, request: Request, context: Context, user: User
+) -> EventSourceResponse:
+    """Run on a new thread and stream it."""
+    record = await _start(context, user, body, None)
+    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+
+
+@router.post("/runs/wait")
+async def wait_stateless(
+    body: RunRequest, request: Request, context: Context, user: User
+) -> JSONResponse:
+    """Run on a new thread; answer with its final values."""
+    record = await _start(context, user, body, None)
+    output = await _wait(request, record, body.on_disconnect == "cancel")
+    return JSONResponse(output, headers=_locations(record))
+
+
+@router.post("/runs")
+async def create_stateless(body: RunRequest, context: Context, user: User) -> JSONResponse:
+    """Start a background run on a new thread."""
+    record = await _start(context, user, body, None)
+    return JSONResponse(record.as_json(), headers=_locations(record))
+
+
+# --- runs on a thread ----------------------------------------------------------------------
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+) -> EventSourceResponse:
+    """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
+    record = await _start(context, user, body, thread_id)
+    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+) -> JSONResponse:
+    """Run on the thread; answer with its final values (``__error__`` when it failed)."""
+    record = await _start(context, user, body, thread_id)
+    output = await _wait(request, record, body.on_disconnect == "cancel")
+    return JSONResponse(output, headers=_locations(record))
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(
+    thread_id: str, body: RunRequest, context: Context, user: User
+) -> JSONResponse:
+    """Start a background run on the thread; answer with the run (status ``pending``)."""
+    record = await _start(context, user, body, thread_id)
+    return JSONResponse(record.as_json(), headers=_locations(record))
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(
+    thread_id: str,
+    context: Context,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+    | None = None,
+) -> list[dict[str, Any]]:
+    """The thread's runs this server still keeps, newest first."""
+    manager = manager_of(context)
+    runs = manager.list_runs(user, thread_id, limit=limit, offset=offset, status=status)
+    known = runs or manager.list_runs(user, thread_id, limit=1)
+    if not known and not await _thread_exists(context, thread_id, user):
+        not_found(f"thread {thread_id!r}")
+    return [run.as_json() for run in runs]
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(thread_id: str, run_id: str, context: Context, user: User) -> dict[str, Any]:
+    """One run."""
+    return _record(context, user, thread_id, run_id).as_json()
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+async def delete_run(thread_id: str, run_id: str, context: Context, user: User) -> Response:
+    """Forget a run that ended (409 while it is pending or running)."""
+    record = _record(context, user, thread_id, run_id)
+    if not record.finished:
+        bad_request(f"run {run_id!r} is {record.status}: cancel it first", 409)
+    manager_of(context).forget(record)
+    return Response(status_code=204)
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(
+    thread_id: str,
+    run_id: str,
+    context: Context,
+    user: User,
+    wait: bool = False,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    """Stop the run: 202 at once, or 204 once it ended with ``wait=1``.
+
+    ``interrupt`` keeps the turn so far, ``rollback`` discards it. A run
+    that already ended is a 409.
+    """
+    record = _record(context, user, thread_id, run_id)
+    if record.finished:
+        bad_request(f"run {run_id!r} already ended ({record.status}); nothing to cancel", 409)
+    await manager_of(context).cancel(record, action=action, wait=wait)
+    return Response(status_code=204 if wait else 202)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(
+    thread_id: str, run_id: str, request: Request, context: Context, user: User
+) -> JSONResponse:
+    """Wait for the run to end; its final values (``__error__`` when it failed)."""
+    record = _record(context, user, thread_id, run_id)
+    output = await _wait(request, record, False)
+    return JSONResponse(output, headers=_locations(record))
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_stream(
+    thread_id: str,
+    run_id: str,
+    request: Request,
+    context: Context,
+    user: User,
+    last_event_id: Annotated[str | None, Header()] = None,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+    cancel_on_disconnect: bool = False,
+) -> EventSourceResponse:
+    """The run's stream from its start, or after ``Last-Event-ID``, until it ends.
+
+    ``stream_mode`` narrows the events to those modes (of the ones the run
+    was started with); ``metadata``, ``error`` and ``end`` always come.
+    """
+    record = _record(context, user, thread_id, run_id)
+    modes = frozenset(stream_mode) if stream_mode else None
+    if modes is not None and not modes <= STREAM_MODES:
+        raise StateError(
+            f"stream_mode {sorted(modes - STREAM_MODES)} is not supported; "
+            f"supported: {sorted(STREAM_MODES)}"
+        )
+    after = _last_event_id(last_event_id)
+    return _stream(
+        request, record, after=after, modes=modes, cancel_on_disconnect=cancel_on_disconnect
+    )

@@ -1,0 +1,126 @@
+"""A run's stream events, numbered and kept in memory, so a client can rejoin a stream.
+
+Each event a run sends over Server-Sent Events is appended here first and
+gets the next number (from 1), which is its SSE ``id``. Every reader (the
+client that started the run, a client joining it, a client that reconnects
+with ``Last-Event-ID``) follows the same log from a number of its choosing:
+it gets each later event exactly once, in order, and then waits for new ones
+until the run ends. A reader that falls behind never slows the run: the run
+only appends.
+
+The log is bounded (``EventLogLimits``): past ``max_events`` events or
+``max_bytes`` of data the oldest events are dropped. A reader that asks to
+resume before the oldest event kept gets ``EventsLostError``, never a stream
+with a silent gap; the events it lost are in the thread's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from tenxgraph.errors import EventsLostError, StateError
+
+__all__ = ["EventLog", "EventLogLimits", "LoggedEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class EventLogLimits:
+    """How much of one run's stream the server keeps for readers that join or reconnect."""
+
+    max_events: int = 50_000
+    """Events kept per run; older ones are dropped first."""
+    max_bytes: int = 32 * 1024 * 1024
+    """Bytes of event data kept per run (the JSON text of the ``data`` fields)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One SSE event: its number (the SSE ``id``), its name and its data as JSON text."""
+
+    id: int
+    event: str
+    data: str
+
+
+class EventLog:
+    """The events of one run, in order, the newest ``limits`` of them kept."""
+
+    def __init__(self, limits: EventLogLimits | None = None) -> None:
+        self.limits = limits or EventLogLimits()
+        self._events: deque[LoggedEvent] = deque()
+        self._bytes = 0
+        self._last = 0
+        self._closed = False
+        self._changed = asyncio.Event()
+
+    @property
+    def last_id(self) -> int:
+        """The number of the latest event (0 before the first)."""
+        return self._last
+
+    @property
+    def first_kept(self) -> int:
+        """The number of the oldest event still kept (``last_id + 1`` when none is)."""
+        return self._events[0].id if self._events else self._last + 1
+
+    @property
+    def closed(self) -> bool:
+        """True once the run sent its last event."""
+        return self._closed
+
+    def append(self, event: str, data: str) -> LoggedEvent:
+        """Add an event (``data`` is JSON text) and wake the readers; returns it numbered."""
+        if self._closed:
+            raise StateError(f"the run's stream has ended; cannot add event {event!r}")
+        self._last += 1
+        logged = LoggedEvent(self._last, event, data)
+        self._events.append(logged)
+        self._bytes += len(data)
+        limits = self.limits
+        while len(self._events) > limits.max_events or (
+            self._bytes > limits.max_bytes and len(self._events) > 1
+        ):
+            self._bytes -= len(self._events.popleft().data)
+        self._wake()
+        return logged
+
+    def close(self) -> None:
+        """The run has ended: readers get what is left and then stop."""
+        if not self._closed:
+            self._closed = True
+            self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def check_resume(self, after: int) -> None:
+        """Raise ``EventsLostError`` when events after ``after`` were dropped already."""
+        if after < 0:
+            raise StateError(f"Last-Event-ID must be an event number >= 0, got {after}")
+        if after + 1 < self.first_kept and after < self._last:
+            raise EventsLostError(after, self.first_kept)
+
+    async def follow(self, after: int = 0) -> AsyncIterator[LoggedEvent]:
+        """Yield every event numbered above ``after``, waiting for new ones until the run ends.
+
+        Raises ``EventsLostError`` when the reader falls so far behind that
+        the events it needs next were dropped.
+        """
+        self.check_resume(after)
+        cursor = after
+        while True:
+            if cursor < self._last:
+                self.check_resume(cursor)
+                start = cursor + 1 - self.first_kept
+                pending = [self._events[i] for i in range(start, len(self._events))]
+                for logged in pending:
+                    yield logged
+                cursor = pending[-1].id
+                continue
+            if self._closed:
+                return
+            await self._changed.wait()

@@ -1,0 +1,351 @@
+"""The server's runs: start them, order them per thread, stop them, and remember how they ended.
+
+A run is a ``RunRecord`` (what the API shows: id, thread, status...) and an
+``EventLog`` (what its stream sent). ``RunManager.start`` admits a run on its
+thread according to its ``multitask_strategy`` and starts it; every reader
+(the request that streams it, ``join``, a reconnecting client) reads the
+run's log, never the graph.
+
+**Where runs execute.** In this version each run is an asyncio task of the
+server process: ``start`` is the queue and ``_execute`` the worker. The
+split is deliberate: a durable queue shared by several workers (issue #23)
+replaces ``_launch`` and the in-memory tables, while the record, the log and
+the translation of graph events into stream events stay as they are. Across
+processes the thread's lease already orders runs (the strategy is passed to
+the graph); the in-process table below only makes the common case exact
+and immediate (a ``reject`` answered before anything starts, a queue kept in
+order).
+
+Finished runs are kept (record and log) for the newest ``keep_finished``
+runs, so ``join``, ``get`` and a late stream reader still find them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tenxgraph.errors import ThreadBusyError
+from tenxgraph.server._event_log import EventLog, EventLogLimits
+from tenxgraph.server._run_stream import RunStatus, RunStreamWriter, StreamEncoder
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+
+__all__ = ["RunManager", "RunRecord", "RunSpec", "RunStatus"]
+
+logger = logging.getLogger("tenxgraph.server.runs")
+
+
+CancelAction = Literal["interrupt", "rollback"]
+_FINISHED = frozenset({"error", "success", "timeout", "interrupted"})
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What to run: the graph, its input and config, and what the stream carries."""
+
+    graph: CompiledGraph[Any]
+    input: Mapping[str, Any] | None
+    """The graph's input (``messages``, ``state``, ``resume``), None to continue the thread."""
+    config: dict[str, Any]
+    """The run config: ``thread_id``, ``user_id``, ``run_id`` and what the client set."""
+    stream_modes: tuple[str, ...]
+    encoder: StreamEncoder
+    invocation_state: dict[str, Any] | None = None
+    """The request's ``context``, given to tools and hooks."""
+    after_seconds: float = 0.0
+    on_completion: Callable[[], Awaitable[None]] | None = None
+    """Called when the run ended (a stateless run deletes its thread)."""
+
+
+@dataclass(slots=True, eq=False)
+class RunRecord:
+    """One run as the API shows it, with its stream log and completion."""
+
+    run_id: str
+    thread_id: str
+    user_id: str
+    assistant_id: str
+    multitask_strategy: str
+    metadata: dict[str, Any]
+    kwargs: dict[str, Any]
+    log: EventLog
+    graph: CompiledGraph[Any] = field(repr=False)
+    status: RunStatus = "pending"
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
+    output: Any = None
+    """The final state values (``join``, ``wait``), or ``{"__error__": ...}`` when it failed."""
+    cancel_reason: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    started: bool = False
+    """True once the graph was called (a cancel then goes through the graph's stop)."""
+
+    @property
+    def finished(self) -> bool:
+        """True once the run ended, however it ended."""
+        return self.status in _FINISHED
+
+    def as_json(self) -> dict[str, Any]:
+        """The run as LangGraph's API returns it."""
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.assistant_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "status": self.status,
+            "metadata": self.metadata,
+            "multitask_strategy": self.multitask_strategy,
+            "kwargs": self.kwargs,
+            "cancel_reason": self.cancel_reason,
+        }
+
+    def set_status(self, status: RunStatus) -> None:
+        self.status, self.updated_at = status, _now()
+
+
+class RunManager:
+    """The runs of one server process: started as tasks, ordered per thread, kept a while."""
+
+    def __init__(
+        self, limits: EventLogLimits | None = None, *, keep_finished: int = 10_000
+    ) -> None:
+        self.limits = limits or EventLogLimits()
+        self.keep_finished = keep_finished
+        self._runs: dict[str, RunRecord] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._threads: dict[tuple[str, str], list[RunRecord]] = {}
+        """Per (user, thread): the runs not finished yet, in the order they came."""
+
+    # --- starting ---------------------------------------------------------------------
+
+    def start(
+        self,
+        spec: RunSpec,
+        *,
+        assistant_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """Admit a run on its thread by its strategy, start it, and return its record.
+
+        Raises ``ThreadBusyError`` (409) for ``reject`` while another run of
+        this process is on the thread; ``interrupt`` and ``rollback`` cancel
+        the waiting runs and stop the running one (through the graph's lease,
+        which also reaches a run in another process); ``enqueue`` waits for
+        the runs before it.
+        """
+        config = spec.config
+        user_id, thread_id = str(config["user_id"]), str(config["thread_id"])
+        strategy = str(config.get("multitask_strategy") or spec.graph.leases.strategy)
+        ahead = [run for run in self._threads.get((user_id, thread_id), []) if not run.finished]
+        if ahead and strategy == "reject":
+            raise ThreadBusyError(
+                thread_id,
+                f"run {ahead[-1].run_id} is {ahead[-1].status} on it; pass multitask_strategy "
+                "'enqueue' to wait for it, or 'interrupt' or 'rollback' to stop it",
+            )
+        run_id = str(config.get("run_id") or uuid.uuid4())
+        config["run_id"] = run_id
+        record = RunRecord(
+            run_id=run_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            assistant_id=assistant_id,
+            multitask_strategy=strategy,
+            metadata=dict(metadata or {}),
+            kwargs=dict(kwargs or {}),
+            log=EventLog(self.limits),
+            graph=spec.graph,
+        )
+        record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": 1}))
+        if strategy in ("interrupt", "rollback"):
+            self._displace(ahead, strategy)
+            ahead = []
+        self._runs[run_id] = record
+        self._threads.setdefault((user_id, thread_id), []).append(record)
+        record.task = asyncio.get_running_loop().create_task(
+            self._execute(record, spec, ahead if strategy == "enqueue" else [])
+        )
+        return record
+
+    async def _execute(self, record: RunRecord, spec: RunSpec, ahead: list[RunRecord]) -> None:
+        """The worker: wait for its turn, run the graph into the log, record how it ended."""
+        writer = RunStreamWriter(record.log, spec.encoder, spec.stream_modes, record.run_id)
+        try:
+            if spec.after_seconds > 0:
+                await asyncio.sleep(spec.after_seconds)
+            for earlier in ahead:
+                await earlier.done.wait()
+            record.set_status("running")
+            record.started = True
+            status = await writer.run(spec.graph, spec.input, spec.config, spec.invocation_state)
+            record.output = writer.output
+            record.set_status(self._cancelled_as(record) or status)
+        except asyncio.CancelledError:
+            writer.cancelled(record.cancel_reason or "cancelled")
+            record.output = writer.output
+            record.set_status("interrupted")
+        except Exception as exc:  # the writer logged it as the stream's error event
+            record.output = writer.output
+            record.set_status(self._cancelled_as(record) or "error")
+            if record.status == "error":
+                logger.info("run %s failed: %s: %s", record.run_id, type(exc).__name__, exc)
+        finally:
+            writer.end()
+            await self._finish(record, spec)
+
+    @staticmethod
+    def _cancelled_as(record: RunRecord) -> RunStatus | None:
+        """A run stopped by a cancel or a newer run ended ``interrupted``, however it ended."""
+        return "interrupted" if record.cancel_reason is not None else None
+
+    async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
+        key = (record.user_id, record.thread_id)
+        queue = self._threads.get(key, [])
+        if record in queue:
+            queue.remove(record)
+        if not queue:
+            self._threads.pop(key, None)
+        record.done.set()
+        if spec.on_completion is not None:
+            try:
+                await spec.on_completion()
+            except Exception as exc:  # the run's outcome stands; the cleanup is logged
+                logger.warning("run %s: cleanup failed: %s", record.run_id, exc)
+        self._finished[record.run_id] = None
+        while len(self._finished) > self.keep_finished:
+            old, _ = self._finished.popitem(last=False)
+            self._runs.pop(old, None)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def get(self, user_id: str, run_id: str, thread_id: str | None = None) -> RunRecord | None:
+        """The run ``run_id`` of ``user_id`` (on ``thread_id`` when given); None if unknown."""
+        record = self._runs.get(run_id)
+        if record is None or record.user_id != user_id:
+            return None
+        if thread_id is not None and record.thread_id != thread_id:
+            return None
+        return record
+
+    def list_runs(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        status: str | None = None,
+    ) -> list[RunRecord]:
+        """The thread's runs kept here, newest first."""
+        runs = [
+            run
+            for run in reversed(self._runs.values())
+            if run.user_id == user_id
+            and run.thread_id == thread_id
+            and (status is None or run.status == status)
+        ]
+        return runs[offset : offset + limit]
+
+    def forget(self, record: RunRecord) -> None:
+        """Drop a finished run's record and log."""
+        if record.finished:
+            self._runs.pop(record.run_id, None)
+            self._finished.pop(record.run_id, None)
+
+    def busy(self, user_id: str, thread_id: str) -> bool:
+        """True while a run of this process is pending or running on the thread."""
+        return any(not run.finished for run in self._threads.get((user_id, thread_id), []))
+
+    async def join(self, record: RunRecord) -> Any:
+        """Wait for the run to end; its output (final values, or an ``__error__``)."""
+        await record.done.wait()
+        return record.output
+
+    # --- stopping ---------------------------------------------------------------------
+
+    async def cancel(
+        self,
+        record: RunRecord,
+        *,
+        action: CancelAction = "interrupt",
+        wait: bool = False,
+    ) -> None:
+        """Stop a run: a waiting one never starts, a running one stops at its next step.
+
+        ``interrupt`` keeps the turn so far (the thread is ``stopped``);
+        ``rollback`` then discards the unfinished turn, as the graph's
+        ``rollback`` does. With ``wait`` the call returns once the run ended.
+        """
+        if record.finished:
+            return
+        record.cancel_reason = action
+        if not record.started:
+            self._cancel_waiting(record, action)
+        elif not record.graph.stop_run(record.run_id) and record.task is not None:
+            record.task.cancel()  # not in its graph loop yet: nothing written so far
+        if action == "rollback":
+            await record.done.wait()
+            config = {"thread_id": record.thread_id, "user_id": record.user_id}
+            await record.graph.arollback(config)
+        elif wait:
+            await record.done.wait()
+
+    @staticmethod
+    def _displace(ahead: list[RunRecord], strategy: str) -> None:
+        """A newer run takes the thread: waiting runs never start, the running one stops.
+
+        ``interrupt`` stops the running run here at once; ``rollback`` leaves
+        it to the graph's lease (the newer run asks the holder to stop and
+        discard its turn, within a second), which reaches other processes too.
+        """
+        for earlier in ahead:
+            earlier.cancel_reason = strategy
+            if not earlier.started:
+                if earlier.task is not None:
+                    earlier.task.cancel()
+            elif strategy == "interrupt":
+                earlier.graph.stop_run(earlier.run_id)
+
+    def _cancel_waiting(self, record: RunRecord, reason: str) -> None:
+        record.cancel_reason = reason
+        if record.task is not None:
+            record.task.cancel()
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Stop every run (server shutdown): each stops at its next step, saved ``stopped``.
+
+        A run still going after ``grace`` seconds (a sync node that does not
+        return) is cancelled; its thread is then continued by its next run.
+        """
+        tasks = []
+        for record in list(self._runs.values()):
+            if record.finished or record.task is None:
+                continue
+            record.cancel_reason = "shutdown"
+            if not (record.started and record.graph.stop_run(record.run_id)):
+                record.task.cancel()
+            tasks.append(record.task)
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=grace)
+        for task in late:
+            task.cancel()
+        for task in late:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,189 @@
+"""The body of a run request (LangGraph's ``RunCreate``) and what it becomes for the graph.
+
+``RunRequest`` accepts what ``langgraph-sdk`` sends to ``/runs``,
+``/runs/stream``, ``/runs/wait`` and their ``/threads/{id}/...`` forms.
+Fields LangGraph's server has and this one does not act on are refused with
+a 422 that says what to do instead, never silently dropped:
+``checkpoint``/``checkpoint_id`` (a run always continues the thread's latest
+state), ``interrupt_before``/``interrupt_after`` (set when compiling the
+graph), ``webhook`` and ``command.goto``. Fields that only tune LangGraph's
+own machinery and change nothing a client sees here (``durability``,
+``checkpoint_during``, ``stream_subgraphs``, ``stream_resumable``: every
+stream here is resumable, ``feedback_keys``, ``langsmith_tracer``,
+``strict_resume``) are accepted and ignored. A field this server does not know
+is refused unless its value is null (newer clients send new fields as null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
+from tenxgraph.errors import StateError
+from tenxgraph.server._run_stream import STREAM_MODES
+from tenxgraph.storage.checkpointer.base import run_config
+
+__all__ = ["RunCommand", "RunRequest", "graph_input", "run_config_of"]
+
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+
+_UNSUPPORTED = {
+    "checkpoint": "a run always continues the thread's latest state; fork the thread "
+    "from an older checkpoint (POST /threads/{id}/copy or the state history) instead",
+    "checkpoint_id": "a run always continues the thread's latest state; fork the thread "
+    "from an older checkpoint instead",
+    "interrupt_before": "set interrupt_before when compiling the served graph",
+    "interrupt_after": "set interrupt_after when compiling the served graph",
+    "webhook": "webhooks are not supported; join the run (GET .../join) or stream it",
+}
+_LANGCHAIN_EMPTY = {
+    "additional_kwargs": {},
+    "response_metadata": {},
+    "example": False,
+    "name": None,
+    "invalid_tool_calls": [],
+    "usage_metadata": None,
+}
+"""LangChain message keys dropped when they hold their default (they carry nothing)."""
+_OWN_CONFIG_KEYS = ("thread_id", "user_id", "run_id")
+
+
+class RunCommand(BaseModel):
+    """LangGraph's ``Command``: ``resume`` answers an interrupt, ``update`` changes state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resume: Any = None
+    update: dict[str, Any] | None = None
+    goto: Any = None
+
+
+class RunRequest(BaseModel):
+    """A run request as ``langgraph-sdk`` sends it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    assistant_id: str
+    """The served graph's id (``GET /info`` names it)."""
+    input: dict[str, Any] | None = None
+    command: RunCommand | None = None
+    stream_mode: str | list[str] = "values"
+    metadata: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    """Given to tools and hooks as the run's ``invocation_state``."""
+    multitask_strategy: MultitaskStrategy | None = None
+    if_not_exists: Literal["create", "reject"] | None = None
+    on_disconnect: Literal["cancel", "continue"] | None = None
+    on_completion: Literal["delete", "keep"] | None = None
+    after_seconds: float | None = Field(default=None, ge=0, le=86_400)
+    stream_subgraphs: bool | None = None
+    stream_resumable: bool | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    checkpoint_during: bool | None = None
+    feedback_keys: list[str] | None = None
+    langsmith_tracer: dict[str, Any] | None = None
+    strict_resume: bool | None = None
+    checkpoint: Any = None
+    checkpoint_id: Any = None
+    interrupt_before: Any = None
+    interrupt_after: Any = None
+    webhook: Any = None
+
+    @model_validator(mode="after")
+    def _supported(self) -> RunRequest:
+        for name, why in _UNSUPPORTED.items():
+            if getattr(self, name) not in (None, [], ""):
+                raise StateError(f"{name!r} is not supported by this server: {why}")
+        unknown = sorted(k for k, v in (self.model_extra or {}).items() if v is not None)
+        if unknown:
+            raise StateError(f"unknown field(s) {unknown} in the run request")
+        if self.input is not None and self.command is not None:
+            raise StateError("give either 'input' or 'command', not both")
+        if self.command is not None and self.command.goto is not None:
+            raise StateError("command.goto is not supported: the graph's edges decide")
+        bad = [mode for mode in self.modes() if mode not in STREAM_MODES]
+        if bad:
+            raise StateError(
+                f"stream_mode {bad} is not supported; supported: {sorted(STREAM_MODES)}"
+            )
+        return self
+
+    def modes(self) -> tuple[str, ...]:
+        """The requested stream modes, as a tuple."""
+        modes = self.stream_mode
+        return (modes,) if isinstance(modes, str) else tuple(modes)
+
+
+def graph_input(request: RunRequest) -> dict[str, Any] | None:
+    """The graph's input: ``messages``, ``state`` (other input keys) and/or ``resume``.
+
+    None (no input, no command) continues the thread: a failed turn is
+    retried, a dead run goes on. LangChain-style messages
+    (``{"type": "human", "content": ...}``) are read as their role.
+    """
+    command = request.command
+    if command is not None:
+        given = command.model_fields_set
+        result: dict[str, Any] = {}
+        if "resume" in given:
+            result["resume"] = command.resume
+        if command.update:
+            result["state"] = dict(command.update)
+        return result or None
+    if request.input is None:
+        return None
+    values = dict(request.input)
+    result = {}
+    if "messages" in values:
+        result["messages"] = as_messages(_messages(values.pop("messages")), "input 'messages'")
+    if values:
+        result["state"] = values
+    return result
+
+
+def _messages(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_message(item) for item in value]
+    return _message(value)
+
+
+def _message(item: Any) -> Any:
+    """A LangChain message dict as a role/content dict; anything else unchanged."""
+    if not isinstance(item, Mapping) or "role" in item or "type" not in item:
+        return item
+    kind = str(item["type"]).removesuffix("MessageChunk").removesuffix("Message").lower()
+    if kind not in ROLE_ALIASES:
+        return item
+    message = {k: v for k, v in item.items() if k != "type"}
+    for key, empty in _LANGCHAIN_EMPTY.items():
+        if key in message and message[key] == empty:
+            del message[key]
+    status = message.pop("status", None)
+    if status not in (None, "success"):
+        raise StateError(f"input message: tool message status {status!r} is not supported")
+    message["role"] = ROLE_ALIASES[kind]
+    return message
+
+
+def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str, Any]:
+    """The graph's run config: the request's config, the thread and user, the strategy.
+
+    ``thread_id`` and ``user_id`` come from the path and the caller; a
+    request config naming others is refused (a run cannot reach another
+    tenant's thread through its config).
+    """
+    config = run_config(request.config or {})
+    for key in _OWN_CONFIG_KEYS:
+        if key in config and config[key] not in (None, "") and key != "run_id":
+            expected = thread_id if key == "thread_id" else user_id
+            if str(config[key]) != expected:
+                raise StateError(f"the run config's {key!r} must not differ from the request's")
+    config.pop("run_id", None)
+    config.update(thread_id=thread_id, user_id=user_id)
+    if request.multitask_strategy is not None:
+        config["multitask_strategy"] = request.multitask_strategy
+    return config

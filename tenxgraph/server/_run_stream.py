@@ -1,0 +1,242 @@
+"""A run's graph events as the stream events of LangGraph's server API.
+
+``RunStreamWriter.run`` drives ``graph.astream`` and appends to the run's
+``EventLog`` the events its ``stream_mode`` asks for (names and data as
+LangGraph's server sends them, so ``langgraph-sdk`` reads them):
+
+- ``values``: the whole state after each step (read back from the thread,
+  so it is exactly what was saved) and the final state; a paused run's last
+  ``values`` carries ``__interrupt__``.
+- ``updates``: ``{node: {"messages": [...], field: value}}`` per step, and
+  ``{"__interrupt__": [...]}`` when the run pauses.
+- ``messages-tuple``: event ``messages``, data ``[message, metadata]``, for
+  every streamed chunk (``delta: true``) and every complete message.
+- ``messages``: ``messages/metadata`` once per message, then
+  ``messages/partial`` with the message accumulated so far, and
+  ``messages/complete`` with the complete message.
+
+Every run's stream starts with ``metadata`` (``{"run_id", "attempt"}``),
+may carry ``error`` (``{"error": type, "message": text}``) and ends with
+``end``. Messages are tenxgraph's own JSON (``Message.model_dump``: ``role``,
+typed ``content`` blocks, ``message_id``, ``delta``), as the thread
+endpoints return them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic_core
+
+from tenxgraph.core.graph._events import (
+    InterruptEvent,
+    MessageEvent,
+    RunResult,
+    StreamEvent,
+    UpdateEvent,
+)
+from tenxgraph.errors import ThreadBusyError
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.core.state.agent_state import AgentState
+    from tenxgraph.core.state.message import Message
+    from tenxgraph.server._event_log import EventLog
+
+__all__ = [
+    "STREAM_MODES",
+    "RunStatus",
+    "RunStreamWriter",
+    "StreamEncoder",
+    "interrupt_id",
+    "run_status",
+]
+
+RunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+"""LangGraph server's run statuses. A run paused for a human ends ``interrupted``."""
+
+STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"})
+"""The ``stream_mode`` values this server produces."""
+
+
+def _dump_state(state: AgentState) -> dict[str, Any]:
+    return state.model_dump(mode="json")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEncoder:
+    """How state and messages become JSON on the stream (the thread endpoints' shapes)."""
+
+    values: Callable[[AgentState], dict[str, Any]] = _dump_state
+    """A state as the ``values`` of ``GET /threads/{id}/state``."""
+
+    @staticmethod
+    def message(message: Message) -> dict[str, Any]:
+        """A message as the thread endpoints return it."""
+        return message.model_dump(mode="json")
+
+    @staticmethod
+    def dumps(data: Any) -> str:
+        """JSON text of ``data`` (pydantic's encoder: models, dates and bytes included)."""
+        return pydantic_core.to_json(data).decode()
+
+
+def interrupt_id(run_id: str, node: str) -> str:
+    """A stable id for the interrupt a run paused at (LangGraph clients key interrupts by id)."""
+    return hashlib.sha1(f"{run_id}:{node}".encode()).hexdigest()[:32]
+
+
+def run_status(result: RunResult) -> RunStatus:
+    """The LangGraph run status of a run that ended with ``result``."""
+    status = result.state.execution_meta.status
+    return "success" if status == "completed" else "interrupted"
+
+
+@dataclass(slots=True)
+class _Partial:
+    """A message being streamed, for ``messages/partial``: its first chunk and text so far."""
+
+    first: dict[str, Any]
+    text: list[str] = field(default_factory=list)
+
+
+class RunStreamWriter:
+    """Runs the graph and writes the events the stream modes ask for into the run's log."""
+
+    def __init__(
+        self, log: EventLog, encoder: StreamEncoder, modes: tuple[str, ...], run_id: str
+    ) -> None:
+        self.log, self.encoder, self.run_id = log, encoder, run_id
+        self.modes = frozenset(modes)
+        self.output: Any = None
+        """The final values (with ``__interrupt__`` when paused), or ``{"__error__": ...}``."""
+        self._last_values: str | None = None
+        self._partial: _Partial | None = None
+        self._pause: InterruptEvent | None = None
+        self._config: Mapping[str, Any] = {}
+
+    def _emit(self, event: str, data: Any) -> None:
+        self.log.append(event, self.encoder.dumps(data))
+
+    async def run(
+        self,
+        graph: CompiledGraph[Any],
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any],
+        invocation_state: dict[str, Any] | None = None,
+    ) -> RunStatus:
+        """Run to the end and return its status; a failure is logged as ``error``, then raised."""
+        self._config = config
+        seen_first = False
+        try:
+            async with contextlib.aclosing(
+                graph.astream(input, config, invocation_state=invocation_state)
+            ) as events:
+                async for event in events:
+                    if not seen_first:
+                        seen_first = True
+                        if "values" in self.modes and not isinstance(event, RunResult):
+                            await self._values_from(graph)
+                    await self._write(graph, event)
+                    if isinstance(event, RunResult):
+                        return run_status(event)
+        except Exception as exc:
+            self.failed(exc)
+            raise
+        return "success"  # pragma: no cover - astream always ends with a RunResult
+
+    async def _write(self, graph: CompiledGraph[Any], event: StreamEvent) -> None:
+        modes = self.modes
+        if isinstance(event, MessageEvent):
+            self._message(event)
+        elif isinstance(event, UpdateEvent):
+            if "updates" in modes:
+                update = dict(event.values)
+                if event.messages:
+                    update["messages"] = [self.encoder.message(m) for m in event.messages]
+                self._emit("updates", {event.node: update})
+            if "values" in modes:
+                await self._values_from(graph)
+        elif isinstance(event, InterruptEvent):
+            self._pause = event
+            if "updates" in modes:
+                self._emit("updates", {"__interrupt__": [self._interrupt(event)]})
+        elif isinstance(event, RunResult):
+            self._result(event)
+
+    def _message(self, event: MessageEvent) -> None:
+        message = self.encoder.message(event.message)
+        if "messages-tuple" in self.modes:
+            meta = {"langgraph_node": event.node, "run_id": self.run_id}
+            meta["thread_id"] = str(self._config.get("thread_id", ""))
+            self._emit("messages", [message, meta])
+        if "messages" not in self.modes:
+            return
+        if event.message.delta:
+            if self._partial is None:
+                self._partial = _Partial(message)
+                key = str(message.get("message_id", ""))
+                self._emit("messages/metadata", {key: {"metadata": {"langgraph_node": event.node}}})
+            self._partial.text.append(event.message.text())
+            partial = {
+                **self._partial.first,
+                "content": [{"type": "text", "text": "".join(self._partial.text)}],
+            }
+            self._emit("messages/partial", [partial])
+            return
+        if self._partial is None:
+            key = str(message.get("message_id", ""))
+            self._emit("messages/metadata", {key: {"metadata": {"langgraph_node": event.node}}})
+        self._partial = None
+        self._emit("messages/complete", [message])
+
+    def _interrupt(self, event: InterruptEvent) -> dict[str, Any]:
+        return {
+            "value": event.value,
+            "id": interrupt_id(self.run_id, event.node),
+            "node": event.node,
+            "when": event.when,
+        }
+
+    async def _values_from(self, graph: CompiledGraph[Any]) -> None:
+        """Send the thread's saved state as ``values`` (skipped when it did not change)."""
+        state = await graph.aget_state(self._config)
+        if state is not None:
+            self._send_values(self.encoder.values(state))
+
+    def _send_values(self, values: dict[str, Any]) -> None:
+        text = self.encoder.dumps(values)
+        if text != self._last_values:
+            self._last_values = text
+            self.log.append("values", text)
+
+    def _result(self, result: RunResult) -> None:
+        values = self.encoder.values(result.state)
+        if result.interrupt is not None:
+            values["__interrupt__"] = [self._interrupt(self._pause or result.interrupt)]
+        self.output = values
+        if "values" in self.modes:
+            self._send_values(values)
+
+    def failed(self, error: BaseException) -> None:
+        """Log the run's failure as an ``error`` event (and as its output)."""
+        detail = {"error": type(error).__name__, "message": str(error)}
+        if isinstance(error, ThreadBusyError):
+            detail["error"] = "ThreadBusyError"
+        self.output = {"__error__": detail}
+        self._emit("error", detail)
+
+    def cancelled(self, reason: str) -> None:
+        """The run was cancelled before or while it ran; the stream says so before it ends."""
+        if self.output is None:
+            self.output = {"__error__": {"error": "RunCancelled", "message": reason}}
+
+    def end(self) -> None:
+        """The last event of every run's stream, then the log closes."""
+        if not self.log.closed:
+            self._emit("end", None)
+            self.log.close()
