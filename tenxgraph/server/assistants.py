@@ -1,9 +1,136 @@
-"""Routes: assistants (see docs/server.md)."""
+"""Routes: the one assistant a server has, its graph and its schemas (LangGraph's ``/assistants``).
+
+A tenxgraph server serves one graph, so it has one assistant whose id is
+the graph's id (``graph_id``, ``"agent"`` by default): clients pass it as
+``assistant_id`` to start runs. Creating, changing or deleting assistants
+is not supported (405 is what routes that do not exist answer; these
+answer 422 saying so).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any
 
-__all__ = ["router"]
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from tenxgraph.server._context import Context, ServerContext, User
+from tenxgraph.server._shapes import iso_time
+from tenxgraph.server.http_errors import bad_request, not_found
+
+__all__ = ["assistant_json", "check_assistant", "router"]
 
 router = APIRouter(tags=["assistants"])
+
+Json = dict[str, Any]
+
+_EPOCH = 0.0
+"""The assistant exists as long as the server: its times are the UNIX epoch, never changing."""
+
+
+class AssistantSearch(BaseModel):
+    """``POST /assistants/search`` and ``/assistants/count``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: Json | None = None
+    limit: int = Field(10, ge=0, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+def check_assistant(context: ServerContext, assistant_id: str) -> None:
+    """404 unless ``assistant_id`` is this server's assistant (its graph id)."""
+    if assistant_id != context.graph_id:
+        not_found(f"assistant {assistant_id!r} (this server serves {context.graph_id!r})")
+
+
+def assistant_json(context: ServerContext) -> Json:
+    """A LangGraph ``Assistant`` for the served graph."""
+    return {
+        "assistant_id": context.graph_id,
+        "graph_id": context.graph_id,
+        "config": {},
+        "context": {},
+        "created_at": iso_time(_EPOCH),
+        "updated_at": iso_time(_EPOCH),
+        "metadata": {},
+        "version": 1,
+        "name": context.graph_id,
+        "description": None,
+    }
+
+
+def _matches(context: ServerContext, body: AssistantSearch) -> bool:
+    return body.graph_id in (None, context.graph_id) and body.name in (None, context.graph_id)
+
+
+@router.get("/assistants/{assistant_id}")
+async def get_assistant(assistant_id: str, context: Context, user: User) -> Json:
+    """The assistant (its id is the graph id)."""
+    check_assistant(context, assistant_id)
+    return assistant_json(context)
+
+
+@router.post("/assistants/search")
+async def search_assistants(body: AssistantSearch, context: Context, user: User) -> list[Json]:
+    """The one assistant, when it matches the filters."""
+    found = [assistant_json(context)] if _matches(context, body) and not body.metadata else []
+    return found[body.offset : body.offset + body.limit]
+
+
+@router.post("/assistants/count")
+async def count_assistants(body: AssistantSearch, context: Context, user: User) -> int:
+    """1 when the assistant matches the filters, else 0."""
+    return int(_matches(context, body) and not body.metadata)
+
+
+@router.post("/assistants")
+async def create_assistant(context: Context, user: User) -> Json:
+    """Not supported: a server has the one assistant of its graph."""
+    bad_request(f"creating assistants is not supported: use assistant_id {context.graph_id!r}")
+
+
+@router.get("/assistants/{assistant_id}/graph")
+async def get_graph(assistant_id: str, context: Context, user: User, xray: bool = False) -> Json:
+    """The graph's nodes and edges (``{"nodes": [{"id", "type", "data"}], "edges": [...]}``)."""
+    check_assistant(context, assistant_id)
+    drawn = context.graph.get_graph()
+    return {
+        "nodes": [
+            {"id": n.name, "type": n.kind, "data": {"name": n.name, "detail": n.detail}}
+            for n in drawn.nodes
+        ],
+        "edges": [
+            {
+                "source": e.source,
+                "target": e.target,
+                "conditional": e.kind != "edge",
+                "data": e.label or None,
+            }
+            for e in drawn.edges
+        ],
+    }
+
+
+@router.get("/assistants/{assistant_id}/schemas")
+async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
+    """JSON Schemas of the graph's state (input, output and state are the state class)."""
+    check_assistant(context, assistant_id)
+    state_schema = context.graph.builder.state_class.model_json_schema()
+    return {
+        "graph_id": context.graph_id,
+        "input_schema": state_schema,
+        "output_schema": state_schema,
+        "state_schema": state_schema,
+        "config_schema": None,
+        "context_schema": None,
+    }
+
+
+@router.get("/assistants/{assistant_id}/subgraphs")
+async def get_subgraphs(assistant_id: str, context: Context, user: User) -> Json:
+    """Always empty: tenxgraph graphs have no subgraphs."""
+    check_assistant(context, assistant_id)
+    return {}

@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, NoReturn
 
 from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
@@ -64,7 +65,25 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
 
 
+async def _request_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    parts = []
+    for item in exc.errors()[:5]:
+        where = ".".join(str(part) for part in item.get("loc", ())) or "request"
+        message = str(item.get("msg", "invalid"))
+        if item.get("type") == "json_invalid":
+            message = f"malformed JSON ({item.get('ctx', {}).get('error', 'invalid')})"
+        parts.append(f"{where}: {message}")
+    return JSONResponse({"detail": "; ".join(parts) or "invalid request"}, status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer library errors and pydantic validation errors as ``{"detail": ...}``."""
+    """Answer library errors and bad requests as ``{"detail": "..."}`` (one readable line).
+
+    FastAPI's own request validation answers with a list of error objects;
+    here it is one line naming each place that was wrong (``body.limit:
+    Input should be less than or equal to 1000``), like every other error.
+    """
     app.add_exception_handler(TenxGraphError, _library_error)
     app.add_exception_handler(ValidationError, _library_error)
+    app.add_exception_handler(RequestValidationError, _request_error)

@@ -1,9 +1,331 @@
-"""Routes: threads (see docs/server.md)."""
+"""Routes: threads, their state and history (LangGraph's ``/threads`` API, per user).
+
+Every thread belongs to the caller (``User``); another user's thread id is
+a 404, exactly as one that does not exist. See ``_shapes`` for the JSON.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from tenxgraph.server import _shapes as shapes
+from tenxgraph.server._context import Context, ServerContext, User, thread_config
+from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
+from tenxgraph.server.http_errors import bad_request, not_found
+from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["threads"])
+
+Json = dict[str, Any]
+ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Update(_Body):
+    """One update of a superstep: values merged as if ``as_node`` returned them."""
+
+    values: Any = None
+    as_node: str | None = None
+    command: Any = None
+
+
+class Superstep(_Body):
+    """Updates applied in order when a thread is created (LangGraph's ``supersteps``)."""
+
+    updates: list[Update]
+
+
+class ThreadCreate(_Body):
+    """``POST /threads``."""
+
+    thread_id: str | None = None
+    """The new thread's id (default: a random UUID)."""
+    metadata: Json = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    """An existing id: 409 (``raise``) or answer with the existing thread (``do_nothing``)."""
+    supersteps: list[Superstep] | None = None
+    ttl: Any = None
+    """Not supported (422): threads live until deleted."""
+
+
+class ThreadPatch(_Body):
+    """``PATCH /threads/{thread_id}``: metadata merged into the thread's."""
+
+    metadata: Json
+    ttl: Any = None
+
+
+class ThreadSearch(_Body):
+    """``POST /threads/search`` and ``/threads/count``."""
+
+    metadata: Json | None = None
+    """Threads whose metadata contains this (JSON containment)."""
+    values: Json | None = None
+    """Not supported (422): filter by metadata instead."""
+    ids: list[str] | None = None
+    status: ThreadStatus | None = None
+    limit: int = Field(10, ge=0, le=1000)
+    offset: int = Field(0, ge=0)
+    sort_by: Literal["thread_id", "status", "created_at", "updated_at"] | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+
+
+class StateUpdate(_Body):
+    """``POST /threads/{thread_id}/state``: values merged as a node's update would be."""
+
+    values: Json | list[Json] | None = None
+    as_node: str | None = None
+    checkpoint: Json | None = None
+    checkpoint_id: str | None = None
+
+
+class HistoryQuery(_Body):
+    """``POST /threads/{thread_id}/history``."""
+
+    limit: int = Field(10, ge=1, le=1000)
+    before: str | Json | None = None
+    """Only checkpoints older than this one (an id or a ``Checkpoint``)."""
+    metadata: Json | None = None
+    """Only checkpoints whose metadata contains this."""
+    checkpoint: Json | None = None
+
+
+class CheckpointQuery(_Body):
+    """``POST /threads/{thread_id}/state/checkpoint``."""
+
+    checkpoint: Json
+    subgraphs: bool = False
+
+
+def _key(thread_id: str, user: str) -> ThreadKey:
+    return ThreadKey(thread_id, user)  # a bad id raises InvalidIdError: 400
+
+
+async def thread_or_404(context: ServerContext, thread_id: str, user: str) -> Json:
+    """The caller's thread as JSON; 404 when it has none by that id."""
+    checkpointer = context.graph.checkpointer
+    assert checkpointer is not None
+    info = await checkpointer.athread_info(_key(thread_id, user))
+    if info is None:
+        not_found(f"thread {thread_id!r}")
+    state = await context.graph.aget_state(thread_config(thread_id, user))
+    return shapes.thread_json(info, state)
+
+
+@router.post("/threads")
+async def create_thread(body: ThreadCreate, context: Context, user: User) -> Json:
+    """Create a thread (empty, with metadata), or find the existing one (``do_nothing``)."""
+    if body.ttl is not None:
+        bad_request("ttl is not supported: threads live until deleted")
+    thread_id = body.thread_id or str(uuid.uuid4())
+    created = await create_empty_thread(context.graph, _key(thread_id, user), body.metadata)
+    if not created and body.if_exists == "raise":
+        bad_request(f"thread {thread_id!r} already exists", 409)
+    if created:
+        for step in body.supersteps or ():
+            for update in step.updates:
+                await _apply(context, thread_id, user, update.values, update.as_node)
+    return await thread_or_404(context, thread_id, user)
+
+
+async def _apply(
+    context: ServerContext, thread_id: str, user: str, values: Any, as_node: str | None
+) -> int:
+    if as_node is not None and as_node not in context.graph.nodes:
+        bad_request(f"as_node {as_node!r} is not a node of the graph")
+    config = thread_config(thread_id, user)
+    return await context.graph.aupdate_state(config, _input(context, values), as_node=as_node)
+
+
+def _input(context: ServerContext, values: Any) -> Any:
+    """``messages`` (what states show and LangGraph clients send) is the ``context`` field."""
+    fields = context.graph.builder.state_class.model_fields
+    if isinstance(values, dict) and "messages" in values and "messages" not in fields:
+        if "context" in values:
+            bad_request("give the messages once: under 'messages' or under 'context'")
+        values = {("context" if k == "messages" else k): v for k, v in values.items()}
+    return values
+
+
+@router.get("/threads/{thread_id}")
+async def get_thread(thread_id: str, context: Context, user: User) -> Json:
+    """The thread: metadata, times, status, current values and interrupts."""
+    return await thread_or_404(context, thread_id, user)
+
+
+@router.patch("/threads/{thread_id}", response_model=None)
+async def patch_thread(
+    thread_id: str,
+    body: ThreadPatch,
+    context: Context,
+    user: User,
+    prefer: Annotated[str | None, Header()] = None,
+) -> Json | Response:
+    """Merge metadata into the thread's (``Prefer: return=minimal`` answers 204)."""
+    if body.ttl is not None:
+        bad_request("ttl is not supported: threads live until deleted")
+    await merge_metadata(context.graph, _key(thread_id, user), body.metadata)
+    if prefer and "return=minimal" in prefer:
+        return Response(status_code=204)
+    return await thread_or_404(context, thread_id, user)
+
+
+@router.delete("/threads/{thread_id}", status_code=204)
+async def delete_thread(thread_id: str, context: Context, user: User) -> Response:
+    """Delete the thread, its whole log and its checkpoints."""
+    checkpointer = context.graph.checkpointer
+    assert checkpointer is not None
+    if not await checkpointer.adelete_thread(_key(thread_id, user)):
+        not_found(f"thread {thread_id!r}")
+    return Response(status_code=204)
+
+
+@router.post("/threads/search")
+async def search_threads(body: ThreadSearch, context: Context, user: User) -> list[Json]:
+    """The caller's threads matching the filters, newest update first unless sorted."""
+    found = await _search(context, user, body)
+    return found[body.offset : body.offset + body.limit]
+
+
+@router.post("/threads/count")
+async def count_threads(body: ThreadSearch, context: Context, user: User) -> int:
+    """How many of the caller's threads match the filters."""
+    return len(await _search(context, user, body))
+
+
+async def _search(context: ServerContext, user: str, body: ThreadSearch) -> list[Json]:
+    if body.values:
+        bad_request("searching threads by values is not supported: filter by metadata")
+    checkpointer = context.graph.checkpointer
+    assert checkpointer is not None
+    infos = await checkpointer.alist_threads(user, metadata=body.metadata or None)
+    if body.ids is not None:
+        wanted = set(body.ids)
+        infos = [info for info in infos if info.key.thread_id in wanted]
+    threads = []
+    for info in infos:
+        state = await context.graph.aget_state(thread_config(info.key.thread_id, user))
+        thread = shapes.thread_json(info, state)
+        if body.status is None or thread["status"] == body.status:
+            threads.append(thread)
+    if body.sort_by is not None:
+        threads.sort(key=lambda t: t[body.sort_by or ""], reverse=body.sort_order != "asc")
+    elif body.sort_order == "asc":
+        threads.reverse()
+    return threads
+
+
+@router.post("/threads/{thread_id}/copy")
+async def copy_thread(thread_id: str, context: Context, user: User) -> Json:
+    """A new thread (random id) holding a copy of this one as it is now."""
+    await thread_or_404(context, thread_id, user)
+    new_id = str(uuid.uuid4())
+    await context.graph.afork(thread_config(thread_id, user), new_id)
+    return await thread_or_404(context, new_id, user)
+
+
+@router.get("/threads/{thread_id}/state")
+async def get_state(thread_id: str, context: Context, user: User, subgraphs: bool = False) -> Json:
+    """The thread's current state (its newest checkpoint)."""
+    history = await context.graph.aget_state_history(thread_config(thread_id, user), limit=1)
+    if not history:
+        not_found(f"thread {thread_id!r}")
+    return shapes.state_json(thread_id, history[0])
+
+
+@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def get_state_at(
+    thread_id: str, checkpoint_id: str, context: Context, user: User, subgraphs: bool = False
+) -> Json:
+    """The thread's state at one checkpoint (its id is the version, ``"3"``)."""
+    return await _state_at(context, thread_id, user, checkpoint_id)
+
+
+@router.post("/threads/{thread_id}/state/checkpoint")
+async def post_state_at(
+    thread_id: str, body: CheckpointQuery, context: Context, user: User
+) -> Json:
+    """The thread's state at ``checkpoint.checkpoint_id`` (the current one without an id)."""
+    checkpoint_id = body.checkpoint.get("checkpoint_id")
+    if checkpoint_id is None:
+        return await get_state(thread_id, context, user)
+    return await _state_at(context, thread_id, user, checkpoint_id)
+
+
+def version_of(checkpoint_id: object) -> int:
+    """The version a checkpoint id names (422 unless it is a positive integer's text)."""
+    text = str(checkpoint_id)
+    if not text.isdigit() or int(text) < 1:
+        bad_request(f"checkpoint_id must be a checkpoint version (1, 2, ...), got {text[:40]!r}")
+    return int(text)
+
+
+async def _state_at(context: ServerContext, thread_id: str, user: str, checkpoint: object) -> Json:
+    version = version_of(checkpoint)
+    history = await context.graph.aget_state_history(thread_config(thread_id, user))
+    for snapshot in history:
+        if snapshot.version == version:
+            return shapes.state_json(thread_id, snapshot)
+    not_found(f"checkpoint {version} of thread {thread_id!r}")
+
+
+@router.post("/threads/{thread_id}/state")
+async def update_state(thread_id: str, body: StateUpdate, context: Context, user: User) -> Json:
+    """Merge values into the thread as a node's update would; answers the new checkpoint."""
+    if body.checkpoint_id is not None or (body.checkpoint or {}).get("checkpoint_id"):
+        bad_request(
+            "updating from an older checkpoint is not supported: "
+            "copy the thread (POST /threads/{id}/copy) and update the copy"
+        )
+    if isinstance(body.values, list):
+        bad_request("values must be one object of state fields, not a list")
+    await thread_or_404(context, thread_id, user)
+    version = await _apply(context, thread_id, user, body.values or {}, body.as_node)
+    return {"checkpoint": shapes.checkpoint_json(thread_id, version)}
+
+
+@router.post("/threads/{thread_id}/history")
+async def history(thread_id: str, body: HistoryQuery, context: Context, user: User) -> list[Json]:
+    """The thread's checkpoints, newest first, each as a state."""
+    return await _history(context, thread_id, user, body)
+
+
+@router.get("/threads/{thread_id}/history")
+async def history_get(
+    thread_id: str,
+    context: Context,
+    user: User,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    before: str | None = None,
+) -> list[Json]:
+    """``POST /threads/{thread_id}/history`` as a GET with query parameters."""
+    return await _history(context, thread_id, user, HistoryQuery(limit=limit, before=before))
+
+
+async def _history(
+    context: ServerContext, thread_id: str, user: str, body: HistoryQuery
+) -> list[Json]:
+    before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
+    bound = None if before is None else version_of(before)
+    filtered = bound is not None or bool(body.metadata)
+    snapshots = await context.graph.aget_state_history(
+        thread_config(thread_id, user), limit=None if filtered else body.limit
+    )
+    if not snapshots:
+        await thread_or_404(context, thread_id, user)
+    states = [
+        shapes.state_json(thread_id, s) for s in snapshots if bound is None or s.version < bound
+    ]
+    if body.metadata:
+        wanted = body.metadata.items()
+        states = [s for s in states if all(s["metadata"].get(k) == v for k, v in wanted)]
+    return states[: body.limit]

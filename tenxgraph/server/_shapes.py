@@ -1,0 +1,136 @@
+"""The JSON the API answers with: threads, states, checkpoints and interrupts.
+
+The shapes are LangGraph server's (``langgraph_sdk.schema``: ``Thread``,
+``ThreadState``, ``Checkpoint``, ``Interrupt``) filled from tenxgraph's
+threads:
+
+- ``values`` is the state as JSON with the context window under
+  ``messages`` (tenxgraph ``Message`` JSON), the other declared fields as
+  they are, and the runtime's bookkeeping (``execution_meta``) left out:
+  it shows as ``status``, ``next``, ``tasks`` and ``interrupts``.
+- A checkpoint id is the checkpoint's version as text (``"1"``, ``"2"``...);
+  the namespace is always ``""`` (tenxgraph graphs have no subgraph state).
+- A thread is ``busy`` while its latest run is ``running``, ``interrupted``
+  while paused at an interrupt, ``error`` after a failed run, else ``idle``.
+- Times are ISO 8601 in UTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._history import StateSnapshot
+    from tenxgraph.core.state.agent_state import AgentState
+    from tenxgraph.storage.checkpointer.base import ThreadInfo
+
+__all__ = [
+    "checkpoint_json",
+    "interrupt_id",
+    "interrupts_json",
+    "iso_time",
+    "state_json",
+    "state_values",
+    "thread_json",
+    "thread_status",
+]
+
+_STATUS = {"running": "busy", "interrupted": "interrupted", "error": "error"}
+
+
+def iso_time(timestamp: float) -> str:
+    """A UNIX time as ISO 8601 in UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def state_values(state: AgentState) -> dict[str, Any]:
+    """The state as JSON: ``messages`` (the context window) and the other declared fields."""
+    values = state.model_dump(mode="json", exclude={"context", "execution_meta"})
+    return {"messages": [m.model_dump(mode="json") for m in state.context], **values}
+
+
+def thread_status(state: AgentState | None) -> str:
+    """``idle``, ``busy``, ``interrupted`` or ``error`` (LangGraph's thread statuses)."""
+    if state is None:
+        return "idle"
+    return _STATUS.get(state.execution_meta.status, "idle")
+
+
+def interrupt_id(thread_id: str, state: AgentState) -> str:
+    """A stable id for the interrupt a thread is paused at (new for each pause)."""
+    meta = state.execution_meta
+    seed = f"{thread_id}\x00{meta.turn_start}\x00{meta.next_node}\x00{len(meta.resume_values)}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def interrupts_json(thread_id: str, state: AgentState) -> list[dict[str, Any]]:
+    """The interrupt the thread is paused at, as a one-item list (empty when not paused)."""
+    meta = state.execution_meta
+    if meta.status != "interrupted":
+        return []
+    return [{"value": meta.interrupt_value, "id": interrupt_id(thread_id, state)}]
+
+
+def checkpoint_json(thread_id: str, version: int) -> dict[str, Any]:
+    """A LangGraph ``Checkpoint`` naming version ``version`` of the thread."""
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": "",
+        "checkpoint_id": str(version),
+        "checkpoint_map": None,
+    }
+
+
+def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
+    """A LangGraph ``ThreadState`` of one checkpoint."""
+    state = snapshot.state
+    meta = state.execution_meta
+    interrupts = interrupts_json(thread_id, state)
+    paused = meta.status == "interrupted" and meta.next_node is not None
+    next_nodes = [meta.next_node] if paused else []
+    tasks = [
+        {
+            "id": interrupt_id(thread_id, state),
+            "name": node,
+            "path": [],
+            "error": None,
+            "interrupts": interrupts,
+            "checkpoint": None,
+            "state": None,
+            "result": None,
+        }
+        for node in next_nodes
+    ]
+    version = snapshot.version
+    return {
+        "values": state_values(state),
+        "next": next_nodes,
+        "tasks": tasks,
+        "checkpoint": checkpoint_json(thread_id, version),
+        "metadata": {
+            "source": "update" if snapshot.node == "update_state" else "loop",
+            "step": snapshot.step,
+            "node": snapshot.node,
+            "status": meta.status,
+        },
+        "created_at": iso_time(snapshot.created_at),
+        "parent_checkpoint": checkpoint_json(thread_id, version - 1) if version > 1 else None,
+        "interrupts": interrupts,
+    }
+
+
+def thread_json(info: ThreadInfo, state: AgentState | None) -> dict[str, Any]:
+    """A LangGraph ``Thread``: its metadata, times, status, values and interrupts."""
+    thread_id = info.key.thread_id
+    interrupts = [] if state is None else interrupts_json(thread_id, state)
+    return {
+        "thread_id": thread_id,
+        "created_at": iso_time(info.created_at),
+        "updated_at": iso_time(info.updated_at),
+        "metadata": info.metadata,
+        "status": thread_status(state),
+        "values": {} if state is None else state_values(state),
+        "interrupts": {item["id"]: [item] for item in interrupts},
+    }

@@ -1,0 +1,145 @@
+"""Threads, state and history over real HTTP (SQLite, and Postgres + Redis)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.server.conftest import BACKENDS, Serve
+
+
+@pytest.fixture(params=BACKENDS)
+def client(request: pytest.FixtureRequest, serve: Serve) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=serve(backend=request.param), timeout=10) as client:
+        yield client
+
+
+def say(text: str) -> dict[str, object]:
+    return {"values": {"messages": [{"role": "user", "content": text}]}}
+
+
+def test_create_get_patch_delete(client: httpx.Client) -> None:
+    created = client.post("/threads", json={"thread_id": "t1", "metadata": {"team": "a"}})
+    assert created.status_code == 200, created.text
+    thread = created.json()
+    assert (thread["thread_id"], thread["metadata"], thread["status"]) == (
+        "t1",
+        {"team": "a"},
+        "idle",
+    )
+    assert thread["values"]["messages"] == []
+    assert thread["created_at"] == thread["updated_at"]
+
+    assert client.get("/threads/t1").json()["metadata"] == {"team": "a"}
+    patched = client.patch("/threads/t1", json={"metadata": {"n": 2}}).json()
+    assert patched["metadata"] == {"team": "a", "n": 2}
+    assert patched["updated_at"] > patched["created_at"]
+    minimal = client.patch(
+        "/threads/t1", json={"metadata": {}}, headers={"prefer": "return=minimal"}
+    )
+    assert (minimal.status_code, minimal.content) == (204, b"")
+
+    assert client.delete("/threads/t1").status_code == 204
+    assert client.get("/threads/t1").status_code == 404
+    assert client.delete("/threads/t1").status_code == 404
+
+
+def test_create_random_id_and_if_exists(client: httpx.Client) -> None:
+    first = client.post("/threads", json={}).json()
+    second = client.post("/threads", json={}).json()
+    assert first["thread_id"] != second["thread_id"] and len(first["thread_id"]) == 36
+
+    again = client.post("/threads", json={"thread_id": first["thread_id"], "metadata": {"x": 1}})
+    assert again.status_code == 409 and "already exists" in again.json()["detail"]
+    kept = client.post(
+        "/threads", json={"thread_id": first["thread_id"], "if_exists": "do_nothing"}
+    )
+    assert kept.status_code == 200 and kept.json()["metadata"] == {}  # the existing thread
+
+
+def test_update_state_then_state_and_history(client: httpx.Client) -> None:
+    client.post("/threads", json={"thread_id": "t2"})
+    updated = client.post("/threads/t2/state", json=say("hello"))
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["checkpoint"]["checkpoint_id"] == "2"
+
+    state = client.get("/threads/t2/state").json()
+    assert [m["content"][0]["text"] for m in state["values"]["messages"]] == ["hello"]
+    assert state["values"]["messages"][0]["role"] == "user"
+    assert state["checkpoint"] == {
+        "thread_id": "t2",
+        "checkpoint_ns": "",
+        "checkpoint_id": "2",
+        "checkpoint_map": None,
+    }
+    assert state["parent_checkpoint"]["checkpoint_id"] == "1"
+    assert (state["next"], state["tasks"], state["interrupts"]) == ([], [], [])
+    assert state["metadata"]["source"] == "update"
+
+    client.post("/threads/t2/state", json=say("again"))
+    history = client.post("/threads/t2/history", json={"limit": 10}).json()
+    assert [h["checkpoint"]["checkpoint_id"] for h in history] == ["3", "2", "1"]
+    assert [len(h["values"]["messages"]) for h in history] == [2, 1, 0]
+    before = client.post("/threads/t2/history", json={"before": "3", "limit": 1}).json()
+    assert [h["checkpoint"]["checkpoint_id"] for h in before] == ["2"]
+    old = client.get("/threads/t2/state/2").json()
+    assert len(old["values"]["messages"]) == 1
+    by_body = client.post(
+        "/threads/t2/state/checkpoint", json={"checkpoint": {"checkpoint_id": "1"}}
+    )
+    assert by_body.json()["values"]["messages"] == []
+
+
+def test_search_count_and_copy(client: httpx.Client) -> None:
+    for thread_id, team in (("a", "red"), ("b", "blue"), ("c", "red")):
+        client.post("/threads", json={"thread_id": thread_id, "metadata": {"team": team}})
+    ids = lambda body: [t["thread_id"] for t in client.post("/threads/search", json=body).json()]  # noqa: E731
+    assert ids({}) == ["c", "b", "a"]  # newest update first
+    assert ids({"metadata": {"team": "red"}}) == ["c", "a"]
+    assert ids({"limit": 1, "offset": 1}) == ["b"]
+    assert ids({"ids": ["a", "b"], "sort_by": "thread_id", "sort_order": "asc"}) == ["a", "b"]
+    assert ids({"status": "interrupted"}) == []
+    assert client.post("/threads/count", json={"metadata": {"team": "red"}}).json() == 2
+
+    client.post("/threads/a/state", json=say("copied"))
+    copy = client.post("/threads/a/copy").json()
+    assert copy["thread_id"] not in ("a", "b", "c")
+    copied = client.get(f"/threads/{copy['thread_id']}/state").json()
+    assert copied["values"]["messages"][0]["content"][0]["text"] == "copied"
+
+
+def test_bad_input_is_a_clear_4xx(client: httpx.Client) -> None:
+    client.post("/threads", json={"thread_id": "t3"})
+    cases = [
+        (
+            client.post("/threads", content=b"{no", headers={"content-type": "application/json"}),
+            422,
+            "malformed JSON",
+        ),
+        (client.post("/threads", json={"if_exists": "maybe"}), 422, "if_exists"),
+        (client.post("/threads/search", json={"limit": 5000}), 422, "limit"),
+        (client.get("/threads/missing/state"), 404, "not found"),
+        (client.post("/threads/missing/state", json=say("x")), 404, "not found"),
+        (client.post("/threads/missing/history", json={}), 404, "not found"),
+        (client.get("/threads/t3/state/abc"), 422, "checkpoint_id"),
+        (client.get("/threads/t3/state/99"), 404, "checkpoint 99"),
+        (client.post("/threads/t3/state", json={"values": {"nope": 1}}), 422, "nope"),
+        (client.post("/threads/t3/state", json={"values": {}, "as_node": "ghost"}), 422, "ghost"),
+        (client.post("/threads", json={"thread_id": "x" * 300}), 400, "thread_id"),
+        (client.post("/threads", json={"ttl": 5}), 422, "ttl"),
+        (client.post("/threads/search", json={"values": {"a": 1}}), 422, "values"),
+    ]
+    for response, status, words in cases:
+        assert response.status_code == status, (response.request.url, response.text)
+        assert words in response.json()["detail"], response.text
+
+
+def test_openapi_and_health(client: httpx.Client) -> None:
+    spec = client.get("/openapi.json").json()
+    for path in ("/threads", "/threads/{thread_id}/state", "/threads/search", "/store/items"):
+        assert path in spec["paths"], path
+    assert client.get("/ok").json() == {"ok": True}
+    assert client.get("/ready").json() == {"ok": True}
+    assert client.get("/info").json()["graph_id"] == "agent"
