@@ -24,6 +24,8 @@ __all__ = [
     "MultitaskStrategy",
     "Node",
     "NodeOutput",
+    "PendingRemoteCall",
+    "RemoteTool",
     "RunContext",
     "RunControl",
     "RunHooks",
@@ -41,6 +43,8 @@ __all__ = [
     "before_model",
     "create_agent",
     "interrupt",
+    "pending_remote_calls",
+    "remote_tool_result",
     "tool",
     "tools_condition",
     "wrap_model_call",
@@ -75,6 +79,12 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._model_call import ModelCall
     from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
     from tenxgraph.core.graph._prebuilt import create_agent, tools_condition
+    from tenxgraph.core.graph._remote_tools import (
+        PendingRemoteCall,
+        RemoteTool,
+        pending_remote_calls,
+        remote_tool_result,
+    )
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
     from tenxgraph.core.graph._thread_lease import MultitaskStrategy
@@ -122,6 +132,12 @@ else:
             "tenxgraph.core.graph._prebuilt": (
                 "create_agent",
                 "tools_condition",
+            ),
+            "tenxgraph.core.graph._remote_tools": (
+                "PendingRemoteCall",
+                "RemoteTool",
+                "pending_remote_calls",
+                "remote_tool_result",
             ),
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from tenxgraph.core.graph._drawing import describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
+from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
 from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
@@ -216,6 +217,8 @@ class StateGraph(Generic[S]):
         self._check_reachable()
         if (interrupt_before or interrupt_after) and checkpointer is None:
             raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
+        if checkpointer is None:
+            check_remote_tools_resumable(self.nodes)
         if recursion_limit < 1:
             raise GraphBuildError("recursion_limit must be at least 1")
         if tool_threads < 1:

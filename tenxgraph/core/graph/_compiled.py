@@ -33,6 +33,7 @@ from tenxgraph.core.graph._events import (
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._remote_tools import settle_remote_input
 from tenxgraph.core.graph._run_control import (
     Displaced,
     Fail,
@@ -458,6 +459,7 @@ class CompiledGraph(ThreadOperations[S]):
         input = check_input(input)
         session, state = await self._load(config, lease)
         meta = state.execution_meta
+        input = settle_remote_input(meta, input)  # a thread waiting for a client's tool results
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
         input_messages = input_messages_of(input)
         added: list[Message] = []

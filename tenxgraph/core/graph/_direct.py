@@ -31,6 +31,7 @@ from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph._entry import check_at_rest
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope, running_thread
 from tenxgraph.core.graph._node import RunContext
+from tenxgraph.core.graph._remote_tools import RemoteTool
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._thread_lease import take_thread
 from tenxgraph.core.graph._tool_node import ToolOutcome, close_interrupted_calls, execute_tool
@@ -94,6 +95,11 @@ async def acall_tool(
     if name not in tools:
         raise ToolError(f"no tool {name!r} in this graph (tools: {', '.join(sorted(tools))})")
     tool = tools[name]
+    if isinstance(tool, RemoteTool):
+        raise ToolError(
+            f"tool {name!r} is a remote tool: it runs in the client, so it cannot be called "
+            "directly; let a model call it in a run"
+        )
     noted = _note_message(graph, note, record)
     config = run_config(config)
     if graph.checkpointer is None:  # no thread to read or record into: the call just runs

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._remote_tools import RemoteTool, remote_pause
 from tenxgraph.core.graph._tools import Tool, as_tools
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
@@ -165,7 +166,9 @@ class ToolNode(Node):
             if call.id in refused and call.id not in ledger:
                 refusal = ToolOutcome(refused[call.id], is_error=True).storable(call.name)
                 ledger[call.id] = refusal.entry()
-        pending = self._count_starts([call for call in calls if call.id not in ledger], state)
+        remote = {call.id for call in calls if isinstance(self.tools.get(call.name), RemoteTool)}
+        local = [call for call in calls if call.id not in ledger and call.id not in remote]
+        pending = self._count_starts(local, state)
         if pending:
             yield SaveProgress()  # the starts are durable before any call runs
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
@@ -177,6 +180,12 @@ class ToolNode(Node):
             if call.id != pending[0].id:  # only the first pending call holds the node's answers
                 state.execution_meta.resume_values = []
             raise signal
+        waiting = [call for call in calls if call.id in remote and call.id not in ledger]
+        if waiting:  # the local calls are done: the client runs the rest (see _remote_tools)
+            answers = ctx.interrupt_scope.answers
+            pause = remote_pause(waiting, self.tools, state.execution_meta, answers)
+            if pause is not None:
+                raise pause
         yield NodeOutput(Updates(_results(calls, state, ctx.id_generator)))
 
     def _count_starts(self, pending: list[ToolCallBlock], state: AgentState) -> list[ToolCallBlock]:
