@@ -271,6 +271,11 @@ def settle_remote_input(
                 meta.tool_ledger[entry.call.id] = entry.timed_out()
         meta.status, meta.resume_values = "stopped", []
         return input
+    if input.get("messages"):  # between a call and its result: the log would lose its pairing
+        raise StateError(
+            "the thread waits for remote tool results: resume with them, or send new messages "
+            "without 'resume' (the pending calls are then answered as interrupted)"
+        )
     results = _check_results(input.get("resume"), {entry.call.id: entry for entry in pending})
     meta.tool_ledger.update(results)
     rest = [entry for entry in pending if entry.call.id not in results]

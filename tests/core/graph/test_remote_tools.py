@@ -162,6 +162,8 @@ async def test_bad_results_are_refused_and_change_nothing() -> None:
         with pytest.raises(StateError) as raised:
             await app.ainvoke({"resume": resume}, CONFIG)
         assert problem in str(raised.value)
+    with pytest.raises(StateError, match="resume with them, or send new messages without"):
+        await app.ainvoke({"resume": None, "messages": [("user", "and?")]}, CONFIG)
     assert await checkpointer.aversion(KEY) == version
     assert [p.call.id for p in pending_remote_calls(await app.aget_state(CONFIG))] == ["r1"]
 
