@@ -8,21 +8,33 @@ something to show:
   state field `last_city`;
 - "ask me": calls `ask_user`, which pauses the run with an interrupt question
   that the page answers;
+- "time": calls `get_browser_time`, a remote tool: the run pauses until the
+  client (the page, in the browser) runs it and sends the result back;
 - anything else: a plain streamed answer.
 
 A context manager keeps the window (`state.context`) to the last two user
 turns, so after a few turns the page shows a window shorter than the
 thread's full log.
 
-Run it as a script for the same conversation in process.
+Run it as a script for the same conversation in process; with `--serve`, it
+serves the graph (needs the `server` extra) on http://127.0.0.1:8123, where
+the page is.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import uuid
+from typing import Any
 
-from tenxgraph.core.graph import CompiledGraph, create_agent, interrupt
+from tenxgraph.core.graph import (
+    CompiledGraph,
+    RemoteTool,
+    create_agent,
+    interrupt,
+    remote_tool_result,
+)
 from tenxgraph.core.llm import FunctionModel, ModelRequest
 from tenxgraph.core.llm.testing import ModelReply
 from tenxgraph.core.state import (
@@ -61,6 +73,14 @@ def ask_user(question: str) -> str:
     return str(answer)
 
 
+browser_time = RemoteTool(
+    "get_browser_time",
+    "The current time and time zone of the user's browser.",
+    {"type": "object", "properties": {}},
+    timeout=60.0,
+)
+"""Declared here, run by the client: the web page registers a tool of this name."""
+
 _CITY = re.compile(r"weather in ([A-Za-z][A-Za-z -]*)", re.IGNORECASE)
 
 
@@ -88,14 +108,16 @@ def demo_model(request: ModelRequest) -> ModelReply:
         return _call("get_weather", city=match.group(1).strip().title())
     if "ask me" in text.lower():
         return _call("ask_user", question="What is your favourite colour?")
-    return f"You said: {text}. Try 'weather in Paris' or 'ask me'."
+    if "time" in text.lower():
+        return _call("get_browser_time")
+    return f"You said: {text}. Try 'weather in Paris', 'ask me' or 'what time is it?'."
 
 
 def build_graph(checkpointer: Checkpointer | None = None) -> CompiledGraph[DemoState]:
     """The demo agent; `tenxgraph serve` gives it the server's own checkpointer."""
     return create_agent(
         FunctionModel(demo_model, model="serve-demo"),
-        [get_weather, ask_user],
+        [get_weather, ask_user, browser_time],
         state=DemoState,
         checkpointer=checkpointer,
         context_manager=MessageContextManager(max_messages=2),  # the last two user turns,
@@ -104,23 +126,47 @@ def build_graph(checkpointer: Checkpointer | None = None) -> CompiledGraph[DemoS
 
 
 graph = build_graph(InMemoryCheckpointer())
-"""What `tenxgraph serve examples/serve_demo.py:graph` serves."""
+"""The graph to serve (`python examples/serve_demo.py --serve` serves it on port 8123)."""
+
+
+def _answer(value: Any) -> Any:
+    """What the page would send: the browser tool's result, or the person's answer."""
+    if isinstance(value, dict) and value.get("type") == "remote_tool_calls":
+        calls = [entry["call"] for entry in value["calls"]]
+        print("browser tools asked:", [call["name"] for call in calls])
+        return {
+            "tool_results": [remote_tool_result(c["id"], "12:00 (Europe/Paris)") for c in calls]
+        }
+    print("interrupt:", value)
+    return "green"
 
 
 def main() -> None:
     """The page's conversation, in process."""
     app = build_graph(InMemoryCheckpointer())
     config = {"thread_id": "demo"}
-    for text in ["hello", "weather in Paris", "ask me"]:
+    for text in ["hello", "weather in Paris", "ask me", "what time is it?"]:
         result = app.invoke({"messages": [Message.text_message(text)]}, config)
-        if "interrupt" in result:
-            print("interrupt:", result["interrupt"].value)
-            result = app.invoke({"resume": "green"}, config)
+        while "interrupt" in result:
+            result = app.invoke({"resume": _answer(result["interrupt"].value)}, config)
         print(f"{text!r} -> {result['messages'][-1].text()}")
     state = app.get_state(config)
     assert state is not None
     print(f"last_city: {state.last_city}; window: {len(state.context)} messages")
 
 
+def serve(port: int = 8123) -> None:
+    """Serve ``graph`` and its web page on this machine only (no API key)."""
+    import uvicorn
+
+    from tenxgraph.server.app import create_app
+
+    print(f"open http://127.0.0.1:{port}/")
+    uvicorn.run(create_app(graph, graph_id="demo"), host="127.0.0.1", port=port)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--serve"]:
+        serve(*map(int, sys.argv[2:3]))
+    else:
+        main()

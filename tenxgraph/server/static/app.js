@@ -18,7 +18,7 @@ function setStatus(text, kind = "") {
 function setRunning(running) {
   page.running = running;
   for (const id of ["send", "new-thread", "interrupt-submit"]) $(id).disabled = running;
-  document.body.dataset.running = running ? "true" : "false";
+  $("messages").setAttribute("aria-busy", running ? "true" : "false"); // read out once complete
 }
 
 /** Report a failure; a 401/403 opens the API key form. */
@@ -27,6 +27,7 @@ function fail(error) {
     $("auth").hidden = false;
     $("api-key").focus();
     setStatus(api.apiKey ? "The API key was refused." : "This server needs an API key.", "error");
+    api.apiKey = ""; // a refused key is not sent again
   } else {
     setStatus(String(error.message ?? error), "error");
   }
@@ -145,7 +146,12 @@ async function onEvent(event, stream, streaming) {
     page.answered.add(event.data.id);
     const result = await runBrowserTool(event.data);
     setStatus(`Ran browser tool ${event.data.name}.`);
-    await api.toolResults(page.threadId, stream.runId, result);
+    try {
+      await api.toolResults(page.threadId, stream.runId, result);
+    } catch (error) {
+      page.answered.delete(event.data.id); // answered by a resume once the stream ends
+      fail(error);
+    }
   } else if (kind === "error") {
     stream.failed = true;
     setStatus(`Run failed: ${event.data?.message ?? JSON.stringify(event.data)}`, "error");
@@ -205,9 +211,9 @@ async function start() {
   try {
     await loadAssistants();
     $("auth").hidden = true;
-    setStatus("Ready.");
     await loadThreads();
     await selectThread(decodeURIComponent(location.hash.slice(1)));
+    setStatus("Ready.");
   } catch (error) {
     fail(error);
   }

@@ -11,11 +11,10 @@ export function renderInspector(state, log) {
   const logged = log ? log.map((entry) => normalize(entry.message ?? entry)) : null;
   const inWindow = new Set(window.map((m) => m.id));
   section("window", window.length, window.map((m) => line(m, false)));
-  section(
-    "log",
-    logged ? logged.length : "not available",
-    (logged ?? []).map((m) => line(m, inWindow.has(m.id))),
-  );
+  section("log", logged ? logged.length : "?", (logged ?? []).map((m) => line(m, inWindow.has(m.id))));
+  document.getElementById("log-hint").textContent = logged
+    ? "Highlighted: in the window."
+    : "This server does not serve the full log.";
   fields(state?.values ?? {});
   toolCalls(logged ?? window);
 }

@@ -1,0 +1,228 @@
+"""The web page served at ``/``, driven in a real headless Chromium (Debian's package).
+
+A real uvicorn server serves ``examples/serve_demo.py``'s graph; Selenium
+drives Debian's ``chromium`` through its ``chromedriver``. Nothing is ever
+downloaded: the driver and browser paths are given, and Selenium Manager is
+told to stay offline.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+WAIT = 15.0
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "serve_demo.py"
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+pytest.importorskip("uvicorn", reason="the server extra is not installed")
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from tenxgraph.core.graph import CompiledGraph  # noqa: E402
+from tenxgraph.testing.server import served  # noqa: E402
+
+
+def _demo_graph() -> CompiledGraph[Any]:
+    """``examples/serve_demo.py``'s graph (examples/ is not a package: load it by path)."""
+    spec = importlib.util.spec_from_file_location("serve_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["serve_demo"] = module  # pydantic resolves the state class's annotations here
+    spec.loader.exec_module(module)
+    graph: CompiledGraph[Any] = module.graph
+    return graph
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    """A real uvicorn server on a spare port, serving the demo graph."""
+    with served(_demo_graph(), graph_id="demo") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def keyed_url() -> Iterator[str]:
+    """The same, behind an API key."""
+    from tenxgraph.server.auth import api_keys
+
+    with served(_demo_graph(), graph_id="demo", authenticate=api_keys({"s3cret": "ada"})) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """Debian's headless Chromium; skipped when it is not installed."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)) and not shutil.which(path):
+            pytest.skip(f"{path} is missing: install Debian's chromium and chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1400,900")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(browser: WebDriver, base_url: str) -> WebDriver:
+    """The page, opened on a new conversation and ready."""
+    browser.get(base_url + "/")
+    _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to load")
+    return browser
+
+
+def _wait(driver: WebDriver, condition, what: str):  # type: ignore[no-untyped-def]
+    waiting = WebDriverWait(driver, WAIT, ignored_exceptions=[StaleElementReferenceException])
+    return waiting.until(condition, f"timed out waiting for {what}")
+
+
+def _by(driver: WebDriver, testid: str) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, f'[data-testid="{testid}"]')
+
+
+def _text(driver: WebDriver, testid: str) -> str:
+    return _by(driver, testid).text
+
+
+def _messages(driver: WebDriver) -> list[str]:
+    """The chat's messages as shown, read in one go (the list is redrawn as a run goes)."""
+    texts: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#messages [data-testid=message]')]"
+        ".map((item) => item.innerText)"
+    )
+    return texts
+
+
+def _say(driver: WebDriver, text: str, expect: str) -> None:
+    """Send ``text`` and wait until an assistant message contains ``expect`` and the run ended."""
+    box = _by(driver, "message-input")
+    box.send_keys(text)
+    _by(driver, "send").click()
+    _wait(driver, lambda d: any(expect in m for m in _messages(d)), repr(expect))
+    _wait(driver, lambda d: _by(d, "send").is_enabled(), "the run to end")
+
+
+def test_a_message_streams_its_answer(page: WebDriver) -> None:
+    # Record the streaming bubble's text at every change, to see the answer arrive in pieces.
+    page.execute_script(
+        """
+        window.streamed = [];
+        new MutationObserver(() => {
+          const bubble = document.querySelector('[data-testid="streaming"]');
+          if (bubble && bubble.textContent) window.streamed.push(bubble.textContent);
+        }).observe(document.getElementById('messages'),
+                   {childList: true, subtree: true, characterData: true});
+        """
+    )
+    _say(page, "hello there", "You said: hello there.")
+    answer = "You said: hello there. Try 'weather in Paris', 'ask me' or 'what time is it?'."
+    assert _messages(page)[-1].endswith(answer)
+    streamed: list[str] = page.execute_script("return window.streamed")
+    assert streamed, "no text was shown while the answer streamed"
+    assert all(answer.startswith(piece) for piece in streamed), streamed
+    assert len(streamed[0]) < len(answer)  # the first piece showed before the whole answer
+    assert _text(page, "status") == "Done."
+
+
+def test_threads_and_inspector(page: WebDriver, tmp_path: Path) -> None:
+    _say(page, "hello", "You said: hello.")
+    thread_id = page.execute_script("return location.hash.slice(1)")
+    assert thread_id
+    listed = _by(page, "thread-list").find_elements(By.CSS_SELECTOR, '[data-testid="thread"]')
+    assert thread_id in [item.get_attribute("data-thread-id") for item in listed]
+
+    _say(page, "weather in Paris", "get_weather says: sunny and 24C in Paris.")
+    _say(page, "thanks", "You said: thanks.")
+
+    # The window keeps the last two user turns (six of the eight messages).
+    assert _text(page, "window-count") == "6"
+    fields = page.find_element(By.ID, "state-fields")
+    assert fields.find_element(By.CSS_SELECTOR, '[data-field="last_city"]').text == "Paris"
+    rows = page.find_elements(By.CSS_SELECTOR, '[data-testid="tool-row"]')
+    cells = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+    assert cells == [["get_weather", '{"city":"Paris"}', "sunny and 24C in Paris"]]
+
+    # Picking the thread again from a fresh page shows the stored conversation.
+    page.get(page.current_url.split("#")[0])
+    _wait(page, lambda d: _text(d, "status") == "Ready.", "the page to reload")
+    thread = _by(page, "thread-list").find_element(
+        By.CSS_SELECTOR, f'[data-thread-id="{thread_id}"]'
+    )
+    thread.click()
+    _wait(page, lambda d: _text(d, "window-count") == "6", "the thread to load")
+    assert _messages(page)[-1].endswith(
+        "You said: thanks. Try 'weather in Paris', 'ask me' or 'what time is it?'."
+    )
+
+    shot = tmp_path / "web_page.png"
+    page.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_an_interrupt_is_answered(page: WebDriver) -> None:
+    _say(page, "ask me", "ask_user")
+    _wait(page, lambda d: _by(d, "interrupt").is_displayed(), "the interrupt question")
+    assert _text(page, "interrupt-question") == "What is your favourite colour?"
+    _by(page, "interrupt-answer").send_keys("green")
+    _by(page, "interrupt-submit").click()
+    _wait(page, lambda d: "Thanks! You answered: green" in _messages(d)[-1], "the resumed answer")
+    _wait(page, lambda d: not _by(d, "interrupt").is_displayed(), "the form to close")
+
+
+def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver) -> None:
+    _say(page, "what time is it in the browser?", "get_browser_time says:")
+    answer = _messages(page)[-1]
+    match = re.search(r"get_browser_time says: (\S+Z) \((.+)\)\.", answer)
+    assert match, answer
+    sent = datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
+    assert abs((datetime.now(UTC) - sent).total_seconds()) < 60
+    rows = page.find_elements(By.CSS_SELECTOR, '[data-testid="tool-row"]')
+    assert [row.find_element(By.TAG_NAME, "td").text for row in rows] == [
+        "get_browser_time (browser)"
+    ]
+
+
+def test_an_api_key_is_asked_for_and_kept_for_the_session(
+    browser: WebDriver, keyed_url: str
+) -> None:
+    browser.get(keyed_url + "/")
+    _wait(browser, lambda d: _by(d, "auth-form").is_displayed(), "the API key form")
+    assert _text(browser, "status") == "This server needs an API key."
+    _by(browser, "api-key").send_keys("wrong")
+    _by(browser, "api-key").submit()
+    _wait(browser, lambda d: _text(d, "status") == "The API key was refused.", "the refusal")
+    _by(browser, "api-key").send_keys("s3cret")
+    _by(browser, "api-key").submit()
+    _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to load")
+    assert not _by(browser, "auth-form").is_displayed()
+    _say(browser, "hello", "You said: hello.")
+    assert browser.execute_script("return sessionStorage.getItem('tenxgraph.api_key')") == "s3cret"
+    browser.refresh()  # the key stays for the tab's session
+    _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to reload")
+    browser.execute_script("sessionStorage.clear()")
