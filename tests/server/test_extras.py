@@ -1,0 +1,88 @@
+"""tenxgraph's own routes: direct tool calls, the whole log vs the window, media."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tenxgraph.server.auth import api_keys
+from tenxgraph.storage.media import FilesystemMediaStore
+from tests.server.conftest import Serve
+
+
+@pytest.fixture
+def client(serve: Serve) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=serve(), timeout=10) as client:
+        client.post("/threads", json={"thread_id": "t"})
+        yield client
+
+
+def say(client: httpx.Client, text: str) -> None:
+    response = client.post(
+        "/threads/t/state", json={"values": {"messages": [{"role": "user", "content": text}]}}
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_list_and_call_tools(client: httpx.Client) -> None:
+    tools = client.get("/assistants/agent/tools").json()
+    assert [(t["name"], sorted(t["parameters"]["properties"])) for t in tools] == [
+        ("add", ["a", "b"])
+    ]
+
+    result = client.post("/threads/t/tools/add", json={"args": {"a": 2, "b": 3}, "note": "sum"})
+    assert result.status_code == 200, result.text
+    assert (result.json()["type"], result.json()["is_error"]) == ("tool_result", False)
+    assert "5" in str(result.json()["output"])
+    messages = client.get("/threads/t/state").json()["values"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]  # note, call, result
+
+    unrecorded = client.post(
+        "/threads/t/tools/add", json={"args": {"a": 1, "b": 1}, "record": False}
+    )
+    assert "2" in str(unrecorded.json()["output"])
+    assert len(client.get("/threads/t/state").json()["values"]["messages"]) == 3
+
+    for response, status, words in (
+        (client.post("/threads/t/tools/nope", json={}), 404, "tool 'nope'"),
+        (client.post("/threads/t/tools/add", json={"args": {"a": "x"}}), 422, "add"),
+        (client.post("/threads/t/tools/add", json={"bogus": 1}), 422, "bogus"),
+        (client.post("/threads/missing/tools/add", json={"args": {"a": 1, "b": 2}}), 404, "thread"),
+    ):
+        assert response.status_code == status, response.text
+        assert words in response.json()["detail"], response.text
+
+
+def test_whole_log_and_window(client: httpx.Client) -> None:
+    for text in ("one", "two", "three"):
+        say(client, text)
+    log = client.get("/threads/t/messages", params={"offset": 1, "limit": 1}).json()
+    assert log["log_length"] == 3
+    assert [(m["seq"], m["content"][0]["text"]) for m in log["messages"]] == [(1, "two")]
+    window = client.get("/threads/t/window").json()
+    assert window["window"] == [[0, 3]] and len(window["messages"]) == 3
+    assert window["context_summary"] is None
+    assert client.get("/threads/missing/messages").status_code == 404
+    assert client.get("/threads/missing/window").status_code == 404
+    assert client.get("/threads/t/messages", params={"limit": 0}).status_code == 422
+
+
+def test_media_is_streamed_per_user(serve: Serve, tmp_path: Path) -> None:
+    media = FilesystemMediaStore(tmp_path / "media")
+    data = b"%PDF-1.4\n" + bytes(range(256)) * 400
+    ref = media.put(data, "application/pdf", user_id="alice")
+    key = ref.url.rsplit("/", 1)[-1]
+    url = serve(media=media, authenticate=api_keys({"ka": "alice", "kb": "bob"}))
+    with httpx.Client(base_url=url, headers={"x-api-key": "ka"}) as alice:
+        got = alice.get(f"/media/{key}")
+        assert got.status_code == 200 and got.content == data
+        assert got.headers["content-type"] == "application/pdf"
+        assert alice.get(f"/media/{'0' * 64}").status_code == 404
+        assert alice.get("/media/not-a-key").status_code == 400
+    with httpx.Client(base_url=url, headers={"x-api-key": "kb"}) as bob:
+        assert bob.get(f"/media/{key}").status_code == 404
+    with httpx.Client(base_url=serve()) as plain:
+        assert plain.get(f"/media/{key}").status_code == 404
