@@ -152,7 +152,9 @@ def _messages(value: Any) -> Any:
 
 
 def _message(item: Any) -> Any:
-    """A LangChain message dict as a role/content dict; anything else unchanged."""
+    """A LangChain message dict as a role/content dict, a JSON ``[role, text]`` as a pair."""
+    if isinstance(item, list) and len(item) == 2 and item[0] in ROLE_ALIASES:
+        return (item[0], item[1])
     if not isinstance(item, Mapping) or "role" in item or "type" not in item:
         return item
     kind = str(item["type"]).removesuffix("MessageChunk").removesuffix("Message").lower()

@@ -25,7 +25,6 @@ endpoints return them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,6 +39,7 @@ from tenxgraph.core.graph._events import (
     UpdateEvent,
 )
 from tenxgraph.errors import ThreadBusyError
+from tenxgraph.server import _shapes as shapes
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
@@ -52,7 +52,6 @@ __all__ = [
     "RunStatus",
     "RunStreamWriter",
     "StreamEncoder",
-    "interrupt_id",
     "run_status",
 ]
 
@@ -63,15 +62,11 @@ STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"})
 """The ``stream_mode`` values this server produces."""
 
 
-def _dump_state(state: AgentState) -> dict[str, Any]:
-    return state.model_dump(mode="json")
-
-
 @dataclass(frozen=True, slots=True)
 class StreamEncoder:
     """How state and messages become JSON on the stream (the thread endpoints' shapes)."""
 
-    values: Callable[[AgentState], dict[str, Any]] = _dump_state
+    values: Callable[[AgentState], dict[str, Any]] = shapes.state_values
     """A state as the ``values`` of ``GET /threads/{id}/state``."""
 
     @staticmethod
@@ -83,11 +78,6 @@ class StreamEncoder:
     def dumps(data: Any) -> str:
         """JSON text of ``data`` (pydantic's encoder: models, dates and bytes included)."""
         return pydantic_core.to_json(data).decode()
-
-
-def interrupt_id(run_id: str, node: str) -> str:
-    """A stable id for the interrupt a run paused at (LangGraph clients key interrupts by id)."""
-    return hashlib.sha1(f"{run_id}:{node}".encode()).hexdigest()[:32]
 
 
 def run_status(result: RunResult) -> RunStatus:
@@ -162,9 +152,7 @@ class RunStreamWriter:
             if "values" in modes:
                 await self._values_from(graph)
         elif isinstance(event, InterruptEvent):
-            self._pause = event
-            if "updates" in modes:
-                self._emit("updates", {"__interrupt__": [self._interrupt(event)]})
+            self._pause = event  # sent with the result, which has the state its id needs
         elif isinstance(event, RunResult):
             self._result(event)
 
@@ -194,14 +182,6 @@ class RunStreamWriter:
         self._partial = None
         self._emit("messages/complete", [message])
 
-    def _interrupt(self, event: InterruptEvent) -> dict[str, Any]:
-        return {
-            "value": event.value,
-            "id": interrupt_id(self.run_id, event.node),
-            "node": event.node,
-            "when": event.when,
-        }
-
     async def _values_from(self, graph: CompiledGraph[Any]) -> None:
         """Send the thread's saved state as ``values`` (skipped when it did not change)."""
         state = await graph.aget_state(self._config)
@@ -217,7 +197,14 @@ class RunStreamWriter:
     def _result(self, result: RunResult) -> None:
         values = self.encoder.values(result.state)
         if result.interrupt is not None:
-            values["__interrupt__"] = [self._interrupt(self._pause or result.interrupt)]
+            thread_id = str(self._config.get("thread_id", ""))
+            interrupts = shapes.interrupts_json(thread_id, result.state)
+            pause = self._pause or result.interrupt
+            for item in interrupts:
+                item.update(node=pause.node, when=pause.when)
+            if "updates" in self.modes:
+                self._emit("updates", {"__interrupt__": interrupts})
+            values["__interrupt__"] = interrupts
         self.output = values
         if "values" in self.modes:
             self._send_values(values)

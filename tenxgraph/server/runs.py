@@ -332,7 +332,8 @@ async def join_stream(
     was started with); ``metadata``, ``error`` and ``end`` always come.
     """
     record = _record(context, user, thread_id, run_id)
-    modes = frozenset(stream_mode) if stream_mode else None
+    given = [mode for mode in stream_mode or () if mode]  # the SDK sends None as ""
+    modes = frozenset(given) if given else None
     if modes is not None and not modes <= STREAM_MODES:
         raise StateError(
             f"stream_mode {sorted(modes - STREAM_MODES)} is not supported; "

@@ -70,7 +70,7 @@ def texts(values: dict[str, Any]) -> list[str]:
     """The texts of a state's context window, as the server sends it."""
     return [
         "".join(block.get("text", "") for block in message["content"])
-        for message in values["context"]
+        for message in values["messages"]
     ]
 
 
@@ -149,8 +149,8 @@ def test_cancel_stops_a_running_run_and_keeps_its_turn_so_far(serve: Serve, back
         assert cancelled.status_code == 204
         assert wait_status(client, "t3", run["run_id"], "interrupted")["status"] == "interrupted"
         values = client.get(f"/threads/t3/runs/{run['run_id']}/join").json()
-        assert 2 <= len(values["context"]) < 7  # the input and the steps before the cancel
-        assert values["execution_meta"]["status"] == "stopped"
+        assert 2 <= len(values["messages"]) < 7  # the input and the steps before the cancel
+        assert client.get("/threads/t3/state").json()["metadata"]["status"] == "stopped"
         again = client.post(f"/threads/t3/runs/{run['run_id']}/cancel")
         assert again.status_code == 409
         assert "already ended" in again.json()["detail"]
@@ -198,7 +198,7 @@ def test_enqueue_runs_after_the_run_ahead(serve: Serve, backend: str) -> None:
         assert runs[1]["status"] == "pending"
         final = client.get(f"/threads/t6/runs/{runs[2]['run_id']}/join").json()
         assert [t for t in texts(final) if "after" not in t] == ["one", "two", "three"]
-        assert len(final["context"]) == 9
+        assert len(final["messages"]) == 9
         for run in runs:
             assert client.get(f"/threads/t6/runs/{run['run_id']}").json()["status"] == "success"
 
