@@ -67,9 +67,17 @@ export class Api {
     return this.json("GET", `/threads/${enc(threadId)}/state`);
   }
 
-  /** Every message of the thread's log (the window is only the recent part). */
-  log(threadId) {
-    return this.json("GET", `/threads/${enc(threadId)}/messages`);
+  /** The end of the thread's whole log (up to `limit` messages): {log_length, offset, messages}. */
+  async log(threadId, limit = 1000) {
+    const path = `/threads/${enc(threadId)}/messages`;
+    const first = await this.json("GET", `${path}?limit=${limit}`);
+    if (first.log_length <= limit) return first;
+    return this.json("GET", `${path}?offset=${first.log_length - limit}&limit=${limit}`);
+  }
+
+  /** The context window as log ranges, its messages and the summary of what was cut. */
+  window(threadId) {
+    return this.json("GET", `/threads/${enc(threadId)}/window`);
   }
 
   /** Start a run on the thread and yield its stream's events. */

@@ -3,8 +3,8 @@
 
 import { Api, ApiError } from "./api.js";
 import { runBrowserTool } from "./browser_tools.js";
-import { el, messageItem, normalize, windowOf } from "./messages.js";
-import { renderInspector } from "./inspector.js";
+import { el, messageItem, normalize } from "./messages.js";
+import { inspect, renderInspector } from "./inspector.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
@@ -78,10 +78,15 @@ async function refreshThread() {
     showInterrupt();
     return;
   }
-  const [state, log] = await Promise.all([api.state(page.threadId), api.log(page.threadId).catch(() => null)]);
-  const messages = log ? log.map((entry) => normalize(entry.message ?? entry)) : windowOf(state.values);
-  $("messages").replaceChildren(...messages.map(messageItem));
-  renderInspector(state, log);
+  // The log and window endpoints are tenxgraph's additions: without them, show the state's window.
+  const [state, log, window] = await Promise.all([
+    api.state(page.threadId),
+    api.log(page.threadId).catch(() => null),
+    api.window(page.threadId).catch(() => null),
+  ]);
+  const inspected = inspect(state, log, window);
+  $("messages").replaceChildren(...(inspected.log ?? inspected.window).map(messageItem));
+  renderInspector(inspected);
   page.interrupt = state.interrupts?.[0]?.value ?? null;
   showInterrupt();
 }

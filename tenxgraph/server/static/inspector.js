@@ -5,18 +5,40 @@ import { el, normalize, outputText, windowOf } from "./messages.js";
 
 const MESSAGE_FIELDS = new Set(["context", "messages"]);
 
-/** Fill the inspector from a thread state and its log (null: nothing selected or no log endpoint). */
-export function renderInspector(state, log) {
-  const window = state ? windowOf(state.values) : [];
-  const logged = log ? log.map((entry) => normalize(entry.message ?? entry)) : null;
-  const inWindow = new Set(window.map((m) => m.id));
+/**
+ * What the inspector shows, from the thread's state and (when the server has
+ * them) its log page and window: {values, window, log, logLength, summary}.
+ * Log messages carry `seq` and `inWindow` (their position is in a window range).
+ */
+export function inspect(state, log, window) {
+  const ranges = window?.window ?? [];
+  const inWindow = (seq) => ranges.some(([start, end]) => start <= seq && seq < end);
+  return {
+    values: state?.values ?? {},
+    window: window ? withSeqs(window.messages.map(normalize), ranges) : windowOf(state?.values),
+    log: log ? log.messages.map((raw) => ({ ...normalize(raw), seq: raw.seq, inWindow: inWindow(raw.seq) })) : null,
+    logLength: log?.log_length ?? null,
+  };
+}
+
+/** The window's messages numbered by their log positions (its ranges, in order). */
+function withSeqs(messages, ranges) {
+  const seqs = ranges.flatMap(([start, end]) => Array.from({ length: end - start }, (_, i) => start + i));
+  return seqs.length === messages.length ? messages.map((m, i) => ({ ...m, seq: seqs[i] })) : messages;
+}
+
+/** Fill the inspector (`inspected`: from `inspect`, or null when no thread is selected). */
+export function renderInspector(inspected) {
+  const { values = {}, window = [], log = null, logLength = null } = inspected ?? {};
   section("window", window.length, window.map((m) => line(m, false)));
-  section("log", logged ? logged.length : "?", (logged ?? []).map((m) => line(m, inWindow.has(m.id))));
-  document.getElementById("log-hint").textContent = logged
-    ? "Highlighted: in the window."
-    : "This server does not serve the full log.";
-  fields(state?.values ?? {});
-  toolCalls(logged ?? window);
+  section("log", logLength ?? "?", (log ?? []).map((m) => line(m, m.inWindow)));
+  document.getElementById("log-hint").textContent = !log
+    ? "This server does not serve the full log."
+    : log.length < logLength
+      ? `Highlighted: in the window. Showing the last ${log.length}.`
+      : "Highlighted: in the window.";
+  fields(values);
+  toolCalls(log ?? window);
 }
 
 function section(name, count, items) {
@@ -28,6 +50,7 @@ function line(message, marked) {
   const summary = message.text || message.calls.map((c) => `${c.name}(…)`).join(", ") ||
     message.results.map((r) => outputText(r.output)).join(" ");
   const item = el("li", { "data-role": message.role }, el("span", { class: "role" }, message.role), " ", summary);
+  if (message.seq !== undefined) item.value = message.seq; // numbered by log position
   if (marked) {
     item.classList.add("in-window");
     item.title = "in the window";
