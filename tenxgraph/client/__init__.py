@@ -28,6 +28,7 @@ __all__ = [
     "ToolHandler",
     "UpdatesPart",
     "ValuesPart",
+    "messages_in",
 ]
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         StreamPart,
         UpdatesPart,
         ValuesPart,
+        messages_in,
     )
     from tenxgraph.client._remote import ToolHandler
     from tenxgraph.client._sync_client import SyncClient
@@ -61,6 +63,7 @@ else:
                 "StreamPart",
                 "UpdatesPart",
                 "ValuesPart",
+                "messages_in",
             ),
             "tenxgraph.client._remote": ("ToolHandler",),
             "tenxgraph.client._sync_client": ("SyncClient",),

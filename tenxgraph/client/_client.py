@@ -34,15 +34,15 @@ class Client:
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.transport = Transport(url, api_key=api_key, headers=headers, timeout=timeout)
-        self.threads = Threads(self.transport)
+        self._transport = Transport(url, api_key=api_key, headers=headers, timeout=timeout)
+        self.threads = Threads(self._transport)
         """Create, read, search and delete threads; read and write their state."""
-        self.runs = Runs(self.transport)
+        self.runs = Runs(self._transport)
         """Stream, wait for, start, join and cancel runs."""
 
     async def aclose(self) -> None:
         """Close the kept-alive connections."""
-        await self.transport.aclose()
+        await self._transport.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -57,4 +57,4 @@ class Client:
 
     async def info(self) -> Any:
         """The server's ``GET /info`` (its version and capabilities)."""
-        return await self.transport.request("GET", "/info")
+        return await self._transport.request("GET", "/info")

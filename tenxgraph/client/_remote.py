@@ -1,78 +1,128 @@
-"""Remote tools: the model calls a tool that runs in the client, and the run goes on.
+"""Remote tools: the model calls a tool that runs in the client, and the conversation goes on.
 
-The server streams the call (a ``RemoteToolCallBlock``: ``id``, ``name``,
-``args``); the client runs the handler registered under that name and posts
-the result to the run; the server resumes the run with it, in the same
-stream. Each call is answered once per stream, however many times it shows
-up (as a ``remote_tool_call`` event and again inside the assistant message).
+A graph declares a ``RemoteTool`` (``tenxgraph.core.graph``); when the model
+calls it, the run pauses with an interrupt whose value is
+``{"type": "remote_tool_calls", "calls": [{"call": RemoteToolCallBlock, ...}]}``
+(see ``tenxgraph/core/graph/_remote_tools.py``). A stream given ``tools``
+shows each call as a ``RemoteToolCallPart``, runs the handler registered under
+its name, and resumes the thread with the results
+(``command={"resume": {"tool_results": [{"call_id", "output", "is_error"}]}}``)
+in a new run whose events continue the same iterator, until a run ends
+without asking for a remote tool. The paused run's ``end`` part is not shown
+(the exchange has not ended); the next run's ``metadata`` part is.
 
 Decisions:
 
 - A handler is called with the call's arguments as keyword arguments, like
   the function of an in-process tool. It may be sync (run in a worker thread,
-  so the stream's loop keeps reading) or async.
+  so the loop keeps serving) or async. The calls of one pause run
+  concurrently.
 - A handler that raises, or a call naming no registered handler, is answered
   with an error result (``is_error``) that the model reads, as ``ToolNode``
-  does for in-process tools: the run goes on and the model can recover. A
-  stream without ``tools`` answers nothing; the calls still reach its reader.
-- The result must be JSON data (or a pydantic model, dumped to JSON).
+  does for in-process tools: the run goes on and the model can recover.
+- A stream without ``tools`` answers nothing: the run stays paused, the
+  calls reach the reader as ``RemoteToolCallPart``s, and the reader may
+  answer with ``command`` itself.
+- The result must be JSON data (a pydantic model is dumped to JSON).
+- A stream given ``tools`` whose ``stream_mode`` has neither ``values`` nor
+  ``updates`` gets ``updates`` added, since the pause is announced there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from tenxgraph.client._events import MessagePart, RemoteToolCallPart, StreamPart
-from tenxgraph.client._transport import Transport
+from tenxgraph.client._events import (
+    EndPart,
+    MessagePart,
+    RemoteToolCallPart,
+    StreamPart,
+    UpdatesPart,
+    ValuesPart,
+)
 from tenxgraph.core.state.message_block import RemoteToolCallBlock
 
-__all__ = ["RemoteTools", "ToolHandler", "remote_calls", "tool_results_path"]
+__all__ = ["REMOTE_CALLS_TYPE", "RemoteTools", "ToolHandler", "remote_calls", "with_remote_tools"]
 
 ToolHandler = Callable[..., Any | Awaitable[Any]]
 """A remote tool: called with the call's arguments as keywords; returns JSON data."""
 
+REMOTE_CALLS_TYPE = "remote_tool_calls"
+"""The ``type`` of an interrupt value that asks the client to run remote calls."""
 
-def tool_results_path(thread_id: str, run_id: str) -> str:
-    """Where a remote tool's result is posted (server B's endpoint)."""
-    return f"/threads/{thread_id}/runs/{run_id}/tool_results"
+OpenRun = Callable[[dict[str, Any] | None], AsyncIterator[StreamPart]]
+"""Starts a run on the thread (with this resume ``command``, or the first request's input)."""
 
 
 def remote_calls(part: StreamPart) -> list[RemoteToolCallBlock]:
     """The remote tool calls a stream part carries (none for most parts)."""
     if isinstance(part, RemoteToolCallPart) and part.call is not None:
         return [part.call]
+    if isinstance(part, UpdatesPart | ValuesPart) and isinstance(part.data, dict):
+        return _interrupt_calls(part.data.get("__interrupt__"))
     if isinstance(part, MessagePart) and part.message is not None and not part.message.delta:
         return [b for b in part.message.content if isinstance(b, RemoteToolCallBlock)]
     return []
 
 
+def _interrupt_calls(interrupts: Any) -> list[RemoteToolCallBlock]:
+    calls: list[RemoteToolCallBlock] = []
+    for item in interrupts if isinstance(interrupts, list) else []:
+        value = item.get("value") if isinstance(item, dict) else None
+        if isinstance(value, dict) and value.get("type") == REMOTE_CALLS_TYPE:
+            for entry in value.get("calls") or []:
+                call = entry.get("call") if isinstance(entry, dict) else None
+                if isinstance(call, dict):
+                    calls.append(RemoteToolCallBlock.model_validate(call))
+    return calls
+
+
+async def with_remote_tools(open_run: OpenRun, tools: RemoteTools) -> AsyncIterator[StreamPart]:
+    """Stream runs on one thread, answering remote calls by resuming, until no call is left."""
+    command: dict[str, Any] | None = None
+    while True:
+        pending: list[RemoteToolCallBlock] = []
+        async for part in open_run(command):
+            for call in remote_calls(part):
+                if tools.take(call):
+                    pending.append(call)
+                    yield RemoteToolCallPart("remote_tool_call", call.model_dump(), None, call=call)
+            if isinstance(part, EndPart) and pending and tools.answers:
+                continue  # the exchange goes on in the next run
+            yield part
+        if not pending or not tools.answers:
+            return
+        command = {"resume": {"tool_results": await tools.results(pending)}}
+
+
 class RemoteTools:
-    """Runs registered handlers for a stream's remote calls and posts their results."""
+    """The handlers of one stream, and the calls they already took."""
 
-    def __init__(self, handlers: Mapping[str, ToolHandler], transport: Transport) -> None:
-        self.handlers = dict(handlers)
-        self._transport = transport
-        self._answered: set[str] = set()
+    def __init__(self, handlers: Mapping[str, ToolHandler] | None) -> None:
+        self.handlers = dict(handlers or {})
+        self.answers = handlers is not None
+        """False for a stream given no ``tools``: calls are shown, never answered."""
+        self._taken: set[str] = set()
 
-    async def answer(self, part: StreamPart, thread_id: str | None, run_id: str | None) -> None:
-        """Answer every call in ``part`` not answered yet in this stream."""
-        for call in remote_calls(part):
-            if call.id in self._answered:
-                continue
-            self._answered.add(call.id)
-            output, is_error = await self._run(call)
-            if thread_id is None or run_id is None:  # pragma: no cover - the server sent no ids
-                continue
-            await self._transport.request(
-                "POST",
-                tool_results_path(thread_id, run_id),
-                json_body={"call_id": call.id, "output": output, "is_error": is_error},
-            )
+    def take(self, call: RemoteToolCallBlock) -> bool:
+        """True the first time ``call`` is seen in this stream (it shows up more than once)."""
+        if call.id in self._taken:
+            return False
+        self._taken.add(call.id)
+        return True
+
+    async def results(self, calls: list[RemoteToolCallBlock]) -> list[dict[str, Any]]:
+        """Run the calls concurrently; their results as the resume value lists them."""
+        outcomes = await asyncio.gather(*(self._run(call) for call in calls))
+        return [
+            {"call_id": call.id, "output": output, "is_error": is_error}
+            for call, (output, is_error) in zip(calls, outcomes, strict=True)
+        ]
 
     async def _run(self, call: RemoteToolCallBlock) -> tuple[Any, bool]:
         handler = self.handlers.get(call.name)

@@ -3,7 +3,8 @@
 Bodies follow the LangGraph server API: ``assistant_id``, ``input``,
 ``command`` (``{"resume": value}`` answers an interrupt), ``stream_mode``,
 ``multitask_strategy`` (what to do when the thread is busy: ``reject``,
-``enqueue``, ``interrupt``, ``rollback``), ``config`` and ``metadata``.
+``enqueue``, ``interrupt``, ``rollback``), ``if_not_exists`` (``"create"``
+makes the thread on first use), ``config`` and ``metadata``.
 Input messages may be ``Message`` objects; they are sent as their JSON.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tenxgraph.client._events import StreamPart
-from tenxgraph.client._remote import RemoteTools, ToolHandler
+from tenxgraph.client._remote import RemoteTools, ToolHandler, with_remote_tools
 from tenxgraph.client._stream import StreamRequest, resumable_stream
 from tenxgraph.client._threads import segment
 from tenxgraph.client._transport import Transport
@@ -61,6 +62,7 @@ class Runs:
         command: dict[str, Any] | None = None,
         stream_mode: str | Sequence[str] | None = None,
         multitask_strategy: str | None = None,
+        if_not_exists: str | None = None,
         config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         tools: Mapping[str, ToolHandler] | None = None,
@@ -69,23 +71,32 @@ class Runs:
         """Start a run and iterate its events; remote tool calls go to ``tools``' handlers.
 
         A dropped connection is resumed after the last event received (see
-        ``tenxgraph.client._stream``); the iterator ends after the run's
-        ``end`` or ``error`` event.
+        ``tenxgraph.client._stream``). With ``tools``, a run that pauses for
+        remote calls is answered and resumed, and the next run's events
+        follow in the same iterator (see ``tenxgraph.client._remote``). The
+        iterator ends after the last run's ``end`` or ``error`` part.
         """
-        body = run_body(
-            assistant_id,
-            input=input,
-            command=command,
-            stream_mode=stream_mode,
-            multitask_strategy=multitask_strategy,
-            config=config,
-            metadata=metadata,
-        )
+        fields: dict[str, Any] = {
+            "stream_mode": _modes_for_tools(stream_mode, tools),
+            "multitask_strategy": multitask_strategy,
+            "if_not_exists": if_not_exists,
+            "config": config,
+            "metadata": metadata,
+        }
         path = f"/threads/{segment(thread_id)}/runs/stream"
-        request = StreamRequest(
-            "POST", path, body, thread_id=thread_id, max_reconnects=max_reconnects
-        )
-        return resumable_stream(self._transport, request, self._tools(tools))
+
+        def open_run(resume: dict[str, Any] | None) -> AsyncIterator[StreamPart]:
+            first = resume is None
+            body = run_body(
+                assistant_id,
+                input=input if first else None,
+                command=command if first else resume,
+                **fields,
+            )
+            request = StreamRequest("POST", path, body, thread_id, max_reconnects=max_reconnects)
+            return resumable_stream(self._transport, request)
+
+        return with_remote_tools(open_run, RemoteTools(tools))
 
     def join_stream(
         self,
@@ -93,7 +104,6 @@ class Runs:
         run_id: str,
         *,
         last_event_id: str | None = None,
-        tools: Mapping[str, ToolHandler] | None = None,
         max_reconnects: int = 5,
     ) -> AsyncIterator[StreamPart]:
         """Follow a run already going, from after ``last_event_id`` (from its start if None)."""
@@ -105,7 +115,7 @@ class Runs:
             last_event_id=last_event_id,
             max_reconnects=max_reconnects,
         )
-        return resumable_stream(self._transport, request, self._tools(tools))
+        return resumable_stream(self._transport, request)
 
     async def wait(
         self,
@@ -115,6 +125,7 @@ class Runs:
         input: Any = None,
         command: dict[str, Any] | None = None,
         multitask_strategy: str | None = None,
+        if_not_exists: str | None = None,
         config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -124,6 +135,7 @@ class Runs:
             input=input,
             command=command,
             multitask_strategy=multitask_strategy,
+            if_not_exists=if_not_exists,
             config=config,
             metadata=metadata,
         )
@@ -138,6 +150,7 @@ class Runs:
         input: Any = None,
         command: dict[str, Any] | None = None,
         multitask_strategy: str | None = None,
+        if_not_exists: str | None = None,
         config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -147,6 +160,7 @@ class Runs:
             input=input,
             command=command,
             multitask_strategy=multitask_strategy,
+            if_not_exists=if_not_exists,
             config=config,
             metadata=metadata,
         )
@@ -181,13 +195,22 @@ class Runs:
             params={"wait": "true" if wait else "false", "action": action},
         )
 
-    def _tools(self, tools: Mapping[str, ToolHandler] | None) -> RemoteTools | None:
-        return None if tools is None else RemoteTools(tools, self._transport)
-
     @staticmethod
     def _path(thread_id: str, run_id: str, action: str = "") -> str:
         path = f"/threads/{segment(thread_id)}/runs/{segment(run_id)}"
         return f"{path}/{action}" if action else path
+
+
+def _modes_for_tools(
+    modes: str | Sequence[str] | None, tools: Mapping[str, ToolHandler] | None
+) -> list[str] | None:
+    """The stream modes to ask for: with ``tools``, one that announces a pause."""
+    if modes is None:
+        return None
+    chosen = [modes] if isinstance(modes, str) else list(modes)
+    if tools is not None and not {"values", "updates"} & set(chosen):
+        chosen.append("updates")
+    return chosen
 
 
 def _values(result: Any) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenxgraph.client._events import MetadataPart, StreamPart, parse_part
-from tenxgraph.client._remote import RemoteTools
 from tenxgraph.client._transport import Transport, _httpx
 from tenxgraph.errors import APIConnectionError
 
@@ -54,7 +53,7 @@ class StreamRequest:
 
 
 async def resumable_stream(
-    transport: Transport, request: StreamRequest, tools: RemoteTools | None = None
+    transport: Transport, request: StreamRequest
 ) -> AsyncIterator[StreamPart]:
     """Yield the run's events once each, resuming after drops, until it ends."""
     failures = 0
@@ -65,8 +64,6 @@ async def resumable_stream(
             async for part in _read_once(transport, request, first):
                 failures = 0
                 ended = ended or part.event.split("|", 1)[0] in _ENDING
-                if tools is not None:
-                    await tools.answer(part, request.thread_id, request.run_id)
                 yield part
         except APIConnectionError:
             if request.resume_path() is None:

@@ -17,10 +17,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from tenxgraph._sync import iterate_sync, run_sync
+from tenxgraph._sync import _in_running_loop, iterate_sync, run_sync
 from tenxgraph.client._client import Client
 from tenxgraph.client._runs import Runs
 from tenxgraph.client._threads import Threads
+from tenxgraph.client._transport import Transport
 
 __all__ = ["SyncClient", "SyncRuns", "SyncThreads"]
 
@@ -43,10 +44,14 @@ class blocking(Generic[A, P, T]):
         if obj is None:
             return self
         target: A = obj._async  # type: ignore[attr-defined]
+        transport: Transport = obj._async._transport  # type: ignore[attr-defined]
         method = self.method
 
         def call(*args: P.args, **kwargs: P.kwargs) -> T:
-            return run_sync(method(target, *args, **kwargs))
+            coroutine = method(target, *args, **kwargs)
+            if _in_running_loop():  # run_sync runs it on a loop closed right after
+                return run_sync(_transient(transport, coroutine))
+            return run_sync(coroutine)
 
         call.__doc__, call.__name__ = method.__doc__, method.__name__
         return call
@@ -66,13 +71,28 @@ class blocking_iter(Generic[A, P, T]):
         if obj is None:
             return self
         target: A = obj._async  # type: ignore[attr-defined]
+        transport: Transport = obj._async._transport  # type: ignore[attr-defined]
         method = self.method
 
         def call(*args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
-            return iterate_sync(method(target, *args, **kwargs))
+            iterator = method(target, *args, **kwargs)
+            if _in_running_loop():  # iterate_sync drains it on a loop closed right after
+                return iterate_sync(_transient_iter(transport, iterator))
+            return iterate_sync(iterator)
 
         call.__doc__, call.__name__ = method.__doc__, method.__name__
         return call
+
+
+async def _transient(transport: Transport, coroutine: Coroutine[Any, Any, T]) -> T:
+    transport.transient()
+    return await coroutine
+
+
+async def _transient_iter(transport: Transport, iterator: AsyncIterator[T]) -> AsyncIterator[T]:
+    transport.transient()
+    async for item in iterator:
+        yield item
 
 
 class SyncThreads:

@@ -7,15 +7,18 @@ tenxgraph`` never loads it.
 
 An ``httpx.AsyncClient`` belongs to the event loop it first ran on. The
 transport keeps one (a pool of kept-alive connections) for the loop that
-made it; a call from another loop (a ``SyncClient`` used inside a running
-loop runs in a helper thread with its own loop) gets a short-lived client
-closed at the end of that call, so no connection ever crosses loops.
+made it; a call from another loop gets a short-lived client closed at the end
+of that call, so no connection ever crosses loops. A loop that lives for one
+call only (a ``SyncClient`` used inside a running loop runs each call in a
+helper thread whose loop is closed after it) is marked with ``transient``,
+so it never becomes the pool's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -71,6 +74,7 @@ class Transport:
             self._headers[API_KEY_HEADER] = api_key
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._transient: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 
     def _new_client(self) -> httpx.AsyncClient:
         lib = _httpx()
@@ -85,13 +89,17 @@ class Transport:
     async def session(self) -> AsyncIterator[httpx.AsyncClient]:
         """The pooled client on its own loop, else a client for this call only."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed:
+        if loop not in self._transient and (self._client is None or self._client.is_closed):
             self._client, self._loop = self._new_client(), loop
-        if self._loop is loop:
+        if self._loop is loop and self._client is not None:
             yield self._client
             return
         async with self._new_client() as client:
             yield client
+
+    def transient(self) -> None:
+        """Calls from the running loop get their own client: the loop is closed after them."""
+        self._transient.add(asyncio.get_running_loop())
 
     async def request(
         self,
