@@ -159,8 +159,14 @@ def test_threads_and_inspector(page: WebDriver, tmp_path: Path) -> None:
     _say(page, "weather in Paris", "get_weather says: sunny and 24C in Paris.")
     _say(page, "thanks", "You said: thanks.")
 
-    # The window keeps the last two user turns (six of the eight messages).
+    # The window keeps the last two user turns; the log keeps all eight messages.
     assert _text(page, "window-count") == "6"
+    assert _text(page, "log-count") == "8"
+    log_items = page.find_elements(By.CSS_SELECTOR, "#log-list li")
+    in_window = [item.get_attribute("class") == "in-window" for item in log_items]
+    assert in_window == [False, False] + [True] * 6
+    window_items = page.find_elements(By.CSS_SELECTOR, "#window-list li")
+    assert [item.get_attribute("value") for item in window_items] == ["2", "3", "4", "5", "6", "7"]
     fields = page.find_element(By.ID, "state-fields")
     assert fields.find_element(By.CSS_SELECTOR, '[data-field="last_city"]').text == "Paris"
     rows = page.find_elements(By.CSS_SELECTOR, '[data-testid="tool-row"]')
@@ -174,8 +180,11 @@ def test_threads_and_inspector(page: WebDriver, tmp_path: Path) -> None:
         By.CSS_SELECTOR, f'[data-thread-id="{thread_id}"]'
     )
     thread.click()
-    _wait(page, lambda d: _text(d, "window-count") == "6", "the thread to load")
-    assert _messages(page)[-1].endswith(
+    _wait(page, lambda d: _text(d, "log-count") == "8", "the thread to load")
+    chat = _messages(page)  # the whole log, the turn outside the window included
+    assert len(chat) == 8
+    assert chat[0].endswith("hello")
+    assert chat[-1].endswith(
         "You said: thanks. Try 'weather in Paris', 'ask me' or 'what time is it?'."
     )
 
