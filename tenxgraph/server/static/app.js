@@ -3,7 +3,7 @@
 
 import { Api, ApiError } from "./api.js";
 import { runBrowserTool } from "./browser_tools.js";
-import { el, messageItem, normalize } from "./messages.js";
+import { el, messageItem, normalize, windowOf } from "./messages.js";
 import { inspect, renderInspector } from "./inspector.js";
 
 const api = new Api();
@@ -46,11 +46,13 @@ async function loadThreads() {
   const threads = await api.threads();
   $("thread-list").replaceChildren(
     ...threads.map((thread) => {
+      const asked = windowOf(thread.values).filter((m) => m.role === "user").at(-1);
       const button = el(
         "button",
-        { type: "button", "data-testid": "thread", "data-thread-id": thread.thread_id },
+        { type: "button", "data-testid": "thread", "data-thread-id": thread.thread_id, title: thread.thread_id },
         el("span", { class: "thread-id" }, thread.thread_id.slice(0, 8)),
         el("span", { class: `badge ${thread.status}` }, thread.status),
+        el("span", { class: "preview" }, asked?.text || "(no message yet)"),
       );
       if (thread.thread_id === page.threadId) button.setAttribute("aria-current", "true");
       button.addEventListener("click", () => selectThread(thread.thread_id).catch(fail));
