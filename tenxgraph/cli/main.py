@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
-from tenxgraph.cli import media, memory
+from tenxgraph.cli import media, memory, serve
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_graph(commands)
     media.add_media_commands(commands, _parser_with(debug), _location)
     memory.add_memory_commands(commands, _parser_with(debug), _location)
+    serve.add_serve_command(commands)
     return parser
 
 
@@ -221,6 +222,8 @@ def _run(argv: Sequence[str] | None, pipes: PipeWatch) -> int:
         debug = args.debug
         console = Console()
         options = _start(args, console)
+        if args.command == "serve":  # uvicorn runs its own event loop
+            return serve.run_serve(args, console)
         import asyncio  # only now: the first output does not wait for it
 
         return asyncio.run(_dispatch(args, console, options))

@@ -1,15 +1,174 @@
-"""Build the app ``tenxgraph serve`` describes in ``TENXGRAPH_SERVE_*`` environment variables."""
+"""Build the app ``tenxgraph serve`` describes in ``TENXGRAPH_SERVE_*`` environment variables.
+
+uvicorn starts each worker process from an import string
+(``tenxgraph.server.app:app_from_env``), so the command's options travel as
+environment variables and every worker builds the same app:
+
+=================================  ================================================
+``TENXGRAPH_SERVE_GRAPH``          ``module:attribute``: a StateGraph, a CompiledGraph,
+                                   or a zero-argument function returning one
+``TENXGRAPH_SERVE_DB``             SQLite file of the threads (default ``tenxgraph.sqlite``)
+``TENXGRAPH_SERVE_POSTGRES``       Postgres DSN of the threads (instead of the file)
+``TENXGRAPH_SERVE_REDIS``          Redis URL of the thread cache (with Postgres)
+``TENXGRAPH_SERVE_MEMORY``         ``1``: serve ``/store`` from a memory store next to
+                                   the threads (same SQLite file's ``.memory`` sibling,
+                                   or the same Postgres database)
+``TENXGRAPH_SERVE_GRAPH_ID``       the graph's (and assistant's) id
+``TENXGRAPH_API_KEYS``             ``KEY=USER`` entries, by commas or lines
+``TENXGRAPH_SERVE_NO_AUTH``        ``1``: no keys, everyone is the user ``default``
+``TENXGRAPH_SERVE_CORS``           allowed origins, by commas
+``TENXGRAPH_SERVE_MAX_BODY``       the request body limit in bytes
+=================================  ================================================
+
+A CompiledGraph that has its own checkpointer is served with it (giving a
+database too is an error); one without is compiled again from its builder,
+with the same options, over the database given.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.graph import CompiledGraph, StateGraph
+from tenxgraph.errors import ConfigError
+from tenxgraph.server.auth import api_keys, no_auth, parse_api_keys
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["app_from_env"]
+    from tenxgraph.server._context import Authenticate
+    from tenxgraph.storage.checkpointer.base import Checkpointer
+    from tenxgraph.storage.longterm.base import MemoryStore
+
+__all__ = ["app_from_env", "load_target"]
+
+PREFIX = "TENXGRAPH_SERVE_"
+DEFAULT_DB = "tenxgraph.sqlite"
 
 
-def app_from_env() -> FastAPI:
-    """Not written yet."""
-    raise NotImplementedError
+def _env(name: str, environ: dict[str, str]) -> str | None:
+    value = environ.get(PREFIX + name, "").strip()
+    return value or None
+
+
+def load_target(target: str) -> CompiledGraph[Any] | StateGraph[Any]:
+    """Import ``module:attribute`` (the current directory importable); call it if a factory."""
+    module_name, colon, attribute = target.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ConfigError(f"expected module:graph (e.g. app:graph), got {target!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise ConfigError(f"cannot import module {module_name!r}: {exc}") from exc
+        raise
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise ConfigError(f"module {module_name!r} has no attribute {attribute!r}")
+        found = getattr(found, part)
+    if not isinstance(found, (CompiledGraph, StateGraph)) and callable(found):
+        found = found()
+    if not isinstance(found, (CompiledGraph, StateGraph)):
+        raise ConfigError(
+            f"{target} is not a StateGraph, a CompiledGraph or a function returning one "
+            f"(it is {type(found).__name__})"
+        )
+    return found
+
+
+def _checkpointer(environ: dict[str, str]) -> Checkpointer:
+    dsn = _env("POSTGRES", environ)
+    if dsn is not None:
+        from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
+
+        return PgCheckpointer(dsn, redis=_env("REDIS", environ))
+    if _env("REDIS", environ) is not None:
+        raise ConfigError("a Redis cache needs Postgres: give --postgres DSN with --redis URL")
+    from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
+
+    return SqliteCheckpointer(_env("DB", environ) or DEFAULT_DB)
+
+
+def _memory(environ: dict[str, str]) -> MemoryStore | None:
+    if _env("MEMORY", environ) != "1":
+        return None
+    dsn = _env("POSTGRES", environ)
+    if dsn is not None:
+        from tenxgraph.storage.longterm.postgres import PgMemoryStore
+
+        return PgMemoryStore(dsn)
+    from tenxgraph.storage.longterm.sqlite import SqliteMemoryStore
+
+    return SqliteMemoryStore((_env("DB", environ) or DEFAULT_DB) + ".memory")
+
+
+def _served_graph(
+    target: CompiledGraph[Any] | StateGraph[Any], environ: dict[str, str]
+) -> CompiledGraph[Any]:
+    given = any(_env(name, environ) for name in ("DB", "POSTGRES", "REDIS"))
+    if isinstance(target, CompiledGraph) and target.checkpointer is not None:
+        if given:
+            raise ConfigError(
+                "the graph has its own checkpointer: leave out --db/--postgres, "
+                "or serve a graph compiled without one"
+            )
+        return target
+    checkpointer = _checkpointer(environ)
+    if isinstance(target, StateGraph):
+        return target.compile(checkpointer)
+    return target.builder.compile(
+        checkpointer,
+        interrupt_before=target.interrupt_before,
+        interrupt_after=target.interrupt_after,
+        recursion_limit=target.recursion_limit,
+        warm_threads=target.warm.max_threads,
+        warm_bytes=target.warm.max_bytes,
+        tool_threads=target.workers.max_threads,
+        lease_seconds=target.leases.lease_seconds,
+        multitask_strategy=target.leases.strategy,
+        busy_timeout=target.leases.busy_timeout,
+        hooks=target.hooks.hooks,
+    )
+
+
+def authenticate_from_env(environ: dict[str, str]) -> Authenticate:
+    """API keys from ``TENXGRAPH_API_KEYS``, or no auth when ``TENXGRAPH_SERVE_NO_AUTH=1``."""
+    keys = environ.get("TENXGRAPH_API_KEYS", "").strip()
+    if keys:
+        return api_keys(parse_api_keys(keys))
+    if _env("NO_AUTH", environ) == "1":
+        return no_auth
+    raise ConfigError("no API keys given (TENXGRAPH_API_KEYS) and no-auth not enabled")
+
+
+def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
+    """The app the ``TENXGRAPH_SERVE_*`` variables describe (``os.environ`` by default)."""
+    from tenxgraph.server.app import create_app
+
+    env = dict(os.environ if environ is None else environ)
+    target = _env("GRAPH", env)
+    if target is None:
+        raise ConfigError(f"{PREFIX}GRAPH is not set: which module:graph should be served?")
+    graph = _served_graph(load_target(target), env)
+    memory = _memory(env)
+    max_body = _env("MAX_BODY", env)
+    options: dict[str, Any] = {} if max_body is None else {"max_body_bytes": int(max_body)}
+    app = create_app(
+        graph,
+        graph_id=_env("GRAPH_ID", env),
+        authenticate=authenticate_from_env(env),
+        memory=memory,
+        cors_origins=[o.strip() for o in (_env("CORS", env) or "").split(",") if o.strip()],
+        **options,
+    )
+    context = app.state.context
+    if graph.checkpointer is not None:
+        context.on_shutdown.append(graph.checkpointer.aclose)
+    if memory is not None:
+        context.on_shutdown.append(memory.aclose)
+    return app
