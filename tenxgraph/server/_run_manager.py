@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._run_stream import RunStatus, RunStreamWriter, StreamEncoder
+from tenxgraph.server.remote_tools import RemoteCalls
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
@@ -93,6 +94,8 @@ class RunRecord:
     task: asyncio.Task[None] | None = None
     started: bool = False
     """True once the graph was called (a cancel then goes through the graph's stop)."""
+    remote: RemoteCalls = field(default_factory=RemoteCalls)
+    """The browser-side tool calls the run waits for (see ``remote_tools``)."""
 
     @property
     def finished(self) -> bool:
@@ -185,7 +188,9 @@ class RunManager:
 
     async def _execute(self, record: RunRecord, spec: RunSpec, ahead: list[RunRecord]) -> None:
         """The worker: wait for its turn, run the graph into the log, record how it ended."""
-        writer = RunStreamWriter(record.log, spec.encoder, spec.stream_modes, record.run_id)
+        writer = RunStreamWriter(
+            record.log, spec.encoder, spec.stream_modes, record.run_id, record.remote
+        )
         try:
             if spec.after_seconds > 0:
                 await asyncio.sleep(spec.after_seconds)

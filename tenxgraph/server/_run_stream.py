@@ -38,7 +38,8 @@ from tenxgraph.core.graph._events import (
     StreamEvent,
     UpdateEvent,
 )
-from tenxgraph.errors import ThreadBusyError
+from tenxgraph.core.graph._remote_tools import pending_remote_calls
+from tenxgraph.errors import GraphRunError, ThreadBusyError
 from tenxgraph.server import _shapes as shapes
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.server._event_log import EventLog
+    from tenxgraph.server.remote_tools import RemoteCalls
 
 __all__ = [
     "STREAM_MODES",
@@ -98,9 +100,14 @@ class RunStreamWriter:
     """Runs the graph and writes the events the stream modes ask for into the run's log."""
 
     def __init__(
-        self, log: EventLog, encoder: StreamEncoder, modes: tuple[str, ...], run_id: str
+        self,
+        log: EventLog,
+        encoder: StreamEncoder,
+        modes: tuple[str, ...],
+        run_id: str,
+        remote: RemoteCalls | None = None,
     ) -> None:
-        self.log, self.encoder, self.run_id = log, encoder, run_id
+        self.log, self.encoder, self.run_id, self.remote = log, encoder, run_id, remote
         self.modes = frozenset(modes)
         self.output: Any = None
         """The final values (with ``__interrupt__`` when paused), or ``{"__error__": ...}``."""
@@ -119,25 +126,49 @@ class RunStreamWriter:
         config: Mapping[str, Any],
         invocation_state: dict[str, Any] | None = None,
     ) -> RunStatus:
-        """Run to the end and return its status; a failure is logged as ``error``, then raised."""
+        """Run to the end and return its status; a failure is logged as ``error``, then raised.
+
+        A pause for remote (browser-side) tools does not end the run: their
+        calls are streamed as ``remote_tool_call`` events, and the run goes
+        on with the results the client posts, or at the first deadline.
+        """
         self._config = config
-        seen_first = False
         try:
-            async with contextlib.aclosing(
-                graph.astream(input, config, invocation_state=invocation_state)
-            ) as events:
-                async for event in events:
-                    if not seen_first:
-                        seen_first = True
-                        if "values" in self.modes and not isinstance(event, RunResult):
-                            await self._values_from(graph)
-                    await self._write(graph, event)
-                    if isinstance(event, RunResult):
-                        return run_status(event)
+            while True:
+                result = await self._leg(graph, input, config, invocation_state)
+                pending = pending_remote_calls(result.state)
+                if not pending or self.remote is None:
+                    return run_status(result)
+                for entry in self.remote.expect(pending):
+                    self._emit("remote_tool_call", entry.call.model_dump(mode="json"))
+                input = await self.remote.next_resume()
         except Exception as exc:
             self.failed(exc)
             raise
-        return "success"  # pragma: no cover - astream always ends with a RunResult
+
+    async def _leg(
+        self,
+        graph: CompiledGraph[Any],
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any],
+        invocation_state: dict[str, Any] | None,
+    ) -> RunResult:
+        """One ``astream`` of the graph, into the log; its result."""
+        seen_first, result = False, None
+        self._pause = None
+        stream = graph.astream(input, config, invocation_state=invocation_state)
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                if not seen_first:
+                    seen_first = True
+                    if "values" in self.modes and not isinstance(event, RunResult):
+                        await self._values_from(graph)
+                await self._write(graph, event)
+                if isinstance(event, RunResult):
+                    result = event
+        if result is None:  # pragma: no cover - astream always ends with a RunResult
+            raise GraphRunError("the run ended without a result")
+        return result
 
     async def _write(self, graph: CompiledGraph[Any], event: StreamEvent) -> None:
         modes = self.modes

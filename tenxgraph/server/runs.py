@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
 from tenxgraph.errors import EventsLostError, StateError
+from tenxgraph.server import remote_tools
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
@@ -29,9 +30,10 @@ from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
-__all__ = ["manager_of", "router"]
+__all__ = ["manager_of", "router", "run_or_404"]
 
 router = APIRouter(tags=["runs"])
+router.include_router(remote_tools.router)
 
 PING_SECONDS = 15
 """A comment line on an idle stream this often keeps proxies from closing it."""
@@ -115,7 +117,8 @@ def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], 
     return delete
 
 
-def _record(context: ServerContext, user: str, thread_id: str, run_id: str) -> RunRecord:
+def run_or_404(context: ServerContext, user: str, thread_id: str, run_id: str) -> RunRecord:
+    """The caller's run ``run_id`` on ``thread_id``; 404 when there is none."""
     record = manager_of(context).get(user, run_id, thread_id)
     if record is None:
         not_found(f"run {run_id!r} on thread {thread_id!r}")
@@ -271,13 +274,13 @@ async def list_runs(
 @router.get("/threads/{thread_id}/runs/{run_id}")
 async def get_run(thread_id: str, run_id: str, context: Context, user: User) -> dict[str, Any]:
     """One run."""
-    return _record(context, user, thread_id, run_id).as_json()
+    return run_or_404(context, user, thread_id, run_id).as_json()
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
 async def delete_run(thread_id: str, run_id: str, context: Context, user: User) -> Response:
     """Forget a run that ended (409 while it is pending or running)."""
-    record = _record(context, user, thread_id, run_id)
+    record = run_or_404(context, user, thread_id, run_id)
     if not record.finished:
         bad_request(f"run {run_id!r} is {record.status}: cancel it first", 409)
     manager_of(context).forget(record)
@@ -298,7 +301,7 @@ async def cancel_run(
     ``interrupt`` keeps the turn so far, ``rollback`` discards it. A run
     that already ended is a 409.
     """
-    record = _record(context, user, thread_id, run_id)
+    record = run_or_404(context, user, thread_id, run_id)
     if record.finished:
         bad_request(f"run {run_id!r} already ended ({record.status}); nothing to cancel", 409)
     await manager_of(context).cancel(record, action=action, wait=wait)
@@ -310,7 +313,7 @@ async def join_run(
     thread_id: str, run_id: str, request: Request, context: Context, user: User
 ) -> JSONResponse:
     """Wait for the run to end; its final values (``__error__`` when it failed)."""
-    record = _record(context, user, thread_id, run_id)
+    record = run_or_404(context, user, thread_id, run_id)
     output = await _wait(request, record, False)
     return JSONResponse(output, headers=_locations(record))
 
@@ -331,7 +334,7 @@ async def join_stream(
     ``stream_mode`` narrows the events to those modes (of the ones the run
     was started with); ``metadata``, ``error`` and ``end`` always come.
     """
-    record = _record(context, user, thread_id, run_id)
+    record = run_or_404(context, user, thread_id, run_id)
     given = [mode for mode in stream_mode or () if mode]  # the SDK sends None as ""
     modes = frozenset(given) if given else None
     if modes is not None and not modes <= STREAM_MODES:
