@@ -235,3 +235,27 @@ def test_an_api_key_is_asked_for_and_kept_for_the_session(
     browser.refresh()  # the key stays for the tab's session
     _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to reload")
     browser.execute_script("sessionStorage.clear()")
+
+
+def test_a_thread_waiting_for_a_browser_tool_runs_it_on_request(
+    page: WebDriver, base_url: str
+) -> None:
+    import httpx
+
+    # Another client started the run in the background; it waits for the browser tool.
+    thread_id = httpx.post(f"{base_url}/threads", json={}).json()["thread_id"]
+    message = {"role": "user", "content": "what time is it?"}
+    run = {"assistant_id": "demo", "input": {"messages": [message]}}
+    httpx.post(f"{base_url}/threads/{thread_id}/runs", json=run).raise_for_status()
+    state_url = f"{base_url}/threads/{thread_id}/state"
+    _wait(page, lambda d: httpx.get(state_url).json()["interrupts"], "the run to pause")
+
+    page.get(f"{base_url}/#{thread_id}")
+    _wait(page, lambda d: _by(d, "interrupt").is_displayed(), "the waiting browser tool")
+    assert _text(page, "interrupt-question") == "Waiting for browser tools: get_browser_time"
+    assert not _by(page, "interrupt-answer").is_displayed()
+    assert _text(page, "interrupt-submit") == "Run them"
+    _by(page, "interrupt-submit").click()
+    _wait(page, lambda d: "get_browser_time says:" in _messages(d)[-1], "the answer")
+    _wait(page, lambda d: not _by(d, "interrupt").is_displayed(), "the question to go")
+    assert not httpx.get(state_url).json()["interrupts"]

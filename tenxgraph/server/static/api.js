@@ -86,11 +86,20 @@ export class Api {
     yield* readEvents(response);
   }
 
-  /** Post the results of remote (browser-side) tool calls of a paused run. */
+  /** Join a run that is going on: its stream from the start. */
+  async *join(threadId, runId, signal) {
+    const response = await this.call("GET", `/threads/${enc(threadId)}/runs/${enc(runId)}/stream`, undefined, signal);
+    yield* readEvents(response);
+  }
+
+  /** The thread's runs this server keeps, newest first. */
+  runs(threadId) {
+    return this.json("GET", `/threads/${enc(threadId)}/runs`);
+  }
+
+  /** Post results of remote (browser-side) tool calls to the run that waits for them. */
   toolResults(threadId, runId, results) {
-    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/tool_results`, {
-      results,
-    });
+    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/tool_results`, { results });
   }
 }
 

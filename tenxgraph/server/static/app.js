@@ -113,15 +113,20 @@ function showInterrupt() {
   if (!remote.length) $("interrupt-answer").focus();
 }
 
-/** Stream one run: show text as it arrives and the stored thread after it; then answer browser tools it waits for. */
-async function run(body) {
+/** Start a run on the thread and follow it. */
+function run(body) {
+  const request = { assistant_id: page.assistantId, stream_mode: ["messages-tuple"], ...body };
+  return follow(() => api.stream(page.threadId, request));
+}
+
+/** Follow a run's stream: show text as it arrives and the stored thread after it; then answer browser tools it waits for. */
+async function follow(openStream) {
   setRunning(true);
   setStatus("Running…");
   const streaming = el("li", { class: "message assistant streaming", "data-testid": "streaming" });
   const stream = { runId: "", failed: false };
   try {
-    const events = api.stream(page.threadId, { assistant_id: page.assistantId, stream_mode: ["messages-tuple"], ...body });
-    for await (const event of events) await onEvent(event, stream, streaming);
+    for await (const event of openStream()) await onEvent(event, stream, streaming);
     if (!stream.failed) setStatus("Done.");
   } catch (error) {
     fail(error);
@@ -131,7 +136,7 @@ async function run(body) {
     setRunning(false);
   }
   const calls = remoteCalls(page.interrupt).filter((call) => !page.answered.has(call.id));
-  if (calls.length) await answerByResume(calls);
+  if (calls.length) await answerPending(calls);
 }
 
 async function onEvent(event, stream, streaming) {
@@ -154,9 +159,9 @@ async function onEvent(event, stream, streaming) {
     const result = await runBrowserTool(event.data);
     setStatus(`Ran browser tool ${event.data.name}.`);
     try {
-      await api.toolResults(page.threadId, stream.runId, result);
+      await api.toolResults(page.threadId, stream.runId, [result]);
     } catch (error) {
-      page.answered.delete(event.data.id); // answered by a resume once the stream ends
+      page.answered.delete(event.data.id); // answered once the stream ends
       fail(error);
     }
   } else if (kind === "error") {
@@ -165,12 +170,23 @@ async function onEvent(event, stream, streaming) {
   }
 }
 
-/** The run paused for browser tools: run them here and resume the thread with their results. */
-async function answerByResume(calls) {
+/**
+ * The thread waits for browser tools: run them here, then post the results to
+ * the run that waits for them and follow it, or, when no run waits any more
+ * (it ended at the pause), resume the thread with them.
+ */
+async function answerPending(calls) {
   for (const call of calls) page.answered.add(call.id);
   const results = await Promise.all(calls.map(runBrowserTool));
   setStatus(`Ran browser tool ${calls.map((call) => call.name).join(", ")}.`);
-  await run({ command: { resume: { tool_results: results } } });
+  const runs = await api.runs(page.threadId).catch(() => []);
+  const waiting = runs.find((r) => r.status === "running" || r.status === "pending");
+  if (waiting) {
+    await api.toolResults(page.threadId, waiting.run_id, results);
+    await follow(() => api.join(page.threadId, waiting.run_id));
+  } else {
+    await run({ command: { resume: { tool_results: results } } });
+  }
 }
 
 async function send(text) {
@@ -201,10 +217,14 @@ function wire() {
     if (page.running) return;
     const remote = remoteCalls(page.interrupt);
     $("interrupt").hidden = true;
-    const next = remote.length ? answerByResume(remote) : run({ command: { resume: $("interrupt-answer").value } });
+    const next = remote.length ? answerPending(remote) : run({ command: { resume: $("interrupt-answer").value } });
     next.catch(fail);
   });
   $("new-thread").addEventListener("click", () => selectThread("").catch(fail));
+  window.addEventListener("hashchange", () => {
+    const threadId = decodeURIComponent(location.hash.slice(1)); // a link to another thread
+    if (threadId !== page.threadId && !page.running) selectThread(threadId).catch(fail);
+  });
   $("assistant").addEventListener("change", (event) => (page.assistantId = event.target.value));
   $("auth").addEventListener("submit", (event) => {
     event.preventDefault();
