@@ -147,12 +147,20 @@ async def _apply(
 
 
 def _input(context: ServerContext, values: Any) -> Any:
-    """``messages`` (what states show and LangGraph clients send) is the ``context`` field."""
+    """``messages`` (what states show and LangGraph clients send) is the ``context`` field.
+
+    Its messages may take the forms a run input takes (``_run_request``):
+    message dicts, LangChain message dicts, or JSON ``[role, text]`` pairs.
+    """
     fields = context.graph.builder.state_class.model_fields
     if isinstance(values, dict) and "messages" in values and "messages" not in fields:
         if "context" in values:
             bad_request("give the messages once: under 'messages' or under 'context'")
-        values = {("context" if k == "messages" else k): v for k, v in values.items()}
+        from tenxgraph.server._run_request import _messages as input_messages
+
+        given = values["messages"]
+        values = {k: v for k, v in values.items() if k != "messages"}
+        values["context"] = input_messages(given)
     return values
 
 

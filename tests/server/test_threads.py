@@ -143,3 +143,22 @@ def test_openapi_and_health(client: httpx.Client) -> None:
     assert client.get("/ok").json() == {"ok": True}
     assert client.get("/ready").json() == {"ok": True}
     assert client.get("/info").json()["graph_id"] == "agent"
+
+
+def test_state_updates_take_the_message_forms_runs_take(client: httpx.Client) -> None:
+    client.post("/threads", json={"thread_id": "forms"})
+    messages = [
+        ["user", "a pair"],
+        {"type": "human", "content": "langchain"},
+        {"role": "user", "content": "dict"},
+    ]
+    response = client.post("/threads/forms/state", json={"values": {"messages": messages}})
+    assert response.status_code == 200, response.text
+    shown = client.get("/threads/forms/state").json()["values"]["messages"]
+    assert [(m["role"], m["content"][0]["text"]) for m in shown] == [
+        ("user", "a pair"),
+        ("user", "langchain"),
+        ("user", "dict"),
+    ]
+    twice = client.post("/threads/forms/state", json={"values": {"messages": [], "context": []}})
+    assert twice.status_code == 422 and "once" in twice.json()["detail"]
