@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
 import pytest
@@ -121,3 +122,16 @@ def test_parse_api_keys() -> None:
         parse_api_keys("k1=alice\nnonsense")
     with pytest.raises(ConfigError, match="at least one key"):
         api_keys({})
+
+
+def test_ready_is_503_while_the_database_cannot_answer(tmp_path: Path) -> None:
+    from tenxgraph.server import create_app
+    from tenxgraph.storage.checkpointer import SqliteCheckpointer
+    from tenxgraph.testing.server import served
+    from tests.server.conftest import make_graph
+
+    missing = tmp_path / "no-such-dir" / "threads.sqlite"
+    with served(create_app(make_graph(SqliteCheckpointer(str(missing))))) as url:
+        ready = httpx.get(f"{url}/ready")
+        assert ready.status_code == 503 and "storage not ready" in ready.json()["detail"]
+        assert httpx.get(f"{url}/ok").status_code == 200  # alive all the same
