@@ -16,24 +16,30 @@ A context manager keeps the window (`state.context`) to the last two user
 turns, so after a few turns the page shows a window shorter than the
 thread's full log.
 
-Run it as a script for the same conversation in process; with `--serve`, it
-serves the graph (needs the `server` extra) on http://127.0.0.1:8123, where
-the page is.
+Serve it, from the repository root, and open http://127.0.0.1:8123/ (needs
+the `server` extra)::
+
+    tenxgraph serve examples.serve_demo:graph --graph-id demo --db demo.sqlite
+
+Run it as a script for the same conversation in process.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from tenxgraph.core.graph import (
-    CompiledGraph,
+    Agent,
     RemoteTool,
-    create_agent,
+    StateGraph,
+    Tool,
+    ToolNode,
     interrupt,
     remote_tool_result,
+    tools_condition,
 )
 from tenxgraph.core.llm import FunctionModel, ModelRequest
 from tenxgraph.core.llm.testing import ModelReply
@@ -44,7 +50,8 @@ from tenxgraph.core.state import (
     ToolCallBlock,
     ToolResult,
 )
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+from tenxgraph.utils.constants import END
 
 
 class DemoState(AgentState):
@@ -113,20 +120,24 @@ def demo_model(request: ModelRequest) -> ModelReply:
     return f"You said: {text}. Try 'weather in Paris', 'ask me' or 'what time is it?'."
 
 
-def build_graph(checkpointer: Checkpointer | None = None) -> CompiledGraph[DemoState]:
-    """The demo agent; `tenxgraph serve` gives it the server's own checkpointer."""
-    return create_agent(
-        FunctionModel(demo_model, model="serve-demo"),
-        [get_weather, ask_user, browser_time],
-        state=DemoState,
-        checkpointer=checkpointer,
-        context_manager=MessageContextManager(max_messages=2),  # the last two user turns,
-        trim_context=True,
-    )
+TOOLS: list[Callable[..., Any] | Tool] = [get_weather, ask_user, browser_time]
 
 
-graph = build_graph(InMemoryCheckpointer())
-"""The graph to serve (`python examples/serve_demo.py --serve` serves it on port 8123)."""
+def build() -> StateGraph[DemoState]:
+    """The agent loop, uncompiled: `tenxgraph serve` compiles it over its own database."""
+    graph = StateGraph(DemoState, context_manager=MessageContextManager(max_messages=2))
+    model = FunctionModel(demo_model, model="serve-demo")
+    graph.add_node("agent", Agent(model, tools=TOOLS, trim_context=True))  # the last 2 turns
+    graph.add_node("tools", ToolNode(TOOLS))
+    graph.set_entry_point("agent")
+    graph.add_conditional_edges("agent", tools_condition, ["tools", END])
+    graph.add_edge("tools", "agent")
+    return graph
+
+
+graph = build()
+"""What `tenxgraph serve examples.serve_demo:graph` serves (a graph with remote tools
+needs a checkpointer to resume from, so the command gives it one)."""
 
 
 def _answer(value: Any) -> Any:
@@ -143,7 +154,7 @@ def _answer(value: Any) -> Any:
 
 def main() -> None:
     """The page's conversation, in process."""
-    app = build_graph(InMemoryCheckpointer())
+    app = build().compile(InMemoryCheckpointer())
     config = {"thread_id": "demo"}
     for text in ["hello", "weather in Paris", "ask me", "what time is it?"]:
         result = app.invoke({"messages": [Message.text_message(text)]}, config)
@@ -155,18 +166,5 @@ def main() -> None:
     print(f"last_city: {state.last_city}; window: {len(state.context)} messages")
 
 
-def serve(port: int = 8123) -> None:
-    """Serve ``graph`` and its web page on this machine only (no API key)."""
-    import uvicorn
-
-    from tenxgraph.server.app import create_app
-
-    print(f"open http://127.0.0.1:{port}/")
-    uvicorn.run(create_app(graph, graph_id="demo"), host="127.0.0.1", port=port)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve"]:
-        serve(*map(int, sys.argv[2:3]))
-    else:
-        main()
+    main()

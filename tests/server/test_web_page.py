@@ -1,22 +1,23 @@
-"""The web page served at ``/``, driven in a real headless Chromium (Debian's package).
+"""The web page `tenxgraph serve` serves at ``/``, driven in a real headless Chromium.
 
-A real uvicorn server serves ``examples/serve_demo.py``'s graph; Selenium
-drives Debian's ``chromium`` through its ``chromedriver``. Nothing is ever
-downloaded: the driver and browser paths are given, and Selenium Manager is
-told to stay offline.
+The real command serves ``examples/serve_demo.py``'s graph over SQLite in its
+own process; Selenium drives Debian's ``chromium`` through its
+``chromedriver``. Nothing is ever downloaded: the driver and browser paths
+are given, and Selenium Manager is told to stay offline.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,9 +26,10 @@ pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT = 15.0
-DEMO = Path(__file__).resolve().parents[2] / "examples" / "serve_demo.py"
+REPO = Path(__file__).resolve().parents[2]
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+httpx = pytest.importorskip("httpx", reason="the client extra is not installed")
 pytest.importorskip("uvicorn", reason="the server extra is not installed")
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
@@ -37,34 +39,53 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from tenxgraph.core.graph import CompiledGraph  # noqa: E402
-from tenxgraph.testing.server import served  # noqa: E402
+from tenxgraph.testing.server import free_port  # noqa: E402
 
 
-def _demo_graph() -> CompiledGraph[Any]:
-    """``examples/serve_demo.py``'s graph (examples/ is not a package: load it by path)."""
-    spec = importlib.util.spec_from_file_location("serve_demo", DEMO)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serve_demo"] = module  # pydantic resolves the state class's annotations here
-    spec.loader.exec_module(module)
-    graph: CompiledGraph[Any] = module.graph
-    return graph
+@contextmanager
+def _serve(folder: Path, *options: str) -> Iterator[str]:
+    """``tenxgraph serve examples.serve_demo:graph`` in its own process, until the block ends."""
+    port = free_port()
+    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "examples.serve_demo:graph"]
+    command += ["--graph-id", "demo", "--db", str(folder / "threads.sqlite"), "--port", str(port)]
+    output = folder / "serve.log"
+    with output.open("wb") as log:
+        process = subprocess.Popen([*command, *options], cwd=REPO, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + WAIT
+        while not _answers(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"tenxgraph serve did not start:\n{output.read_text()}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/ok", timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 @pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    """A real uvicorn server on a spare port, serving the demo graph."""
-    with served(_demo_graph(), graph_id="demo") as url:
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The demo graph served by the real command, with no key (loopback only)."""
+    with _serve(tmp_path_factory.mktemp("served")) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def keyed_url() -> Iterator[str]:
-    """The same, behind an API key."""
-    from tenxgraph.server.auth import api_keys
-
-    with served(_demo_graph(), graph_id="demo", authenticate=api_keys({"s3cret": "ada"})) as url:
+def keyed_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same behind an API key."""
+    with _serve(tmp_path_factory.mktemp("keyed"), "--api-key", "s3cret=ada") as url:
         yield url
 
 
@@ -240,8 +261,6 @@ def test_an_api_key_is_asked_for_and_kept_for_the_session(
 def test_a_thread_waiting_for_a_browser_tool_runs_it_on_request(
     page: WebDriver, base_url: str
 ) -> None:
-    import httpx
-
     # Another client started the run in the background; it waits for the browser tool.
     thread_id = httpx.post(f"{base_url}/threads", json={}).json()["thread_id"]
     message = {"role": "user", "content": "what time is it?"}
