@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tenxgraph.errors import ConfigError, UsageError
+
 __all__ = ["free_port", "served"]
 
 
@@ -37,7 +39,7 @@ def served(
 ) -> Iterator[str]:
     """Serve ``app`` (a FastAPI app, or a ``CompiledGraph`` with ``create_app`` options).
 
-    Yields the base URL (``http://127.0.0.1:PORT``). Raises ``RuntimeError``
+    Yields the base URL (``http://127.0.0.1:PORT``). Raises ``UsageError``
     when the server does not start within ``startup_timeout`` seconds.
     """
     import uvicorn
@@ -49,7 +51,7 @@ def served(
 
         app = create_app(app, **app_options)
     elif app_options:
-        raise TypeError("app options are for a graph; this is an app already")
+        raise ConfigError("app options are for a graph; this is an app already")
     port = free_port(host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -60,7 +62,7 @@ def served(
         if not thread.is_alive() or time.monotonic() > deadline:
             server.should_exit = True
             thread.join(5)
-            raise RuntimeError(f"the test server on port {port} did not start")
+            raise UsageError(f"the test server on port {port} did not start (see its log above)")
         time.sleep(0.01)
     try:
         yield f"http://{host}:{port}"
