@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.llm.anthropic import AnthropicModel
     from tenxgraph.core.llm.google import GoogleModel
     from tenxgraph.core.llm.local import LocalLlamaModel
-    from tenxgraph.core.llm.media import FileIdCache, MediaResolver, ProviderFile
+    from tenxgraph.core.llm.media import FileIdCache, MediaLimits, MediaResolver, ProviderFile
     from tenxgraph.core.llm.openai import OpenAIChatModel
     from tenxgraph.core.llm.openai_responses import OpenAIResponsesModel
     from tenxgraph.core.llm.resolve import resolve_model
@@ -28,6 +28,7 @@ __all__ = [
     "FunctionModel",
     "GoogleModel",
     "LocalLlamaModel",
+    "MediaLimits",
     "MediaResolver",
     "ModelRequest",
     "OpenAIChatModel",
@@ -46,6 +47,7 @@ _LAZY = {
     "GoogleModel": "google",
     "LocalLlamaModel": "local",
     "FileIdCache": "media",
+    "MediaLimits": "media",
     "MediaResolver": "media",
     "ProviderFile": "media",
     "OpenAIChatModel": "openai",

@@ -3,12 +3,16 @@
 The figures are the providers' documented limits; they are checked before a
 request so a stored 30 MB photo fails with the block named, not with a 400
 from the provider after the upload. A limit the provider raises later is
-one line here.
+one line here, and ``MediaLimits`` (a ``MediaResolver`` option) changes one
+for a model without waiting for a release.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from tenxgraph.errors import ConfigError
 
 __all__ = [
     "ANTHROPIC_RULES",
@@ -16,6 +20,7 @@ __all__ = [
     "LOCAL_RULES",
     "OPENAI_CHAT_RULES",
     "OPENAI_RESPONSES_RULES",
+    "MediaLimits",
     "MediaRules",
 ]
 
@@ -41,6 +46,38 @@ class MediaRules:
     """The kinds a request may send as an uploaded file id."""
     readable: bool = True
     """False for a model that reads no media: it gets a text placeholder instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaLimits:
+    """Size limits that replace a provider's defaults (None or a kind left out: the default).
+
+    For a provider that raised a limit (or an account with a lower one):
+    ``MediaResolver(store, limits=MediaLimits(inline_max={"image": 10 * 2**20}))``.
+    """
+
+    inline_max: Mapping[str, int] = field(default_factory=dict)
+    """The largest one item sent inline, by kind (``image``, ``audio``, ``video``, ``document``)."""
+    request_max: int | None = None
+    """The most inline media bytes one request may carry."""
+    upload_max: int | None = None
+    """The largest file sent through the provider's file API."""
+
+    def __post_init__(self) -> None:
+        sizes: dict[str, int | None] = {f"inline_max[{k!r}]": v for k, v in self.inline_max.items()}
+        sizes.update(request_max=self.request_max, upload_max=self.upload_max)
+        for name, size in sizes.items():
+            if size is not None and (type(size) is not int or size < 0):
+                raise ConfigError(f"MediaLimits.{name} must be an int >= 0, got {size!r}")
+
+    def applied_to(self, rules: MediaRules) -> MediaRules:
+        """``rules`` with these limits in place of its own."""
+        return replace(
+            rules,
+            inline_max={**rules.inline_max, **self.inline_max},
+            request_max=rules.request_max if self.request_max is None else self.request_max,
+            upload_max=rules.upload_max if self.upload_max is None else self.upload_max,
+        )
 
 
 OPENAI_CHAT_RULES = MediaRules(

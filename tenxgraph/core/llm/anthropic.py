@@ -169,6 +169,7 @@ class AnthropicModel(ChatModel):
                 ANTHROPIC_RULES,
                 self.media,
                 upload=lambda *file: _upload(client, *file),
+                delete=lambda file_id: _delete(self._clients.get(), file_id),
                 endpoint=f"{PROVIDER} {client.base_url}",
             )
             async with await client.messages.create(**self._params(request), stream=True) as events:
@@ -218,6 +219,11 @@ async def _upload(
     made = await files.upload(file=(name, data, mime_type))
     expires = getattr(made, "expires_at", None)
     return ProviderFile(made.id, expires.timestamp() if expires is not None else None)
+
+
+async def _delete(client: anthropic.AsyncAnthropic, file_id: str) -> None:
+    """Delete an uploaded file (when the media it holds is deleted)."""
+    await client.files.delete(file_id)
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:

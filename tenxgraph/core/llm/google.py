@@ -11,10 +11,9 @@ To use another endpoint (a proxy, a local server), pass ``base_url``.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import AsyncIterator
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_google import (
@@ -25,13 +24,13 @@ from tenxgraph.core.llm._convert_google import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._google_files import delete_file, upload_file
 from tenxgraph.core.llm._media_rules import GOOGLE_RULES
 from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.llm.media import (
     MediaResolver,
     MediaSource,
-    ProviderFile,
     media_resolver,
     prepare_media,
 )
@@ -161,7 +160,10 @@ class GoogleModel(ChatModel):
                 request,
                 GOOGLE_RULES,
                 self.media,
-                upload=lambda *file: _upload(client, *file),
+                upload=lambda *file: upload_file(
+                    client, *file, ready_timeout=self.media.ready_timeout if self.media else 0
+                ),
+                delete=lambda uri: delete_file(self._clients.get(), uri),
                 endpoint=self._endpoint,
             )
             system, contents = to_wire(repair_pairing(request.messages))
@@ -215,21 +217,6 @@ class GoogleModel(ChatModel):
                 **cleaner.metadata(),
             },
         )
-
-
-async def _upload(client: genai.Client, data: IO[bytes], mime_type: str, name: str) -> ProviderFile:
-    """Upload media through the Gemini Files API; its URI is what requests name.
-
-    Gemini keeps such files for 48 hours; the expiry it reports is kept, so
-    the file is uploaded again when it is near.
-    """
-    made = await client.aio.files.upload(
-        file=cast(io.IOBase, data), config={"mime_type": mime_type, "display_name": name}
-    )
-    if not made.uri:
-        raise ModelError(f"{PROVIDER}: the uploaded file {made.name} has no URI", provider=PROVIDER)
-    expires = made.expiration_time
-    return ProviderFile(made.uri, expires.timestamp() if expires is not None else None)
 
 
 def _calling_config(choice: str) -> dict[str, Any]:

@@ -20,15 +20,17 @@ holds a large file whole to upload it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import logging
 import tempfile
-import time
 from collections.abc import AsyncIterable, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import IO, Literal, Protocol
 
-from tenxgraph.core.llm._media_rules import MediaRules
+from tenxgraph.core.llm._media_files import FileIdCache, ProviderFile
+from tenxgraph.core.llm._media_rules import MediaLimits, MediaRules
 from tenxgraph.core.llm._wire import output_blocks
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.state.message import Message
@@ -37,6 +39,7 @@ from tenxgraph.errors import BadRequestError, ConfigError, MediaNotFoundError
 
 __all__ = [
     "FileIdCache",
+    "MediaLimits",
     "MediaResolver",
     "MediaSource",
     "ProviderFile",
@@ -44,15 +47,16 @@ __all__ = [
     "StoredMedia",
 ]
 
+logger = logging.getLogger("tenxgraph.core.llm")
+
 SendMode = Literal["inline", "upload", "auto"]
 """How stored media is sent: always inline; uploaded wherever the provider takes a file id for
-that kind (else inline); or uploaded only when larger than ``upload_over`` bytes."""
+that kind (else inline); or uploaded when larger than ``upload_over`` bytes or when inlining
+it would pass a provider limit (the default)."""
 
 _MEDIA_URL = "graph://media/"
 _DEFAULT_USER = "default"
 _MEDIA_BLOCKS = frozenset({"image", "audio", "video", "document", "data"})
-_EXPIRY_MARGIN = 600.0
-"""Seconds before a provider file expires from which it is uploaded again rather than used."""
 
 
 class StoredMedia(Protocol):
@@ -92,38 +96,12 @@ class MediaSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderFile:
-    """A file uploaded to a provider: its id (Gemini: its URI) and when it expires, if it does."""
-
-    file_id: str
-    expires_at: float | None = None
-    """UNIX time; None: kept until deleted."""
-
-
-class FileIdCache:
-    """Provider file ids of uploaded media, by (provider endpoint, tenant, media key).
-
-    Kept in memory by the resolver that owns it. For ids that outlive the
-    process, subclass it and override ``get`` and ``put`` (both async, so a
-    database can answer).
-    """
-
-    def __init__(self) -> None:
-        self._files: dict[tuple[str, str, str], ProviderFile] = {}
-
-    async def get(self, provider: str, user_id: str, key: str) -> ProviderFile | None:
-        """The file uploaded for ``key``, or None."""
-        return self._files.get((provider, user_id, key))
-
-    async def put(self, provider: str, user_id: str, key: str, file: ProviderFile) -> None:
-        """Remember the file uploaded for ``key``."""
-        self._files[(provider, user_id, key)] = file
-
-
 Uploader = Callable[[IO[bytes], str, str], Awaitable[ProviderFile]]
 """An adapter's upload: ``(file, mime_type, filename) -> ProviderFile``; ``file`` is a
 binary file at its start (the SDK reads it in chunks), closed after the upload."""
+
+Deleter = Callable[[str], Awaitable[None]]
+"""An adapter's deletion of one provider file, by the id ``ProviderFile.file_id`` holds."""
 
 
 @dataclass
@@ -131,19 +109,61 @@ class MediaResolver:
     """How a model sends stored media: from which store, inline or uploaded, with which cache.
 
     Give it to a model as ``media=`` (a bare store means ``MediaResolver(store)``).
-    ``send``: ``"inline"`` (the default: nothing is left at the provider),
-    ``"upload"`` or ``"auto"`` (see ``SendMode``); ``upload_over`` is the
-    size from which ``"auto"`` uploads.
+    ``send``: ``"auto"`` (the default), ``"inline"`` or ``"upload"`` (see
+    ``SendMode``); ``upload_over`` is the size over which ``"auto"`` uploads.
+    ``limits`` overrides the provider's size limits. ``ready_timeout`` bounds
+    the wait for an uploaded file the provider is still processing (Gemini
+    video). When the store deletes media (a deleted thread, a gc), the
+    provider files uploaded for it are deleted too, each within
+    ``delete_timeout`` seconds (a failure is logged, never raised).
     """
 
     store: MediaSource
-    send: SendMode = "inline"
-    upload_over: int = 4 * 1024 * 1024
+    send: SendMode = "auto"
+    upload_over: int = 1024 * 1024
     file_ids: FileIdCache = field(default_factory=FileIdCache)
+    limits: MediaLimits | None = None
+    ready_timeout: float = 300.0
+    delete_timeout: float = 10.0
+    _deleters: dict[str, Deleter] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.send not in ("inline", "upload", "auto"):
             raise ConfigError(f"send must be 'inline', 'upload' or 'auto', got {self.send!r}")
+        for name in ("upload_over", "ready_timeout", "delete_timeout"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        listen = getattr(self.store, "add_delete_listener", None)
+        if listen is not None:
+            listen(self.released)
+
+    async def released(self, user_id: str, key: str) -> None:
+        """The store deleted ``key``: forget its provider files and delete them there.
+
+        Best effort: a provider that fails or takes over ``delete_timeout``
+        seconds is logged with the file id, and the next file is tried.
+        """
+        for endpoint, file in (await self.file_ids.forget(user_id, key)).items():
+            delete = self._deleters.get(endpoint)
+            if delete is None:
+                logger.warning(
+                    "media %s released: cannot delete its file %s at %s (no request went there "
+                    "from this process)",
+                    key,
+                    file.file_id,
+                    endpoint,
+                )
+                continue
+            try:
+                await asyncio.wait_for(delete(file.file_id), self.delete_timeout)
+            except Exception:
+                logger.warning(
+                    "media %s released: deleting its file %s at %s failed",
+                    key,
+                    file.file_id,
+                    endpoint,
+                    exc_info=True,
+                )
 
 
 def media_resolver(media: MediaResolver | MediaSource | None) -> MediaResolver | None:
@@ -164,15 +184,23 @@ async def prepare_media(
     media: MediaResolver | None,
     *,
     upload: Uploader | None = None,
+    delete: Deleter | None = None,
     endpoint: str = "",
 ) -> ModelRequest:
     """``request`` with its stored media resolved for the provider ``rules`` describe.
 
     Messages without stored media are kept as they are (the request is only
     copied when something changed). ``endpoint`` names the provider account
-    in the file-id cache (its base URL).
+    in the file-id cache (its base URL); ``delete`` is how its files are
+    deleted when their media is (see ``MediaResolver.released``).
     """
-    walk = _Walk(rules, media, upload, endpoint or rules.provider, request.user_id)
+    endpoint = endpoint or rules.provider
+    if media is not None:
+        if media.limits is not None:
+            rules = media.limits.applied_to(rules)
+        if delete is not None:
+            media._deleters[endpoint] = delete
+    walk = _Walk(rules, media, upload, endpoint, request.user_id)
     messages: list[Message] = []
     changed = False
     for index, message in enumerate(request.messages):
@@ -283,15 +311,20 @@ class _Walk:
         if kind not in self.rules.by_file or self.upload is None:
             return False
         send = self.media.send
-        return send == "upload" or (send == "auto" and size > self.media.upload_over)
+        if send != "auto":
+            return send == "upload"
+        inline_max = self.rules.inline_max.get(kind, self.rules.request_max)
+        return (
+            size > self.media.upload_over
+            or size > inline_max
+            or self.inline_total + size > self.rules.request_max
+        )
 
     async def _by_file(self, ref: MediaRef, info: StoredMedia, where: str) -> MediaRef:
         assert self.media is not None and self.upload is not None
-        cache = self.media.file_ids
-        known = await cache.get(self.endpoint, self.user_id, info.key)
-        if known is None or (
-            known.expires_at is not None and known.expires_at - _EXPIRY_MARGIN < time.time()
-        ):
+        upload = self.upload
+
+        async def uploaded() -> ProviderFile:
             if info.size > self.rules.upload_max:
                 raise self._error(
                     f"{where}: {ref.url} is {info.size} bytes, over the "
@@ -299,10 +332,9 @@ class _Walk:
                 )
             with tempfile.TemporaryFile() as spool:
                 await self._copy(ref, spool)
-                known = await self.upload(
-                    spool, info.mime_type, ref.filename or f"media-{info.key[:16]}"
-                )
-            await cache.put(self.endpoint, self.user_id, info.key, known)
+                return await upload(spool, info.mime_type, ref.filename or f"media-{info.key[:16]}")
+
+        known = await self.media.file_ids.obtain(self.endpoint, self.user_id, info.key, uploaded)
         return ref.model_copy(
             update={
                 "kind": "file_id",

@@ -104,6 +104,7 @@ class OpenAIChatModel(ChatModel):
                 self._media_rules,
                 self.media,
                 upload=lambda *file: upload_file(client, *file),
+                delete=lambda file_id: delete_file(self._clients.get(), file_id),
                 endpoint=f"{self.provider} {client.base_url}",
             )
             params = chat_params(
@@ -134,6 +135,11 @@ async def upload_file(
     created = await client.files.create(file=(name, data, mime_type), purpose="user_data")
     expires = getattr(created, "expires_at", None)
     return ProviderFile(created.id, float(expires) if expires else None)
+
+
+async def delete_file(client: AsyncOpenAI, file_id: str) -> None:
+    """Delete an uploaded file (when the media it holds is deleted)."""
+    await client.files.delete(file_id)
 
 
 def _client_options(api_key: str | None, base_url: str | None, provider: str) -> dict[str, Any]:

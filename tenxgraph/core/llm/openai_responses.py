@@ -27,7 +27,7 @@ from tenxgraph.core.llm._wire import WireCleaner, json_safe, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
 from tenxgraph.core.llm.media import MediaResolver, MediaSource, media_resolver, prepare_media
 from tenxgraph.core.llm.openai import _client_options as client_options
-from tenxgraph.core.llm.openai import upload_file
+from tenxgraph.core.llm.openai import delete_file, upload_file
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ReasoningBlock, TextBlock
 from tenxgraph.core.state.pairing import repair_pairing
@@ -147,6 +147,7 @@ class OpenAIResponsesModel(ChatModel):
                 OPENAI_RESPONSES_RULES,
                 self.media,
                 upload=lambda *file: upload_file(client, *file),
+                delete=lambda file_id: delete_file(self._clients.get(), file_id),
                 endpoint=f"{PROVIDER} {client.base_url}",
             )
             events = await client.responses.create(**self._params(request))

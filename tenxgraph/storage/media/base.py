@@ -36,8 +36,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tenxgraph._sync import run_sync
@@ -59,6 +60,7 @@ from tenxgraph.storage.media._stream import MediaStream, OpeningMedia, SyncMedia
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_MAX_BYTES",
+    "DeleteListener",
     "MediaInfo",
     "MediaStore",
     "Upload",
@@ -71,6 +73,10 @@ DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 
 DEFAULT_CHUNK_SIZE = 256 * 1024
 """Bytes per stored piece and per streamed chunk, unless a backend says otherwise."""
+
+
+DeleteListener = Callable[[str, str], Awaitable[None]]
+"""Called as ``listener(user_id, key)`` after the store deleted that media."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +145,22 @@ class MediaStore(Closing, ABC):
             raise ConfigError(f"chunk_size must be an int from 1 KiB to 64 MiB, got {chunk_size!r}")
         self.max_bytes = max_bytes
         self.chunk_size = chunk_size
+        self._listeners: list[Callable[[], DeleteListener | None]] = []
+
+    def add_delete_listener(self, listener: DeleteListener) -> None:
+        """Have ``await listener(user_id, key)`` run after each delete that removed media.
+
+        What a model's ``MediaResolver`` uses to delete the provider files it
+        uploaded for the media. A bound method is held weakly (the store does
+        not keep a model alive); a listener's failure is logged, not raised.
+        """
+        holder: Callable[[], DeleteListener | None]
+        if hasattr(listener, "__self__") and hasattr(listener, "__func__"):
+            holder = weakref.WeakMethod(listener)
+        else:
+            holder = lambda: listener  # noqa: E731 - a strong reference, like WeakMethod's call
+        alive = [held for held in getattr(self, "_listeners", ()) if held() is not None]
+        self._listeners = [*alive, holder]
 
     async def aput(
         self,
@@ -270,7 +292,20 @@ class MediaStore(Closing, ABC):
         more: a message still pointing at it would fail to resolve.
         """
         key = media_key(media)
-        return await self._delete(check_id("user_id", user_id), key)
+        deleted = await self._delete(check_id("user_id", user_id), key)
+        if deleted:
+            await self._deleted(user_id, key)
+        return deleted
+
+    async def _deleted(self, user_id: str, key: str) -> None:
+        for holder in getattr(self, "_listeners", ()):
+            listener = holder()
+            if listener is None:
+                continue
+            try:
+                await listener(user_id, key)
+            except Exception:
+                logger.warning("a listener of the deletion of media %s failed", key, exc_info=True)
 
     def delete(self, media: MediaRef | str, *, user_id: str = DEFAULT_USER) -> bool:
         """Sync ``adelete``."""

@@ -313,7 +313,8 @@ async def test_anthropic_image_over_its_inline_limit_is_refused_before_sending(
     server: ReplayServer, store: FilesystemMediaStore, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
     big = store.put(PNG + bytes(5 * 1024 * 1024), "image/png", user_id=TENANT)
-    model = AnthropicModel("claude-opus-4-7", client=anthropic_client, media=store)
+    inline = MediaResolver(store, send="inline")
+    model = AnthropicModel("claude-opus-4-7", client=anthropic_client, media=inline)
 
     with pytest.raises(BadRequestError) as caught:
         await answer(model, asking(ImageBlock(media=big)))
@@ -446,7 +447,12 @@ async def test_a_request_over_the_total_inline_limit_is_refused(
         store.put(PNG + bytes(n) + bytes(7 * 1024 * 1024), "image/png", user_id=TENANT)
         for n in range(3)
     ]
-    model = GoogleModel("gemini-2.5-flash", api_key="test", base_url=server.url, media=store)
+    model = GoogleModel(
+        "gemini-2.5-flash",
+        api_key="test",
+        base_url=server.url,
+        media=MediaResolver(store, send="inline"),
+    )
     try:
         with pytest.raises(BadRequestError, match=r"message 0 block 3: the inline media .* over"):
             await answer(model, asking(*[ImageBlock(media=ref) for ref in parts]))
@@ -464,7 +470,12 @@ async def test_media_already_inline_counts_toward_the_request_total(
         mime_type="image/png",
     )
     stored = store.put(PNG + bytes(6 * 1024 * 1024), "image/png", user_id=TENANT)
-    model = GoogleModel("gemini-2.5-flash", api_key="test", base_url=server.url, media=store)
+    model = GoogleModel(
+        "gemini-2.5-flash",
+        api_key="test",
+        base_url=server.url,
+        media=MediaResolver(store, send="inline"),
+    )
     try:
         with pytest.raises(BadRequestError, match=r"message 0 block 2: the inline media .* over"):
             await answer(model, asking(ImageBlock(media=inline), ImageBlock(media=stored)))
