@@ -104,9 +104,11 @@ class EventLog:
         if after + 1 < self.first_kept and after < self._last:
             raise EventsLostError(after, self.first_kept)
 
-    async def follow(self, after: int = 0) -> AsyncIterator[LoggedEvent]:
+    async def follow(self, after: int = 0) -> AsyncIterator[list[LoggedEvent]]:
         """Yield every event numbered above ``after``, waiting for new ones until the run ends.
 
+        Events come in batches: all those appended since the last batch, so
+        a reader that writes them to a socket writes each batch at once.
         Raises ``EventsLostError`` when the reader falls so far behind that
         the events it needs next were dropped.
         """
@@ -116,11 +118,11 @@ class EventLog:
             if cursor < self._last:
                 self.check_resume(cursor)
                 start = cursor + 1 - self.first_kept
-                pending = [self._events[i] for i in range(start, len(self._events))]
-                for logged in pending:
-                    yield logged
-                cursor = pending[-1].id
+                batch = [self._events[i] for i in range(start, len(self._events))]
+                yield batch
+                cursor = batch[-1].id
                 continue
             if self._closed:
                 return
             await self._changed.wait()
+            await asyncio.sleep(0)  # let the run add what it has ready: one write, not several

@@ -148,23 +148,24 @@ def _stream(
     except EventsLostError as exc:
         bad_request(str(exc), 410)
 
-    async def events() -> AsyncIterator[dict[str, Any]]:
+    async def events() -> AsyncIterator[bytes]:
         try:
-            async for logged in record.log.follow(after):
-                if modes is None or _wanted(logged.event, modes):
-                    yield {"event": logged.event, "data": logged.data, "id": str(logged.id)}
+            async for batch in record.log.follow(after):
+                chunk = "".join(
+                    f"id: {logged.id}\r\nevent: {logged.event}\r\ndata: {logged.data}\r\n\r\n"
+                    for logged in batch
+                    if modes is None or _wanted(logged.event, modes)
+                )
+                if chunk:
+                    yield chunk.encode()
         except EventsLostError as exc:  # the reader fell behind the bound: say so, then stop
-            text = _encoder_dumps({"error": "EventsLostError", "message": str(exc)})
-            yield {"event": "error", "data": text}
+            text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
+            yield f"event: error\r\ndata: {text}\r\n\r\n".encode()
         finally:
             if cancel_on_disconnect and not record.finished:
                 await manager_of(request.app.state.context).cancel(record)
 
     return EventSourceResponse(events(), headers=_locations(record), ping=PING_SECONDS)
-
-
-def _encoder_dumps(data: Any) -> str:
-    return StreamEncoder.dumps(data)
 
 
 _ALWAYS = frozenset({"metadata", "error", "end", "remote_tool_call"})
