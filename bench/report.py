@@ -307,10 +307,13 @@ def w7_rows(r: Results) -> list[Row]:
                 (value(r, "w7_media", "file_bytes") or 0) / mb if sent is not None else None,
                 "MB",
                 ("< 2x the file", value(r, "w7_media", f"send_{mode}_peak_rss_growth_over_file"), 2)
-                if mode == "upload"
+                if mode == "default"
                 else None,
             )
-            for mode, how in (("upload", "through the files API"), ("inline", "inline (base64)"))
+            for mode, how in (
+                ("default", "with the default settings (send='auto': through the files API)"),
+                ("inline", "with send='inline' (base64)"),
+            )
         ),
     ]
 

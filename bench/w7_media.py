@@ -19,9 +19,10 @@ content addressing has something to save. Inline baseline: the same fill on
 - Peak RSS sending it (each in a fresh process): a 20 MB PDF in the filesystem store
   sent to ``OpenAIChatModel`` (the official SDK) as a ``DocumentBlock``, against the
   replay server run in a process of its own (so the bytes it receives do not count);
-  once with ``MediaResolver(store, send="upload")`` (through ``client.files.create``,
-  then a file id in the request) and once inline (base64 in the JSON request), each
-  after one small warm-up request. Target: under 2x the file (for the upload).
+  once with the default settings (``media=store``: ``send="auto"``, which uploads media
+  over 1 MiB through ``client.files.create`` and sends the file id) and once with
+  ``send="inline"`` (base64 in the JSON request), each after one small warm-up request
+  (inlined in both). Target: under 2x the file with the default settings.
 
 Run: ``python -m bench.w7_media``.
 """
@@ -202,8 +203,8 @@ def serve(mode: str) -> None:
     from tenxgraph.testing.replay import ReplayServer, chat_chunk
 
     with ReplayServer() as server:
-        for _ in range(2):
-            if mode == "upload":
+        for turn in range(2):
+            if mode == "default" and turn == 1:  # the warm-up's small PDF is inlined
                 file = {"id": "file-w7", "object": "file", "bytes": 0, "created_at": 0}
                 server.reply({**file, "filename": "big.pdf", "purpose": "user_data"})
             server.stream(
@@ -215,7 +216,7 @@ def serve(mode: str) -> None:
 
 def send_child(mode: str) -> dict[str, Any]:
     """In a fresh process: peak RSS growth while sending a stored 20 MB PDF (``mode``:
-    upload or inline) through the OpenAI SDK to a replay server in another process."""
+    default or inline) through the OpenAI SDK to a replay server in another process."""
     import subprocess
 
     from tenxgraph.core.llm import MediaResolver, ModelRequest, OpenAIChatModel
@@ -241,9 +242,9 @@ def send_child(mode: str) -> dict[str, Any]:
             with source.open("rb") as reader:
                 big = store.put(reader, "application/pdf", filename="big.pdf")
             small = store.put(b"%PDF-1.7\n" + bytes(1000), "application/pdf", filename="s.pdf")
-            resolver = MediaResolver(store, send="upload" if mode == "upload" else "inline")
+            media = store if mode == "default" else MediaResolver(store, send="inline")
             model = OpenAIChatModel(
-                "gpt-test", base_url=f"{url}/v1", api_key="test", media=resolver, max_retries=0
+                "gpt-test", base_url=f"{url}/v1", api_key="test", media=media, max_retries=0
             )
 
             async def ask(ref: MediaRef) -> None:
@@ -274,7 +275,7 @@ def run() -> dict[str, Any]:
     return {
         **stored_and_timed(),
         **run_child("bench.w7_media", "--rss"),
-        **run_child("bench.w7_media", "--send", "upload"),
+        **run_child("bench.w7_media", "--send", "default"),
         **run_child("bench.w7_media", "--send", "inline"),
     }
 
