@@ -32,6 +32,7 @@ __all__ = [
     "interrupts_json",
     "iso_time",
     "state_json",
+    "state_metadata",
     "state_values",
     "thread_json",
     "thread_status",
@@ -83,6 +84,12 @@ def checkpoint_json(thread_id: str, version: int) -> dict[str, Any]:
     }
 
 
+def state_metadata(node: str, step: int, status: str) -> dict[str, Any]:
+    """A checkpoint's ``metadata``: which node wrote it (``update`` for a state update)."""
+    source = "update" if node == "update_state" else "loop"
+    return {"source": source, "step": step, "node": node, "status": status}
+
+
 def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
     """A LangGraph ``ThreadState`` of one checkpoint."""
     state = snapshot.state
@@ -109,12 +116,7 @@ def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
         "next": next_nodes,
         "tasks": tasks,
         "checkpoint": checkpoint_json(thread_id, version),
-        "metadata": {
-            "source": "update" if snapshot.node == "update_state" else "loop",
-            "step": snapshot.step,
-            "node": snapshot.node,
-            "status": meta.status,
-        },
+        "metadata": state_metadata(snapshot.node, snapshot.step, meta.status),
         "created_at": iso_time(snapshot.created_at),
         "parent_checkpoint": checkpoint_json(thread_id, version - 1) if version > 1 else None,
         "interrupts": interrupts,

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Header, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenxgraph.server import _shapes as shapes
+from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
@@ -200,36 +201,31 @@ async def delete_thread(thread_id: str, context: Context, user: User) -> Respons
 @router.post("/threads/search")
 async def search_threads(body: ThreadSearch, context: Context, user: User) -> list[Json]:
     """The caller's threads matching the filters, newest update first unless sorted."""
-    found = await _search(context, user, body)
-    return found[body.offset : body.offset + body.limit]
+    page = slice(body.offset, body.offset + body.limit)
+    return (await _search(context, user, body, page))[0]
 
 
 @router.post("/threads/count")
 async def count_threads(body: ThreadSearch, context: Context, user: User) -> int:
     """How many of the caller's threads match the filters."""
-    return len(await _search(context, user, body))
+    return (await _search(context, user, body, slice(0, 0)))[1]
 
 
-async def _search(context: ServerContext, user: str, body: ThreadSearch) -> list[Json]:
+async def _search(
+    context: ServerContext, user: str, body: ThreadSearch, page: slice
+) -> tuple[list[Json], int]:
     if body.values:
         bad_request("searching threads by values is not supported: filter by metadata")
-    checkpointer = context.graph.checkpointer
-    assert checkpointer is not None
-    infos = await checkpointer.alist_threads(user, metadata=body.metadata or None)
-    if body.ids is not None:
-        wanted = set(body.ids)
-        infos = [info for info in infos if info.key.thread_id in wanted]
-    threads = []
-    for info in infos:
-        state = await context.graph.aget_state(thread_config(info.key.thread_id, user))
-        thread = shapes.thread_json(info, state)
-        if body.status is None or thread["status"] == body.status:
-            threads.append(thread)
-    if body.sort_by is not None:
-        threads.sort(key=lambda t: t[body.sort_by or ""], reverse=body.sort_order != "asc")
-    elif body.sort_order == "asc":
-        threads.reverse()
-    return threads
+    return await queries.search(
+        context,
+        user,
+        metadata=body.metadata,
+        ids=body.ids,
+        status=body.status,
+        sort_by=body.sort_by,
+        sort_order=body.sort_order,
+        page=page,
+    )
 
 
 @router.post("/threads/{thread_id}/copy")
@@ -323,17 +319,13 @@ async def _history(
     context: ServerContext, thread_id: str, user: str, body: HistoryQuery
 ) -> list[Json]:
     before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
-    bound = None if before is None else version_of(before)
-    filtered = bound is not None or bool(body.metadata)
-    snapshots = await context.graph.aget_state_history(
-        thread_config(thread_id, user), limit=None if filtered else body.limit
+    states = await queries.state_history(
+        context,
+        _key(thread_id, user),
+        limit=body.limit,
+        before=None if before is None else version_of(before),
+        metadata=body.metadata,
     )
-    if not snapshots:
-        await thread_or_404(context, thread_id, user)
-    states = [
-        shapes.state_json(thread_id, s) for s in snapshots if bound is None or s.version < bound
-    ]
-    if body.metadata:
-        wanted = body.metadata.items()
-        states = [s for s in states if all(s["metadata"].get(k) == v for k, v in wanted)]
-    return states[: body.limit]
+    if states is None:
+        not_found(f"thread {thread_id!r}")
+    return states

@@ -162,3 +162,24 @@ def test_state_updates_take_the_message_forms_runs_take(client: httpx.Client) ->
     ]
     twice = client.post("/threads/forms/state", json={"values": {"messages": [], "context": []}})
     assert twice.status_code == 422 and "once" in twice.json()["detail"]
+
+
+def test_history_filters_by_metadata_and_supersteps_apply_on_create(client: httpx.Client) -> None:
+    body = {
+        "thread_id": "steps",
+        "supersteps": [
+            {"updates": [{"values": {"messages": [["user", "one"]]}, "as_node": "agent"}]},
+            {"updates": [{"values": {"messages": [["assistant", "two"]]}, "as_node": "agent"}]},
+        ],
+    }
+    created = client.post("/threads", json=body)
+    assert created.status_code == 200, created.text
+    assert [m["role"] for m in created.json()["values"]["messages"]] == ["user", "assistant"]
+    history = client.post("/threads/steps/history", json={"metadata": {"node": "agent"}}).json()
+    assert [h["checkpoint"]["checkpoint_id"] for h in history] == ["3", "2"]
+    assert all(h["metadata"]["node"] == "agent" for h in history)
+    created_only = client.post(
+        "/threads/steps/history", json={"metadata": {"node": "create_thread"}}
+    ).json()
+    assert [h["checkpoint"]["checkpoint_id"] for h in created_only] == ["1"]
+    assert client.post("/threads/count", json={"status": "idle"}).json() == 1

@@ -1,0 +1,111 @@
+"""Thread listings and checkpoint histories, reading no more state than the answer shows.
+
+A search filters and sorts the tenant's listing lines (metadata, times)
+first and loads the state (values, status) only of the threads on the
+page; only a ``status`` filter or sort needs every thread's state. A
+history filters checkpoints on what they record (version, node, step,
+status) and rebuilds the state, messages included, only of those it
+returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tenxgraph.core.graph._history import StateSnapshot
+from tenxgraph.server import _shapes as shapes
+from tenxgraph.server._context import ServerContext, thread_config
+from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.state_codec import decode_state
+
+__all__ = ["checkpoint_metadata", "search", "state_history"]
+
+Json = dict[str, Any]
+
+_INFO_SORTS = {
+    "thread_id": lambda info: info.key.thread_id,
+    "created_at": lambda info: info.created_at,
+    "updated_at": lambda info: info.updated_at,
+}
+
+
+def _checkpointer(context: ServerContext) -> Checkpointer:
+    assert context.graph.checkpointer is not None  # create_app refuses a graph without one
+    return context.graph.checkpointer
+
+
+async def search(
+    context: ServerContext,
+    user: str,
+    *,
+    metadata: Mapping[str, Any] | None,
+    ids: Sequence[str] | None,
+    status: str | None,
+    sort_by: str | None,
+    sort_order: str | None,
+    page: slice | None,
+) -> tuple[list[Json], int]:
+    """The page of the tenant's matching threads as JSON, and how many match in all."""
+    infos = await _checkpointer(context).alist_threads(user, metadata=metadata or None)
+    if ids is not None:
+        wanted = set(ids)
+        infos = [info for info in infos if info.key.thread_id in wanted]
+    descending = sort_order != "asc"
+    if sort_by in _INFO_SORTS:
+        infos.sort(key=_INFO_SORTS[sort_by], reverse=descending)
+    elif sort_by is None and not descending:
+        infos.reverse()  # the listing is newest update first
+    if status is None and sort_by != "status":
+        chosen = infos if page is None else infos[page]
+        return [await _thread(context, user, info) for info in chosen], len(infos)
+    threads = [await _thread(context, user, info) for info in infos]
+    threads = [t for t in threads if status is None or t["status"] == status]
+    if sort_by == "status":
+        threads.sort(key=lambda t: str(t["status"]), reverse=descending)
+    return (threads if page is None else threads[page]), len(threads)
+
+
+async def _thread(context: ServerContext, user: str, info: Any) -> Json:
+    state = await context.graph.aget_state(thread_config(info.key.thread_id, user))
+    return shapes.thread_json(info, state)
+
+
+def checkpoint_metadata(checkpoint: Checkpoint) -> Json:
+    """A checkpoint's ``metadata`` in a state answer (what filters of the history match)."""
+    meta = checkpoint.values.get("execution_meta")
+    status = meta.get("status", "idle") if isinstance(meta, dict) else "idle"
+    return shapes.state_metadata(checkpoint.node, checkpoint.step, str(status))
+
+
+async def state_history(
+    context: ServerContext,
+    key: ThreadKey,
+    *,
+    limit: int,
+    before: int | None,
+    metadata: Mapping[str, Any] | None,
+) -> list[Json] | None:
+    """The thread's checkpoints as states, newest first; None when the thread does not exist."""
+    checkpointer = _checkpointer(context)
+    filtered = before is not None or bool(metadata)
+    checkpoints = await checkpointer.alist_checkpoints(key, limit=None if filtered else limit)
+    if not checkpoints:
+        return None
+    wanted = list((metadata or {}).items())
+    chosen = [
+        c
+        for c in checkpoints
+        if (before is None or c.version < before)
+        and all(checkpoint_metadata(c).get(k) == v for k, v in wanted)
+    ][:limit]
+    state_class = context.graph.builder.state_class
+    states = []
+    for c in chosen:
+        messages = await checkpointer.aload_messages(key, c.window)
+        stored = StoredThread(key, c.version, c.log_length, c.values, c.window, messages)
+        snapshot = StateSnapshot(
+            c.version, c.node, c.step, c.created_at, decode_state(state_class, stored)
+        )
+        states.append(shapes.state_json(key.thread_id, snapshot))
+    return states
