@@ -99,9 +99,13 @@ def _redis_cache(prefix: str) -> Any:
 
 
 def _memory_store(backend: str, tmp_path: Path, name: str) -> Any:
-    from tenxgraph.storage.longterm import SqliteMemoryStore
+    if backend == "sqlite":
+        from tenxgraph.storage.longterm import SqliteMemoryStore
 
-    return SqliteMemoryStore(str(tmp_path / f"{name}-memory.sqlite"))
+        return SqliteMemoryStore(str(tmp_path / f"{name}-memory.sqlite"))
+    from tenxgraph.storage.longterm import PgMemoryStore
+
+    return PgMemoryStore(PG_DSN, schema=f"tg_srv_{name}", pool_size=2)  # dropped with the threads
 
 
 def _drop(schema: str, prefix: str) -> None:

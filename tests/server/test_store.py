@@ -12,12 +12,13 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
 
 from tenxgraph.server.auth import api_keys
-from tests.server.conftest import Serve
+from tests.server.conftest import BACKENDS, Serve
 
 
-@pytest.fixture
-def url(serve: Serve) -> str:
-    return serve(memory=True, authenticate=api_keys({"ka": "alice", "kb": "bob"}))
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, serve: Serve) -> str:
+    keys = api_keys({"ka": "alice", "kb": "bob"})
+    return serve(backend=request.param, memory=True, authenticate=keys)
 
 
 @pytest.fixture
