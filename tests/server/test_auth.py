@@ -34,6 +34,10 @@ def test_api_keys_scope_every_thread_to_its_user(serve: Serve) -> None:
             bob.patch("/threads/t1", json={"metadata": {"x": 1}}),
             bob.delete("/threads/t1"),
             bob.post("/threads/t1/copy"),
+            bob.post("/threads/t1/tools/add", json={"args": {"a": 1, "b": 2}}),
+            bob.get("/threads/t1/messages"),
+            bob.get("/threads/t1/window"),
+            bob.get("/threads/t1/state/1"),
         ):
             assert response.status_code == 404, (response.request.url, response.text)
         assert bob.post("/threads/search", json={}).json() == []
