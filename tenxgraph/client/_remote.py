@@ -1,31 +1,36 @@
-"""Remote tools: the model calls a tool that runs in the client, and the conversation goes on.
+"""Remote tools: the model calls a tool that runs in the client, and the run goes on.
 
 A graph declares a ``RemoteTool`` (``tenxgraph.core.graph``); when the model
-calls it, the run pauses with an interrupt whose value is
-``{"type": "remote_tool_calls", "calls": [{"call": RemoteToolCallBlock, ...}]}``
-(see ``tenxgraph/core/graph/_remote_tools.py``). A stream given ``tools``
-shows each call as a ``RemoteToolCallPart``, runs the handler registered under
-its name, and resumes the thread with the results
-(``command={"resume": {"tool_results": [{"call_id", "output", "is_error"}]}}``)
-in a new run whose events continue the same iterator, until a run ends
-without asking for a remote tool. The paused run's ``end`` part is not shown
-(the exchange has not ended); the next run's ``metadata`` part is.
+calls it, the run pauses (an interrupt whose value is ``{"type":
+"remote_tool_calls", "calls": [{"call": ...}]}``, see docs/tools.md). The
+server keeps that run open: it streams one ``remote_tool_call`` event per call
+(the ``RemoteToolCallBlock`` JSON) and waits for
+``POST /threads/{thread_id}/runs/{run_id}/tool_results``; once every call is
+answered the same run, and its stream, go on (see docs/server.md).
+
+A stream given ``tools`` shows each call as a ``RemoteToolCallPart``, runs
+the handler registered under its name and posts the result, all while the
+stream stays open. A run that ends paused instead (a server that does not
+wait, or a call the server no longer waits for) is answered by resuming the
+thread (``command={"resume": {"tool_results": [...]}}``) in a new run whose
+events continue the same iterator; the paused run's ``end`` part is then not
+shown, since the exchange has not ended.
 
 Decisions:
 
 - A handler is called with the call's arguments as keyword arguments, like
   the function of an in-process tool. It may be sync (run in a worker thread,
-  so the loop keeps serving) or async. The calls of one pause run
-  concurrently.
+  so the loop keeps serving) or async. Calls are answered one at a time, in
+  the order the server streams them.
 - A handler that raises, or a call naming no registered handler, is answered
   with an error result (``is_error``) that the model reads, as ``ToolNode``
   does for in-process tools: the run goes on and the model can recover.
-- A stream without ``tools`` answers nothing: the run stays paused, the
-  calls reach the reader as ``RemoteToolCallPart``s, and the reader may
-  answer with ``command`` itself.
+- A stream without ``tools`` answers nothing: the calls reach the reader as
+  ``RemoteToolCallPart``s and the run waits (until the tool's timeout) for
+  ``runs.tool_results(...)``, which the reader may call itself.
 - The result must be JSON data (a pydantic model is dumped to JSON).
 - A stream given ``tools`` whose ``stream_mode`` has neither ``values`` nor
-  ``updates`` gets ``updates`` added, since the pause is announced there.
+  ``updates`` gets ``updates`` added, since a pause is announced there too.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pydantic import BaseModel
 from tenxgraph.client._events import (
     EndPart,
     MessagePart,
+    MetadataPart,
     RemoteToolCallPart,
     StreamPart,
     UpdatesPart,
@@ -47,7 +53,14 @@ from tenxgraph.client._events import (
 )
 from tenxgraph.core.state.message_block import RemoteToolCallBlock
 
-__all__ = ["REMOTE_CALLS_TYPE", "RemoteTools", "ToolHandler", "remote_calls", "with_remote_tools"]
+__all__ = [
+    "REMOTE_CALLS_TYPE",
+    "PostResults",
+    "RemoteTools",
+    "ToolHandler",
+    "remote_calls",
+    "with_remote_tools",
+]
 
 ToolHandler = Callable[..., Any | Awaitable[Any]]
 """A remote tool: called with the call's arguments as keywords; returns JSON data."""
@@ -60,9 +73,7 @@ OpenRun = Callable[[dict[str, Any] | None], AsyncIterator[StreamPart]]
 
 
 def remote_calls(part: StreamPart) -> list[RemoteToolCallBlock]:
-    """The remote tool calls a stream part carries (none for most parts)."""
-    if isinstance(part, RemoteToolCallPart) and part.call is not None:
-        return [part.call]
+    """The remote tool calls a part announces: an ``__interrupt__`` in values/updates, a message."""
     if isinstance(part, UpdatesPart | ValuesPart) and isinstance(part.data, dict):
         return _interrupt_calls(part.data.get("__interrupt__"))
     if isinstance(part, MessagePart) and part.message is not None and not part.message.delta:
@@ -82,22 +93,49 @@ def _interrupt_calls(interrupts: Any) -> list[RemoteToolCallBlock]:
     return calls
 
 
-async def with_remote_tools(open_run: OpenRun, tools: RemoteTools) -> AsyncIterator[StreamPart]:
-    """Stream runs on one thread, answering remote calls by resuming, until no call is left."""
+PostResults = Callable[[str, list[dict[str, Any]]], Awaitable[bool]]
+"""Posts results to a run waiting for them; False when it waits for none (answer by resume)."""
+
+
+async def with_remote_tools(
+    open_run: OpenRun, tools: RemoteTools, post: PostResults
+) -> AsyncIterator[StreamPart]:
+    """Stream a run, answering its remote calls in the stream or by resuming, until none is left."""
     command: dict[str, Any] | None = None
     while True:
-        pending: list[RemoteToolCallBlock] = []
+        announced: dict[str, RemoteToolCallBlock] = {}
+        resume: list[dict[str, Any]] = []  # results the next run resumes the thread with
+        run_id = ""
         async for part in open_run(command):
+            if isinstance(part, MetadataPart):
+                run_id = part.run_id
+            if isinstance(part, RemoteToolCallPart) and part.call is not None:
+                yield part  # the server waits for this call in the stream
+                resume += await _answer_in_stream(part.call, run_id, tools, post)
+                continue
             for call in remote_calls(part):
-                if tools.take(call):
-                    pending.append(call)
+                announced.setdefault(call.id, call)
+            if isinstance(part, EndPart) and tools.answers:
+                left = [call for call in announced.values() if tools.take(call)]
+                for call in left:
                     yield RemoteToolCallPart("remote_tool_call", call.model_dump(), None, call=call)
-            if isinstance(part, EndPart) and pending and tools.answers:
-                continue  # the exchange goes on in the next run
+                resume += await tools.results(left) if left else []
+                if resume:
+                    continue  # the exchange goes on in the next run
             yield part
-        if not pending or not tools.answers:
+        if not resume:
             return
-        command = {"resume": {"tool_results": await tools.results(pending)}}
+        command = {"resume": {"tool_results": resume}}
+
+
+async def _answer_in_stream(
+    call: RemoteToolCallBlock, run_id: str, tools: RemoteTools, post: PostResults
+) -> list[dict[str, Any]]:
+    """Run and post one streamed call; its results if refused (left for a resume), else []."""
+    if not tools.answers or not tools.take(call):
+        return []  # nothing to do: no handlers, or answered already
+    results = await tools.results([call])
+    return [] if await post(run_id, results) else results
 
 
 class RemoteTools:

@@ -10,6 +10,7 @@ Input messages may be ``Message`` objects; they are sent as their JSON.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from tenxgraph.client._remote import RemoteTools, ToolHandler, with_remote_tools
 from tenxgraph.client._stream import StreamRequest, resumable_stream
 from tenxgraph.client._threads import segment
 from tenxgraph.client._transport import Transport
-from tenxgraph.errors import RunFailedError
+from tenxgraph.errors import APIConflictError, APINotFoundError, RunFailedError
 
 __all__ = ["Runs", "run_body"]
 
@@ -96,7 +97,14 @@ class Runs:
             request = StreamRequest("POST", path, body, thread_id, max_reconnects=max_reconnects)
             return resumable_stream(self._transport, request)
 
-        return with_remote_tools(open_run, RemoteTools(tools))
+        async def post(run_id: str, results: list[dict[str, Any]]) -> bool:
+            try:
+                await self.tool_results(thread_id, run_id, results)
+            except (APIConflictError, APINotFoundError):
+                return False  # the run waits for no result here: answer by resuming the thread
+            return True
+
+        return with_remote_tools(open_run, RemoteTools(tools), post)
 
     def join_stream(
         self,
@@ -194,6 +202,19 @@ class Runs:
             self._path(thread_id, run_id, "cancel"),
             params={"wait": "true" if wait else "false", "action": action},
         )
+
+    async def tool_results(
+        self, thread_id: str, run_id: str, results: builtins.list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Answer remote tool calls a run waits for: ``[{"call_id", "output", "is_error"}]``.
+
+        The run goes on once every call it waits for is answered. A stream
+        given ``tools`` does this itself.
+        """
+        answer: dict[str, Any] = await self._transport.request(
+            "POST", self._path(thread_id, run_id, "tool_results"), json_body={"results": results}
+        )
+        return answer
 
     @staticmethod
     def _path(thread_id: str, run_id: str, action: str = "") -> str:

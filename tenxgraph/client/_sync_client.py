@@ -124,6 +124,7 @@ class SyncRuns:
     list = blocking(Runs.list)
     join = blocking(Runs.join)
     cancel = blocking(Runs.cancel)
+    tool_results = blocking(Runs.tool_results)
 
 
 class SyncClient:

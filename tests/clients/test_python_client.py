@@ -191,8 +191,11 @@ def test_remote_tool_handler_round_trip_sync(serve_graph: ServeGraph) -> None:
         assert seen == [{"tz": "UTC"}]
         calls = [p for p in parts if isinstance(p, RemoteToolCallPart)]
         assert [c.call.name for c in calls if c.call] == ["clock"]
-        assert sum(isinstance(p, EndPart) for p in parts) == 1  # one exchange, one end
-        assert sum(isinstance(p, MetadataPart) for p in parts) == 2  # the paused run, its resume
+        assert calls[0].id is not None  # the server's own event: the run waited in the stream
+        assert sum(isinstance(p, EndPart) for p in parts) == 1
+        assert sum(isinstance(p, MetadataPart) for p in parts) == 1  # the same run went on
+        ids = [int(part.id) for part in parts if part.id is not None]
+        assert ids == list(range(1, len(parts) + 1))
         state = client.threads.get_state(thread_id)
         assert state.messages[-1].text() == "clock ok: 12:00 UTC"
 
@@ -205,9 +208,8 @@ async def test_remote_tool_that_raises_or_is_missing_answers_an_error(
 
     async with Client(serve_graph(clocked)) as client:
         thread_id = (await client.threads.create())["thread_id"]
-        async for _ in client.runs.stream(
-            thread_id, AGENT, input=user("a"), tools={"clock": broken}
-        ):
+        tools = {"clock": broken}
+        async for _ in client.runs.stream(thread_id, AGENT, input=user("a"), tools=tools):
             pass
         state = await client.threads.get_state(thread_id)
         assert state.messages[-1].text() == "clock error: LookupError: no clock for UTC"
@@ -215,12 +217,25 @@ async def test_remote_tool_that_raises_or_is_missing_answers_an_error(
             pass
         state = await client.threads.get_state(thread_id)
         assert "no handler for remote tool 'clock'" in state.messages[-1].text()
-        # without tools the run stays paused and the call reaches the reader
-        parts = [p async for p in client.runs.stream(thread_id, AGENT, input=user("c"))]
-        assert [p.call.name for p in parts if isinstance(p, RemoteToolCallPart) and p.call] == [
-            "clock"
-        ]
-        assert (await client.threads.get_state(thread_id)).next
+
+
+async def test_without_tools_the_reader_sees_the_call_and_may_answer_it(
+    serve_graph: ServeGraph,
+) -> None:
+    async with Client(serve_graph(clocked)) as client:
+        thread_id = (await client.threads.create())["thread_id"]
+        run_id, names = "", []
+        async for part in client.runs.stream(thread_id, AGENT, input=user("c")):
+            if isinstance(part, MetadataPart):
+                run_id = part.run_id
+            if isinstance(part, RemoteToolCallPart) and part.call is not None:
+                names.append(part.call.name)
+                result = {"call_id": part.call.id, "output": "by hand", "is_error": False}
+                answer = await client.runs.tool_results(thread_id, run_id, [result])
+                assert answer["accepted"] == [part.call.id]
+        assert names == ["clock"]
+        state = await client.threads.get_state(thread_id)
+        assert state.messages[-1].text() == "clock ok: by hand"
 
 
 def test_sync_client_works_inside_a_running_loop(serve_graph: ServeGraph) -> None:
