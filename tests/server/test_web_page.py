@@ -145,7 +145,12 @@ def _say(driver: WebDriver, text: str, expect: str) -> None:
     box.send_keys(text)
     _by(driver, "send").click()
     _wait(driver, lambda d: any(expect in m for m in _messages(d)), repr(expect))
-    _wait(driver, lambda d: _by(d, "send").is_enabled(), "the run to end")
+    _wait(driver, _idle, "the run to end")
+
+
+def _idle(driver: WebDriver) -> bool:
+    """No run is going on (the page marks its message list busy during one)."""
+    return _by(driver, "messages").get_attribute("aria-busy") == "false"
 
 
 def test_a_message_streams_its_answer(page: WebDriver) -> None:
@@ -219,13 +224,18 @@ def test_an_interrupt_is_answered(page: WebDriver) -> None:
     _say(page, "ask me", "ask_user")
     _wait(page, lambda d: _by(d, "interrupt").is_displayed(), "the interrupt question")
     assert _text(page, "interrupt-question") == "What is your favourite colour?"
+    # A paused thread takes the answer, not a new message.
+    assert not _by(page, "message-input").is_enabled()
+    assert not _by(page, "send").is_enabled()
     _by(page, "interrupt-answer").send_keys("green")
     _by(page, "interrupt-submit").click()
     _wait(page, lambda d: "Thanks! You answered: green" in _messages(d)[-1], "the resumed answer")
     _wait(page, lambda d: not _by(d, "interrupt").is_displayed(), "the form to close")
+    _wait(page, lambda d: _by(d, "send").is_enabled(), "the composer to come back")
+    assert _by(page, "message-input").is_enabled()
 
 
-def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver) -> None:
+def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver, base_url: str) -> None:
     _say(page, "what time is it in the browser?", "get_browser_time says:")
     answer = _messages(page)[-1]
     match = re.search(r"get_browser_time says: (\S+Z) \((.+)\)\.", answer)
@@ -236,6 +246,10 @@ def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver) -> None:
     assert [row.find_element(By.TAG_NAME, "td").text for row in rows] == [
         "get_browser_time (browser)"
     ]
+    # The page posted the result to the waiting run, and that same run went on to the answer.
+    thread_id = page.execute_script("return location.hash.slice(1)")
+    runs = httpx.get(f"{base_url}/threads/{thread_id}/runs").json()
+    assert [run["status"] for run in runs] == ["success"]
 
 
 def test_an_api_key_is_asked_for_and_kept_for_the_session(

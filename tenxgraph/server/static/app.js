@@ -17,8 +17,19 @@ function setStatus(text, kind = "") {
 
 function setRunning(running) {
   page.running = running;
-  for (const id of ["send", "new-thread", "interrupt-submit"]) $(id).disabled = running;
   $("messages").setAttribute("aria-busy", running ? "true" : "false"); // read out once complete
+  updateControls();
+}
+
+/** A paused thread takes an answer, not a new message (the server refuses one). */
+function updateControls() {
+  const paused = page.interrupt !== null;
+  for (const id of ["new-thread", "interrupt-submit"]) $(id).disabled = page.running;
+  $("send").disabled = page.running || paused;
+  $("message-input").disabled = paused;
+  $("message-input").placeholder = paused
+    ? "Answer the question above first"
+    : "Message (Enter sends, Shift+Enter for a new line)";
 }
 
 /** Report a failure; a 401/403 opens the API key form. */
@@ -91,6 +102,11 @@ async function refreshThread() {
   renderInspector(inspected);
   page.interrupt = state.interrupts?.[0]?.value ?? null;
   showInterrupt();
+  scrollToEnd();
+}
+
+function scrollToEnd() {
+  $("messages").lastElementChild?.scrollIntoView({ block: "end" });
 }
 
 /** The remote (browser) tool calls an interrupt value waits for; [] for a question. */
@@ -101,6 +117,7 @@ function remoteCalls(value) {
 function showInterrupt() {
   const value = page.interrupt;
   const remote = remoteCalls(value);
+  updateControls();
   $("interrupt").hidden = value === null;
   $("interrupt").dataset.kind = remote.length ? "remote" : "question";
   $("interrupt-answer-row").hidden = remote.length > 0;
@@ -152,6 +169,7 @@ async function onEvent(event, stream, streaming) {
       streaming.textContent = "";
       $("messages").append(messageItem(message));
     }
+    scrollToEnd();
   } else if (kind === "remote_tool_call") {
     // The server waits for the result inside this stream: post it, and the run goes on.
     if (page.answered.has(event.data.id)) return;
@@ -195,6 +213,7 @@ async function send(text) {
     await selectThread(thread.thread_id);
   }
   $("messages").append(messageItem({ id: "", role: "user", text, calls: [], results: [] }));
+  scrollToEnd();
   await run({ input: { messages: [{ role: "user", content: text }] } });
 }
 
