@@ -18,6 +18,10 @@
 - ``ReplayServer`` and ``chat_chunk`` (``tenxgraph.testing.replay``): a local
   HTTP server that replays queued provider responses, so an adapter is
   tested through the provider's real SDK with no network.
+- ``served`` (``tenxgraph.testing.server``): a real uvicorn server on a free
+  port for the length of a ``with`` block, serving a graph or an app made by
+  ``tenxgraph.server.create_app`` (needs the ``server`` extra), so tests of
+  code that calls a tenxgraph server speak real HTTP.
 
 The suites need pytest and pytest-asyncio installed (the ``testing`` extra:
 ``pip install tenxgraph[testing]``); the replay server needs only the
