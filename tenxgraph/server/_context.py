@@ -46,8 +46,6 @@ class ServerSettings:
     """Request bodies over this many bytes are refused with 413 before they are read whole."""
     cors_origins: tuple[str, ...] = ()
     """Origins browsers may call the API from (``"*"``: any); empty turns CORS off."""
-    max_page: int = 1000
-    """The largest ``limit`` a listing (threads, history, store search) accepts."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Settings of other server parts (runs, remote tools), by name."""
 
