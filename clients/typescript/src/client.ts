@@ -1,6 +1,13 @@
 // The client of a tenxgraph server (the LangGraph server API): threads, runs, streams.
 
-import { APIConnectionError, RunFailedError, isObject, statusError } from "./errors.js";
+import {
+  APIConflictError,
+  APIConnectionError,
+  APINotFoundError,
+  RunFailedError,
+  isObject,
+  statusError,
+} from "./errors.js";
 import { messagesIn, parsePart, remoteCalls, type StreamPart } from "./events.js";
 import type { Message, RemoteToolCallBlock } from "./message.js";
 import { readEvents } from "./sse.js";
@@ -24,6 +31,8 @@ export interface RunOptions {
   streamMode?: string | string[];
   /** What to do when the thread is busy: "reject", "enqueue", "interrupt", "rollback". */
   multitaskStrategy?: string;
+  /** "create" makes the thread on first use. */
+  ifNotExists?: string;
   config?: Record<string, unknown>;
   metadata?: Record<string, unknown>;
 }
@@ -39,7 +48,6 @@ export interface StreamOptions extends RunOptions {
 
 export interface JoinStreamOptions {
   lastEventId?: string;
-  tools?: Record<string, ToolHandler>;
   maxReconnects?: number;
   signal?: AbortSignal;
 }
@@ -121,8 +129,7 @@ export class Client {
   }
 
   /** A run's events once each, resumed with Last-Event-ID after a drop, until it ends. */
-  async *streamRun(request: StreamRequest, tools?: Record<string, ToolHandler>): AsyncGenerator<StreamPart> {
-    const answered = new Set<string>();
+  async *streamRun(request: StreamRequest): AsyncGenerator<StreamPart> {
     const seen = new Set<string>();
     let failures = 0;
     let first = true;
@@ -132,7 +139,6 @@ export class Client {
         for await (const part of this.readOnce(request, first, seen)) {
           failures = 0;
           ended ||= part.kind === "end" || part.kind === "error";
-          if (tools) await this.answer(request, part, tools, answered);
           yield part;
         }
         if (ended || !request.runId || !(await this.stillRunning(request))) return;
@@ -185,35 +191,81 @@ export class Client {
       throw error;
     }
   }
-
-  private async answer(
-    request: StreamRequest,
-    part: StreamPart,
-    tools: Record<string, ToolHandler>,
-    answered: Set<string>,
-  ): Promise<void> {
-    for (const call of remoteCalls(part)) {
-      if (answered.has(call.id)) continue;
-      answered.add(call.id);
-      const [output, isError] = await runTool(tools, call);
-      const path = `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}/tool_results`;
-      await this.request("POST", path, { call_id: call.id, output, is_error: isError });
-    }
-  }
 }
 
-async function runTool(tools: Record<string, ToolHandler>, call: RemoteToolCallBlock): Promise<[unknown, boolean]> {
+async function runTool(tools: Record<string, ToolHandler>, call: RemoteToolCallBlock): Promise<ToolResult> {
   const handler = Object.prototype.hasOwnProperty.call(tools, call.name) ? tools[call.name] : undefined;
   if (handler === undefined) {
     const known = Object.keys(tools).sort().join(", ") || "none";
-    return [`no handler for remote tool "${call.name}" in this client (has: ${known})`, true];
+    return { call_id: call.id, output: `no handler for remote tool "${call.name}" in this client (has: ${known})`, is_error: true };
   }
   try {
-    return [(await handler(call.args ?? {}, call)) ?? null, false];
+    return { call_id: call.id, output: (await handler(call.args ?? {}, call)) ?? null, is_error: false };
   } catch (error) {
     const name = error instanceof Error ? error.name : "Error";
     const message = error instanceof Error ? error.message : String(error);
-    return [`${name}: ${message}`, true];
+    return { call_id: call.id, output: `${name}: ${message}`, is_error: true };
+  }
+}
+
+/** Posts results to a run waiting for them; false when it waits for none (answer by resume). */
+type PostResults = (runId: string, results: ToolResult[]) => Promise<boolean>;
+
+/** A remote tool's result as the server takes it. */
+export interface ToolResult {
+  call_id: string;
+  output: unknown;
+  is_error: boolean;
+}
+
+/**
+ * A run's parts, its remote calls answered, until none is left.
+ *
+ * The server streams one `remote_tool_call` part per call and waits: the
+ * handler runs and its result is posted to `.../tool_results`; the same run
+ * goes on. A run that ends paused instead (its `values`/`updates` carry an
+ * `__interrupt__` of type "remote_tool_calls" not answered in the stream) is
+ * resumed with `command: {resume: {tool_results}}`, and the next run's parts
+ * follow; the paused run's `end` is skipped. Without handlers nothing is
+ * answered: the calls are shown and the run waits for `runs.toolResults`.
+ */
+async function* withRemoteTools(
+  openRun: (command: Json | undefined) => AsyncGenerator<StreamPart>,
+  tools: Record<string, ToolHandler> | undefined,
+  post: PostResults,
+): AsyncGenerator<StreamPart> {
+  const taken = new Set<string>();
+  const take = (call: RemoteToolCallBlock): boolean => {
+    if (taken.has(call.id)) return false;
+    taken.add(call.id);
+    return true;
+  };
+  let command: Json | undefined;
+  for (;;) {
+    const announced = new Map<string, RemoteToolCallBlock>();
+    const resume: ToolResult[] = [];
+    let runId = "";
+    for await (const part of openRun(command)) {
+      if (part.kind === "metadata") runId = part.runId;
+      if (part.kind === "remote_tool_call") {
+        yield part; // the server waits for this call in the stream
+        if (tools && take(part.call)) {
+          const results = [await runTool(tools, part.call)];
+          if (!(await post(runId, results))) resume.push(...results);
+        }
+        continue;
+      }
+      for (const call of remoteCalls(part)) if (!announced.has(call.id)) announced.set(call.id, call);
+      if (part.kind === "end" && tools) {
+        const left = [...announced.values()].filter(take);
+        for (const call of left) yield { kind: "remote_tool_call", event: "remote_tool_call", id: undefined, data: call, call };
+        resume.push(...(await Promise.all(left.map((call) => runTool(tools, call)))));
+        if (resume.length) continue; // the exchange goes on in the next run
+      }
+      yield part;
+    }
+    if (!resume.length) return;
+    command = { resume: { tool_results: resume } };
   }
 }
 
@@ -229,11 +281,20 @@ function runBody(assistantId: string, options: RunOptions): Json {
     command: options.command,
     stream_mode: options.streamMode,
     multitask_strategy: options.multitaskStrategy,
+    if_not_exists: options.ifNotExists,
     config: options.config,
     metadata: options.metadata,
   };
   for (const [key, value] of Object.entries(fields)) if (value !== undefined) body[key] = value;
   return body;
+}
+
+/** With tools, a stream mode that announces the pause ("updates" added if neither it nor "values"). */
+function modesForTools(modes: string | string[] | undefined, tools: Record<string, ToolHandler> | undefined) {
+  if (modes === undefined) return undefined;
+  const chosen = typeof modes === "string" ? [modes] : [...modes];
+  if (tools && !chosen.includes("values") && !chosen.includes("updates")) chosen.push("updates");
+  return chosen;
 }
 
 function values(result: unknown): Json {
@@ -288,17 +349,37 @@ export class Threads {
 export class Runs {
   constructor(private readonly client: Client) {}
 
-  /** Start a run and iterate its parts; remote tool calls go to `options.tools`. */
+  /** Start a run and iterate its parts; remote tool calls go to `options.tools` (see withRemoteTools). */
   stream(threadId: string, assistantId: string, options: StreamOptions = {}): AsyncGenerator<StreamPart> {
-    const request: StreamRequest = {
-      method: "POST",
-      path: `/threads/${seg(threadId)}/runs/stream`,
-      body: runBody(assistantId, options),
-      threadId,
-      maxReconnects: options.maxReconnects ?? 5,
+    const modes = modesForTools(options.streamMode, options.tools);
+    const openRun = (command: Json | undefined): AsyncGenerator<StreamPart> => {
+      const first = command === undefined;
+      const body = runBody(assistantId, {
+        ...options,
+        streamMode: modes,
+        input: first ? options.input : undefined,
+        command: first ? options.command : command,
+      });
+      const request: StreamRequest = {
+        method: "POST",
+        path: `/threads/${seg(threadId)}/runs/stream`,
+        body,
+        threadId,
+        maxReconnects: options.maxReconnects ?? 5,
+      };
+      if (options.signal) request.signal = options.signal;
+      return this.client.streamRun(request);
     };
-    if (options.signal) request.signal = options.signal;
-    return this.client.streamRun(request, options.tools);
+    const post: PostResults = async (runId, results) => {
+      try {
+        await this.toolResults(threadId, runId, results);
+        return true;
+      } catch (error) {
+        if (error instanceof APIConflictError || error instanceof APINotFoundError) return false; // resume instead
+        throw error;
+      }
+    };
+    return withRemoteTools(openRun, options.tools, post);
   }
 
   /** Follow a run already going, from after `lastEventId` (from its start if none). */
@@ -312,7 +393,7 @@ export class Runs {
     };
     if (options.lastEventId) request.lastEventId = options.lastEventId;
     if (options.signal) request.signal = options.signal;
-    return this.client.streamRun(request, options.tools);
+    return this.client.streamRun(request);
   }
 
   /** Run to the end and return the final state values (RunFailedError if it failed). */
@@ -332,6 +413,11 @@ export class Runs {
   /** Wait for a run to finish and return the final state values. */
   async join(threadId: string, runId: string): Promise<Json> {
     return values(await this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}/join`));
+  }
+
+  /** Answer remote tool calls a run waits for; it goes on once all are answered. */
+  toolResults(threadId: string, runId: string, results: ToolResult[]): Promise<Json> {
+    return this.client.request("POST", `/threads/${seg(threadId)}/runs/${seg(runId)}/tool_results`, { results });
   }
 
   /** Cancel a run; `wait` until it stopped. */

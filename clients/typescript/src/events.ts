@@ -93,11 +93,33 @@ function messagePart(base: PartBase, decoded: unknown): StreamPart {
   return { ...base, kind: "message", message: item, metadata };
 }
 
-/** The remote tool calls a part carries (none for most parts). */
+/** The `type` of an interrupt value that asks the client to run remote calls. */
+export const REMOTE_CALLS_TYPE = "remote_tool_calls";
+
+/**
+ * The remote tool calls a part carries (none for most parts): a
+ * `remote_tool_call` event, or the `__interrupt__` of `values`/`updates`
+ * whose value is `{type: "remote_tool_calls", calls: [{call}, ...]}`.
+ */
 export function remoteCalls(part: StreamPart): RemoteToolCallBlock[] {
   if (part.kind === "remote_tool_call") return [part.call];
+  if ((part.kind === "values" || part.kind === "updates") && isObject(part.data)) {
+    return interruptCalls(part.data.__interrupt__);
+  }
   if (part.kind === "message" && !part.message.delta) {
     return part.message.content.filter((b): b is RemoteToolCallBlock => b.type === "remote_tool_call");
   }
   return [];
+}
+
+function interruptCalls(interrupts: unknown): RemoteToolCallBlock[] {
+  const calls: RemoteToolCallBlock[] = [];
+  for (const item of Array.isArray(interrupts) ? interrupts : []) {
+    const value = isObject(item) ? item.value : undefined;
+    if (!isObject(value) || value.type !== REMOTE_CALLS_TYPE || !Array.isArray(value.calls)) continue;
+    for (const entry of value.calls) {
+      if (isObject(entry) && isObject(entry.call)) calls.push(entry.call as unknown as RemoteToolCallBlock);
+    }
+  }
+  return calls;
 }

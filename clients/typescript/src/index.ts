@@ -1,7 +1,16 @@
 // @tenxgraph/client: the TypeScript client of a tenxgraph server.
 
 export { Client, Runs, Threads } from "./client.js";
-export type { ClientOptions, JoinStreamOptions, Json, RunOptions, StreamOptions, ThreadState, ToolHandler } from "./client.js";
+export type {
+  ClientOptions,
+  JoinStreamOptions,
+  Json,
+  RunOptions,
+  StreamOptions,
+  ThreadState,
+  ToolHandler,
+  ToolResult,
+} from "./client.js";
 export {
   APIConflictError,
   APIConnectionError,
@@ -11,7 +20,7 @@ export {
   ClientError,
   RunFailedError,
 } from "./errors.js";
-export { messagesIn, parsePart, remoteCalls } from "./events.js";
+export { REMOTE_CALLS_TYPE, messagesIn, parsePart, remoteCalls } from "./events.js";
 export type {
   EndPart,
   ErrorPart,
