@@ -10,6 +10,7 @@ something to show:
   that the page answers;
 - "time": calls `get_browser_time`, a remote tool: the run pauses until the
   client (the page, in the browser) runs it and sends the result back;
+- "think about it": an answer that takes 30 s, to try stopping a run;
 - anything else: a plain streamed answer.
 
 A context manager keeps the window (`state.context`) to the last two user
@@ -26,6 +27,7 @@ Run it as a script for the same conversation in process.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Callable
@@ -88,6 +90,9 @@ browser_time = RemoteTool(
 )
 """Declared here, run by the client: the web page registers a tool of this name."""
 
+THINKING_SECONDS = 30.0
+"""How long "think about it" takes."""
+
 _CITY = re.compile(r"weather in ([A-Za-z][A-Za-z -]*)", re.IGNORECASE)
 
 
@@ -105,12 +110,15 @@ def _after_tool(request: ModelRequest, message: Message) -> str:
     return f"{name} says: {message.text()}."
 
 
-def demo_model(request: ModelRequest) -> ModelReply:
+async def demo_model(request: ModelRequest) -> ModelReply:
     """Decide from the last message: a tool call, or a text answer."""
     last = request.messages[-1]
     if last.role == "tool":
         return _after_tool(request, last)
     text = last.text()
+    if "think" in text.lower():  # a slow answer, to try the page's Stop button
+        await asyncio.sleep(THINKING_SECONDS)
+        return "I thought about it for a long time."
     if match := _CITY.search(text):
         return _call("get_weather", city=match.group(1).strip().title())
     if "ask me" in text.lower():

@@ -235,6 +235,18 @@ def test_an_interrupt_is_answered(page: WebDriver) -> None:
     assert _by(page, "message-input").is_enabled()
 
 
+def test_a_slow_run_is_stopped(page: WebDriver) -> None:
+    _by(page, "message-input").send_keys("think about it")  # the demo model takes 30 s
+    _by(page, "send").click()
+    _wait(page, lambda d: _by(d, "stop").is_displayed(), "the Stop button")
+    _by(page, "stop").click()
+    _wait(page, lambda d: _text(d, "status") == "Stopped.", "the run to stop")  # well before 30 s
+    _wait(page, _idle, "the page to settle")
+    assert not _by(page, "stop").is_displayed()
+    assert [m.split("\n")[-1] for m in _messages(page)] == ["think about it"]  # no answer
+    _say(page, "hello", "You said: hello.")  # the thread takes the next message
+
+
 def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver, base_url: str) -> None:
     _say(page, "what time is it in the browser?", "get_browser_time says:")
     answer = _messages(page)[-1]

@@ -92,6 +92,11 @@ export class Api {
     yield* readEvents(response);
   }
 
+  /** Stop a run, keeping what it did so far. */
+  cancel(threadId, runId) {
+    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/cancel?action=interrupt`);
+  }
+
   /** The thread's runs this server keeps, newest first. */
   runs(threadId) {
     return this.json("GET", `/threads/${enc(threadId)}/runs`);

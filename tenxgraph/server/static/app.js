@@ -8,7 +8,7 @@ import { inspect, renderInspector } from "./inspector.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
-const page = { assistantId: "", threadId: "", running: false, interrupt: null, answered: new Set() };
+const page = { assistantId: "", threadId: "", running: false, runId: "", stopping: false, interrupt: null, answered: new Set() };
 
 function setStatus(text, kind = "") {
   $("status").textContent = text;
@@ -26,6 +26,7 @@ function updateControls() {
   const paused = page.interrupt !== null;
   for (const id of ["new-thread", "interrupt-submit"]) $(id).disabled = page.running;
   $("send").disabled = page.running || paused;
+  $("stop").hidden = !page.running;
   $("message-input").disabled = paused;
   $("message-input").placeholder = paused
     ? "Answer the question above first"
@@ -142,9 +143,10 @@ async function follow(openStream) {
   setStatus("Running…");
   const streaming = el("li", { class: "message assistant streaming", "data-testid": "streaming" });
   const stream = { runId: "", failed: false };
+  page.stopping = false;
   try {
     for await (const event of openStream()) await onEvent(event, stream, streaming);
-    if (!stream.failed) setStatus("Done.");
+    if (!stream.failed) setStatus(page.stopping ? "Stopped." : "Done.");
   } catch (error) {
     fail(error);
   } finally {
@@ -158,7 +160,7 @@ async function follow(openStream) {
 
 async function onEvent(event, stream, streaming) {
   const kind = event.event.split("|")[0];
-  if (kind === "metadata") stream.runId = event.data.run_id;
+  if (kind === "metadata") stream.runId = page.runId = event.data.run_id;
   else if (kind === "messages") {
     const message = normalize(Array.isArray(event.data) ? event.data[0] : event.data);
     if (message.delta) {
@@ -240,6 +242,12 @@ function wire() {
     next.catch(fail);
   });
   $("new-thread").addEventListener("click", () => selectThread("").catch(fail));
+  $("stop").addEventListener("click", () => {
+    if (!page.running || !page.runId) return;
+    page.stopping = true;
+    setStatus("Stopping…");
+    api.cancel(page.threadId, page.runId).catch(fail); // the stream then ends
+  });
   window.addEventListener("hashchange", () => {
     const threadId = decodeURIComponent(location.hash.slice(1)); // a link to another thread
     if (threadId !== page.threadId && !page.running) selectThread(threadId).catch(fail);
