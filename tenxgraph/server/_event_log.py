@@ -54,7 +54,7 @@ class EventLog:
         self._bytes = 0
         self._last = 0
         self._closed = False
-        self._changed = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
 
     @property
     def last_id(self) -> int:
@@ -94,8 +94,11 @@ class EventLog:
             self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        """Resolve the readers' waits (none when every reader is busy: no cost then)."""
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def check_resume(self, after: int) -> None:
         """Raise ``EventsLostError`` when events after ``after`` were dropped already."""
@@ -124,5 +127,7 @@ class EventLog:
                 continue
             if self._closed:
                 return
-            await self._changed.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
             await asyncio.sleep(0)  # let the run add what it has ready: one write, not several

@@ -77,6 +77,11 @@ class StreamEncoder:
         return message.model_dump(mode="json")
 
     @staticmethod
+    def message_json(message: Message) -> str:
+        """``message`` as JSON text: ``message``'s JSON in one pass."""
+        return message.model_dump_json()
+
+    @staticmethod
     def dumps(data: Any) -> str:
         """JSON text of ``data`` (pydantic's encoder: models, dates and bytes included)."""
         return pydantic_core.to_json(data).decode()
@@ -188,13 +193,14 @@ class RunStreamWriter:
             self._result(event)
 
     def _message(self, event: MessageEvent) -> None:
-        message = self.encoder.message(event.message)
         if "messages-tuple" in self.modes:
             meta = {"langgraph_node": event.node, "run_id": self.run_id}
             meta["thread_id"] = str(self._config.get("thread_id", ""))
-            self._emit("messages", [message, meta])
+            text = self.encoder.message_json(event.message)
+            self.log.append("messages", f"[{text},{self.encoder.dumps(meta)}]")
         if "messages" not in self.modes:
             return
+        message = self.encoder.message(event.message)
         if event.message.delta:
             if self._partial is None:
                 self._partial = _Partial(message)
