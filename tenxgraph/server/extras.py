@@ -8,8 +8,11 @@
   keeps every message ever added; ``GET /threads/{id}/window`` is what the
   model sees next (the context window as log positions, its messages and the
   summary of what was cut). A state's ``values.messages`` is that window.
-- ``GET /media/{key}`` streams a stored media object (``graph://media/{key}``)
-  of the caller, with its MIME type; 404 when the server has no media store.
+- ``POST /media`` stores the request body (streamed, never held whole) as a
+  media object of the caller and answers its ``MediaRef`` (``url`` is
+  ``graph://media/{key}``, to put in a message's media block);
+  ``GET /media/{key}`` streams one back with its MIME type. Both are 404 when
+  the server has no media store.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -128,6 +131,22 @@ async def get_window(thread_id: str, context: Context, user: User) -> Json:
 def _checkpointer(context: ServerContext) -> Any:
     assert context.graph.checkpointer is not None
     return context.graph.checkpointer
+
+
+@router.post("/media")
+async def put_media(
+    request: Request,
+    context: Context,
+    user: User,
+    content_type: Annotated[str | None, Header()] = None,
+    filename: str | None = None,
+) -> Json:
+    """Store the body as media (its type checked against its bytes); answer its ``MediaRef``."""
+    if context.media is None:
+        not_found("media (this server has no media store)")
+    declared = None if content_type in (None, "application/octet-stream") else content_type
+    ref = await context.media.aput(request.stream(), declared, user_id=user, filename=filename)
+    return ref.model_dump(mode="json", exclude_none=True)
 
 
 @router.get("/media/{key}")

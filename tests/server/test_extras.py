@@ -86,3 +86,38 @@ def test_media_is_streamed_per_user(serve: Serve, tmp_path: Path) -> None:
         assert bob.get(f"/media/{key}").status_code == 404
     with httpx.Client(base_url=serve()) as plain:
         assert plain.get(f"/media/{key}").status_code == 404
+
+
+def test_media_upload_then_download(serve: Serve, tmp_path: Path) -> None:
+    media = FilesystemMediaStore(tmp_path / "media", max_bytes=50_000)
+    url = serve(media=media, authenticate=api_keys({"ka": "alice", "kb": "bob"}))
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 100
+
+    def chunks() -> Iterator[bytes]:  # streamed: no content-length
+        for start in range(0, len(png), 4096):
+            yield png[start : start + 4096]
+
+    with httpx.Client(base_url=url, headers={"x-api-key": "ka"}) as alice:
+        put = alice.post(
+            "/media",
+            params={"filename": "x.png"},
+            content=chunks(),
+            headers={"content-type": "image/png"},
+        )
+        assert put.status_code == 200, put.text
+        ref = put.json()
+        assert (ref["mime_type"], ref["size_bytes"], ref["filename"]) == (
+            "image/png",
+            len(png),
+            "x.png",
+        )
+        key = ref["url"].removeprefix("graph://media/")
+        assert alice.get(f"/media/{key}").content == png
+        assert media.get(ref["url"], user_id="alice") == png  # stored for the caller
+
+        lying = alice.post("/media", content=png, headers={"content-type": "application/pdf"})
+        assert lying.status_code == 422 and "pdf" in lying.json()["detail"].lower()
+        big = alice.post("/media", content=b"x" * 60_000, headers={"content-type": "text/plain"})
+        assert big.status_code == 413
+    with httpx.Client(base_url=url, headers={"x-api-key": "kb"}) as bob:
+        assert bob.get(f"/media/{key}").status_code == 404
