@@ -38,6 +38,21 @@ from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_valu
 
 __all__ = ["ThreadSession", "approx_bytes"]
 
+
+def _hold_stored(context: list[Message], sent: list[Message], stored: list[Message]) -> None:
+    """Put in ``context`` the form the checkpointer stored of each message it changed.
+
+    A checkpointer with a media store stores large inline media as
+    ``graph://media`` refs; holding those (in the state, and in the warm
+    thread the compiled graph keeps) frees the bytes, and the thread reads
+    the same whether warm or reloaded. Same ids and roles: the index holds.
+    """
+    replaced = {id(a): b for a, b in zip(sent, stored, strict=True) if a is not b}
+    for position, message in enumerate(context):
+        if id(message) in replaced:
+            context[position] = replaced[id(message)]
+
+
 S = TypeVar("S", bound=AgentState)
 
 
@@ -156,6 +171,7 @@ class ThreadSession:
             raise
         if self._undeclared:
             values = {**self._undeclared, **values}
+        sent = list(new)
         self.incarnation, self.version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(
@@ -170,6 +186,8 @@ class ThreadSession:
                 release_lease=release and self.lease is not None,
             ),
         )
+        if any(a is not b for a, b in zip(sent, new, strict=True)):
+            _hold_stored(state.context, sent, new)
         self._values = values
         self._index = state.message_index()
         if extended:

@@ -35,7 +35,12 @@ def media_policy(media: MediaStore | MediaPolicy | None) -> MediaPolicy | None:
 async def offload(
     policy: MediaPolicy | None, key: ThreadKey, write: ThreadWrite
 ) -> tuple[ThreadWrite, Offloaded | None]:
-    """``write`` with its large inline media in the store (outside any transaction)."""
+    """``write`` with its large inline media in the store (outside any transaction).
+
+    The offloaded copies also replace their originals in the caller's
+    ``write.new_messages`` list, so the runtime can hold what is stored (the
+    refs) rather than the bytes (see ``ThreadWrite.new_messages``).
+    """
     if policy is None or not write.new_messages:
         return write, None
     from tenxgraph.storage.media.offload import aoffload
@@ -43,6 +48,7 @@ async def offload(
     done = await aoffload(policy, write.new_messages, user_id=key.user_id)
     if not done.puts:
         return write, None
+    write.new_messages[:] = done.messages
     return dataclasses.replace(write, new_messages=done.messages), done
 
 

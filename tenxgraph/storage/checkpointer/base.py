@@ -248,7 +248,9 @@ class ThreadWrite:
     expected_version: int
     """The version this write was based on; 0 creates the thread."""
     new_messages: list[Message]
-    """Appended to the log with seqs ``log_length, log_length + 1, ...``."""
+    """Appended to the log with seqs ``log_length, log_length + 1, ...``. A checkpointer
+    that stores a message in another form (``media=``: large inline media as
+    ``graph://media`` refs) puts that form in its place in this list."""
     values: dict[str, Any]
     window: Window
     node: str

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ImageBlock, MediaRef, TextBlock, ToolResultBlock
 from tenxgraph.storage.checkpointer import (
@@ -239,3 +241,39 @@ async def test_a_gc_racing_a_save_is_undone_after_the_commit(make_pair: MakePair
     finally:
         store.aput = real_put  # type: ignore[method-assign]
     assert raced and await store.aget(ref) == image
+
+
+def _answer(state: AgentState) -> list[Message]:
+    return [Message.text_message("A cat.", role="assistant")]
+
+
+async def test_the_warm_thread_holds_the_stored_refs_not_the_bytes(
+    make_pair: MakePair,
+) -> None:
+    checkpointer, store = make_pair()
+    graph = StateGraph(AgentState)
+    graph.add_node("answer", _answer)
+    graph.set_entry_point("answer")
+    app = graph.compile(checkpointer)
+    picture = png(300_000)
+    sent = Message.image_message(inline(picture, filename="cat.png"), "What is this?")
+    config = {"thread_id": "cat", "user_id": "acme"}
+
+    result = await app.ainvoke({"messages": [sent]}, config)
+
+    session = app.warm.take(ThreadKey("cat", "acme"))
+    assert session is not None and session.approx_bytes < 10_000  # not the 400 KB of base64
+    warm = session.revive(AgentState)
+    assert warm is not None
+    assert result["messages"][-1].text() == "A cat."
+    for messages in (warm.context, (await checkpointer.aget_state(config)).context):
+        media = next(b for b in messages[0].content if isinstance(b, ImageBlock)).media
+        assert media.kind == "url" and media.data_base64 is None
+        assert store.get(media, user_id="acme") == picture and media.filename == "cat.png"
+    assert sent.content[1].media.kind == "data"  # the caller's own message is not changed
+    app.warm.keep(session)
+
+    await app.ainvoke({"messages": [Message.text_message("And now?")]}, config)
+    state = await app.aget_state(config)
+    assert state is not None and [m.role for m in state.context] == ["user", "assistant"] * 2
+    assert state.context[0].content[1].media.kind == "url"
