@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tenxgraph.core.graph import CompiledGraph, StateGraph, interrupt
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer
 from tests.server.conftest import BACKENDS, Serve
 
 
@@ -183,3 +188,43 @@ def test_history_filters_by_metadata_and_supersteps_apply_on_create(client: http
     ).json()
     assert [h["checkpoint"]["checkpoint_id"] for h in created_only] == ["1"]
     assert client.post("/threads/count", json={"status": "idle"}).json() == 1
+
+
+def deploy_graph(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    def deploy(state: AgentState) -> Message:
+        answer = interrupt({"question": "Deploy?"})
+        return Message.text_message(f"Deploy: {answer}", role="assistant")
+
+    builder = StateGraph(AgentState)
+    builder.add_node("deploy", deploy)
+    builder.set_entry_point("deploy")
+    return builder.compile(checkpointer)
+
+
+def test_a_paused_thread_shows_its_interrupt(serve: Serve, tmp_path: Path) -> None:
+    db = tmp_path / "paused.sqlite"
+    saver = SqliteCheckpointer(str(db))
+    writer = deploy_graph(saver)  # runs made outside the server, on the same file
+    config = {"thread_id": "p", "user_id": "default"}
+    writer.invoke({"messages": [("user", "ship it")]}, config)
+    url = serve(graph=lambda _: deploy_graph(SqliteCheckpointer(str(db))))
+    with httpx.Client(base_url=url) as client:
+        thread = client.get("/threads/p").json()
+        assert thread["status"] == "interrupted"
+        [(interrupt_id, [shown])] = thread["interrupts"].items()
+        assert shown == {"value": {"question": "Deploy?"}, "id": interrupt_id}
+        state = client.get("/threads/p/state").json()
+        assert state["next"] == ["deploy"]
+        assert state["interrupts"] == [shown]
+        assert [(t["name"], t["interrupts"]) for t in state["tasks"]] == [("deploy", [shown])]
+        assert [
+            t["thread_id"]
+            for t in client.post("/threads/search", json={"status": "interrupted"}).json()
+        ] == ["p"]
+
+        writer.invoke({"resume": "yes"}, config)
+        resumed = client.get("/threads/p").json()
+        assert (resumed["status"], resumed["interrupts"]) == ("idle", {})
+        assert resumed["values"]["messages"][-1]["content"][0]["text"] == "Deploy: yes"
+        assert client.get("/threads/p/state").json()["next"] == []
+    saver.close()
