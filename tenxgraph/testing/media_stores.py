@@ -365,6 +365,20 @@ class MediaStoreContract:
         assert await store.adelete(ref)
         assert not await store.adelete(ref)
         assert await store.ainfo(ref) is None
+
+    async def test_delete_listeners_hear_each_deletion_once(self, store: MediaStore) -> None:
+        """A delete listener runs after a delete that removed media, and only then."""
+        heard: list[tuple[str, str]] = []
+
+        async def listener(user_id: str, key: str) -> None:
+            heard.append((user_id, key))
+
+        store.add_delete_listener(listener)
+        ref = await store.aput(sample(100), "image/png", user_id="acme")
+        assert not await store.adelete(ref, user_id="globex")
+        assert await store.adelete(ref, user_id="acme")
+        assert not await store.adelete(ref, user_id="acme")
+        assert heard == [("acme", key_of(sample(100)))]
         with pytest.raises(MediaNotFoundError):
             await store.aget(ref)
 
