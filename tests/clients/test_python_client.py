@@ -8,6 +8,8 @@ the same methods to completion. A dropped connection is real: a TCP proxy
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 from tenxgraph.client import (
     Client,
     EndPart,
+    ErrorPart,
     MessagePart,
     MetadataPart,
     RemoteToolCallPart,
@@ -36,7 +39,7 @@ from tenxgraph.errors import (
 )
 from tenxgraph.server.auth import api_keys
 from tenxgraph.testing.server import free_port
-from tests.clients.conftest import AGENT, WORDS, ServeGraph, clocked, slow
+from tests.clients.conftest import AGENT, WORDS, ServeGraph, clocked, failing, slow
 from tests.clients.proxy import cutting_proxy
 
 MODES = ["values", "updates", "messages-tuple"]
@@ -119,6 +122,21 @@ def test_a_dropped_stream_resumes_with_last_event_id_and_loses_or_repeats_nothin
     assert "".join(m.text() for m in chunks if m) == f"said: two {answer_of()}"
 
 
+async def test_the_async_client_resumes_a_dropped_stream_too(serve_graph: ServeGraph) -> None:
+    url = serve_graph()
+    with cutting_proxy(url, cut_after=2500, cuts=1) as proxy:
+        async with Client(proxy.url) as client:
+            thread_id = (await client.threads.create())["thread_id"]
+            stream = client.runs.stream(thread_id, AGENT, input=user("a"), stream_mode=MODES)
+            parts = [part async for part in stream]
+            assert (await client.info())["graph_id"] == AGENT
+    assert proxy.cut == 1
+    ids = [int(part.id) for part in parts if part.id is not None]
+    assert ids == list(range(1, len(parts) + 1))
+    chunks = [p.message for p in parts if isinstance(p, MessagePart) and p.message.delta]
+    assert "".join(m.text() for m in chunks if m) == f"said: a {answer_of()}"
+
+
 async def test_background_run_join_get_and_list(serve_graph: ServeGraph) -> None:
     async with Client(serve_graph()) as client:
         run = await client.runs.create("t-bg", AGENT, input=user("bg"), if_not_exists="create")
@@ -168,12 +186,17 @@ def test_errors_carry_the_status_and_the_servers_detail(serve_graph: ServeGraph)
         nowhere.threads.create()
 
 
-def test_a_failed_run_raises_run_failed_from_wait(serve_graph: ServeGraph) -> None:
-    from tests.clients.conftest import failing
-
+def test_a_failed_run_raises_from_wait_and_ends_its_stream_with_an_error_part(
+    serve_graph: ServeGraph,
+) -> None:
     client = SyncClient(serve_graph(failing))
-    with client, pytest.raises(RunFailedError, match="model broke"):
-        client.runs.wait("t-f", AGENT, input=user("x"), if_not_exists="create")
+    with client:
+        with pytest.raises(RunFailedError, match="model broke"):
+            client.runs.wait("t-f", AGENT, input=user("x"), if_not_exists="create")
+        parts = list(client.runs.stream("t-f", AGENT, input=user("y"), stream_mode="values"))
+    assert isinstance(parts[-1], EndPart)
+    error = parts[-2]
+    assert isinstance(error, ErrorPart) and "model broke" in error.message and error.error
 
 
 def test_remote_tool_handler_round_trip_sync(serve_graph: ServeGraph) -> None:
@@ -236,6 +259,17 @@ async def test_without_tools_the_reader_sees_the_call_and_may_answer_it(
         assert names == ["clock"]
         state = await client.threads.get_state(thread_id)
         assert state.messages[-1].text() == "clock ok: by hand"
+
+
+def test_the_client_loads_httpx_on_its_first_request_only() -> None:
+    probe = (
+        "import sys\nfrom tenxgraph.client import Client, SyncClient\n"
+        "SyncClient('http://127.0.0.1:9')\nprint('httpx' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
 
 
 def test_sync_client_works_inside_a_running_loop(serve_graph: ServeGraph) -> None:
