@@ -61,7 +61,17 @@ class _Broken(Embedder):
 
 
 class VectorSearchContract:
-    """Vector and hybrid search, through ``HashingEmbedder`` (part of ``MemoryStoreContract``)."""
+    """Vector and hybrid search, through ``HashingEmbedder`` (part of ``MemoryStoreContract``).
+
+    A store whose ``vector_index`` is set answers from its index; the
+    results are the same, but for the ``vector_scan`` bound, which only the
+    brute-force scan has.
+    """
+
+    @pytest.fixture
+    def store(self, make_memory_store: MakeMemoryStore) -> MemoryStore:
+        """A store of the backend under test, with default options."""
+        return make_memory_store()
 
     @pytest.fixture
     def vstore(self, make_memory_store: MakeMemoryStore) -> MemoryStore:
@@ -103,12 +113,29 @@ class VectorSearchContract:
         )
 
     async def test_vector_scan_bounds_the_newest(self, make_memory_store: MakeMemoryStore) -> None:
-        """A search scores at most vector_scan vectors, the newest."""
+        """A brute-force search scores at most vector_scan vectors, the newest; an index all."""
         store = make_memory_store(embedder=HashingEmbedder(64), vector_scan=2)
         for key in ["k1", "k2", "k3"]:
             await store.aput(PREFS, key, {"text": "same words"})
             await asyncio.sleep(0.002)
-        assert sorted(await keys(store, query="same words", mode="vector")) == ["k2", "k3"]
+        found = sorted(await keys(store, query="same words", mode="vector"))
+        assert found == (["k2", "k3"] if store.vector_index is None else ["k1", "k2", "k3"])
+
+    async def test_replaced_and_deleted_values_leave_the_vectors(self, vstore: MemoryStore) -> None:
+        """A replaced value is found by its new words only; a deleted or purged item not at all."""
+        await vstore.aput(PREFS, "a", {"text": "green tea"})
+        await vstore.aput(PREFS, "b", {"text": "red wine"})
+        await vstore.aput(PREFS, "c", {"text": "blue sky"}, ttl=0.02)
+        await vstore.aput(PREFS, "a", {"text": "blue sky"})
+        await asyncio.sleep(0.05)
+        assert await keys(vstore, query="blue sky", mode="vector", limit=1) == ["a"]
+        assert await vstore.apurge_expired() == 1
+        assert await vstore.adelete(PREFS, "a")
+        found = await vstore.asearch(query="blue sky", mode="vector")
+        assert [item.key for item in found] == ["b"]
+        assert found[0].score is not None and found[0].score < 0.5
+        await vstore.aput(PREFS, "a", {"text": "blue sky again"})  # the same key, a new item
+        assert await keys(vstore, query="blue sky", mode="vector", limit=1) == ["a"]
 
     async def test_modes_are_checked(self, store: MemoryStore, vstore: MemoryStore) -> None:
         """Vector modes need an embedder; an unknown mode is refused."""
@@ -133,11 +160,6 @@ class MemoryStoreContract(VectorSearchContract):
     """
 
     pytestmark = [pytest.mark.asyncio]
-
-    @pytest.fixture
-    def store(self, make_memory_store: MakeMemoryStore) -> MemoryStore:
-        """A store of the backend under test, with default options."""
-        return make_memory_store()
 
     async def test_put_then_get(self, store: MemoryStore) -> None:
         """A put value reads back whole, with its namespace and timestamps."""

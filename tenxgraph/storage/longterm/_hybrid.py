@@ -11,15 +11,16 @@ backends keep it as bytes). A search then:
   (``sum 1 / (60 + rank)``), so an item high in either list comes first and
   one high in both comes first of all. Scores are the fused values.
 
-Decision (the fallback where ``sqlite-vec`` and ``pgvector`` are missing):
-vectors are scored by brute force in the process, bounded by
-``vector_scan`` rows per search (newest first). A user's memories number in
-the hundreds or thousands, so a tenant-scoped scan is exact and cheap
-(1,000 vectors of 576 floats: well under a millisecond of numpy); a tenant
-past the bound is searched over its newest ``vector_scan`` items only,
-while its lexical search still covers everything. The stdlib ``sqlite3``
-cannot load extensions here, and this Postgres has no ``pgvector``; the
-index-backed paths are not built.
+Where the vectors come from: a backend with an index answers the nearest
+``depth`` itself (``MemoryStore._nearest``: SQLite through ``sqlite-vec``,
+Postgres through pgvector). Otherwise (no index, or a request the index
+cannot filter exactly: a value filter, a deep prefix) vectors are scored by
+brute force in the process, bounded by ``vector_scan`` rows per search
+(newest first). A user's memories number in the hundreds or thousands, so
+a tenant-scoped scan is exact and cheap (1,000 vectors of 576 floats: well
+under a millisecond of numpy); a tenant past the bound is searched over
+its newest ``vector_scan`` items only, while its lexical search still
+covers everything.
 """
 
 from __future__ import annotations
@@ -44,18 +45,7 @@ async def vector_search(store: MemoryStore, request: SearchRequest, hybrid: bool
     depth = min(1_000, max(50, 2 * (request.limit + request.offset)))
     wanted = await store.embedder.aembed([request.query])
     query = pack(wanted[0], store.embedder.dimensions)
-    vectors: list[tuple[float, str, str]] = []
-    if query is not None:
-        stored = await store._vectors(request, store.vector_scan)
-        if stored:
-            scores = similarities(query, [vector for _, _, vector in stored])
-            vectors = sorted(
-                (
-                    (float(score), ns, key)
-                    for score, (ns, key, _) in zip(scores, stored, strict=True)
-                ),
-                key=lambda hit: (-hit[0], hit[1], hit[2]),
-            )[:depth]
+    vectors = [] if query is None else await _nearest(store, request, query, depth)
     if not hybrid:
         return await _rows(store, request, [(score, ns, key) for score, ns, key in vectors], {})
     lexical = await store._search(replace(request, limit=depth, offset=0)) if request.terms else []
@@ -69,6 +59,21 @@ async def vector_search(store: MemoryStore, request: SearchRequest, hybrid: bool
     )
     known = {(row[0], row[1]): row for row in lexical}
     return await _rows(store, request, ranked, known)
+
+
+async def _nearest(
+    store: MemoryStore, request: SearchRequest, query: bytes, depth: int
+) -> list[tuple[float, str, str]]:
+    """The backend's index answer, else the brute-force scan of its newest ``vector_scan``."""
+    found = await store._nearest(request, query, depth)
+    if found is not None:
+        return found
+    stored = await store._vectors(request, store.vector_scan)
+    if not stored:
+        return []
+    scores = similarities(query, [vector for _, _, vector in stored])
+    hits = ((float(score), ns, key) for score, (ns, key, _) in zip(scores, stored, strict=True))
+    return sorted(hits, key=lambda hit: (-hit[0], hit[1], hit[2]))[:depth]
 
 
 async def _rows(

@@ -351,6 +351,25 @@ class MemoryStore(Closing, ABC):
     async def aclose(self) -> None:
         """Release connections; a later call opens them again."""
 
+    @property
+    def vector_index(self) -> str | None:
+        """The index serving vector search (``"sqlite-vec"``, ``"pgvector"``), or None.
+
+        None: vectors are scored by brute force in the process (bounded by
+        ``vector_scan``). Postgres knows it once connected.
+        """
+        return None
+
+    async def _nearest(
+        self, request: SearchRequest, query: bytes, k: int
+    ) -> list[tuple[float, str, str]] | None:
+        """``(cosine, namespace, key)`` of the ``k`` nearest items a search covers, best first.
+
+        None when no index can answer this request: the caller scores
+        ``_vectors`` itself. A backend with an index overrides it.
+        """
+        return None
+
     # What a backend implements. Arguments are checked; namespaces are their stored text.
 
     @abstractmethod

@@ -25,6 +25,8 @@ import json
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tenxgraph.errors import ConfigError
+from tenxgraph.storage.longterm import _pgvector as pgvector
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
 from tenxgraph.storage.longterm.embedding import Embedder
@@ -67,6 +69,19 @@ MEMORY = Component("memory", MIGRATIONS)
 
 _COLUMNS = "namespace, key, value, created_at, updated_at, expires_at"
 
+_UPSERT = (
+    "INSERT INTO {s}.memory_items AS m (user_id, namespace, key, value, text, "
+    "created_at, updated_at, expires_at, vector) "
+    "VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, "
+    "vector = excluded.vector, "
+    "text = excluded.text, updated_at = excluded.updated_at, "
+    "expires_at = excluded.expires_at, created_at = CASE WHEN m.expires_at IS NOT NULL "
+    "AND m.expires_at <= excluded.updated_at THEN excluded.created_at "
+    "ELSE m.created_at END RETURNING created_at"
+)
+"""Insert or replace an item; returns its created_at (a put over an expired item starts afresh)."""
+
 
 class PgMemoryStore(MemoryStore):
     """Long-term memory in PostgreSQL; safe across processes and machines."""
@@ -83,12 +98,19 @@ class PgMemoryStore(MemoryStore):
         connect_timeout: float = 5.0,
         pool_min_size: int = 1,
         pool_size: int = 10,
+        vector_index: bool | None = None,
     ) -> None:
         """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
         ``schema`` holds the tables; ``connect_timeout`` (seconds) bounds each
         wait for a connection (``StorageUnavailableError`` past it).
+        ``vector_index``: with an embedder, serve vector search from pgvector
+        (``_pgvector``); None when the database has it or lets the store
+        create it, False never, True requires it (``ConfigError`` at the
+        first vector operation without it, at once without an embedder).
         """
+        if vector_index and embedder is None:
+            raise ConfigError("vector_index=True needs an embedder")
         super().__init__(
             default_ttl=default_ttl,
             max_value_bytes=max_value_bytes,
@@ -105,6 +127,30 @@ class PgMemoryStore(MemoryStore):
         )
         self.schema = schema
         self._s = self._db.s
+        self._wanted_index = vector_index if embedder is not None else False
+        self._pgvector: str | None = None
+        self._detected = False
+
+    @property
+    def vector_index(self) -> str | None:
+        """``"pgvector"`` once a vector operation found it, else None (brute force)."""
+        return None if self._pgvector is None else "pgvector"
+
+    @property
+    def _vector_table(self) -> str:
+        assert self.embedder is not None
+        return f"{self._s}.memory_vectors_{self.embedder.dimensions}"
+
+    async def _detect(self) -> str | None:
+        """The pgvector version, detected once (on the I/O loop), or None."""
+        if not self._detected and self._wanted_index is not False:
+            assert self.embedder is not None
+            async with self._db.connection() as conn:
+                self._pgvector = await pgvector.detect(
+                    conn, self._s, self.embedder.dimensions, self._wanted_index
+                )
+            self._detected = True
+        return self._pgvector
 
     async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         return await self._db.run(coroutine)
@@ -129,19 +175,39 @@ class PgMemoryStore(MemoryStore):
         expires_at: float | None,
         vector: bytes | None,
     ) -> float:
+        if self.embedder is not None:
+            item = (user_id, namespace, key, value, text, now, expires_at, vector)
+            return await self._run(self._put_with_vector(*item))
         rows = await self._query(
-            "INSERT INTO {s}.memory_items AS m (user_id, namespace, key, value, text, "
-            "created_at, updated_at, expires_at, vector) "
-            "VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, "
-            "vector = excluded.vector, "
-            "text = excluded.text, updated_at = excluded.updated_at, "
-            "expires_at = excluded.expires_at, created_at = CASE WHEN m.expires_at IS NOT NULL "
-            "AND m.expires_at <= excluded.updated_at THEN excluded.created_at "
-            "ELSE m.created_at END RETURNING created_at",
+            _UPSERT,
             (user_id, namespace, key, value, text, now, now, expires_at, vector),
         )
         return float(rows[0][0])
+
+    async def _put_with_vector(
+        self,
+        user_id: str,
+        namespace: str,
+        key: str,
+        value: str,
+        text: str,
+        now: float,
+        expires_at: float | None,
+        vector: bytes | None,
+    ) -> float:
+        """The item and, with pgvector, its vector row, in one transaction."""
+        version = await self._detect()
+        async with self._db.connection(transaction=True) as conn:
+            cursor = await conn.execute(
+                _UPSERT.replace("{s}", self._s),
+                (user_id, namespace, key, value, text, now, now, expires_at, vector),
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            if version is not None:
+                item = (user_id, namespace, key)
+                await pgvector.write(conn, self._vector_table, item, expires_at, now, vector)
+        return float(row[0])
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         rows = await self._query(
@@ -177,6 +243,28 @@ class PgMemoryStore(MemoryStore):
             )
             params.insert(0, " or ".join(request.terms))
         return [tuple(row) for row in await self._query(query, [*params, *page])]
+
+    async def _nearest(
+        self, request: SearchRequest, query: bytes, k: int
+    ) -> list[tuple[float, str, str]] | None:
+        if request.filter or await self._run(self._detect()) is None:
+            return None  # value filters: the exact scan (docs/memory.md)
+        return await self._run(self._nearest_now(request, query, k))
+
+    async def _nearest_now(
+        self, request: SearchRequest, query: bytes, k: int
+    ) -> list[tuple[float, str, str]]:
+        assert self._pgvector is not None
+        where, params = scope(request.prefix, request.now)
+        async with self._db.connection() as conn:
+            return await pgvector.nearest(
+                conn,
+                self._vector_table,
+                self._pgvector,
+                (f"user_id = %s AND {where}", [request.user_id, *params]),
+                query,
+                k,
+            )
 
     async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
         where, params = scope(request.prefix, request.now)

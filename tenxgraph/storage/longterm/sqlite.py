@@ -30,15 +30,28 @@ import asyncio
 import hashlib
 import os
 import sqlite3
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
+from tenxgraph.errors import ConfigError
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm._sqlite_vec import (
+    IndexRow,
+    VecIndex,
+    check_available,
+    covers,
+    index_path,
+)
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
 from tenxgraph.storage.longterm.embedding import Embedder
 from tenxgraph.storage.sql import Component, SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
 
 __all__ = ["MEMORY", "SqliteMemoryStore"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -81,10 +94,15 @@ class SqliteMemoryStore(MemoryStore):
         embedder: Embedder | None = None,
         vector_scan: int = 20_000,
         timeout: float = 30.0,
+        vector_index: bool | None = None,
     ) -> None:
         """Use (and create on first use) the database at ``path``.
 
         ``timeout`` is how long a write waits for another process's write lock.
+        ``vector_index``: with an embedder, serve vector search from a
+        ``sqlite-vec`` index (``_sqlite_vec``) in the file ``path + ".vec"``;
+        None uses it when the extra ``vectors`` is installed, False never,
+        True requires it (``ConfigError`` without it or without an embedder).
         """
         super().__init__(
             default_ttl=default_ttl,
@@ -94,6 +112,18 @@ class SqliteMemoryStore(MemoryStore):
         )
         self._db = SqliteDatabase(path, components=[MEMORY], timeout=timeout)
         self.path = self._db.path
+        self._index: VecIndex | None = None
+        if vector_index and embedder is None:
+            raise ConfigError("vector_index=True needs an embedder")
+        if embedder is not None and check_available(vector_index):
+            self._index = VecIndex(index_path(self.path), embedder.dimensions, timeout)
+        self._synced = threading.Lock()
+        self._in_sync = False
+
+    @property
+    def vector_index(self) -> str | None:
+        """``"sqlite-vec"`` when that index serves vector search, else None (brute force)."""
+        return None if self._index is None else "sqlite-vec"
 
     async def _put(
         self,
@@ -107,13 +137,71 @@ class SqliteMemoryStore(MemoryStore):
         vector: bytes | None,
     ) -> float:
         item = (user_id, namespace, key, value, text, now, expires_at, vector)
-        return await self._db.call(_put, item)
+        created, rowid = await self._db.call(_put, item)
+        if self._index is not None:
+            if vector is None:
+                await asyncio.to_thread(self._indexed, self._index.remove, [(rowid, now)])
+            else:
+                row = (rowid, user_id, namespace, expires_at, now, vector)
+                await asyncio.to_thread(self._indexed, self._index.write, [row])
+        return created
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         return await self._db.call(_get, user_id, namespace, key, now)
 
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
-        return await self._db.call(_delete, user_id, namespace, key, now)
+        live, gone = await self._db.call(_delete, user_id, namespace, key, now)
+        if self._index is not None and gone:
+            await asyncio.to_thread(self._indexed, self._index.remove, gone)
+        return live
+
+    async def _nearest(
+        self, request: SearchRequest, query: bytes, k: int
+    ) -> list[tuple[float, str, str]] | None:
+        if self._index is None or request.filter or not covers(request.prefix):
+            return None  # value filters, deep prefixes: the exact scan (docs/memory.md)
+        return await asyncio.to_thread(self._nearest_now, request, query, k)
+
+    def _nearest_now(
+        self, request: SearchRequest, query: bytes, k: int
+    ) -> list[tuple[float, str, str]]:
+        assert self._index is not None
+        hits = self._indexed(
+            self._index.nearest, request.user_id, request.prefix, request.now, query, k
+        )
+        where, params = scope(request.prefix, request.now)
+        marks = ", ".join("?" * len(hits))
+        rows = self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT i.id, i.namespace, i.key FROM memory_items i WHERE i.id IN ({marks}) "
+                f"AND i.user_id = ? AND {where}",
+                [*(rowid for rowid, _ in hits), request.user_id, *params],
+            ).fetchall()
+        )
+        names = {rowid: (ns, key) for rowid, ns, key in rows}  # an index row may outlive its item
+        found = [(score, *names[rowid]) for rowid, score in hits if rowid in names]
+        return sorted(found, key=lambda hit: (-hit[0], hit[1], hit[2]))
+
+    def _indexed(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call an index method once the index has caught up with the items (first use)."""
+        assert self._index is not None
+        if not self._in_sync:
+            with self._synced:
+                if not self._in_sync:
+                    self._index.sync(self._db.run(_vector_stamps), self._index_rows)
+                    self._in_sync = True
+        return method(*args, **kwargs)
+
+    def _index_rows(self, rowids: list[int]) -> list[IndexRow]:
+        marks = ", ".join("?" * len(rowids))
+        rows = self._db.run(
+            lambda conn: conn.execute(
+                "SELECT id, user_id, namespace, expires_at, updated_at, vector FROM memory_items "
+                f"WHERE id IN ({marks})",
+                rowids,
+            ).fetchall()
+        )
+        return [(*row[:5], bytes(row[5])) for row in rows]
 
     async def _search(self, request: SearchRequest) -> list[Row]:
         return await asyncio.to_thread(self._db.run, _search, request)
@@ -128,18 +216,24 @@ class SqliteMemoryStore(MemoryStore):
         return await asyncio.to_thread(self._db.run, _tenants)
 
     async def _purge(self, now: float) -> int:
-        return await asyncio.to_thread(self._db.run, _purge, now)
+        gone = await asyncio.to_thread(self._db.run, _purge, now)
+        if self._index is not None and gone:
+            await asyncio.to_thread(self._indexed, self._index.remove, gone)
+        return len(gone)
 
     async def aclose(self) -> None:
-        """Close the connection (a later call opens it again)."""
+        """Close the connection and the vector index (a later call opens them again)."""
         await asyncio.to_thread(self._db.close)
+        if self._index is not None:
+            await asyncio.to_thread(self._index.close)
+            self._in_sync = False
 
 
 _Item = tuple[str, str, str, str, str, float, float | None, bytes | None]
 """user_id, namespace, key, value, text, now, expires_at, vector."""
 
 
-def _put(conn: sqlite3.Connection, item: _Item) -> float:
+def _put(conn: sqlite3.Connection, item: _Item) -> tuple[float, int]:
     user_id, namespace, key, value, text, now, expires_at, vector = item
     with transaction(conn, "IMMEDIATE"):
         old = conn.execute(
@@ -168,7 +262,7 @@ def _put(conn: sqlite3.Connection, item: _Item) -> float:
             "INSERT INTO memory_fts (rowid, scope, text) VALUES (?, ?, ?)",
             (rowid, " ".join(scope_tokens(user_id, namespace)), text),
         )
-    return float(created)
+    return float(created), int(rowid)
 
 
 def _get(
@@ -182,17 +276,20 @@ def _get(
     return None if row is None else tuple(row)
 
 
-def _delete(conn: sqlite3.Connection, user_id: str, namespace: str, key: str, now: float) -> bool:
+def _delete(
+    conn: sqlite3.Connection, user_id: str, namespace: str, key: str, now: float
+) -> tuple[bool, list[tuple[int, float]]]:
+    """Whether a live item was there, and ``(rowid, updated_at)`` of the deleted row."""
     with transaction(conn, "IMMEDIATE"):
         row = conn.execute(
             "DELETE FROM memory_items WHERE user_id = ? AND namespace = ? AND key = ? "
-            "RETURNING id, expires_at",
+            "RETURNING id, expires_at, updated_at",
             (user_id, namespace, key),
         ).fetchone()
         if row is None:
-            return False
+            return False, []
         conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
-    return row[1] is None or bool(row[1] > now)
+    return row[1] is None or bool(row[1] > now), [(row[0], row[2])]
 
 
 def scope_token(user_id: str, prefix: str) -> str:
@@ -284,10 +381,19 @@ def _tenants(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT DISTINCT user_id FROM memory_items")]
 
 
-def _purge(conn: sqlite3.Connection, now: float) -> int:
+def _purge(conn: sqlite3.Connection, now: float) -> list[tuple[int, float]]:
+    """``(rowid, updated_at)`` of the expired rows deleted."""
     with transaction(conn, "IMMEDIATE"):
         gone = conn.execute(
-            "DELETE FROM memory_items WHERE expires_at <= ? RETURNING id", (now,)
+            "DELETE FROM memory_items WHERE expires_at <= ? RETURNING id, updated_at", (now,)
         ).fetchall()
-        conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", gone)
-    return len(gone)
+        conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", [(row[0],) for row in gone])
+    return [(row[0], row[1]) for row in gone]
+
+
+def _vector_stamps(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+    """``(rowid, updated_at)`` of every item with a vector: what the index must hold."""
+    return [
+        (row[0], row[1])
+        for row in conn.execute("SELECT id, updated_at FROM memory_items WHERE vector IS NOT NULL")
+    ]

@@ -1,4 +1,4 @@
-"""Memory store backends for the contract: in-memory, SQLite, Postgres.
+"""Memory store backends for the contract: in-memory, SQLite (both vector paths), Postgres.
 
 ``make_memory_store(**options)`` opens a store of the parametrized kind; the
 SQLite file and the Postgres schema are made for the test and removed
@@ -16,7 +16,12 @@ import pytest
 from tenxgraph.storage.longterm import InMemoryStore, MemoryStore, SqliteMemoryStore
 from tests.storage.conftest import PG_DSN, drop_schema
 
-MEMORY_BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+MEMORY_BACKENDS = [
+    "memory",
+    "sqlite",  # vectors scored by brute force
+    "sqlite-vec",  # vectors in the sqlite-vec index (extra ``vectors``)
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
 
 MakeMemoryStore = Callable[..., MemoryStore]
 
@@ -37,7 +42,11 @@ async def make_memory_store(
         if memory_backend == "memory":
             store = InMemoryStore(**options)
         elif memory_backend == "sqlite":
-            store = SqliteMemoryStore(tmp_path / "memory.db", **options)
+            store = SqliteMemoryStore(tmp_path / "memory.db", vector_index=False, **options)
+        elif memory_backend == "sqlite-vec":
+            wanted = options.get("embedder") is not None
+            store = SqliteMemoryStore(tmp_path / "memory.db", vector_index=wanted, **options)
+            assert store.vector_index == ("sqlite-vec" if wanted else None)
         else:
             from tenxgraph.storage.longterm import PgMemoryStore
 
