@@ -56,7 +56,14 @@ class FileIdCache:
         self._files.setdefault((user_id, key), {})[provider] = file
 
     async def forget(self, user_id: str, key: str) -> dict[str, ProviderFile]:
-        """Drop the files of ``key`` at every provider; return them by provider endpoint."""
+        """Drop the files of ``key`` at every provider; return them by provider endpoint.
+
+        An upload of ``key`` in flight is waited for first, so its file is
+        among those returned rather than remembered after the media is gone.
+        """
+        for ident in [i for i in self._flights if i[1:] == (user_id, key)]:
+            async with self._flight(ident):
+                pass
         return self._files.pop((user_id, key), {})
 
     async def obtain(

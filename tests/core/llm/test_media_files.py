@@ -214,6 +214,24 @@ async def test_the_cache_shares_one_upload_per_key_and_drops_its_locks() -> None
     assert await cache.get("openai", TENANT, "a") is None
 
 
+async def test_forgetting_waits_for_an_upload_in_flight() -> None:
+    cache = FileIdCache()
+    started = asyncio.Event()
+
+    async def upload() -> ProviderFile:
+        started.set()
+        await asyncio.sleep(0.05)
+        return ProviderFile("file-late")
+
+    uploading = asyncio.create_task(cache.obtain("openai", TENANT, "a", upload))
+    await started.wait()
+    forgotten = await cache.forget(TENANT, "a")
+
+    assert forgotten == {"openai": ProviderFile("file-late")}
+    assert (await uploading).file_id == "file-late"
+    assert await cache.get("openai", TENANT, "a") is None
+
+
 # --- deleting provider files with their media --------------------------------------------
 
 
