@@ -209,7 +209,7 @@ async function runTool(tools: Record<string, ToolHandler>, call: RemoteToolCallB
 }
 
 /** Posts results to a run waiting for them; false when it waits for none (answer by resume). */
-type PostResults = (runId: string, results: ToolResult[]) => Promise<boolean>;
+export type PostResults = (runId: string, results: ToolResult[]) => Promise<boolean>;
 
 /** A remote tool's result as the server takes it. */
 export interface ToolResult {
@@ -229,7 +229,7 @@ export interface ToolResult {
  * follow; the paused run's `end` is skipped. Without handlers nothing is
  * answered: the calls are shown and the run waits for `runs.toolResults`.
  */
-async function* withRemoteTools(
+export async function* withRemoteTools(
   openRun: (command: Json | undefined) => AsyncGenerator<StreamPart>,
   tools: Record<string, ToolHandler> | undefined,
   post: PostResults,
