@@ -11,6 +11,7 @@ something to show:
 - "time": calls `get_browser_time`, a remote tool: the run pauses until the
   client (the page, in the browser) runs it and sends the result back;
 - "think about it": an answer that takes 30 s, to try stopping a run;
+- "please fail": the model raises and the run fails; retried, it answers;
 - anything else: a plain streamed answer.
 
 A context manager keeps the window (`state.context`) to the last two user
@@ -90,6 +91,9 @@ browser_time = RemoteTool(
 )
 """Declared here, run by the client: the web page registers a tool of this name."""
 
+_FAILED: set[str | int] = set()
+"""Messages "please fail" already failed on (this process only)."""
+
 THINKING_SECONDS = 30.0
 """How long "think about it" takes."""
 
@@ -116,6 +120,11 @@ async def demo_model(request: ModelRequest) -> ModelReply:
     if last.role == "tool":
         return _after_tool(request, last)
     text = last.text()
+    if "please fail" in text.lower() and last.message_id not in _FAILED:  # then retry it
+        _FAILED.add(last.message_id)
+        raise RuntimeError("the demo model was asked to fail")
+    if "please fail" in text.lower():
+        return "This time it worked."
     if "think" in text.lower():  # a slow answer, to try the page's Stop button
         await asyncio.sleep(THINKING_SECONDS)
         return "I thought about it for a long time."

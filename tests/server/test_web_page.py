@@ -247,6 +247,23 @@ def test_a_slow_run_is_stopped(page: WebDriver) -> None:
     _say(page, "hello", "You said: hello.")  # the thread takes the next message
 
 
+def test_a_failed_turn_says_why_and_is_retried(page: WebDriver) -> None:
+    _by(page, "message-input").send_keys("please fail")  # fails once, then answers
+    _by(page, "send").click()
+    _wait(page, lambda d: _text(d, "status").startswith("Run failed:"), "the failure")
+    _wait(page, _idle, "the page to settle")
+    assert "the demo model was asked to fail" in _text(page, "status")
+    # The server refuses new messages until the failed turn is retried (or rolled back).
+    assert _by(page, "failed").is_displayed()
+    assert not _by(page, "message-input").is_enabled()
+    _by(page, "retry").click()
+    _wait(page, lambda d: _messages(d)[-1].endswith("This time it worked."), "the retried turn")
+    _wait(page, _idle, "the page to settle")
+    assert not _by(page, "failed").is_displayed()
+    assert [m.split("\n")[-1] for m in _messages(page)] == ["please fail", "This time it worked."]
+    _say(page, "hello", "You said: hello.")  # the thread goes on
+
+
 def test_a_browser_tool_runs_and_the_run_goes_on(page: WebDriver, base_url: str) -> None:
     _say(page, "what time is it in the browser?", "get_browser_time says:")
     answer = _messages(page)[-1]

@@ -63,6 +63,10 @@ export class Api {
     return this.json("POST", "/threads", {});
   }
 
+  thread(threadId) {
+    return this.json("GET", `/threads/${enc(threadId)}`);
+  }
+
   state(threadId) {
     return this.json("GET", `/threads/${enc(threadId)}/state`);
   }

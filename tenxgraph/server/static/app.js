@@ -8,7 +8,16 @@ import { inspect, renderInspector } from "./inspector.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
-const page = { assistantId: "", threadId: "", running: false, runId: "", stopping: false, interrupt: null, answered: new Set() };
+const page = {
+  assistantId: "",
+  threadId: "",
+  running: false,
+  runId: "",
+  stopping: false,
+  failed: false, // the thread's last turn failed: it is retried before anything else
+  interrupt: null, // what a paused thread waits for
+  answered: new Set(), // browser tool calls this page answered
+};
 
 function setStatus(text, kind = "") {
   $("status").textContent = text;
@@ -21,15 +30,16 @@ function setRunning(running) {
   updateControls();
 }
 
-/** A paused thread takes an answer, not a new message (the server refuses one). */
+/** A paused thread takes an answer and a failed one a retry, not a new message (the server refuses one). */
 function updateControls() {
-  const paused = page.interrupt !== null;
-  for (const id of ["new-thread", "interrupt-submit"]) $(id).disabled = page.running;
+  const paused = page.interrupt !== null || page.failed;
+  for (const id of ["new-thread", "interrupt-submit", "retry"]) $(id).disabled = page.running;
+  $("failed").hidden = !page.failed;
   $("send").disabled = page.running || paused;
   $("stop").hidden = !page.running;
   $("message-input").disabled = paused;
   $("message-input").placeholder = paused
-    ? "Answer the question above first"
+    ? `${page.failed ? "Retry the turn" : "Answer the question"} above first`
     : "Message (Enter sends, Shift+Enter for a new line)";
 }
 
@@ -86,6 +96,7 @@ async function selectThread(threadId) {
 /** Show the thread as stored: the chat (full log), the inspector, a pending interrupt. */
 async function refreshThread() {
   page.interrupt = null;
+  page.failed = false;
   if (!page.threadId) {
     $("messages").replaceChildren();
     renderInspector(null, null);
@@ -93,7 +104,8 @@ async function refreshThread() {
     return;
   }
   // The log and window endpoints are tenxgraph's additions: without them, show the state's window.
-  const [state, log, window] = await Promise.all([
+  const [thread, state, log, window] = await Promise.all([
+    api.thread(page.threadId),
     api.state(page.threadId),
     api.log(page.threadId).catch(() => null),
     api.window(page.threadId).catch(() => null),
@@ -102,6 +114,7 @@ async function refreshThread() {
   $("messages").replaceChildren(...(inspected.log ?? inspected.window).map(messageItem));
   renderInspector(inspected);
   page.interrupt = state.interrupts?.[0]?.value ?? null;
+  page.failed = thread.status === "error";
   showInterrupt();
   scrollToEnd();
 }
@@ -232,6 +245,10 @@ function wire() {
       event.preventDefault();
       $("composer").requestSubmit();
     }
+  });
+  $("failed").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!page.running) run({}).catch(fail); // neither input nor command: the thread retries its turn
   });
   $("interrupt").addEventListener("submit", (event) => {
     event.preventDefault();

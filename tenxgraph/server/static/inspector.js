@@ -91,5 +91,6 @@ function toolCalls(messages) {
       );
     }),
   );
-  document.getElementById("tool-rows").replaceChildren(...rows);
+  const none = el("tr", {}, el("td", { colspan: "3", class: "hint" }, "No tool calls."));
+  document.getElementById("tool-rows").replaceChildren(...(rows.length ? rows : [none]));
 }
