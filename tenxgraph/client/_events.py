@@ -45,15 +45,15 @@ class StreamPart:
     """The SSE id: what a reconnect sends as ``Last-Event-ID`` to resume after this event."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetadataPart(StreamPart):
     """The first event of a run: which run this stream belongs to."""
 
-    run_id: str = ""
+    run_id: str
     """The run's id (for ``join``, ``cancel`` and resuming the stream)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ValuesPart(StreamPart):
     """The whole state after a step; ``messages`` are its message fields parsed."""
 
@@ -63,7 +63,7 @@ class ValuesPart(StreamPart):
     """The state's ``messages`` (else ``context``) as ``Message`` objects."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UpdatesPart(StreamPart):
     """What one node changed: ``{node: update}``."""
 
@@ -71,25 +71,25 @@ class UpdatesPart(StreamPart):
     """The node name mapped to the fields it changed (as JSON data)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessagePart(StreamPart):
     """A message: a streamed chunk (``message.delta``) or a complete one."""
 
-    message: Message | None = None
-    """The message (never None for a part the client built)."""
+    message: Message
+    """The message."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """What the server sent beside it (the node that produced it...)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RemoteToolCallPart(StreamPart):
     """The model called a tool the client runs; the run waits for its result."""
 
-    call: RemoteToolCallBlock | None = None
+    call: RemoteToolCallBlock
     """The call: ``id``, ``name`` and ``args``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorPart(StreamPart):
     """The run failed; the stream ends after this part."""
 
@@ -99,7 +99,7 @@ class ErrorPart(StreamPart):
     """What went wrong, as the server sent it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EndPart(StreamPart):
     """The run's stream is complete (it ended, paused at an interrupt, or was cancelled)."""
 

@@ -76,7 +76,7 @@ def remote_calls(part: StreamPart) -> list[RemoteToolCallBlock]:
     """The remote tool calls a part announces: an ``__interrupt__`` in values/updates, a message."""
     if isinstance(part, UpdatesPart | ValuesPart) and isinstance(part.data, dict):
         return _interrupt_calls(part.data.get("__interrupt__"))
-    if isinstance(part, MessagePart) and part.message is not None and not part.message.delta:
+    if isinstance(part, MessagePart) and not part.message.delta:
         return [b for b in part.message.content if isinstance(b, RemoteToolCallBlock)]
     return []
 
@@ -109,7 +109,7 @@ async def with_remote_tools(
         async for part in open_run(command):
             if isinstance(part, MetadataPart):
                 run_id = part.run_id
-            if isinstance(part, RemoteToolCallPart) and part.call is not None:
+            if isinstance(part, RemoteToolCallPart):
                 yield part  # the server waits for this call in the stream
                 resume += await _answer_in_stream(part.call, run_id, tools, post)
                 continue
