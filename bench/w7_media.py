@@ -219,6 +219,8 @@ def send_child(mode: str) -> dict[str, Any]:
     default or inline) through the OpenAI SDK to a replay server in another process."""
     import subprocess
 
+    import openai
+
     from tenxgraph.core.llm import MediaResolver, ModelRequest, OpenAIChatModel
     from tenxgraph.core.state.message_block import DocumentBlock
     from tenxgraph.storage.media import FilesystemMediaStore
@@ -243,9 +245,10 @@ def send_child(mode: str) -> dict[str, Any]:
                 big = store.put(reader, "application/pdf", filename="big.pdf")
             small = store.put(b"%PDF-1.7\n" + bytes(1000), "application/pdf", filename="s.pdf")
             media = store if mode == "default" else MediaResolver(store, send="inline")
-            model = OpenAIChatModel(
-                "gpt-test", base_url=f"{url}/v1", api_key="test", media=media, max_retries=0
-            )
+            # OpenAI's API is played by the replay server: a client pointed at it, so the
+            # model treats it as OpenAI's (a base_url= elsewhere is a server without files).
+            client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
+            model = OpenAIChatModel("gpt-test", client=client, media=media)
 
             async def ask(ref: MediaRef) -> None:
                 content = [TextBlock(text="What is this?"), DocumentBlock(media=ref)]
@@ -256,7 +259,7 @@ def send_child(mode: str) -> dict[str, Any]:
                 before = reset_peak_rss()
                 await ask(big)
                 after = peak_rss_kib()
-                await model.aclose()
+                await client.close()
                 return before, after
 
             before, after = asyncio.run(measured())

@@ -43,7 +43,8 @@ class OpenAIChatModel(ChatModel):
     and ``ModelRequest.extra`` override them. ``max_retries`` is the SDK's own
     retry count; use ``RetryingModel`` for tenxgraph's retries. ``media`` (a
     media store or a ``MediaResolver``) resolves ``graph://media`` refs:
-    images and audio inline, documents inline or through the Files API.
+    images and audio inline, documents inline or through the Files API (on
+    another server than OpenAI's, only with ``send="upload"``).
 
     An HTTP client's connections belong to one event loop, so the model makes
     one client per loop it is used on (two ``asyncio.run`` calls work). A
@@ -74,6 +75,8 @@ class OpenAIChatModel(ChatModel):
         """Ask for usage in the stream (``stream_options.include_usage``)."""
         official = base_url is None or "api.openai.com" in base_url
         self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
+        self._files_api = official
+        """Whether ``send="auto"`` may upload: other servers seldom have OpenAI's Files API."""
         options = {} if client is not None else _client_options(api_key, base_url, provider)
         options.update(timeout=timeout, max_retries=max_retries)
 
@@ -103,7 +106,7 @@ class OpenAIChatModel(ChatModel):
                 request,
                 self._media_rules,
                 self.media,
-                upload=lambda *file: upload_file(client, *file),
+                upload=(lambda *file: upload_file(client, *file)) if self._may_upload() else None,
                 delete=lambda file_id: delete_file(self._clients.get(), file_id),
                 endpoint=f"{self.provider} {client.base_url}",
             )
@@ -126,6 +129,10 @@ class OpenAIChatModel(ChatModel):
         final = accumulator.message()
         final.metadata.update(cleaner.metadata())
         yield final
+
+    def _may_upload(self) -> bool:
+        """OpenAI's own API, or a server the user said has a Files API (``send="upload"``)."""
+        return self._files_api or (self.media is not None and self.media.send == "upload")
 
 
 async def upload_file(

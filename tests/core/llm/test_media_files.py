@@ -119,6 +119,22 @@ async def test_auto_uploads_media_that_inline_would_put_over_the_request_limit(
     assert parts[2] == {"type": "file", "file": {"file_id": "file-second"}}
 
 
+async def test_auto_inlines_on_an_openai_compatible_server_without_a_files_api(
+    server: ReplayServer, store: FilesystemMediaStore
+) -> None:
+    large = store.put(PDF + bytes(1024 * 1024), "application/pdf", user_id=TENANT)
+    model = OpenAIChatModel("llama-3", base_url=server.url + "/v1", media=store, max_retries=0)
+    chat_answer(server)
+    try:
+        await model.complete(asking(DocumentBlock(media=large)))
+    finally:
+        await model.aclose()
+
+    assert uploads(server) == []
+    part = server.requests[0].body["messages"][0]["content"][1]
+    assert part["file"]["file_data"].startswith("data:application/pdf;base64,")
+
+
 # --- configurable limits -----------------------------------------------------------------
 
 
