@@ -8,6 +8,9 @@
   keeps every message ever added; ``GET /threads/{id}/window`` is what the
   model sees next (the context window as log positions, its messages and the
   summary of what was cut). A state's ``values.messages`` is that window.
+- ``POST /threads/{id}/rollback`` discards an unfinished turn (failed, stopped
+  or paused), as ``CompiledGraph.arollback`` does: the way to drop a question
+  instead of answering it.
 - ``POST /media`` stores the request body (streamed, never held whole) as a
   media object of the caller and answers its ``MediaRef`` (``url`` is
   ``graph://media/{key}``, to put in a message's media block);
@@ -28,6 +31,7 @@ from tenxgraph.errors import ToolError, UsageError
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
+from tenxgraph.server.runs import manager_of
 from tenxgraph.server.threads import thread_or_404
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
@@ -112,6 +116,20 @@ async def list_messages(
         "offset": offset,
         "messages": [{"seq": s.seq, **s.message.model_dump(mode="json")} for s in stored],
     }
+
+
+@router.post("/threads/{thread_id}/rollback")
+async def rollback_turn(thread_id: str, context: Context, user: User) -> Json:
+    """Discard the thread's unfinished turn (failed, stopped, or paused at an interrupt).
+
+    ``{"discarded": false}`` when the last turn completed (it stays). 409 while
+    a run of this server is on the thread: cancel it first (``action=rollback``
+    does both).
+    """
+    await thread_or_404(context, thread_id, user)
+    if manager_of(context).busy(user, thread_id):
+        bad_request(f"thread {thread_id!r} has a run going on: cancel it first", 409)
+    return {"discarded": await context.graph.arollback(thread_config(thread_id, user))}
 
 
 @router.get("/threads/{thread_id}/window")

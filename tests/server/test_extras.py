@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tenxgraph.core.graph import CompiledGraph, StateGraph, interrupt
+from tenxgraph.core.state import AgentState, Message
 from tenxgraph.server.auth import api_keys
+from tenxgraph.storage.checkpointer import Checkpointer
 from tenxgraph.storage.media import FilesystemMediaStore
 from tests.server.conftest import Serve
 
@@ -68,6 +73,53 @@ def test_whole_log_and_window(client: httpx.Client) -> None:
     assert client.get("/threads/missing/messages").status_code == 404
     assert client.get("/threads/missing/window").status_code == 404
     assert client.get("/threads/t/messages", params={"limit": 0}).status_code == 422
+
+
+def _asking(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    """A graph whose one node asks a question (the run pauses)."""
+
+    def ask(state: AgentState) -> Message:
+        return Message.text_message(f"answer: {interrupt('Ready?')}", role="assistant")
+
+    graph = StateGraph(AgentState)
+    graph.add_node("ask", ask)
+    graph.set_entry_point("ask")
+    return graph.compile(checkpointer)
+
+
+def test_rollback_discards_an_unfinished_turn(serve: Serve) -> None:
+    with httpx.Client(base_url=serve(_asking), timeout=10) as client:
+        client.post("/threads", json={"thread_id": "t"})
+        run = {"assistant_id": "agent", "input": {"messages": [["user", "go"]]}}
+        client.post("/threads/t/runs/wait", json=run).raise_for_status()
+        assert client.get("/threads/t").json()["status"] == "interrupted"
+
+        assert client.post("/threads/t/rollback").json() == {"discarded": True}
+        thread = client.get("/threads/t").json()
+        assert (thread["status"], thread["values"]["messages"]) == ("idle", [])
+        assert client.get("/threads/t/messages").json()["log_length"] == 0
+        assert client.post("/threads/t/rollback").json() == {"discarded": False}
+        assert client.post("/threads/missing/rollback").status_code == 404
+
+
+def _slow(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    async def wait(state: AgentState) -> None:
+        await asyncio.sleep(30)
+
+    graph = StateGraph(AgentState)
+    graph.add_node("wait", wait)
+    graph.set_entry_point("wait")
+    return graph.compile(checkpointer)
+
+
+def test_rollback_refuses_a_thread_with_a_run_going_on(serve: Serve) -> None:
+    with httpx.Client(base_url=serve(_slow), timeout=10) as client:
+        client.post("/threads", json={"thread_id": "t"})
+        run = client.post("/threads/t/runs", json={"assistant_id": "agent", "input": {}}).json()
+        refused = client.post("/threads/t/rollback")
+        assert refused.status_code == 409 and "cancel it first" in refused.json()["detail"]
+        cancel = f"/threads/t/runs/{run['run_id']}/cancel"
+        assert client.post(cancel, params={"wait": 1}).status_code == 204
 
 
 def test_media_is_streamed_per_user(serve: Serve, tmp_path: Path) -> None:
