@@ -172,10 +172,11 @@ class RunManager:
             multitask_strategy=strategy,
             metadata=dict(metadata or {}),
             kwargs=dict(kwargs or {}),
-            log=EventLog(self.limits),
+            log=self._new_log(run_id),
             graph=spec.graph,
         )
-        record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": 1}))
+        attempt = self._attempt(run_id)
+        record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": attempt}))
         if strategy in ("interrupt", "rollback"):
             self._displace(ahead, strategy)
             ahead = []
@@ -196,6 +197,7 @@ class RunManager:
                 await asyncio.sleep(spec.after_seconds)
             for earlier in ahead:
                 await earlier.done.wait()
+            await self._starting(record, spec)
             record.set_status("running")
             record.started = True
             status = await writer.run(spec.graph, spec.input, spec.config, spec.invocation_state)
@@ -213,6 +215,19 @@ class RunManager:
         finally:
             writer.end()
             await self._finish(record, spec)
+
+    # --- hooks of the durable queue (``_durable_runs``); nothing to do in one process ---
+
+    def _new_log(self, run_id: str) -> EventLog:
+        """The log of a new run's stream events."""
+        return EventLog(self.limits)
+
+    def _attempt(self, run_id: str) -> int:
+        """Which attempt at the run this is (its stream's ``metadata`` says it)."""
+        return 1
+
+    async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
+        """The run's turn came (its waits are over); the graph is called next."""
 
     @staticmethod
     def _cancelled_as(record: RunRecord) -> RunStatus | None:
@@ -247,6 +262,12 @@ class RunManager:
         if thread_id is not None and record.thread_id != thread_id:
             return None
         return record
+
+    async def locate(
+        self, user_id: str, run_id: str, thread_id: str | None = None
+    ) -> RunRecord | None:
+        """As ``get``, for a run that may live in another worker (see ``_durable_runs``)."""
+        return self.get(user_id, run_id, thread_id)
 
     def list_runs(
         self,
