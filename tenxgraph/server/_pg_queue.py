@@ -1,0 +1,301 @@
+"""The durable run table of a scaled-out server: one row per run, leased by the worker running it.
+
+Every run of a server started with ``--postgres`` is a row of
+``<schema>.server_runs``. The worker that runs it holds a **lease** on the
+row (``owner``, ``lease_until``) and extends it by heartbeat; a worker that
+dies (kill -9, a lost machine) stops extending it, and once it expired any
+worker **claims** the row (``FOR UPDATE SKIP LOCKED``: concurrent claimers
+never wait for each other nor take the same row) and runs it again as a new
+attempt. Each write of the holder is fenced by ``owner``, so a worker that
+stalled past its lease cannot overwrite the outcome its successor records.
+
+Per thread the rows keep their order: a row is claimable only when no
+earlier row of the same thread is still pending or running, so runs queued
+behind a busy thread start in the order they came, whichever worker holds
+them.
+
+Cancellation across workers is a column: ``request_cancel`` writes the
+action into the row and the holder reads it back with its next heartbeat
+(within ``heartbeat_seconds``). A row nobody holds (pending, or its holder
+died) is ended at once.
+
+Only what PostgreSQL provides is used: row locks, ``SKIP LOCKED`` and the
+database's clock (``now()``), so workers on several machines agree on
+expiries without synchronized clocks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.errors import ConfigError
+from tenxgraph.storage.sql import Component
+from tenxgraph.storage.sql._postgres import PgDatabase
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["ACTIVE", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
+
+ACTIVE = ("pending", "running")
+"""Statuses of a run that has not ended."""
+
+RUNS = Component(
+    "server_runs",
+    (
+        (
+            """CREATE TABLE {schema}.server_runs (
+                seq bigserial PRIMARY KEY,
+                run_id text NOT NULL UNIQUE,
+                user_id text NOT NULL,
+                thread_id text NOT NULL,
+                status text NOT NULL,
+                record jsonb NOT NULL,
+                request jsonb NOT NULL,
+                attempts integer NOT NULL DEFAULT 0,
+                owner text,
+                lease_until timestamptz,
+                cancel text,
+                base_version bigint,
+                output jsonb,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                started_at timestamptz,
+                updated_at timestamptz NOT NULL DEFAULT now()
+            )""",
+            """CREATE INDEX server_runs_active ON {schema}.server_runs (seq)
+                WHERE status IN ('pending', 'running')""",
+            """CREATE INDEX server_runs_thread ON {schema}.server_runs
+                (user_id, thread_id, seq)""",
+        ),
+    ),
+)
+"""The run table and its migrations."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A row as a worker sees it: what to run, and how far earlier attempts got."""
+
+    run_id: str
+    user_id: str
+    thread_id: str
+    status: str
+    record: dict[str, Any]
+    """The run as the API shows it (``RunRecord.as_json`` when it was created)."""
+    request: dict[str, Any]
+    """What a worker needs to run it again (the request's fields, see ``_durable_runs``)."""
+    attempts: int
+    """How many times a worker started it, this claim included."""
+    base_version: int | None
+    """The thread's version when the first attempt began (None: no attempt began)."""
+    cancel: str | None
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """What ``/metrics`` shows of the table."""
+
+    by_status: dict[str, int]
+    """Rows per status."""
+    claimable: int
+    """Rows no live worker holds (pending and unheld, or their lease expired), including
+    those waiting behind an earlier run of their thread: the queue depth."""
+
+
+_COLUMNS = (
+    "run_id, user_id, thread_id, status, record, request, attempts, base_version, cancel, output"
+)
+
+
+def _claimed(row: Sequence[Any]) -> ClaimedRun:
+    return ClaimedRun(*row)
+
+
+class PgRunQueue:
+    """The run rows in one Postgres schema: add, claim, heartbeat, finish, hand back, cancel."""
+
+    def __init__(
+        self,
+        conninfo: str | AsyncConnectionPool,
+        *,
+        schema: str = "tenxgraph",
+        lease_seconds: float = 15.0,
+        pool_size: int = 4,
+    ) -> None:
+        """Connect with a DSN or a pool; a silent holder keeps a run ``lease_seconds``."""
+        if not lease_seconds > 0:
+            raise ConfigError(f"lease_seconds must be > 0, got {lease_seconds}")
+        self.lease_seconds = lease_seconds
+        self._db = PgDatabase(
+            conninfo,
+            components=[RUNS],
+            schema=schema,
+            pool_min_size=1,
+            pool_size=pool_size,
+            private_loop=False,
+        )
+        self._t = f"{self._db.s}.server_runs"
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        """How often a holder extends its leases (a third of the lease, at most a second)."""
+        return min(1.0, self.lease_seconds / 3)
+
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(sql, params)
+            return await cursor.fetchall() if cursor.description else []
+
+    async def add(
+        self,
+        *,
+        run_id: str,
+        user_id: str,
+        thread_id: str,
+        record: dict[str, Any],
+        request: dict[str, Any],
+        owner: str | None,
+    ) -> None:
+        """A new run; ``owner`` holds it from the start (None: any worker may claim it)."""
+        lease = "now() + make_interval(secs => %s)" if owner else "NULL::timestamptz"
+        params: list[Any] = [run_id, user_id, thread_id, json.dumps(record), json.dumps(request)]
+        params += [owner] + ([self.lease_seconds] if owner else [])
+        await self._fetch(
+            f"INSERT INTO {self._t} (run_id, user_id, thread_id, status, record, request,"
+            f" owner, lease_until) VALUES (%s, %s, %s, 'pending', %s, %s, %s, {lease})",
+            params,
+        )
+
+    async def claim(self, owner: str) -> ClaimedRun | None:
+        """Take the oldest run no live worker holds (first of its thread), or None."""
+        rows = await self._fetch(
+            f"""UPDATE {self._t} SET owner = %s,
+                    lease_until = now() + make_interval(secs => %s),
+                    attempts = attempts + 1, updated_at = now()
+                WHERE seq = (
+                    SELECT r.seq FROM {self._t} r
+                    WHERE r.status IN ('pending', 'running')
+                      AND (r.owner IS NULL OR r.lease_until < now())
+                      AND NOT EXISTS (
+                        SELECT 1 FROM {self._t} o
+                        WHERE o.user_id = r.user_id AND o.thread_id = r.thread_id
+                          AND o.seq < r.seq AND o.status IN ('pending', 'running'))
+                    ORDER BY r.seq
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING {_COLUMNS}""",
+            [owner, self.lease_seconds],
+        )
+        return _claimed(rows[0]) if rows else None
+
+    async def started(self, run_id: str, owner: str, base_version: int) -> None:
+        """The run's turn came: it is running; remember the thread's version (first time only)."""
+        await self._fetch(
+            f"UPDATE {self._t} SET status = 'running', started_at = coalesce(started_at, now()),"
+            " base_version = coalesce(base_version, %s), updated_at = now()"
+            " WHERE run_id = %s AND owner = %s",
+            [base_version, run_id, owner],
+        )
+
+    async def heartbeat(self, owner: str, run_ids: Sequence[str]) -> dict[str, str | None]:
+        """Extend the leases of ``run_ids``; the runs still held, with any cancel requested.
+
+        A run missing from the answer is no longer this worker's (it ended,
+        or its lease expired and another worker claimed it).
+        """
+        if not run_ids:
+            return {}
+        rows = await self._fetch(
+            f"UPDATE {self._t} SET lease_until = now() + make_interval(secs => %s)"
+            " WHERE owner = %s AND run_id = ANY(%s) AND status IN ('pending', 'running')"
+            " RETURNING run_id, cancel",
+            [self.lease_seconds, owner, list(run_ids)],
+        )
+        return {str(run_id): cancel for run_id, cancel in rows}
+
+    async def finish(self, run_id: str, owner: str, status: str, output: Any) -> bool:
+        """Record how the run ended; False when ``owner`` no longer held it (nothing written)."""
+        rows = await self._fetch(
+            f"UPDATE {self._t} SET status = %s, output = %s, owner = NULL, lease_until = NULL,"
+            " updated_at = now() WHERE run_id = %s AND owner = %s"
+            " AND status IN ('pending', 'running') RETURNING run_id",
+            [status, json.dumps(output), run_id, owner],
+        )
+        return bool(rows)
+
+    async def release(self, owner: str, run_ids: Sequence[str]) -> int:
+        """Hand runs back (graceful shutdown): another worker claims them at once."""
+        if not run_ids:
+            return 0
+        rows = await self._fetch(
+            f"UPDATE {self._t} SET owner = NULL, lease_until = NULL, updated_at = now()"
+            " WHERE owner = %s AND run_id = ANY(%s) AND status IN ('pending', 'running')"
+            " RETURNING run_id",
+            [owner, list(run_ids)],
+        )
+        return len(rows)
+
+    async def request_cancel(self, run_id: str, action: str) -> ClaimedRun | None:
+        """Ask the run to stop; a run nobody holds live ends ``interrupted`` here and now.
+
+        Returns the row as it is after the request (None: unknown or ended).
+        """
+        rows = await self._fetch(
+            f"""UPDATE {self._t} SET cancel = %s, updated_at = now(),
+                    status = CASE WHEN owner IS NULL OR lease_until < now()
+                        THEN 'interrupted' ELSE status END
+                WHERE run_id = %s AND status IN ('pending', 'running')
+                RETURNING {_COLUMNS}""",
+            [action, run_id],
+        )
+        return _claimed(rows[0]) if rows else None
+
+    async def get(self, user_id: str, run_id: str) -> ClaimedRun | None:
+        """The run ``run_id`` of ``user_id``, or None."""
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM {self._t} WHERE run_id = %s AND user_id = %s",
+            [run_id, user_id],
+        )
+        return _claimed(rows[0]) if rows else None
+
+    async def list_runs(
+        self, user_id: str, thread_id: str, *, limit: int, offset: int, status: str | None
+    ) -> list[ClaimedRun]:
+        """The thread's runs, newest first."""
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM {self._t} WHERE user_id = %s AND thread_id = %s"
+            " AND (%s::text IS NULL OR status = %s) ORDER BY seq DESC LIMIT %s OFFSET %s",
+            [user_id, thread_id, status, status, limit, offset],
+        )
+        return [_claimed(row) for row in rows]
+
+    async def forget(self, run_id: str) -> None:
+        """Drop an ended run's row."""
+        await self._fetch(
+            f"DELETE FROM {self._t} WHERE run_id = %s AND status NOT IN ('pending', 'running')",
+            [run_id],
+        )
+
+    async def stats(self) -> QueueStats:
+        """Rows per status, and how many wait for a worker."""
+        rows = await self._fetch(
+            f"""SELECT status, count(*), count(*) FILTER (
+                    WHERE status IN ('pending', 'running')
+                      AND (owner IS NULL OR lease_until < now()))
+                FROM {self._t} GROUP BY status""",
+            [],
+        )
+        by_status = {str(status): int(count) for status, count, _ in rows}
+        return QueueStats(by_status, sum(int(waiting) for _, _, waiting in rows))
+
+    async def ping(self) -> None:
+        """One query (readiness)."""
+        await self._fetch("SELECT 1", [])
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._db.aclose()
