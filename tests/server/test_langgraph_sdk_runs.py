@@ -58,9 +58,8 @@ def test_sdk_streams_a_run_and_resumes_an_interrupt(sdk: Any, backend: str) -> N
     assert texts(client.threads.get_state(thread_id)["values"]) == ["hi", "hello Ada"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_sdk_background_run_join_list_and_wait(sdk: Any, backend: str) -> None:
-    client = sdk(slow_graph(0.05, 2), backend=backend)
+def test_sdk_background_run_join_list_and_wait(sdk: Any) -> None:
+    client = sdk(slow_graph(0.05, 2))
     thread_id = client.threads.create()["thread_id"]
     run = client.runs.create(thread_id, AGENT, input={"messages": [("user", "go")]})
     assert run["thread_id"] == thread_id and run["status"] in ("pending", "running")

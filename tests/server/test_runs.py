@@ -74,6 +74,17 @@ def texts(values: dict[str, Any]) -> list[str]:
     ]
 
 
+def wait_steps(client: httpx.Client, thread_id: str, messages: int) -> None:
+    """Wait until the thread's saved state holds ``messages`` messages (steps have run)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        state = client.get(f"/threads/{thread_id}/state")
+        if state.status_code == 200 and len(state.json()["values"]["messages"]) >= messages:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"thread {thread_id} never held {messages} messages")
+
+
 def wait_status(client: httpx.Client, thread_id: str, run_id: str, *statuses: str) -> dict:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -103,11 +114,10 @@ def test_background_run_then_join_returns_the_final_values(serve: Serve, backend
         assert [r["run_id"] for r in listed] == [run["run_id"]]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_wait_answers_with_the_values_and_a_second_run_continues_the_thread(
-    serve: Serve, backend: str
+    serve: Serve,
 ) -> None:
-    url = serve(slow_graph(0.0, 1), backend=backend)
+    url = serve(slow_graph(0.0, 1))
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "input": user_input("a"), "if_not_exists": "create"}
         first = client.post("/threads/t2/runs/wait", json=body)
@@ -139,17 +149,16 @@ def test_stateless_wait_deletes_its_thread_unless_kept(serve: Serve) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cancel_stops_a_running_run_and_keeps_its_turn_so_far(serve: Serve, backend: str) -> None:
-    url = serve(slow_graph(0.3, 6), backend=backend)
+    url = serve(slow_graph(0.15, 8), backend=backend)
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "input": user_input("go"), "if_not_exists": "create"}
         run = client.post("/threads/t3/runs", json=body).json()
-        wait_status(client, "t3", run["run_id"], "running")
-        time.sleep(0.4)
+        wait_steps(client, "t3", 2)
         cancelled = client.post(f"/threads/t3/runs/{run['run_id']}/cancel?wait=1")
         assert cancelled.status_code == 204
         assert wait_status(client, "t3", run["run_id"], "interrupted")["status"] == "interrupted"
         values = client.get(f"/threads/t3/runs/{run['run_id']}/join").json()
-        assert 2 <= len(values["messages"]) < 7  # the input and the steps before the cancel
+        assert 2 <= len(values["messages"]) < 9  # the input and the steps before the cancel
         assert client.get("/threads/t3/state").json()["metadata"]["status"] == "stopped"
         again = client.post(f"/threads/t3/runs/{run['run_id']}/cancel")
         assert again.status_code == 409
@@ -157,13 +166,12 @@ def test_cancel_stops_a_running_run_and_keeps_its_turn_so_far(serve: Serve, back
 
 
 def test_cancel_with_rollback_discards_the_turn(serve: Serve) -> None:
-    url = serve(slow_graph(0.3, 6))
+    url = serve(slow_graph(0.1, 5))
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "input": user_input("one"), "if_not_exists": "create"}
         client.post("/threads/t4/runs/wait", json={**body, "input": user_input("zero")})
         run = client.post("/threads/t4/runs", json=body).json()
-        wait_status(client, "t4", run["run_id"], "running")
-        time.sleep(0.4)
+        wait_steps(client, "t4", 8)
         path = f"/threads/t4/runs/{run['run_id']}/cancel?wait=1&action=rollback"
         assert client.post(path).status_code == 204
         resumed = client.post("/threads/t4/runs/wait", json={**body, "input": user_input("two")})
@@ -172,7 +180,7 @@ def test_cancel_with_rollback_discards_the_turn(serve: Serve) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_reject_answers_409_while_the_thread_is_busy(serve: Serve, backend: str) -> None:
-    url = serve(slow_graph(0.3, 3), backend=backend)
+    url = serve(slow_graph(0.2, 3), backend=backend)
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "input": user_input("one"), "if_not_exists": "create"}
         first = client.post("/threads/t5/runs", json=body).json()
@@ -205,12 +213,11 @@ def test_enqueue_runs_after_the_run_ahead(serve: Serve, backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_interrupt_stops_the_run_ahead_and_keeps_its_turn(serve: Serve, backend: str) -> None:
-    url = serve(slow_graph(0.3, 6), backend=backend)
+    url = serve(slow_graph(0.1, 6), backend=backend)
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "if_not_exists": "create"}
         first = client.post("/threads/t7/runs", json={**body, "input": user_input("one")}).json()
-        wait_status(client, "t7", first["run_id"], "running")
-        time.sleep(0.4)
+        wait_steps(client, "t7", 2)
         second = {**body, "input": user_input("two"), "multitask_strategy": "interrupt"}
         final = client.post("/threads/t7/runs/wait", json=second).json()
         assert client.get(f"/threads/t7/runs/{first['run_id']}").json()["status"] == "interrupted"
@@ -221,13 +228,13 @@ def test_interrupt_stops_the_run_ahead_and_keeps_its_turn(serve: Serve, backend:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rollback_discards_the_turn_of_the_run_ahead(serve: Serve, backend: str) -> None:
-    url = serve(slow_graph(0.3, 6), backend=backend)
+    # the stop reaches the run ahead through its lease, within a second: it must run longer
+    url = serve(slow_graph(0.25, 6), backend=backend)
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "if_not_exists": "create"}
         client.post("/threads/t8/runs/wait", json={**body, "input": user_input("zero")})
         first = client.post("/threads/t8/runs", json={**body, "input": user_input("one")}).json()
-        wait_status(client, "t8", first["run_id"], "running")
-        time.sleep(0.4)
+        wait_steps(client, "t8", 9)
         second = {**body, "input": user_input("two"), "multitask_strategy": "rollback"}
         final = client.post("/threads/t8/runs/wait", json=second).json()
         said = texts(final)
