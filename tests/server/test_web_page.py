@@ -235,6 +235,19 @@ def test_an_interrupt_is_answered(page: WebDriver) -> None:
     assert _by(page, "message-input").is_enabled()
 
 
+def test_a_question_is_discarded_instead_of_answered(page: WebDriver) -> None:
+    _say(page, "hello", "You said: hello.")
+    _say(page, "ask me", "ask_user")
+    _wait(page, lambda d: _by(d, "interrupt").is_displayed(), "the interrupt question")
+    assert _text(page, "log-count") == "4"
+    _by(page, "discard-interrupt").click()
+    _wait(page, lambda d: _text(d, "status") == "Discarded the last turn.", "the rollback")
+    assert not _by(page, "interrupt").is_displayed()
+    assert _text(page, "log-count") == "2"  # the paused turn left the log whole
+    assert _by(page, "message-input").is_enabled()
+    _say(page, "weather in Paris", "get_weather says: sunny and 24C in Paris.")
+
+
 def test_a_slow_run_is_stopped(page: WebDriver) -> None:
     _by(page, "message-input").send_keys("think about it")  # the demo model takes 30 s
     _by(page, "send").click()
@@ -321,3 +334,21 @@ def test_a_thread_waiting_for_a_browser_tool_runs_it_on_request(
     _wait(page, lambda d: "get_browser_time says:" in _messages(d)[-1], "the answer")
     _wait(page, lambda d: not _by(d, "interrupt").is_displayed(), "the question to go")
     assert not httpx.get(state_url).json()["interrupts"]
+
+
+def test_a_waiting_browser_tool_is_discarded(page: WebDriver, base_url: str) -> None:
+    thread_id = httpx.post(f"{base_url}/threads", json={}).json()["thread_id"]
+    message = {"role": "user", "content": "what time is it?"}
+    run = {"assistant_id": "demo", "input": {"messages": [message]}}
+    httpx.post(f"{base_url}/threads/{thread_id}/runs", json=run).raise_for_status()
+    state_url = f"{base_url}/threads/{thread_id}/state"
+    _wait(page, lambda d: httpx.get(state_url).json()["interrupts"], "the run to pause")
+
+    page.get(f"{base_url}/#{thread_id}")
+    _wait(page, lambda d: _by(d, "interrupt").is_displayed(), "the waiting browser tool")
+    _by(page, "discard-interrupt").click()  # the run waiting for it is cancelled with its turn
+    _wait(page, lambda d: _text(d, "status") == "Discarded the last turn.", "the rollback")
+    assert not _by(page, "interrupt").is_displayed()
+    assert _text(page, "log-count") == "0"
+    thread = httpx.get(f"{base_url}/threads/{thread_id}").json()
+    assert (thread["status"], thread["interrupts"]) == ("idle", {})

@@ -96,9 +96,15 @@ export class Api {
     yield* readEvents(response);
   }
 
-  /** Stop a run, keeping what it did so far. */
-  cancel(threadId, runId) {
-    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/cancel?action=interrupt`);
+  /** Discard the thread's unfinished turn (failed, stopped or paused). */
+  rollback(threadId) {
+    return this.json("POST", `/threads/${enc(threadId)}/rollback`);
+  }
+
+  /** Stop a run: `interrupt` keeps what it did so far, `rollback` discards its turn; `wait` until it ended. */
+  cancel(threadId, runId, action = "interrupt", wait = false) {
+    const query = `action=${action}&wait=${wait ? 1 : 0}`;
+    return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/cancel?${query}`);
   }
 
   /** The thread's runs this server keeps, newest first. */

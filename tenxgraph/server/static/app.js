@@ -34,6 +34,7 @@ function setRunning(running) {
 function updateControls() {
   const paused = page.interrupt !== null || page.failed;
   for (const id of ["new-thread", "interrupt-submit", "retry"]) $(id).disabled = page.running;
+  for (const button of document.querySelectorAll(".discard")) button.disabled = page.running;
   $("failed").hidden = !page.failed;
   $("send").disabled = page.running || paused;
   $("stop").hidden = !page.running;
@@ -212,14 +213,29 @@ async function answerPending(calls) {
   for (const call of calls) page.answered.add(call.id);
   const results = await Promise.all(calls.map(runBrowserTool));
   setStatus(`Ran browser tool ${calls.map((call) => call.name).join(", ")}.`);
-  const runs = await api.runs(page.threadId).catch(() => []);
-  const waiting = runs.find((r) => r.status === "running" || r.status === "pending");
+  const waiting = await waitingRun();
   if (waiting) {
     await api.toolResults(page.threadId, waiting.run_id, results);
     await follow(() => api.join(page.threadId, waiting.run_id));
   } else {
     await run({ command: { resume: { tool_results: results } } });
   }
+}
+
+/** The thread's run still going on (waiting for browser tools), if any. */
+async function waitingRun() {
+  const runs = await api.runs(page.threadId).catch(() => []);
+  return runs.find((r) => r.status === "running" || r.status === "pending");
+}
+
+/** Drop the paused or failed turn instead of answering or retrying it. */
+async function discard() {
+  if (page.running) return;
+  const waiting = await waitingRun();
+  if (waiting) await api.cancel(page.threadId, waiting.run_id, "rollback", true); // a run waits for browser tools
+  else await api.rollback(page.threadId);
+  setStatus("Discarded the last turn.");
+  await Promise.all([refreshThread(), loadThreads()]);
 }
 
 async function send(text) {
@@ -250,6 +266,9 @@ function wire() {
     event.preventDefault();
     if (!page.running) run({}).catch(fail); // neither input nor command: the thread retries its turn
   });
+  for (const button of document.querySelectorAll(".discard")) {
+    button.addEventListener("click", () => discard().catch(fail));
+  }
   $("interrupt").addEventListener("submit", (event) => {
     event.preventDefault();
     if (page.running) return;
