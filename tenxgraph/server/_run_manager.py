@@ -288,6 +288,10 @@ class RunManager:
         ]
         return runs[offset : offset + limit]
 
+    def unfinished(self, user_id: str) -> list[RunRecord]:
+        """The user's runs that are pending or running, oldest first."""
+        return [r for r in self._runs.values() if r.user_id == user_id and not r.finished]
+
     def forget(self, record: RunRecord) -> None:
         """Drop a finished run's record and log."""
         if record.finished:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 from sse_starlette import EventSourceResponse
 
 from tenxgraph.errors import EventsLostError, StateError
@@ -221,6 +222,39 @@ async def create_stateless(body: RunRequest, context: Context, user: User) -> JS
     """Start a background run on a new thread."""
     record = await _start(context, user, body, None)
     return JSONResponse(record.as_json(), headers=_locations(record))
+
+
+class CancelMany(BaseModel):
+    """``POST /runs/cancel``: which of the caller's runs to cancel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None
+
+
+@router.post("/runs/cancel", status_code=204)
+async def cancel_many(
+    body: CancelMany,
+    context: Context,
+    user: User,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    """Cancel the caller's runs on a thread, by id, or by status (at least one filter)."""
+    if body.thread_id is None and body.run_ids is None and body.status is None:
+        bad_request("give thread_id, run_ids or status: which runs to cancel")
+    manager = manager_of(context)
+    wanted = set(body.run_ids) if body.run_ids is not None else None
+    for record in manager.unfinished(user):
+        if body.thread_id is not None and record.thread_id != body.thread_id:
+            continue
+        if wanted is not None and record.run_id not in wanted:
+            continue
+        if body.status not in (None, "all") and record.status != body.status:
+            continue
+        await manager.cancel(record, action=action)
+    return Response(status_code=204)
 
 
 # --- runs on a thread ----------------------------------------------------------------------

@@ -113,3 +113,19 @@ def test_sdk_stateless_stream(sdk: Any) -> None:
         "s1 after s0 after hey",
     ]
     assert created and created[0]["run_id"] == parts[0].data["run_id"]
+
+
+def test_sdk_cancel_many_stops_the_threads_runs(sdk: Any) -> None:
+    client = sdk(slow_graph(0.1, 5))
+    thread_id = client.threads.create()["thread_id"]
+    other = client.threads.create()["thread_id"]
+    text = {"messages": [("user", "go")]}
+    first = client.runs.create(thread_id, AGENT, input=text)
+    queued = client.runs.create(thread_id, AGENT, input=text, multitask_strategy="enqueue")
+    elsewhere = client.runs.create(other, AGENT, input=text)
+    client.runs.cancel_many(thread_id=thread_id)
+    for run in (first, queued):
+        client.runs.join(thread_id, run["run_id"])
+        assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
+    client.runs.join(other, elsewhere["run_id"])
+    assert client.runs.get(other, elsewhere["run_id"])["status"] == "success"
