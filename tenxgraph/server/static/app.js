@@ -77,20 +77,23 @@ async function loadThreads() {
         el("span", { class: `badge ${thread.status}` }, thread.status),
         el("span", { class: "preview" }, asked?.text || "(no message yet)"),
       );
-      if (thread.thread_id === page.threadId) button.setAttribute("aria-current", "true");
-      button.addEventListener("click", () => selectThread(thread.thread_id).catch(fail));
+      markCurrent(button, page.threadId);
+      button.addEventListener("click", () => page.running || selectThread(thread.thread_id).catch(fail));
       return el("li", {}, button);
     }),
   );
+}
+
+function markCurrent(button, threadId) {
+  if (button.dataset.threadId === threadId) button.setAttribute("aria-current", "true");
+  else button.removeAttribute("aria-current");
 }
 
 async function selectThread(threadId) {
   page.threadId = threadId;
   history.replaceState(null, "", threadId ? `#${threadId}` : "#");
   $("thread-title").textContent = threadId ? `Thread ${threadId}` : "New conversation";
-  for (const button of $("thread-list").querySelectorAll("button")) {
-    button.toggleAttribute("aria-current", button.dataset.threadId === threadId);
-  }
+  for (const button of $("thread-list").querySelectorAll("button")) markCurrent(button, threadId);
   await refreshThread();
 }
 
@@ -100,18 +103,18 @@ async function refreshThread() {
   page.failed = false;
   if (!page.threadId) {
     $("messages").replaceChildren();
-    renderInspector(null, null);
+    renderInspector(null);
     showInterrupt();
     return;
   }
   // The log and window endpoints are tenxgraph's additions: without them, show the state's window.
-  const [thread, state, log, window] = await Promise.all([
+  const [thread, state, log, windowInfo] = await Promise.all([
     api.thread(page.threadId),
     api.state(page.threadId),
     api.log(page.threadId).catch(() => null),
     api.window(page.threadId).catch(() => null),
   ]);
-  const inspected = inspect(state, log, window);
+  const inspected = inspect(state, log, windowInfo);
   $("messages").replaceChildren(...(inspected.log ?? inspected.window).map(messageItem));
   renderInspector(inspected);
   page.interrupt = state.interrupts?.[0]?.value ?? null;
