@@ -22,8 +22,9 @@ class Client:
     """Talks to a tenxgraph server (or any server of the LangGraph API) from async code.
 
     ``url`` is the server's base URL; ``api_key`` is sent in the ``X-Api-Key``
-    header; ``timeout`` (seconds) bounds each request but not the wait for a
-    stream's next event, which may be long while a tool runs.
+    header; ``timeout`` (seconds) bounds each request, except the wait for
+    a run's end (``runs.wait``, ``runs.join``) and for a stream's next event,
+    which last as long as the run (the server pings idle streams).
     """
 
     def __init__(

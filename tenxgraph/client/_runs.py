@@ -14,8 +14,6 @@ import builtins
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from tenxgraph.client._events import StreamPart
 from tenxgraph.client._remote import RemoteTools, ToolHandler, with_remote_tools
 from tenxgraph.client._stream import StreamRequest, resumable_stream
@@ -27,25 +25,10 @@ __all__ = ["Runs", "run_body"]
 
 
 def run_body(assistant_id: str, **fields: Any) -> dict[str, Any]:
-    """The JSON body of a run: the fields given, ``Message`` objects dumped to JSON."""
+    """The JSON body of a run: the fields given (None ones left out)."""
     body: dict[str, Any] = {"assistant_id": assistant_id}
-    for name, value in fields.items():
-        if value is None:
-            continue
-        if isinstance(value, tuple):
-            value = list(value)
-        body[name] = _jsonable(value)
+    body.update((name, value) for name, value in fields.items() if value is not None)
     return body
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, Mapping):
-        return {key: _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in value]
-    return value
 
 
 class Runs:
@@ -148,7 +131,7 @@ class Runs:
             metadata=metadata,
         )
         path = f"/threads/{segment(thread_id)}/runs/wait"
-        return _values(await self._transport.request("POST", path, json_body=body))
+        return _values(await self._transport.request("POST", path, json_body=body, until_done=True))
 
     async def create(
         self,
@@ -191,7 +174,8 @@ class Runs:
 
     async def join(self, thread_id: str, run_id: str) -> dict[str, Any]:
         """Wait for a run to finish and return the final state values."""
-        return _values(await self._transport.request("GET", self._path(thread_id, run_id, "join")))
+        path = self._path(thread_id, run_id, "join")
+        return _values(await self._transport.request("GET", path, until_done=True))
 
     async def cancel(
         self, thread_id: str, run_id: str, *, wait: bool = False, action: str = "interrupt"

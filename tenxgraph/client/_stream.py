@@ -9,9 +9,11 @@ never shows the reader a repeat.
 
 A stream that closes cleanly without an ``end`` or ``error`` event looks the
 same as one a proxy cut; the client then asks the run's status and resumes
-if the run is still pending or running. Reconnects back off (0.1 s doubling
-to 2 s) and give up with ``APIConnectionError`` after ``max_reconnects``
-attempts in a row that brought no new event.
+if the run is still pending or running. A resume answered 429, 502, 503 or
+504 (a server restarting behind its proxy) counts as one more drop.
+Reconnects back off (0.1 s doubling to 2 s) and give up with
+``APIConnectionError`` after ``max_reconnects`` attempts in a row that
+brought no new event.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from typing import Any
 
 from tenxgraph.client._events import MetadataPart, StreamPart, parse_part
 from tenxgraph.client._transport import Transport, _httpx
-from tenxgraph.errors import APIConnectionError
+from tenxgraph.errors import APIConnectionError, APIStatusError
 
 __all__ = ["StreamRequest", "resumable_stream"]
 
 _RUN_PATH = re.compile(r"(?:.*)?(/threads/[^/]+/runs/[^/?#]+)")
 _ENDING = frozenset({"end", "error"})
+_TRANSIENT = frozenset({429, 502, 503, 504})
+"""Answers to a resume that mean "try again soon", like a dropped connection."""
 
 
 @dataclass
@@ -67,6 +71,9 @@ async def resumable_stream(
                 yield part
         except APIConnectionError:
             if request.resume_path() is None:
+                raise
+        except APIStatusError as exc:  # reopening met a server restarting or overloaded
+            if first or exc.status not in _TRANSIENT:
                 raise
         else:
             if (

@@ -35,7 +35,7 @@ from tenxgraph.errors import (
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Transport", "raise_for_status"]
+__all__ = ["Transport", "jsonable", "raise_for_status"]
 
 _STATUS_ERRORS: dict[int, type[APIStatusError]] = {
     401: APIUnauthorizedError,
@@ -108,13 +108,19 @@ class Transport:
         *,
         json_body: Any = None,
         params: Mapping[str, Any] | None = None,
+        until_done: bool = False,
     ) -> Any:
-        """Send one request and return its decoded JSON body (None when empty)."""
+        """Send one request and return its decoded JSON body (None when empty).
+
+        The answer is awaited ``timeout`` seconds, except with ``until_done``
+        (``wait``, ``join``: the answer comes when the run ends).
+        """
         lib = _httpx()
+        timeout = lib.Timeout(self.timeout, read=None) if until_done else self.timeout
         async with self.session() as client:
             try:
                 response = await client.request(
-                    method, path, json=json_body, params=_clean(params), timeout=self.timeout
+                    method, path, json=jsonable(json_body), params=_clean(params), timeout=timeout
                 )
             except lib.TransportError as exc:
                 raise _unreachable(self.url, method, path, exc) from exc
@@ -137,7 +143,7 @@ class Transport:
         async with self.session() as client:
             try:
                 async with client.stream(
-                    method, path, json=json_body, headers=sse_headers
+                    method, path, json=jsonable(json_body), headers=sse_headers
                 ) as response:
                     await raise_for_status(response)
                     yield response
@@ -188,6 +194,19 @@ def _validation_line(item: Any) -> str:
 def _unreachable(url: str, method: str, path: str, exc: Exception) -> APIConnectionError:
     reason = str(exc) or type(exc).__name__
     return APIConnectionError(f"{method} {url}{path} failed: {reason}")
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data: pydantic models (a ``Message``) dumped, tuples as lists."""
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {key: jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    return value
 
 
 def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

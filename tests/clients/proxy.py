@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 
 from tenxgraph.testing.server import free_port
 
+_UNAVAILABLE = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+    b'content-length: 33\r\nconnection: close\r\n\r\n{"detail": "restarting, retry"}\r\n'
+)
 _STREAM_REQUEST = re.compile(rb"^(GET|POST) \S*/runs/(?:[^/\s]+/)?stream\b", re.MULTILINE)
 
 
@@ -35,6 +39,8 @@ class CuttingProxy:
     """The head of every request that asked for a stream, in order."""
     cut: int = 0
     """How many connections were cut so far."""
+    refuse_resumes: int = 0
+    """How many resumes (``GET .../stream``) to answer 503 before letting one through."""
 
     @property
     def url(self) -> str:
@@ -47,10 +53,15 @@ class CuttingProxy:
         async def upward() -> None:
             while data := await reader.read(65536):
                 match = _STREAM_REQUEST.search(data)
-                if match and self.cut < self.cuts and not armed.is_set():
-                    armed.set()
                 if match:
                     self.heads.append(data.split(b"\r\n\r\n", 1)[0].decode("latin-1"))
+                if match and match.group(1) == b"GET" and self.refuse_resumes > 0:
+                    self.refuse_resumes -= 1
+                    writer.write(_UNAVAILABLE)
+                    await writer.drain()
+                    return
+                if match and self.cut < self.cuts and not armed.is_set():
+                    armed.set()
                 up_writer.write(data)
                 await up_writer.drain()
 
@@ -80,9 +91,12 @@ class CuttingProxy:
 
 
 @contextmanager
-def cutting_proxy(target_url: str, cut_after: int, cuts: int = 1) -> Iterator[CuttingProxy]:
+def cutting_proxy(
+    target_url: str, cut_after: int, cuts: int = 1, refuse_resumes: int = 0
+) -> Iterator[CuttingProxy]:
     """Run a ``CuttingProxy`` in front of ``target_url`` in its own thread and loop."""
-    proxy = CuttingProxy(int(target_url.rsplit(":", 1)[1]), cut_after, cuts, free_port())
+    port = int(target_url.rsplit(":", 1)[1])
+    proxy = CuttingProxy(port, cut_after, cuts, free_port(), refuse_resumes=refuse_resumes)
     loop = asyncio.new_event_loop()
     started = threading.Event()
     server: list[asyncio.Server] = []

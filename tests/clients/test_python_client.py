@@ -67,6 +67,12 @@ def test_sync_threads_create_read_search_state_and_delete(serve_graph: ServeGrap
         assert isinstance(state.messages[1], Message)
         assert state.messages[1].text() == f"said: hi {answer_of()}"
         assert messages_in(values) == state.messages
+        note = Message.text_message("a note", role="assistant")
+        client.threads.update_state(thread_id, {"messages": [note]})
+        history = client.threads.get_history(thread_id, limit=3)
+        assert [m.text() for m in history[0].messages][-1] == "a note"
+        assert history[1].messages == state.messages  # newest first, each one parsed
+        assert history[0].checkpoint_id != history[1].checkpoint_id
         client.threads.delete(thread_id)
         with pytest.raises(APINotFoundError) as missing:
             client.threads.get(thread_id)
@@ -122,15 +128,17 @@ def test_a_dropped_stream_resumes_with_last_event_id_and_loses_or_repeats_nothin
     assert "".join(m.text() for m in chunks) == f"said: two {answer_of()}"
 
 
-async def test_the_async_client_resumes_a_dropped_stream_too(serve_graph: ServeGraph) -> None:
+async def test_the_async_client_resumes_past_a_503(serve_graph: ServeGraph) -> None:
     url = serve_graph()
-    with cutting_proxy(url, cut_after=2500, cuts=1) as proxy:
+    with cutting_proxy(url, cut_after=2500, cuts=1, refuse_resumes=1) as proxy:
         async with Client(proxy.url) as client:
             thread_id = (await client.threads.create())["thread_id"]
             stream = client.runs.stream(thread_id, AGENT, input=user("a"), stream_mode=MODES)
             parts = [part async for part in stream]
             assert (await client.info())["graph_id"] == AGENT
     assert proxy.cut == 1
+    resumes = [head for head in proxy.heads if head.startswith("GET ")]
+    assert len(resumes) == 2  # the first resume met a 503 (a restarting server) and was retried
     ids = [int(part.id) for part in parts if part.id is not None]
     assert ids == list(range(1, len(parts) + 1))
     chunks = [p.message for p in parts if isinstance(p, MessagePart) and p.message.delta]

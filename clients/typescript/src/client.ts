@@ -4,6 +4,7 @@ import {
   APIConflictError,
   APIConnectionError,
   APINotFoundError,
+  APIStatusError,
   RunFailedError,
   isObject,
   statusError,
@@ -77,6 +78,9 @@ interface StreamRequest {
 
 const seg = encodeURIComponent;
 
+/** Answers to a resume that mean "try again soon", like a dropped connection. */
+const TRANSIENT = new Set([429, 502, 503, 504]);
+
 /** Talks to a tenxgraph server. */
 export class Client {
   readonly url: string;
@@ -143,7 +147,10 @@ export class Client {
         }
         if (ended || !request.runId || !(await this.stillRunning(request))) return;
       } catch (error) {
-        if (!(error instanceof APIConnectionError) || !request.runId || request.signal?.aborted) throw error;
+        // A drop, or a resume answered by a server restarting or overloaded, is tried again.
+        const transient = error instanceof APIStatusError && !first && TRANSIENT.has(error.status);
+        const dropped = error instanceof APIConnectionError && request.runId !== undefined;
+        if (!(transient || dropped) || request.signal?.aborted) throw error;
       }
       first = false;
       failures += 1;
@@ -340,6 +347,14 @@ export class Threads {
     return { ...state, values: vals, messages: messagesIn(vals) };
   }
 
+  /** Write `values` into the thread's state as if `asNode` had returned them. */
+  updateState(threadId: string, values: Json, asNode?: string): Promise<Json> {
+    const body: Json = { values };
+    if (asNode !== undefined) body.as_node = asNode;
+    return this.client.request("POST", `/threads/${seg(threadId)}/state`, body);
+  }
+
+  /** The thread's past states, newest first. */
   getHistory(threadId: string, limit = 10): Promise<ThreadState[]> {
     return this.client.request("POST", `/threads/${seg(threadId)}/history`, { limit });
   }
@@ -408,6 +423,11 @@ export class Runs {
 
   get(threadId: string, runId: string): Promise<Json> {
     return this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}`);
+  }
+
+  /** The thread's runs, newest first. */
+  list(threadId: string, limit = 10): Promise<Json[]> {
+    return this.client.request("GET", `/threads/${seg(threadId)}/runs`, undefined, { limit: String(limit) });
   }
 
   /** Wait for a run to finish and return the final state values. */

@@ -56,6 +56,9 @@ test("threads: create, get, search, state with typed messages, delete, 404 with 
   assert.deepEqual(messagesIn(values).map((m) => m.role), ["user", "assistant"]);
   const state = await client.threads.getState(thread.thread_id);
   assert.equal(textOf(state.messages[1]), `said: hi ${ANSWER}`);
+  await client.threads.updateState(thread.thread_id, { messages: [{ role: "assistant", content: [{ type: "text", text: "a note" }] }] });
+  const history = await client.threads.getHistory(thread.thread_id, 3);
+  assert.equal(textOf(messagesIn(history[0].values).at(-1)), "a note");
   await client.threads.delete(thread.thread_id);
   await assert.rejects(client.threads.get(thread.thread_id), (error) => {
     assert.ok(error instanceof APINotFoundError);
@@ -87,6 +90,7 @@ test("background run, join, cancel, and a busy thread is a 409", live, async () 
   const quick = await client.runs.create("ts-bg", AGENT, { input: user("0"), ifNotExists: "create" });
   const joined = await client.runs.join("ts-bg", quick.run_id);
   assert.equal(textOf(messagesIn(joined).at(-1)), "done sleeping");
+  assert.deepEqual((await client.runs.list("ts-bg")).map((r) => r.run_id), [quick.run_id]);
   const run = await client.runs.create("ts-bg", AGENT, { input: user("30") });
   for (let i = 0; (await client.runs.get("ts-bg", run.run_id)).status !== "running"; i++) {
     assert.ok(i < 1000, "the run never started");
