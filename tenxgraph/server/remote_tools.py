@@ -151,7 +151,7 @@ async def post_tool_results(
     """
     from tenxgraph.server.runs import run_or_404
 
-    record = run_or_404(context, user, thread_id, run_id)
+    record = await run_or_404(context, user, thread_id, run_id)
     results = tool_results_of(body)
     if record.finished:
         bad_request(f"run {run_id!r} ended ({record.status}); resume the thread instead", 409)

@@ -119,9 +119,9 @@ def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], 
     return delete
 
 
-def run_or_404(context: ServerContext, user: str, thread_id: str, run_id: str) -> RunRecord:
-    """The caller's run ``run_id`` on ``thread_id``; 404 when there is none."""
-    record = manager_of(context).get(user, run_id, thread_id)
+async def run_or_404(context: ServerContext, user: str, thread_id: str, run_id: str) -> RunRecord:
+    """The caller's run ``run_id`` on ``thread_id`` (on any worker); 404 when there is none."""
+    record = await manager_of(context).locate(user, run_id, thread_id)
     if record is None:
         not_found(f"run {run_id!r} on thread {thread_id!r}")
     return record
@@ -310,13 +310,13 @@ async def list_runs(
 @router.get("/threads/{thread_id}/runs/{run_id}")
 async def get_run(thread_id: str, run_id: str, context: Context, user: User) -> dict[str, Any]:
     """One run."""
-    return run_or_404(context, user, thread_id, run_id).as_json()
+    return (await run_or_404(context, user, thread_id, run_id)).as_json()
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
 async def delete_run(thread_id: str, run_id: str, context: Context, user: User) -> Response:
     """Forget a run that ended (409 while it is pending or running)."""
-    record = run_or_404(context, user, thread_id, run_id)
+    record = await run_or_404(context, user, thread_id, run_id)
     if not record.finished:
         bad_request(f"run {run_id!r} is {record.status}: cancel it first", 409)
     manager_of(context).forget(record)
@@ -337,7 +337,7 @@ async def cancel_run(
     ``interrupt`` keeps the turn so far, ``rollback`` discards it. A run
     that already ended is a 409.
     """
-    record = run_or_404(context, user, thread_id, run_id)
+    record = await run_or_404(context, user, thread_id, run_id)
     if record.finished:
         bad_request(f"run {run_id!r} already ended ({record.status}); nothing to cancel", 409)
     await manager_of(context).cancel(record, action=action, wait=wait)
@@ -349,7 +349,7 @@ async def join_run(
     thread_id: str, run_id: str, request: Request, context: Context, user: User
 ) -> JSONResponse:
     """Wait for the run to end; its final values (``__error__`` when it failed)."""
-    record = run_or_404(context, user, thread_id, run_id)
+    record = await run_or_404(context, user, thread_id, run_id)
     output = await _wait(request, record, False)
     return JSONResponse(output, headers=_locations(record))
 
@@ -370,7 +370,7 @@ async def join_stream(
     ``stream_mode`` narrows the events to those modes (of the ones the run
     was started with); ``metadata``, ``error`` and ``end`` always come.
     """
-    record = run_or_404(context, user, thread_id, run_id)
+    record = await run_or_404(context, user, thread_id, run_id)
     given = [mode for mode in stream_mode or () if mode]  # the SDK sends None as ""
     modes = frozenset(given) if given else None
     if modes is not None and not modes <= STREAM_MODES:
