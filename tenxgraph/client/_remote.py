@@ -113,6 +113,8 @@ async def with_remote_tools(
                 yield part  # the server waits for this call in the stream
                 resume += await _answer_in_stream(part.call, run_id, tools, post)
                 continue
+            if isinstance(part, ValuesPart):  # the state now: an older pause may have moved on
+                announced = {}
             for call in remote_calls(part):
                 announced.setdefault(call.id, call)
             if isinstance(part, EndPart) and tools.answers:

@@ -100,3 +100,18 @@ async def test_without_handlers_a_paused_run_just_ends() -> None:
 
     parts = [part async for part in with_remote_tools(open_run, RemoteTools(None), never)]
     assert [type(part) for part in parts] == [MetadataPart, ValuesPart, EndPart]
+
+
+async def test_a_pause_the_final_state_no_longer_holds_is_not_answered() -> None:
+    async def open_run(command: dict[str, Any] | None) -> AsyncIterator[StreamPart]:
+        yield MetadataPart("metadata", {}, "1", run_id="r1")
+        yield ValuesPart("values", PAUSE, "2", values=PAUSE)  # the thread as the run found it
+        yield ValuesPart("values", {"moved": "on"}, "3", values={"moved": "on"})
+        yield EndPart("end", None, "4")
+
+    async def never(run_id: str, results: list[dict[str, Any]]) -> bool:
+        raise AssertionError("nothing is posted")
+
+    tools = RemoteTools({"clock": lambda tz: "never called"})
+    parts = [part async for part in with_remote_tools(open_run, tools, never)]
+    assert [part.id for part in parts] == ["1", "2", "3", "4"]  # no resume, no remote call part

@@ -262,6 +262,7 @@ export async function* withRemoteTools(
         }
         continue;
       }
+      if (part.kind === "values") announced.clear(); // the state now: an older pause may have moved on
       for (const call of remoteCalls(part)) if (!announced.has(call.id)) announced.set(call.id, call);
       if (part.kind === "end" && tools) {
         const left = [...announced.values()].filter(take);

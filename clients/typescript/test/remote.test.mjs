@@ -73,3 +73,16 @@ test("without handlers a paused run just ends", async () => {
   const parts = await collect(withRemoteTools(openRun, undefined, never));
   assert.deepEqual(parts.map((p) => p.kind), ["metadata", "values", "end"]);
 });
+
+test("a pause the final state no longer holds is not answered", async () => {
+  const openRun = async function* (command) {
+    assert.equal(command, undefined, "no resume");
+    yield part("metadata", { run_id: "r1" }, "1");
+    yield part("values", PAUSE, "2"); // the thread as the run found it
+    yield part("values", { moved: "on" }, "3");
+    yield part("end", null, "4");
+  };
+  const never = async () => assert.fail("nothing is posted");
+  const parts = await collect(withRemoteTools(openRun, { clock: () => "never called" }, never));
+  assert.deepEqual(parts.map((p) => p.id), ["1", "2", "3", "4"]);
+});
