@@ -107,10 +107,15 @@ class RedisStreamWriter(EventLog):
         self._pending: list[LoggedEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._failed = False
+        self.hand_back = False
+        """Set when this worker gives the run up unfinished: its ``end`` stays local, so
+        followers elsewhere go on with the next attempt's events."""
 
     def append(self, event: str, data: str) -> LoggedEvent:
         """Add the event here and queue it for Redis."""
         logged = super().append(event, data)
+        if self.hand_back and event == "end":
+            return logged
         self._pending.append(logged)
         self._kick()
         return logged

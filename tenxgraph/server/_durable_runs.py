@@ -1,0 +1,477 @@
+"""Runs that survive their worker: the run manager of a server on Postgres (and Redis).
+
+``DurableRunManager`` is the in-process ``RunManager`` (same records, logs,
+per-thread order, cancel through the graph's stop) plus a row per run in
+``PgRunQueue``:
+
+- **Every run is a row, leased by the worker running it.** A run starts
+  where it was asked for (no hop: a streamed run's first event costs what it
+  costs on one worker), its row is added held by that worker, and a
+  heartbeat (every ``queue.heartbeat_seconds``) keeps it. A worker killed
+  mid-run stops heartbeating; once the lease expired, a consumer of another
+  worker claims the row and **resumes** the run: when the thread moved past
+  the version the first attempt began from, the input was saved, so the run
+  continues the thread (input None: a dead run goes on from its last saved
+  step, and the tool ledger keeps finished tools from running again);
+  otherwise the input is run again. A turn that completed before the
+  worker died is only recorded.
+- **Consumers.** Each worker runs ``consumers`` tasks that claim rows no
+  live worker holds, one run at a time each, so a worker runs at most that
+  many claimed runs at once.
+- **Streams.** With Redis, each run's events also go to a Redis Stream
+  (``_redis_events``), so ``locate`` answers a run held by another worker
+  with a record whose log reads that stream: join, stream and reconnect with
+  ``Last-Event-ID`` work on any worker.
+- **Cancel** on any worker: the holder's own record is stopped at once; a
+  run held elsewhere gets the request in its row, which its holder reads
+  with its next heartbeat and then stops it as a local cancel does.
+- **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
+  ``drain_seconds``, then stop the rest at their next step and hand their
+  rows back (no lease to wait for: another worker resumes them at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import uuid
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from tenxgraph.server._event_log import EventLog, EventLogLimits
+from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
+from tenxgraph.server._run_manager import CancelAction, RunManager, RunRecord, RunSpec
+from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.storage.checkpointer.base import ThreadKey
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.server._context import ServerContext
+    from tenxgraph.server._pg_queue import ClaimedRun, PgRunQueue
+    from tenxgraph.server._redis_events import RedisEvents
+
+__all__ = ["DurableRunManager", "install"]
+
+logger = logging.getLogger("tenxgraph.server.runs")
+
+_ENDED = frozenset({"success", "error", "interrupted", "timeout"})
+_HANDED_BACK = frozenset({"shutdown", "lease lost"})
+"""Cancel reasons of runs this worker gives up without ending them (another one resumes them)."""
+
+
+def default_worker_id() -> str:
+    """The name of this process in the run table: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class DurableRunManager(RunManager):
+    """The run manager of one worker among several sharing a Postgres run table."""
+
+    def __init__(
+        self,
+        graph: CompiledGraph[Any],
+        queue: PgRunQueue,
+        events: RedisEvents | None = None,
+        *,
+        limits: EventLogLimits | None = None,
+        keep_finished: int = 10_000,
+        consumers: int = 4,
+        poll_seconds: float = 0.25,
+        drain_seconds: float = 5.0,
+        worker_id: str | None = None,
+    ) -> None:
+        """Run ``graph``'s runs, recorded in ``queue``; ``events`` shares streams across workers."""
+        super().__init__(limits, keep_finished=keep_finished)
+        self.graph, self.queue, self.events = graph, queue, events
+        self.consumers, self.poll_seconds, self.drain_seconds = (
+            consumers,
+            poll_seconds,
+            drain_seconds,
+        )
+        self.worker_id = worker_id or default_worker_id()
+        self.encoder = StreamEncoder()
+        self._held: dict[str, RunRecord] = {}
+        self._adds: dict[str, asyncio.Task[None]] = {}
+        self._resumes: dict[str, tuple[int, int]] = {}
+        """Claimed runs being started: run id -> (attempt, last event id published)."""
+        self._remote: OrderedDict[str, RunRecord] = OrderedDict()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._closing = False
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Start the heartbeat and the consumers (server startup)."""
+        self._spawn(self._heartbeats())
+        for _ in range(self.consumers):
+            self._spawn(self._consume())
+        logger.info("worker %s: taking runs (%d consumers)", self.worker_id, self.consumers)
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Graceful shutdown: stop claiming, drain, hand the rest back, close connections."""
+        self._closing = True
+        running = [r.task for r in self._held.values() if r.task is not None and not r.finished]
+        if running and self.drain_seconds > 0:
+            await asyncio.wait(running, timeout=self.drain_seconds)
+        for record in self._held.values():
+            if isinstance(record.log, RedisStreamWriter):
+                record.log.hand_back = True
+        await super().aclose(grace)  # the runs left stop; _finish hands their rows back
+        for task in list(self._background):
+            task.cancel()
+        for task in list(self._background):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.queue.aclose()
+        if self.events is not None:
+            await self.events.aclose()
+
+    # --- hooks of RunManager ----------------------------------------------------------
+
+    def start(
+        self,
+        spec: RunSpec,
+        *,
+        assistant_id: str,
+        metadata: Any = None,
+        kwargs: Any = None,
+    ) -> RunRecord:
+        """Start the run here, as one worker does, and add its row held by this worker."""
+        resumed = str(spec.config.get("run_id") or "") in self._resumes
+        record = super().start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
+        self._resumes.pop(record.run_id, None)
+        self._held[record.run_id] = record
+        if not resumed:
+            request = {
+                "kwargs": pydantic_core.to_jsonable_python(record.kwargs),
+                "delete_thread": spec.on_completion is not None,
+                "after_seconds": spec.after_seconds,
+            }
+            task = asyncio.get_running_loop().create_task(self._add(record, request))
+            self._adds[record.run_id] = task
+        return record
+
+    async def _add(self, record: RunRecord, request: dict[str, Any]) -> None:
+        try:
+            await self.queue.add(
+                run_id=record.run_id,
+                user_id=record.user_id,
+                thread_id=record.thread_id,
+                record=pydantic_core.to_jsonable_python(record.as_json()),
+                request=request,
+                owner=self.worker_id,
+            )
+        except Exception as exc:  # the run goes on here; it only loses its durability
+            logger.warning(
+                "run %s: not recorded in the run table (%s); it runs here only",
+                record.run_id,
+                exc,
+                extra={"run_id": record.run_id, "thread_id": record.thread_id},
+            )
+
+    def _new_log(self, run_id: str) -> EventLog:
+        if self.events is None:
+            return EventLog(self.limits)
+        after = self._resumes.get(run_id, (1, 0))[1]
+        return RedisStreamWriter(self.events, run_id, self.limits, start_after=after)
+
+    def _attempt(self, run_id: str) -> int:
+        return self._resumes.get(run_id, (1, 0))[0]
+
+    async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
+        add = self._adds.pop(record.run_id, None)
+        if add is not None:
+            await add
+        try:
+            stamp = await self._checkpointer().aversion(ThreadKey(record.thread_id, record.user_id))
+            await self.queue.started(record.run_id, self.worker_id, stamp.version if stamp else 0)
+        except Exception as exc:  # the run goes on; a resume after a crash re-runs its input
+            logger.warning("run %s: start not recorded: %s", record.run_id, exc)
+
+    async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
+        await super()._finish(record, spec)
+        self._held.pop(record.run_id, None)
+        add = self._adds.pop(record.run_id, None)
+        if add is not None:
+            await add
+        try:
+            if isinstance(record.log, RedisStreamWriter):
+                await record.log.flushed()
+            if record.cancel_reason in _HANDED_BACK:
+                await self.queue.release(self.worker_id, [record.run_id])
+                return
+            await self.queue.finish(record.run_id, self.worker_id, record.status, record.output)
+        except Exception as exc:  # the lease expires; another worker records the outcome
+            logger.warning("run %s: outcome not recorded: %s", record.run_id, exc)
+        logger.info(
+            "run %s ended %s",
+            record.run_id,
+            record.status,
+            extra={"run_id": record.run_id, "thread_id": record.thread_id},
+        )
+
+    def _checkpointer(self) -> Any:
+        checkpointer = self.graph.checkpointer
+        assert checkpointer is not None  # create_app refuses a graph without one
+        return checkpointer
+
+    # --- heartbeats and cancel across workers -----------------------------------------
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.queue.heartbeat_seconds)
+            held = [r for r in self._held.values() if not r.finished and r.run_id not in self._adds]
+            try:
+                answer = await self.queue.heartbeat(self.worker_id, [r.run_id for r in held])
+            except Exception as exc:  # the next beat tries again; leases outlive a few misses
+                logger.warning("worker %s: heartbeat failed: %s", self.worker_id, exc)
+                continue
+            for record in held:
+                if record.finished:
+                    continue
+                if record.run_id not in answer:
+                    self._lost(record)
+                elif answer[record.run_id] and record.cancel_reason is None:
+                    action: CancelAction = (
+                        "rollback" if answer[record.run_id] == "rollback" else "interrupt"
+                    )
+                    self._spawn(super().cancel(record, action=action))
+
+    def _lost(self, record: RunRecord) -> None:
+        """Another worker took the run (this one stalled past its lease): stop it here."""
+        logger.warning("run %s: lease lost; stopping it here", record.run_id)
+        if isinstance(record.log, RedisStreamWriter):
+            record.log.hand_back = True
+        record.cancel_reason = "lease lost"
+        if not (record.started and record.graph.stop_run(record.run_id)) and record.task:
+            record.task.cancel()
+
+    async def cancel(
+        self, record: RunRecord, *, action: CancelAction = "interrupt", wait: bool = False
+    ) -> None:
+        """Stop a run held here at once, or ask its holder elsewhere through its row."""
+        if record.run_id in self._held or record.finished:
+            await super().cancel(record, action=action, wait=wait)
+            return
+        row = await self.queue.request_cancel(record.run_id, action)
+        if row is not None and row.status in _ENDED:  # nobody held it: ended here
+            self._settle(record, row.status, row.output)
+        if wait or action == "rollback":
+            await record.done.wait()
+
+    # --- runs of other workers --------------------------------------------------------
+
+    async def locate(
+        self, user_id: str, run_id: str, thread_id: str | None = None
+    ) -> RunRecord | None:
+        """A run held here, or a record of it that follows it in another worker."""
+        local = self.get(user_id, run_id, thread_id)
+        if local is not None:
+            return local
+        row = await self.queue.get(user_id, run_id)
+        if row is None or (thread_id is not None and row.thread_id != thread_id):
+            return None
+        known = self._remote.get(run_id)
+        if known is not None and not known.finished:
+            return known
+        record = await self._follower(row)
+        self._remote[run_id] = record
+        while len(self._remote) > 1000:
+            self._remote.popitem(last=False)
+        return record
+
+    async def _follower(self, row: ClaimedRun) -> RunRecord:
+        data = row.record
+        log: EventLog
+        if self.events is not None:
+
+            async def ended() -> bool:
+                now = await self.queue.get(row.user_id, row.run_id)
+                return now is None or now.status in _ENDED
+
+            reader = RedisStreamReader(self.events, self.events.key(row.run_id), ended=ended)
+            await reader.prepare()
+            log = reader
+        else:  # no Redis: the events of another worker's run cannot be followed from here
+            log = EventLog(self.limits)
+            log.close()
+        record = RunRecord(
+            run_id=row.run_id,
+            thread_id=row.thread_id,
+            user_id=row.user_id,
+            assistant_id=str(data.get("assistant_id", "")),
+            multitask_strategy=str(data.get("multitask_strategy", "")),
+            metadata=dict(data.get("metadata") or {}),
+            kwargs=dict(data.get("kwargs") or {}),
+            log=log,
+            graph=self.graph,
+            created_at=str(data.get("created_at", "")),
+            started=True,
+        )
+        if row.status in _ENDED:
+            self._settle(record, row.status, row.output)
+        else:
+            record.set_status("running" if row.status == "running" else "pending")
+            self._spawn(self._watch(record))
+        return record
+
+    async def _watch(self, record: RunRecord) -> None:
+        """Poll the row of a run held elsewhere until it ended (join and wait end then)."""
+        while not record.finished:
+            await asyncio.sleep(self.poll_seconds * 2)
+            with contextlib.suppress(Exception):
+                row = await self.queue.get(record.user_id, record.run_id)
+                if row is None:
+                    self._settle(record, "error", {"__error__": {"error": "RunLost"}})
+                elif row.status in _ENDED:
+                    self._settle(record, row.status, row.output)
+                elif row.status != record.status:
+                    record.set_status("running" if row.status == "running" else "pending")
+
+    @staticmethod
+    def _settle(record: RunRecord, status: str, output: Any) -> None:
+        record.output = output
+        record.set_status(status)  # type: ignore[arg-type]
+        record.done.set()
+
+    # --- consumers --------------------------------------------------------------------
+
+    async def _consume(self) -> None:
+        """Claim runs no live worker holds, one at a time, and run them to their end."""
+        while not self._closing:
+            try:
+                claim = await self.queue.claim(self.worker_id)
+            except Exception as exc:
+                logger.warning("worker %s: claim failed: %s", self.worker_id, exc)
+                claim = None
+            if claim is None:
+                await asyncio.sleep(self.poll_seconds * (0.5 + random.random()))
+                continue
+            try:
+                record = await self._run_claimed(claim)
+            except Exception as exc:  # the row stays held; it expires and is claimed again
+                logger.exception("run %s: could not be resumed: %s", claim.run_id, exc)
+                continue
+            if record is not None:
+                await record.done.wait()
+
+    async def _run_claimed(self, claim: ClaimedRun) -> RunRecord | None:
+        """Start a claimed run again: continue its thread, or run its input, or just record it."""
+        from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
+
+        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id}
+        if self._closing:
+            await self.queue.release(self.worker_id, [claim.run_id])
+            return None
+        if claim.cancel:
+            reason = {"__error__": {"error": "RunCancelled", "message": claim.cancel}}
+            await self.queue.finish(claim.run_id, self.worker_id, "interrupted", reason)
+            return None
+        request = claim.request
+        body = RunRequest.model_validate(
+            {**request["kwargs"], "assistant_id": claim.record.get("assistant_id", "")}
+        )
+        config = run_config_of(body, claim.thread_id, claim.user_id)
+        config.update(run_id=claim.run_id, multitask_strategy="enqueue")
+        run_input = graph_input(body)
+        if claim.base_version is not None:
+            resume = await self._resume_point(claim)
+            if resume is not None:  # the turn ended before its worker died: record it
+                status, values = resume
+                await self.queue.finish(claim.run_id, self.worker_id, status, values)
+                return None
+            if await self._input_saved(claim):
+                run_input = None
+        start_after = await self.events.last_event_id(claim.run_id) if self.events else 0
+        self._resumes[claim.run_id] = (claim.attempts + 1, start_after)
+        logger.info("run %s: resumed, attempt %d", claim.run_id, claim.attempts + 1, extra=extra)
+        spec = RunSpec(
+            graph=self.graph,
+            input=run_input,
+            config=config,
+            stream_modes=body.modes(),
+            encoder=self.encoder,
+            invocation_state=dict(body.context) if body.context else None,
+            on_completion=self._deleter(claim) if request.get("delete_thread") else None,
+        )
+        record = self.start(
+            spec,
+            assistant_id=str(claim.record.get("assistant_id", "")),
+            metadata=claim.record.get("metadata"),
+            kwargs=request["kwargs"],
+        )
+        record.created_at = str(claim.record.get("created_at", record.created_at))
+        return record
+
+    async def _input_saved(self, claim: ClaimedRun) -> bool:
+        stamp = await self._checkpointer().aversion(ThreadKey(claim.thread_id, claim.user_id))
+        return stamp is not None and stamp.version > (claim.base_version or 0)
+
+    async def _resume_point(self, claim: ClaimedRun) -> tuple[str, Any] | None:
+        """``(status, values)`` when the run's turn already ended; None when it must go on."""
+        if not await self._input_saved(claim):
+            return None
+        config = {"thread_id": claim.thread_id, "user_id": claim.user_id}
+        state = await self.graph.aget_state(config)
+        if state is None:
+            return None
+        status = state.execution_meta.status
+        if status in ("completed", "interrupted"):  # done, or paused for a human
+            return ("success" if status == "completed" else "interrupted"), self.encoder.values(
+                state
+            )
+        return None
+
+    def _deleter(self, claim: ClaimedRun) -> Any:
+        async def delete() -> None:
+            await self._checkpointer().adelete_thread(ThreadKey(claim.thread_id, claim.user_id))
+
+        return delete
+
+
+def install(
+    context: ServerContext,
+    postgres: str,
+    redis: str | None = None,
+    *,
+    schema: str = "tenxgraph",
+    prefix: str = "tenxgraph:runs:",
+    consumers: int = 4,
+    lease_seconds: float = 15.0,
+) -> DurableRunManager:
+    """Make the app's runs durable: a run table in ``postgres``, streams through ``redis``.
+
+    Puts a ``DurableRunManager`` where the run routes find their manager
+    (``context.state["runs"]``) and starts and stops it with the server.
+    """
+    from tenxgraph.server._pg_queue import PgRunQueue
+    from tenxgraph.server._redis_events import RedisEvents
+
+    options = dict(context.settings.extra.get("runs", {}))
+    keep = int(options.pop("keep_finished", 10_000))
+    queue = PgRunQueue(postgres, schema=schema, lease_seconds=lease_seconds)
+    events = RedisEvents(redis, prefix=prefix) if redis else None
+    manager = DurableRunManager(
+        context.graph,
+        queue,
+        events,
+        limits=EventLogLimits(**options),
+        keep_finished=keep,
+        consumers=consumers,
+    )
+    context.state["runs"] = manager
+    context.on_startup.append(manager.open)
+    context.on_shutdown.append(manager.aclose)
+    return manager
