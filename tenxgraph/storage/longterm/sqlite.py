@@ -12,7 +12,15 @@ word of its tenant and prefix AND any of the query's words, so the index
 itself keeps other tenants' matches out (before, a common word made every
 tenant's matches be joined and dropped: 40 ms instead of 10 at 100,000
 items); the join with the item rows checks tenant, prefix and expiry
-exactly and the results are ordered by BM25 on ``text``.
+exactly and the results are ordered by BM25 on ``text``. Where a scope
+holds most of the table its word is left out (``_sqlite_scopes``: walking
+its rows was most of a search), and only the best-scored matches are
+joined with their items (``_best_candidates``), falling back to joining
+every match when checks drop too many of them: both return exactly what
+the plain plan returns.
+
+With an embedder and the extra ``vectors``, vectors are also kept in a
+``sqlite-vec`` index beside the file (``_sqlite_vec``).
 
 Namespace prefixes are range conditions on the stored text (``ns = p OR
 (ns >= 'p/' AND ns < 'p0')``, ``0`` following ``/``), so the unique index
@@ -27,7 +35,7 @@ whose cost grows with the data, run in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import json
 import os
 import sqlite3
 import threading
@@ -35,7 +43,9 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from tenxgraph.errors import ConfigError
+from tenxgraph.storage.longterm import _sqlite_scopes as scopes
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm._sqlite_scopes import scope_token, scope_tokens
 from tenxgraph.storage.longterm._sqlite_vec import (
     IndexRow,
     VecIndex,
@@ -73,6 +83,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "scope, text, tokenize = 'porter unicode61 remove_diacritics 2')",
     ),
     ("ALTER TABLE memory_items ADD COLUMN vector BLOB",),
+    (
+        "CREATE TABLE memory_scope_sizes (token TEXT PRIMARY KEY, items INTEGER NOT NULL) "
+        "WITHOUT ROWID",
+    ),
 )
 """Ordered schema changes of the ``memory`` component. Append only."""
 
@@ -248,6 +262,7 @@ def _put(conn: sqlite3.Connection, item: _Item) -> tuple[float, int]:
                 (user_id, namespace, key, value, now, now, expires_at, vector),
             ).fetchone()
             created = now
+            scopes.count(conn, user_id, namespace, 1)
         else:
             rowid, created, old_expiry = old
             if old_expiry is not None and old_expiry <= now:
@@ -289,20 +304,8 @@ def _delete(
         if row is None:
             return False, []
         conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
+        scopes.count(conn, user_id, namespace, -1)
     return row[1] is None or bool(row[1] > now), [(row[0], row[2])]
-
-
-def scope_token(user_id: str, prefix: str) -> str:
-    """The index word that marks an item of ``user_id`` under ``prefix`` (digits only)."""
-    digest = hashlib.blake2b(f"{user_id}\x00{prefix}".encode(), digest_size=12).digest()
-    return str(int.from_bytes(digest, "big"))
-
-
-def scope_tokens(user_id: str, namespace: str) -> list[str]:
-    """The scope words of an item: its tenant alone, then each prefix of its namespace."""
-    parts = namespace.split("/")
-    prefixes = ["", *("/".join(parts[: depth + 1]) for depth in range(len(parts)))]
-    return [scope_token(user_id, prefix) for prefix in prefixes]
 
 
 def scope(prefix: str, now: float) -> tuple[str, list[Any]]:
@@ -343,16 +346,55 @@ def _search(conn: sqlite3.Connection, request: SearchRequest) -> list[Row]:
             f"SELECT {_COLUMNS}, NULL FROM memory_items i WHERE {where} "
             "ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT ? OFFSET ?"
         )
-    else:
-        words = " OR ".join(f'"{term}"' for term in request.terms)
-        match = f'scope:"{scope_token(request.user_id, request.prefix)}" AND text:({words})'
-        query = (
-            f"SELECT {_COLUMNS}, -bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts "
-            f"JOIN memory_items i ON i.id = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
-            "ORDER BY score DESC, i.updated_at DESC, i.namespace, i.key LIMIT ? OFFSET ?"
-        )
-        params.insert(0, match)
-    return [tuple(row) for row in conn.execute(query, [*params, *page])]
+        return [tuple(row) for row in conn.execute(query, [*params, *page])]
+    words = " OR ".join(f'"{term}"' for term in request.terms)
+    match = f"text:({words})"
+    token = scope_token(request.user_id, request.prefix)
+    if scopes.use_scope_word(conn, token):
+        match = f'scope:"{token}" AND {match}'
+    found = _best_candidates(conn, request, match, (where, params))
+    if found is not None:
+        return found
+    query = (
+        f"SELECT {_COLUMNS}, -bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts "
+        f"JOIN memory_items i ON i.id = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
+        "ORDER BY score DESC, i.updated_at DESC, i.namespace, i.key LIMIT ? OFFSET ?"
+    )
+    return [tuple(row) for row in conn.execute(query, [match, *params, *page])]
+
+
+def _best_candidates(
+    conn: sqlite3.Connection, request: SearchRequest, match: str, checks: tuple[str, list[Any]]
+) -> list[Row] | None:
+    """The page from the index's best-scored matches alone, or None if they may not hold it.
+
+    FTS5 scores every match, but only the best ``bound`` are joined with
+    their items (reading each item's row was a third of a search with a
+    common word). Every match scoring above the lowest candidate score is
+    a candidate; if enough of those pass the tenant, prefix, expiry and
+    filter checks, the page is exact. Else (a filter or many expired items
+    dropped them) the caller joins every match.
+    """
+    need = request.limit + request.offset
+    bound = max(64, 4 * need)
+    hits = conn.execute(
+        "SELECT rowid, -bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts "
+        "WHERE memory_fts MATCH ? ORDER BY score DESC LIMIT ?",
+        (match, bound),
+    ).fetchall()
+    where, params = checks
+    rows = conn.execute(
+        f"SELECT {_COLUMNS}, h.score FROM (SELECT json_extract(value, '$[0]') AS id, "
+        "json_extract(value, '$[1]') AS score FROM json_each(?)) h "
+        f"JOIN memory_items i ON i.id = h.id WHERE {where} "
+        "ORDER BY h.score DESC, i.updated_at DESC, i.namespace, i.key",
+        [json.dumps(hits), *params],
+    ).fetchall()
+    if len(hits) == bound:  # there may be more matches at or below the lowest score
+        rows = [row for row in rows if row[6] > hits[-1][1]]
+        if len(rows) < need:
+            return None
+    return [tuple(row) for row in rows[request.offset : need]]
 
 
 def _vectors(
@@ -385,9 +427,12 @@ def _purge(conn: sqlite3.Connection, now: float) -> list[tuple[int, float]]:
     """``(rowid, updated_at)`` of the expired rows deleted."""
     with transaction(conn, "IMMEDIATE"):
         gone = conn.execute(
-            "DELETE FROM memory_items WHERE expires_at <= ? RETURNING id, updated_at", (now,)
+            "DELETE FROM memory_items WHERE expires_at <= ? "
+            "RETURNING id, updated_at, user_id, namespace",
+            (now,),
         ).fetchall()
         conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", [(row[0],) for row in gone])
+        scopes.purged(conn, [(row[2], row[3]) for row in gone])
     return [(row[0], row[1]) for row in gone]
 
 
