@@ -161,14 +161,20 @@ async function follow(openStream) {
   const streaming = el("li", { class: "message assistant streaming", "data-testid": "streaming" });
   const stream = { runId: "", failed: false };
   page.stopping = false;
+  let outcome = ""; // said once the page shows the stored thread
   try {
     for await (const event of openStream()) await onEvent(event, stream, streaming);
-    if (!stream.failed) setStatus(page.stopping ? "Stopped." : "Done.");
+    if (!stream.failed) outcome = page.stopping ? "Stopped." : "Done.";
   } catch (error) {
     fail(error);
   } finally {
     streaming.remove();
-    await Promise.all([refreshThread(), loadThreads()]).catch(fail);
+    try {
+      await Promise.all([refreshThread(), loadThreads()]);
+      if (outcome) setStatus(outcome);
+    } catch (error) {
+      fail(error);
+    }
     setRunning(false);
   }
   const calls = remoteCalls(page.interrupt).filter((call) => !page.answered.has(call.id));
@@ -237,8 +243,8 @@ async function discard() {
   const waiting = await waitingRun();
   if (waiting) await api.cancel(page.threadId, waiting.run_id, "rollback", true); // a run waits for browser tools
   else await api.rollback(page.threadId);
-  setStatus("Discarded the last turn.");
   await Promise.all([refreshThread(), loadThreads()]);
+  setStatus("Discarded the last turn.");
 }
 
 async function send(text) {
