@@ -18,7 +18,17 @@ environment variables and every worker builds the same app:
 ``TENXGRAPH_SERVE_NO_AUTH``        ``1``: no keys, everyone is the user ``default``
 ``TENXGRAPH_SERVE_CORS``           allowed origins, by commas
 ``TENXGRAPH_SERVE_MAX_BODY``       the request body limit in bytes
+``TENXGRAPH_SERVE_CONSUMERS``      with Postgres: runs a worker takes over from dead
+                                   workers at once (default 4)
+``TENXGRAPH_SERVE_RUN_LEASE``      with Postgres: seconds a silent worker keeps its
+                                   runs before another resumes them (default 15)
+``TENXGRAPH_SERVE_STREAM_PREFIX``  with Redis: key prefix of the run streams
+                                   (default ``tenxgraph:runs:``)
 =================================  ================================================
+
+With Postgres, runs are durable and shared by the workers (see
+``tenxgraph.server._durable_runs``); with Redis too, their streams can be
+followed from any worker.
 
 A CompiledGraph that has its own checkpointer is served with it (giving a
 database too is an error); one without is compiled again from its builder,
@@ -52,6 +62,17 @@ DEFAULT_DB = "tenxgraph.sqlite"
 def _env(name: str, environ: dict[str, str]) -> str | None:
     value = environ.get(PREFIX + name, "").strip()
     return value or None
+
+
+def _number(name: str, environ: dict[str, str], default: Any, kind: Any) -> Any:
+    text = _env(name, environ)
+    try:
+        value = default if text is None else kind(text)
+    except ValueError:
+        value = -1
+    if not value > 0:
+        raise ConfigError(f"{PREFIX}{name} must be a positive number, got {text!r}")
+    return value
 
 
 def load_target(target: str) -> CompiledGraph[Any] | StateGraph[Any]:
@@ -169,6 +190,18 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     context = app.state.context
     if graph.checkpointer is not None:
         context.on_shutdown.append(graph.checkpointer.aclose)
+    dsn = _env("POSTGRES", env)
+    if dsn is not None:
+        from tenxgraph.server._durable_runs import install
+
+        install(
+            context,
+            dsn,
+            _env("REDIS", env),
+            prefix=_env("STREAM_PREFIX", env) or "tenxgraph:runs:",
+            consumers=_number("CONSUMERS", env, 4, int),
+            lease_seconds=_number("RUN_LEASE", env, 15.0, float),
+        )
     if memory is not None:
         context.on_shutdown.append(memory.aclose)
     return app
