@@ -29,7 +29,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tenxgraph.errors import EventsLostError
+from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server._event_log import EventLog, EventLogLimits, LoggedEvent
 
 __all__ = ["RedisEvents", "RedisStreamReader", "RedisStreamWriter"]
@@ -90,7 +90,12 @@ class RedisEvents:
 
 
 class RedisStreamWriter(EventLog):
-    """The running worker's log: in memory as ``EventLog``, copied to the run's Redis Stream."""
+    """The running worker's log: each event goes to the run's Redis Stream, then into memory.
+
+    Readers on this worker (the in-memory log) only see events already in
+    Redis, so a client that reconnects elsewhere never holds an event number
+    Redis did not get, even when this worker dies a moment later.
+    """
 
     def __init__(
         self,
@@ -103,50 +108,60 @@ class RedisStreamWriter(EventLog):
         """Number events after ``start_after`` (the last one an earlier attempt published)."""
         super().__init__(limits)
         self._redis, self._key = events, events.key(run_id)
-        self._last = self._start_after = start_after
+        self._last = self._next = self._start_after = start_after
         self._pending: list[LoggedEvent] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._ending = False
         self._failed = False
         self.hand_back = False
         """Set when this worker gives the run up unfinished: its ``end`` stays local, so
         followers elsewhere go on with the next attempt's events."""
 
+    @property
+    def closed(self) -> bool:
+        """True once the run sent its last event (it may still be on its way to Redis)."""
+        return self._ending
+
     def append(self, event: str, data: str) -> LoggedEvent:
-        """Add the event here and queue it for Redis."""
-        logged = super().append(event, data)
-        if self.hand_back and event == "end":
-            return logged
+        """Number the event and queue it: Redis first, then this worker's readers."""
+        if self._ending:
+            raise StateError(f"the run's stream has ended; cannot add event {event!r}")
+        self._next += 1
+        logged = LoggedEvent(self._next, event, data)
         self._pending.append(logged)
         self._kick()
         return logged
 
     def close(self) -> None:
-        """End the log; the copy to Redis finishes in the background."""
-        super().close()
-        self._kick()
+        """End the log once what is queued was published."""
+        if not self._ending:
+            self._ending = True
+            self._kick()
 
     def _kick(self) -> None:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     async def flushed(self) -> None:
-        """Wait until every event appended so far is in Redis (or given up on)."""
+        """Wait until every event appended so far is in Redis (or given up on) and here."""
         while self._flusher is not None and not self._flusher.done():
             await self._flusher
 
     async def _flush(self) -> None:
         await asyncio.sleep(0)  # gather what the run adds in this turn of the loop
-        while self._pending or (self.closed and not self._failed):
+        while self._pending:
             batch, self._pending = self._pending, []
-            try:
-                await self._write(batch)
-            except Exception as exc:  # followers elsewhere lose live events; the run goes on
-                if not self._failed:
+            published = [e for e in batch if not (self.hand_back and e.event == "end")]
+            if published and not self._failed:
+                try:
+                    await self._write(published)
+                except Exception as exc:  # followers elsewhere lose live events; the run goes on
                     logger.warning("run stream %s: Redis write failed: %s", self._key, exc)
-                self._failed = True
-                return
-            if self.closed and not self._pending:
-                return
+                    self._failed = True
+            for logged in batch:
+                super().append(logged.event, logged.data)
+        if self._ending:
+            super().close()
 
     async def _write(self, batch: list[LoggedEvent]) -> None:
         pipe = self._redis.client.pipeline(transaction=False)
