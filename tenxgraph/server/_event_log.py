@@ -93,6 +93,11 @@ class EventLog:
             self._closed = True
             self._wake()
 
+    def discard(self) -> None:
+        """Drop the events kept (a finished run past the manager's ``keep_logs``)."""
+        self._events.clear()
+        self._bytes = 0
+
     def _wake(self) -> None:
         """Resolve the readers' waits (none when every reader is busy: no cost then)."""
         waiters, self._waiters = self._waiters, []

@@ -16,8 +16,9 @@ the graph); the in-process table below only makes the common case exact
 and immediate (a ``reject`` answered before anything starts, a queue kept in
 order).
 
-Finished runs are kept (record and log) for the newest ``keep_finished``
-runs, so ``join``, ``get`` and a late stream reader still find them.
+Finished runs are kept, so ``join``, ``get`` and a late stream reader still
+find them: the records of the newest ``keep_finished``, the stream events
+of the newest ``keep_logs`` (a replay of an older one is answered 410).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import contextlib
 import datetime as dt
 import logging
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -125,12 +126,21 @@ class RunManager:
     """The runs of one server process: started as tasks, ordered per thread, kept a while."""
 
     def __init__(
-        self, limits: EventLogLimits | None = None, *, keep_finished: int = 10_000
+        self,
+        limits: EventLogLimits | None = None,
+        *,
+        keep_finished: int = 10_000,
+        keep_logs: int = 1_000,
     ) -> None:
         self.limits = limits or EventLogLimits()
         self.keep_finished = keep_finished
+        """Finished runs whose records are kept (``get``, ``join``); older ones are a 404."""
+        self.keep_logs = keep_logs
+        """Finished runs whose stream events are kept; older ones answer a replay with 410."""
         self._runs: dict[str, RunRecord] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
+        self._logged: deque[str] = deque()
+        self._stoppers: set[asyncio.Task[None]] = set()
         self._threads: dict[tuple[str, str], list[RunRecord]] = {}
         """Per (user, thread): the runs not finished yet, in the order they came."""
 
@@ -251,6 +261,11 @@ class RunManager:
         while len(self._finished) > self.keep_finished:
             old, _ = self._finished.popitem(last=False)
             self._runs.pop(old, None)
+        self._logged.append(record.run_id)
+        while len(self._logged) > self.keep_logs:
+            kept = self._runs.get(self._logged.popleft())
+            if kept is not None:
+                kept.log.discard()
 
     # --- reading ----------------------------------------------------------------------
 
@@ -325,10 +340,7 @@ class RunManager:
         if record.finished:
             return
         record.cancel_reason = action
-        if not record.started:
-            self._cancel_waiting(record, action)
-        elif not record.graph.stop_run(record.run_id) and record.task is not None:
-            record.task.cancel()  # not in its graph loop yet: nothing written so far
+        self._stop(record)
         if action == "rollback":
             await record.done.wait()
             config = {"thread_id": record.thread_id, "user_id": record.user_id}
@@ -336,8 +348,7 @@ class RunManager:
         elif wait:
             await record.done.wait()
 
-    @staticmethod
-    def _displace(ahead: list[RunRecord], strategy: str) -> None:
+    def _displace(self, ahead: list[RunRecord], strategy: str) -> None:
         """A newer run takes the thread: waiting runs never start, the running one stops.
 
         ``interrupt`` stops the running run here at once; ``rollback`` leaves
@@ -346,16 +357,34 @@ class RunManager:
         """
         for earlier in ahead:
             earlier.cancel_reason = strategy
-            if not earlier.started:
-                if earlier.task is not None:
-                    earlier.task.cancel()
-            elif strategy == "interrupt":
-                earlier.graph.stop_run(earlier.run_id)
+            if strategy == "interrupt" or not earlier.started or earlier.remote.waiting:
+                self._stop(earlier)
 
-    def _cancel_waiting(self, record: RunRecord, reason: str) -> None:
-        record.cancel_reason = reason
-        if record.task is not None:
+    def _stop(self, record: RunRecord) -> None:
+        """Stop a run: through the graph's stop while the graph runs it, else its task.
+
+        The task is cancelled only where the run waits outside the graph (for
+        its turn, or for a browser's results): cancelled inside the graph,
+        say while it takes its thread's lease, the lease could stay taken.
+        A run the graph does not track yet is asked again until it does.
+        """
+        if record.task is None or record.finished:
+            return
+        if not record.started or record.remote.waiting:
             record.task.cancel()
+        elif not record.graph.stop_run(record.run_id):
+            stopper = asyncio.get_running_loop().create_task(self._stop_when_tracked(record))
+            self._stoppers.add(stopper)
+            stopper.add_done_callback(self._stoppers.discard)
+
+    async def _stop_when_tracked(self, record: RunRecord) -> None:
+        while not record.finished:
+            await asyncio.sleep(0.01)
+            if record.remote.waiting and record.task is not None:
+                record.task.cancel()
+                return
+            if record.graph.stop_run(record.run_id):
+                return
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Stop every run (server shutdown): each stops at its next step, saved ``stopped``.
@@ -368,8 +397,7 @@ class RunManager:
             if record.finished or record.task is None:
                 continue
             record.cancel_reason = "shutdown"
-            if not (record.started and record.graph.stop_run(record.run_id)):
-                record.task.cancel()
+            self._stop(record)
             tasks.append(record.task)
         if not tasks:
             return

@@ -157,3 +157,21 @@ def test_cancelling_a_run_that_waits_for_the_client_leaves_the_thread_paused(
         body = {"assistant_id": AGENT, "command": {"resume": resume}}
         values = client.post("/threads/r4/runs/wait", json=body).json()
         assert texts(values)[-1] == "Found you."
+
+
+def test_a_newer_run_with_interrupt_displaces_a_run_waiting_for_the_client(serve: Serve) -> None:
+    url = serve(locating_graph())
+    with httpx.Client(base_url=url, timeout=30) as client:
+        waiting = client.post("/threads/r5/runs", json=_body()).json()
+        path = f"/threads/r5/runs/{waiting['run_id']}/tool_results"
+        probe = {"results": [{"call_id": "nope", "output": 1}]}
+        deadline = time.monotonic() + 10
+        while client.post(path, json=probe).status_code != 422:  # 409 until it waits
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        newer = {**_body(), "input": user_input("never mind"), "multitask_strategy": "interrupt"}
+        values = client.post("/threads/r5/runs/wait", json=newer).json()
+        assert texts(values)[-2:] == ["never mind", "Found you."]
+        status = client.get(f"/threads/r5/runs/{waiting['run_id']}").json()["status"]
+        assert status == "interrupted"
+        assert client.post(path, json={"call_id": "c0", "output": 1}).status_code == 409
