@@ -9,7 +9,8 @@ user passed in is used as it is, on the user's loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -38,6 +39,22 @@ class LoopClients(Generic[C]):
         if client is None:
             client = self._clients[loop] = self._make()
         return client
+
+    @asynccontextmanager
+    async def borrowed(self) -> AsyncIterator[C]:
+        """The running loop's client for one call; a client made for just that call is closed.
+
+        For calls that may come on a loop the model never ran on (a media
+        store deleting files from a sync call's helper loop), so no client
+        is left open there.
+        """
+        made = self._given is None and asyncio.get_running_loop() not in self._clients
+        client = self.get()
+        try:
+            yield client
+        finally:
+            if made:
+                await self.aclose()
 
     async def aclose(self) -> None:
         """Close the client made for the running loop (a given client is its owner's to close)."""

@@ -15,8 +15,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
-__all__ = ["EXPIRY_MARGIN", "FileIdCache", "ProviderFile"]
+from tenxgraph.core.llm._clients import LoopClients
+
+__all__ = ["EXPIRY_MARGIN", "FileIdCache", "ProviderFile", "file_deleter"]
+
+C = TypeVar("C")
 
 EXPIRY_MARGIN = 600.0
 """Seconds before a provider file expires from which it is uploaded again rather than used."""
@@ -104,3 +109,19 @@ class FileIdCache:
                 del self._flights[ident]
             else:
                 self._flights[ident] = (lock, users - 1)
+
+
+def file_deleter(
+    clients: LoopClients[C], delete: Callable[[C, str], Awaitable[None]]
+) -> Callable[[str], Awaitable[None]]:
+    """An adapter's ``delete(client, file_id)`` as a resolver's deleter of provider files.
+
+    The deletion runs on whatever loop deletes the media; a client made for
+    it there is closed after it.
+    """
+
+    async def deleting(file_id: str) -> None:
+        async with clients.borrowed() as client:
+            await delete(client, file_id)
+
+    return deleting

@@ -25,6 +25,7 @@ from tenxgraph.core.llm._convert_anthropic import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
+from tenxgraph.core.llm._media_files import file_deleter
 from tenxgraph.core.llm._media_rules import ANTHROPIC_RULES
 from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
@@ -169,7 +170,7 @@ class AnthropicModel(ChatModel):
                 ANTHROPIC_RULES,
                 self.media,
                 upload=lambda *file: _upload(client, *file),
-                delete=lambda file_id: _delete(self._clients.get(), file_id),
+                delete=file_deleter(self._clients, _delete),
                 endpoint=f"{PROVIDER} {client.base_url}",
             )
             async with await client.messages.create(**self._params(request), stream=True) as events:

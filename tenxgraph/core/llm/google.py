@@ -25,6 +25,7 @@ from tenxgraph.core.llm._convert_google import (
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error, timeout_error
 from tenxgraph.core.llm._google_files import delete_file, upload_file
+from tenxgraph.core.llm._media_files import file_deleter
 from tenxgraph.core.llm._media_rules import GOOGLE_RULES
 from tenxgraph.core.llm._wire import WireCleaner, provider_metadata
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
@@ -163,7 +164,7 @@ class GoogleModel(ChatModel):
                 upload=lambda *file: upload_file(
                     client, *file, ready_timeout=self.media.ready_timeout if self.media else 0
                 ),
-                delete=lambda uri: delete_file(self._clients.get(), uri),
+                delete=file_deleter(self._clients, delete_file),
                 endpoint=self._endpoint,
             )
             system, contents = to_wire(repair_pairing(request.messages))

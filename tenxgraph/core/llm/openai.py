@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from tenxgraph.core.llm._clients import LoopClients
 from tenxgraph.core.llm._convert_openai import ChatStreamAccumulator, chat_params
+from tenxgraph.core.llm._media_files import file_deleter
 from tenxgraph.core.llm._media_rules import OPENAI_CHAT_RULES
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm._wire import WireCleaner
@@ -107,7 +108,7 @@ class OpenAIChatModel(ChatModel):
                 self._media_rules,
                 self.media,
                 upload=(lambda *file: upload_file(client, *file)) if self._may_upload() else None,
-                delete=lambda file_id: delete_file(self._clients.get(), file_id),
+                delete=file_deleter(self._clients, delete_file),
                 endpoint=f"{self.provider} {client.base_url}",
             )
             params = chat_params(

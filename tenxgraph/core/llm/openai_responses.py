@@ -21,6 +21,7 @@ from tenxgraph.core.llm._convert_openai_responses import (
     usage_from_wire,
 )
 from tenxgraph.core.llm._errors import mentions_context_overflow, status_error
+from tenxgraph.core.llm._media_files import file_deleter
 from tenxgraph.core.llm._media_rules import OPENAI_RESPONSES_RULES
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm._wire import WireCleaner, json_safe, provider_metadata
@@ -147,7 +148,7 @@ class OpenAIResponsesModel(ChatModel):
                 OPENAI_RESPONSES_RULES,
                 self.media,
                 upload=lambda *file: upload_file(client, *file),
-                delete=lambda file_id: delete_file(self._clients.get(), file_id),
+                delete=file_deleter(self._clients, delete_file),
                 endpoint=f"{PROVIDER} {client.base_url}",
             )
             events = await client.responses.create(**self._params(request))

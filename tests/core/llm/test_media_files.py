@@ -6,6 +6,7 @@ configurable limits. Through the official SDKs against the local replay server.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -304,6 +305,30 @@ async def test_deleting_a_thread_deletes_the_anthropic_file_of_its_media(
     assert not await store.aexists(ref, user_id=TENANT)
     delete = server.requests[-1]
     assert (delete.method, delete.path) == ("DELETE", "/v1/files/file_011CNha8iCJcU1wXNR6q4V8w")
+
+
+async def test_a_sync_delete_inside_a_loop_deletes_the_file_and_closes_the_client_it_made(
+    server: ReplayServer, store: FilesystemMediaStore
+) -> None:
+    """``store.delete`` from async code runs on a helper thread's loop, where the model has
+    no client: one is made for the deletion and closed after it (no unclosed socket)."""
+    ref = store.put(PDF, "application/pdf", user_id=TENANT)
+    resolver = MediaResolver(store, send="upload")
+    model = OpenAIChatModel(
+        "gpt-test", base_url=server.url + "/v1", api_key="test", max_retries=0, media=resolver
+    )
+    server.reply(openai_file("file-sync"))
+    chat_answer(server)
+    try:
+        await model.complete(asking(DocumentBlock(media=ref)))
+        server.reply({"id": "file-sync", "object": "file", "deleted": True})
+        assert store.delete(ref, user_id=TENANT)
+    finally:
+        await model.aclose()
+    gc.collect()  # an unclosed client would warn here, failing the test
+
+    delete = server.requests[-1]
+    assert (delete.method, delete.path) == ("DELETE", "/v1/files/file-sync")
 
 
 async def test_a_failed_provider_delete_is_logged_and_the_media_still_deleted(
