@@ -13,9 +13,12 @@ reads no media (the local one) gets a text placeholder instead.
 The store is passed to the model, never found globally: the model owns its
 resolver, and the resolver owns its cache. Only the ``ainfo``, ``aget`` and
 ``aopen`` methods of the store are used (``MediaSource``), so ``core.llm``
-imports no storage code. An upload streams the media from ``aopen`` through
+imports no storage code; a store that has ``add_delete_listener`` also
+tells the resolver what it deletes, and the resolver deletes the provider
+files uploaded for it. An upload streams the media from ``aopen`` through
 an unnamed temporary file the SDK reads in chunks, so the process never
-holds a large file whole to upload it.
+holds a large file whole to upload it; concurrent first sends of the same
+media share one upload (``FileIdCache.obtain``).
 """
 
 from __future__ import annotations
