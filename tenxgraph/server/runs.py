@@ -47,7 +47,8 @@ def manager_of(context: ServerContext) -> RunManager:
     if manager is None:
         options = dict(context.settings.extra.get("runs", {}))
         keep = int(options.pop("keep_finished", 10_000))
-        manager = RunManager(EventLogLimits(**options), keep_finished=keep)
+        logs = int(options.pop("keep_logs", 1_000))
+        manager = RunManager(EventLogLimits(**options), keep_finished=keep, keep_logs=logs)
         context.state["runs"] = manager
         context.on_shutdown.append(manager.aclose)
     return manager
