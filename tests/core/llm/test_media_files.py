@@ -155,7 +155,7 @@ async def test_limits_replace_the_providers_defaults(
     assert server.requests == []
 
 
-def test_limits_are_checked_and_merged_by_kind() -> None:
+def test_limits_are_checked_and_merged_by_kind(store: FilesystemMediaStore) -> None:
     rules = MediaLimits(inline_max={"image": 7}, request_max=9).applied_to(OPENAI_CHAT_RULES)
     assert rules.inline_max["image"] == 7 and rules.request_max == 9
     assert rules.inline_max["audio"] == OPENAI_CHAT_RULES.inline_max["audio"]
@@ -163,7 +163,7 @@ def test_limits_are_checked_and_merged_by_kind() -> None:
     with pytest.raises(ConfigError, match=r"MediaLimits.inline_max\['image'\] must be an int"):
         MediaLimits(inline_max={"image": -1})
     with pytest.raises(ConfigError, match="ready_timeout must be >= 0"):
-        MediaResolver(FilesystemMediaStore.__new__(FilesystemMediaStore), ready_timeout=-1)
+        MediaResolver(store, ready_timeout=-1)
 
 
 # --- one upload for concurrent first sends -----------------------------------------------
