@@ -155,14 +155,26 @@ class PgMemoryStore(MemoryStore):
     async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         return await self._db.run(coroutine)
 
-    async def _execute(self, query: str, params: list[Any] | tuple[Any, ...]) -> list[Any]:
-        """One statement in its own transaction; its rows (none for a plain write)."""
+    async def _execute(
+        self, query: str, params: list[Any] | tuple[Any, ...], prepare: bool | None = None
+    ) -> list[Any]:
+        """One statement in its own transaction; its rows (none for a plain write).
+
+        ``prepare=False`` for searches: psycopg prepares a statement run five
+        times, and Postgres then may plan it once for every parameter value.
+        That generic plan does not know how rare the query's words are and
+        walks the tenant's rows instead of the GIN index's matches: 44 ms
+        instead of 5 (p50, one tenant of 100,000 items). Unprepared, each
+        search is planned for its own words (planning costs ~0.3 ms).
+        """
         async with self._db.connection() as conn:
-            cursor = await conn.execute(query.replace("{s}", self._s), params)
+            cursor = await conn.execute(query.replace("{s}", self._s), params, prepare=prepare)
             return await cursor.fetchall() if cursor.description is not None else []
 
-    async def _query(self, query: str, params: list[Any] | tuple[Any, ...]) -> list[Any]:
-        return await self._run(self._execute(query, params))
+    async def _query(
+        self, query: str, params: list[Any] | tuple[Any, ...], prepare: bool | None = None
+    ) -> list[Any]:
+        return await self._run(self._execute(query, params, prepare))
 
     async def _put(
         self,
@@ -242,7 +254,10 @@ class PgMemoryStore(MemoryStore):
                 f"{where} ORDER BY score DESC, updated_at DESC, namespace, key LIMIT %s OFFSET %s"
             )
             params.insert(0, " or ".join(request.terms))
-        return [tuple(row) for row in await self._query(query, [*params, *page])]
+        rows = await self._query(
+            query, [*params, *page], prepare=None if request.terms is None else False
+        )
+        return [tuple(row) for row in rows]
 
     async def _nearest(
         self, request: SearchRequest, query: bytes, k: int

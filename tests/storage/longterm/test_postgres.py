@@ -70,3 +70,28 @@ def test_vector_literal_round_trips_float32() -> None:
     assert [float(x) for x in literal(packed)[1:-1].split(",")] == list(
         struct.unpack("<3f", packed)
     )
+
+
+async def test_searches_are_planned_for_their_own_words(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query search is never prepared: a generic plan ignores how rare its words are."""
+    seen: list[tuple[str, bool | None]] = []
+    real = PgMemoryStore._execute
+
+    async def execute(
+        self: PgMemoryStore, query: str, params: object, prepare: bool | None = None
+    ) -> list[object]:
+        seen.append((query.split()[0], prepare))
+        return await real(self, query, params, prepare)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PgMemoryStore, "_execute", execute)
+    store = PgMemoryStore(PG_DSN, schema=schema)
+    try:
+        await store.aput(("m",), "tea", {"text": "green tea"})
+        seen.clear()
+        for _ in range(7):  # past psycopg's prepare threshold (5)
+            assert [item.key for item in await store.asearch(query="tea")] == ["tea"]
+        assert seen == [("SELECT", False)] * 7
+    finally:
+        await store.aclose()
