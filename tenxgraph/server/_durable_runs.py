@@ -98,6 +98,8 @@ class DurableRunManager(RunManager):
         self.encoder = StreamEncoder()
         self._held: dict[str, RunRecord] = {}
         self._adds: dict[str, asyncio.Task[None]] = {}
+        self._rows: set[str] = set()
+        """Held runs whose row is in the table (the heartbeat extends these)."""
         self._resumes: dict[str, tuple[int, int]] = {}
         """Claimed runs being started: run id -> (attempt, last event id published)."""
         self._remote: OrderedDict[str, RunRecord] = OrderedDict()
@@ -153,7 +155,9 @@ class DurableRunManager(RunManager):
         record = super().start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
         self._resumes.pop(record.run_id, None)
         self._held[record.run_id] = record
-        if not resumed:
+        if resumed:
+            self._rows.add(record.run_id)
+        else:
             request = {
                 "kwargs": pydantic_core.to_jsonable_python(record.kwargs),
                 "delete_thread": spec.on_completion is not None,
@@ -173,6 +177,7 @@ class DurableRunManager(RunManager):
                 request=request,
                 owner=self.worker_id,
             )
+            self._rows.add(record.run_id)
         except Exception as exc:  # the run goes on here; it only loses its durability
             logger.warning(
                 "run %s: not recorded in the run table (%s); it runs here only",
@@ -191,7 +196,7 @@ class DurableRunManager(RunManager):
         return self._resumes.get(run_id, (1, 0))[0]
 
     async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
-        add = self._adds.pop(record.run_id, None)
+        add = self._adds.get(record.run_id)
         if add is not None:
             await add
         try:
@@ -206,6 +211,9 @@ class DurableRunManager(RunManager):
         add = self._adds.pop(record.run_id, None)
         if add is not None:
             await add
+        if record.run_id not in self._rows:
+            return
+        self._rows.discard(record.run_id)
         try:
             if isinstance(record.log, RedisStreamWriter):
                 await record.log.flushed()
@@ -232,7 +240,7 @@ class DurableRunManager(RunManager):
     async def _heartbeats(self) -> None:
         while True:
             await asyncio.sleep(self.queue.heartbeat_seconds)
-            held = [r for r in self._held.values() if not r.finished and r.run_id not in self._adds]
+            held = [r for r in self._held.values() if not r.finished and r.run_id in self._rows]
             try:
                 answer = await self.queue.heartbeat(self.worker_id, [r.run_id for r in held])
             except Exception as exc:  # the next beat tries again; leases outlive a few misses
