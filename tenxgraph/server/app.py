@@ -116,10 +116,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _include_routers(app: FastAPI) -> None:
-    from tenxgraph.server import assistants, extras, store, threads
+    from tenxgraph.server import _metrics, assistants, extras, store, threads
     from tenxgraph.server.runs import router as runs_router
 
     app.include_router(_health_router())
+    app.include_router(_metrics.router)
     app.include_router(assistants.router)
     app.include_router(threads.router)
     app.include_router(runs_router)
@@ -149,6 +150,12 @@ def _health_router() -> Any:
         except Exception as exc:  # any failure means not ready; say which
             detail = f"storage not ready: {type(exc).__name__}: {exc}"
             return JSONResponse({"ok": False, "detail": detail}, status_code=503)
+        for name, check in context.state.get("ready_checks", ()):  # the run queue, Redis
+            try:
+                await check()
+            except Exception as exc:
+                detail = f"{name} not ready: {type(exc).__name__}: {exc}"
+                return JSONResponse({"ok": False, "detail": detail}, status_code=503)
         return JSONResponse({"ok": True})
 
     @router.get("/info")
