@@ -40,6 +40,7 @@ import random
 import socket
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -105,6 +106,8 @@ class DurableRunManager(RunManager):
         self._remote: OrderedDict[str, RunRecord] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self.on_ended: Callable[[RunRecord], None] | None = None
+        """Called with each run this worker ended (``/metrics`` counts its latency)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -206,29 +209,35 @@ class DurableRunManager(RunManager):
             logger.warning("run %s: start not recorded: %s", record.run_id, exc)
 
     async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
-        await super()._finish(record, spec)
+        """Record the outcome in the row first, so every worker agrees once ``wait`` answers."""
         self._held.pop(record.run_id, None)
         add = self._adds.pop(record.run_id, None)
         if add is not None:
             await add
-        if record.run_id not in self._rows:
-            return
-        self._rows.discard(record.run_id)
-        try:
-            if isinstance(record.log, RedisStreamWriter):
-                await record.log.flushed()
-            if record.cancel_reason in _HANDED_BACK:
-                await self.queue.release(self.worker_id, [record.run_id])
-                return
-            await self.queue.finish(record.run_id, self.worker_id, record.status, record.output)
-        except Exception as exc:  # the lease expires; another worker records the outcome
-            logger.warning("run %s: outcome not recorded: %s", record.run_id, exc)
+        await self._record_outcome(record)
+        await super()._finish(record, spec)
+        if record.cancel_reason not in _HANDED_BACK and self.on_ended is not None:
+            self.on_ended(record)
         logger.info(
             "run %s ended %s",
             record.run_id,
             record.status,
             extra={"run_id": record.run_id, "thread_id": record.thread_id},
         )
+
+    async def _record_outcome(self, record: RunRecord) -> None:
+        try:
+            if isinstance(record.log, RedisStreamWriter):
+                await record.log.flushed()
+            if record.run_id not in self._rows:
+                return
+            self._rows.discard(record.run_id)
+            if record.cancel_reason in _HANDED_BACK:
+                await self.queue.release(self.worker_id, [record.run_id])
+            else:
+                await self.queue.finish(record.run_id, self.worker_id, record.status, record.output)
+        except Exception as exc:  # the lease expires; another worker records the outcome
+            logger.warning("run %s: outcome not recorded: %s", record.run_id, exc)
 
     def _checkpointer(self) -> Any:
         checkpointer = self.graph.checkpointer
@@ -464,6 +473,7 @@ def install(
     Puts a ``DurableRunManager`` where the run routes find their manager
     (``context.state["runs"]``) and starts and stops it with the server.
     """
+    from tenxgraph.server._metrics import metrics_of
     from tenxgraph.server._pg_queue import PgRunQueue
     from tenxgraph.server._redis_events import RedisEvents
 
@@ -480,6 +490,10 @@ def install(
         consumers=consumers,
     )
     context.state["runs"] = manager
+    context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))
+    if events is not None:
+        context.state["ready_checks"].append(("run streams (redis)", events.ping))
+    manager.on_ended = metrics_of(context).observe
     context.on_startup.append(manager.open)
     context.on_shutdown.append(manager.aclose)
     return manager

@@ -172,3 +172,22 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
         assert texts == ["hi", "s0 after hi", "s1 after s0 after hi"]
     finally:
         await queue.aclose()
+
+
+def test_ready_and_metrics_answer_for_the_whole_deployment(two: tuple[str, str]) -> None:
+    a, b = two
+    body = {
+        "assistant_id": AGENT,
+        "input": {"messages": [{"role": "user", "content": "go"}]},
+        "if_not_exists": "create",
+    }
+    with httpx.Client(base_url=a, timeout=30) as on_a, httpx.Client(base_url=b, timeout=30) as on_b:
+        assert on_b.get("/ready").json() == {"ok": True}
+        run = on_a.post("/runs/wait", json=body)
+        assert run.status_code == 200
+        text = on_b.get("/metrics").text  # worker B reads the run table A wrote
+        assert 'tenxgraph_runs{status="success"} 1.0' in text
+        assert "tenxgraph_run_queue_depth 0.0" in text
+        own = on_a.get("/metrics").text
+        assert 'tenxgraph_run_seconds_count{status="success"} 1.0' in own
+        assert 'tenxgraph_run_seconds_count{status="success"}' not in text
