@@ -18,8 +18,8 @@ fixture returning a factory ``(**options) -> MemoryStore`` for your backend::
                 await store.aclose()
 
 The storage must start empty. The options the suite passes are
-``default_ttl``, ``max_value_bytes``, ``embedder`` and ``vector_scan``, the
-``MemoryStore`` constructor's (vector tests use ``HashingEmbedder``, which
+``default_ttl``, ``max_value_bytes``, ``embedder``, ``vector_scan`` and
+``refresh_on_read``, the ``MemoryStore`` constructor's (vector tests use ``HashingEmbedder``, which
 needs no model).
 The words the suite searches for are plain English words that no stemmer
 or stop-word list changes the meaning of, so stemming backends pass too.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Callable
 
 import pytest
@@ -120,6 +121,16 @@ class VectorSearchContract:
             await asyncio.sleep(0.002)
         found = sorted(await keys(store, query="same words", mode="vector"))
         assert found == (["k2", "k3"] if store.vector_index is None else ["k1", "k2", "k3"])
+
+    async def test_vectors_follow_a_refreshed_ttl(self, vstore: MemoryStore) -> None:
+        """A read that restarts an item's ttl keeps it in vector search too."""
+        await vstore.aput(("other",), "first", {"text": "x"})  # connects, finds the index
+        await vstore.aput(PREFS, "read", {"text": "green tea"}, ttl=0.8)
+        await vstore.aput(PREFS, "unread", {"text": "green tea"}, ttl=0.8)
+        await asyncio.sleep(0.45)
+        assert await vstore.aget(PREFS, "read") is not None
+        await asyncio.sleep(0.45)
+        assert await keys(vstore, PREFS, query="green tea", mode="vector") == ["read"]
 
     async def test_replaced_and_deleted_values_leave_the_vectors(self, vstore: MemoryStore) -> None:
         """A replaced value is found by its new words only; a deleted or purged item not at all."""
@@ -323,6 +334,46 @@ class MemoryStoreContract(VectorSearchContract):
         await store.aput(PREFS, "kept", {"v": 1}, ttl=3600)
         await asyncio.sleep(0.1)
         assert await keys(store) == ["kept"]
+
+    async def test_reads_start_the_ttl_again(self, store: MemoryStore) -> None:
+        """By default get and search restart a returned item's ttl; refresh_ttl=False does not."""
+        put = await store.aput(PREFS, "k", {"text": "green tea"}, ttl=60)
+        await store.aput(PREFS, "forever", {"text": "green tea"})
+        assert put.expires_at is not None
+        await asyncio.sleep(0.02)
+        got = await store.aget(PREFS, "k")
+        assert got is not None and got.expires_at is not None
+        assert got.expires_at == pytest.approx(time.time() + 60, abs=1)
+        assert got.expires_at > put.expires_at
+        await asyncio.sleep(0.02)
+        found = {item.key: item.expires_at for item in await store.asearch(query="tea")}
+        assert found["forever"] is None
+        assert found["k"] is not None and found["k"] > got.expires_at
+        kept = await store.aget(PREFS, "k", refresh_ttl=False)
+        assert kept is not None and kept.expires_at == pytest.approx(found["k"])  # it was stored
+        with pytest.raises(ConfigError, match="refresh_ttl must be"):
+            await store.aget(PREFS, "k", refresh_ttl="yes")  # type: ignore[arg-type]
+
+    async def test_refresh_on_read_off(self, make_memory_store: MakeMemoryStore) -> None:
+        """refresh_on_read=False: reads leave the ttl; refresh_ttl=True still restarts it."""
+        store = make_memory_store(refresh_on_read=False)
+        put = await store.aput(PREFS, "k", {"text": "green tea"}, ttl=60)
+        await asyncio.sleep(0.02)
+        read = await store.asearch(query="tea")
+        assert [item.expires_at for item in read] == [put.expires_at]
+        got = await store.aget(PREFS, "k", refresh_ttl=True)
+        assert got is not None and got.expires_at is not None
+        assert put.expires_at is not None and got.expires_at > put.expires_at
+
+    async def test_a_refreshed_item_outlives_its_first_ttl(self, store: MemoryStore) -> None:
+        """After a read, the item is still there when its first ttl is over; unread ones not."""
+        await store.aput(("other",), "first", {"text": "x"})  # connects (Postgres)
+        await store.aput(PREFS, "read", {"text": "green tea"}, ttl=0.8)
+        await store.aput(PREFS, "unread", {"text": "green tea"}, ttl=0.8)
+        await asyncio.sleep(0.45)
+        assert await store.aget(PREFS, "read") is not None
+        await asyncio.sleep(0.45)  # 0.9 s after the puts
+        assert await keys(store, query="tea", mode="lexical") == ["read"]
 
     @pytest.mark.parametrize(
         ("namespace", "message"),

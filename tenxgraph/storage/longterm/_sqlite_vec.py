@@ -182,6 +182,14 @@ class VecIndex:
                     (rowid, user_id, expiry, *prefix_hashes(namespace), vector, updated_at),
                 )
 
+    def expire(self, rows: Iterable[tuple[int, float]]) -> None:
+        """Set each ``(rowid, expires_at)``: a read started the item's ttl again."""
+        with self._connection() as conn, conn:
+            for rowid, expires_at in rows:
+                conn.execute(
+                    f"UPDATE {self._table} SET expires_at = ? WHERE rowid = ?", (expires_at, rowid)
+                )
+
     def remove(self, rows: Iterable[tuple[int, float]]) -> None:
         """Drop each ``(rowid, updated_at)`` unless a newer write of the rowid replaced it."""
         with self._connection() as conn, conn:

@@ -37,7 +37,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from tenxgraph._sync import run_sync
@@ -118,6 +118,11 @@ def to_item(row: Row) -> MemoryItem:
     return MemoryItem(split_namespace(namespace), key, decoded, created, updated, expires, score)
 
 
+def _check_refresh(refresh: object) -> None:
+    if refresh is not None and not isinstance(refresh, bool):
+        raise ConfigError(f"refresh_ttl must be True, False or None, got {refresh!r}")
+
+
 def under(namespace: str, prefix: str) -> bool:
     """Whether the stored namespace is the prefix or below it (whole parts only)."""
     return not prefix or namespace == prefix or namespace.startswith(prefix + "/")
@@ -133,8 +138,13 @@ class MemoryStore(Closing, ABC):
         max_value_bytes: int = MAX_VALUE_BYTES,
         embedder: Embedder | None = None,
         vector_scan: int = 20_000,
+        refresh_on_read: bool = True,
     ) -> None:
         """``default_ttl``: seconds an item lives when ``put`` gives no ttl (None: for ever).
+
+        ``refresh_on_read``: a ``get`` or ``search`` that returns an item with
+        a ttl starts its ttl again (``expires_at`` = now + its ttl), so a
+        memory in use stays; each call's ``refresh_ttl=`` overrides it.
 
         ``embedder`` turns on vector and hybrid search (see ``_hybrid``): each
         put embeds the value's text; ``vector_scan`` bounds the vectors one
@@ -144,6 +154,9 @@ class MemoryStore(Closing, ABC):
         self.max_value_bytes = check_limit("max_value_bytes", max_value_bytes, most=64 << 20)
         self.embedder = embedder
         self.vector_scan = check_limit("vector_scan", vector_scan, most=1 << 24)
+        if not isinstance(refresh_on_read, bool):
+            raise ConfigError(f"refresh_on_read must be True or False, got {refresh_on_read!r}")
+        self.refresh_on_read = refresh_on_read
 
     async def aput(
         self,
@@ -192,19 +205,51 @@ class MemoryStore(Closing, ABC):
         return run_sync(self.aput(namespace, key, value, user_id=user_id, ttl=ttl))
 
     async def aget(
-        self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER
+        self,
+        namespace: Namespace,
+        key: str,
+        *,
+        user_id: str = DEFAULT_USER,
+        refresh_ttl: bool | None = None,
     ) -> MemoryItem | None:
-        """The item, or None if ``user_id`` has none there (or it expired)."""
+        """The item, or None if ``user_id`` has none there (or it expired).
+
+        ``refresh_ttl`` (None: the store's ``refresh_on_read``) starts the
+        item's ttl again.
+        """
         check_id("user_id", user_id)
         ns, key = check_namespace(namespace), check_key(key)
-        row = await self._get(user_id, ns, key, time.time())
-        return None if row is None else to_item(row)
+        _check_refresh(refresh_ttl)
+        now = time.time()
+        row = await self._get(user_id, ns, key, now)
+        if row is None:
+            return None
+        return (await self._refreshed(user_id, [to_item(row)], now, refresh_ttl))[0]
 
     def get(
-        self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER
+        self,
+        namespace: Namespace,
+        key: str,
+        *,
+        user_id: str = DEFAULT_USER,
+        refresh_ttl: bool | None = None,
     ) -> MemoryItem | None:
         """Sync ``aget``."""
-        return run_sync(self.aget(namespace, key, user_id=user_id))
+        return run_sync(self.aget(namespace, key, user_id=user_id, refresh_ttl=refresh_ttl))
+
+    async def _refreshed(
+        self, user_id: str, items: list[MemoryItem], now: float, refresh: bool | None
+    ) -> list[MemoryItem]:
+        """The items, their ttls started again if asked (``refresh_on_read``)."""
+        wanted = self.refresh_on_read if refresh is None else refresh
+        due = [("/".join(i.namespace), i.key) for i in items if i.expires_at is not None]
+        if not wanted or not due:
+            return items
+        expiries = await self._refresh(user_id, due, now)
+        named = [(("/".join(item.namespace), item.key), item) for item in items]
+        return [
+            replace(item, expires_at=expiries.get(name, item.expires_at)) for name, item in named
+        ]
 
     async def adelete(self, namespace: Namespace, key: str, *, user_id: str = DEFAULT_USER) -> bool:
         """Delete the item; False if ``user_id`` had none there."""
@@ -226,6 +271,7 @@ class MemoryStore(Closing, ABC):
         offset: int = 0,
         user_id: str = DEFAULT_USER,
         mode: SearchMode = "auto",
+        refresh_ttl: bool | None = None,
     ) -> list[MemoryItem]:
         """``user_id``'s items under the prefix: matching ``query`` best first, else newest first.
 
@@ -233,9 +279,11 @@ class MemoryStore(Closing, ABC):
         scalars. ``limit`` (at most 1,000) and ``offset`` page the results.
         ``mode`` (with a query): ``lexical`` (words), ``vector`` (the
         embedder's nearest), ``hybrid`` (both, fused), ``auto`` (hybrid with
-        an embedder, else lexical).
+        an embedder, else lexical). ``refresh_ttl`` (None: the store's
+        ``refresh_on_read``) starts the returned items' ttls again.
         """
         check_id("user_id", user_id)
+        _check_refresh(refresh_ttl)
         request = SearchRequest(
             user_id,
             check_namespace(namespace_prefix, name="namespace_prefix", empty=True),
@@ -250,10 +298,13 @@ class MemoryStore(Closing, ABC):
         if request.limit == 0 or (request.terms == [] and chosen == "lexical"):
             return []
         if chosen == "lexical":
-            return [to_item(row) for row in await self._search(request)]
-        from tenxgraph.storage.longterm._hybrid import vector_search
+            rows = await self._search(request)
+        else:
+            from tenxgraph.storage.longterm._hybrid import vector_search
 
-        return [to_item(row) for row in await vector_search(self, request, chosen == "hybrid")]
+            rows = await vector_search(self, request, chosen == "hybrid")
+        items = [to_item(row) for row in rows]
+        return await self._refreshed(user_id, items, request.now, refresh_ttl)
 
     def _mode(self, mode: object) -> str:
         if mode not in ("auto", "lexical", "vector", "hybrid"):
@@ -274,6 +325,7 @@ class MemoryStore(Closing, ABC):
         offset: int = 0,
         user_id: str = DEFAULT_USER,
         mode: SearchMode = "auto",
+        refresh_ttl: bool | None = None,
     ) -> list[MemoryItem]:
         """Sync ``asearch``."""
         return run_sync(
@@ -285,6 +337,7 @@ class MemoryStore(Closing, ABC):
                 offset=offset,
                 user_id=user_id,
                 mode=mode,
+                refresh_ttl=refresh_ttl,
             )
         )
 
@@ -394,6 +447,16 @@ class MemoryStore(Closing, ABC):
     @abstractmethod
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         """The live item (score None), or None."""
+
+    @abstractmethod
+    async def _refresh(
+        self, user_id: str, items: list[tuple[str, str]], now: float
+    ) -> dict[tuple[str, str], float]:
+        """Start again the ttl of each live ``(namespace, key)`` that has one (``now + ttl``).
+
+        The ttl is the one its last put gave. Returns the new ``expires_at``
+        of each item refreshed.
+        """
 
     @abstractmethod
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:

@@ -31,6 +31,7 @@ class _Stored:
     updated_at: float
     expires_at: float | None
     vector: bytes | None = None
+    ttl: float | None = None
 
     def live(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
@@ -46,6 +47,7 @@ class InMemoryStore(MemoryStore):
         max_value_bytes: int = MAX_VALUE_BYTES,
         embedder: Embedder | None = None,
         vector_scan: int = 20_000,
+        refresh_on_read: bool = True,
     ) -> None:
         """An empty store (see ``MemoryStore`` for the options)."""
         super().__init__(
@@ -53,6 +55,7 @@ class InMemoryStore(MemoryStore):
             max_value_bytes=max_value_bytes,
             embedder=embedder,
             vector_scan=vector_scan,
+            refresh_on_read=refresh_on_read,
         )
         self._items: dict[tuple[str, str, str], _Stored] = {}
 
@@ -70,10 +73,21 @@ class InMemoryStore(MemoryStore):
         old = self._items.get((user_id, namespace, key))
         created = old.created_at if old is not None and old.live(now) else now
         words = terms_with_counts(text)
+        ttl = None if expires_at is None else expires_at - now
         self._items[(user_id, namespace, key)] = _Stored(
-            value, words, sum(words.values()), created, now, expires_at, vector
+            value, words, sum(words.values()), created, now, expires_at, vector, ttl
         )
         return created
+
+    async def _refresh(
+        self, user_id: str, items: list[tuple[str, str]], now: float
+    ) -> dict[tuple[str, str], float]:
+        expiries: dict[tuple[str, str], float] = {}
+        for namespace, key in items:
+            stored = self._items.get((user_id, namespace, key))
+            if stored is not None and stored.live(now) and stored.ttl is not None:
+                stored.expires_at = expiries[(namespace, key)] = now + stored.ttl
+        return expiries
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         stored = self._items.get((user_id, namespace, key))

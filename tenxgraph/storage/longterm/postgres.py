@@ -60,6 +60,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "WHERE expires_at IS NOT NULL",
     ),
     ("ALTER TABLE {schema}.memory_items ADD COLUMN vector bytea",),
+    (
+        "ALTER TABLE {schema}.memory_items ADD COLUMN ttl double precision",
+        "UPDATE {schema}.memory_items SET ttl = expires_at - updated_at "
+        "WHERE expires_at IS NOT NULL",
+    ),
 )
 """Ordered schema changes of the ``memory`` component (``{schema}``: the quoted schema).
 Append only."""
@@ -71,10 +76,10 @@ _COLUMNS = "namespace, key, value, created_at, updated_at, expires_at"
 
 _UPSERT = (
     "INSERT INTO {s}.memory_items AS m (user_id, namespace, key, value, text, "
-    "created_at, updated_at, expires_at, vector) "
-    "VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s) "
+    "created_at, updated_at, expires_at, vector, ttl) "
+    "VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s::float8 - %s::float8) "
     "ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, "
-    "vector = excluded.vector, "
+    "vector = excluded.vector, ttl = excluded.ttl, "
     "text = excluded.text, updated_at = excluded.updated_at, "
     "expires_at = excluded.expires_at, created_at = CASE WHEN m.expires_at IS NOT NULL "
     "AND m.expires_at <= excluded.updated_at THEN excluded.created_at "
@@ -99,6 +104,7 @@ class PgMemoryStore(MemoryStore):
         pool_min_size: int = 1,
         pool_size: int = 10,
         vector_index: bool | None = None,
+        refresh_on_read: bool = True,
     ) -> None:
         """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
@@ -116,6 +122,7 @@ class PgMemoryStore(MemoryStore):
             max_value_bytes=max_value_bytes,
             embedder=embedder,
             vector_scan=vector_scan,
+            refresh_on_read=refresh_on_read,
         )
         self._db = PgDatabase(
             conninfo,
@@ -192,7 +199,7 @@ class PgMemoryStore(MemoryStore):
             return await self._run(self._put_with_vector(*item))
         rows = await self._query(
             _UPSERT,
-            (user_id, namespace, key, value, text, now, now, expires_at, vector),
+            (user_id, namespace, key, value, text, now, now, expires_at, vector, expires_at, now),
         )
         return float(rows[0][0])
 
@@ -212,7 +219,19 @@ class PgMemoryStore(MemoryStore):
         async with self._db.connection(transaction=True) as conn:
             cursor = await conn.execute(
                 _UPSERT.replace("{s}", self._s),
-                (user_id, namespace, key, value, text, now, now, expires_at, vector),
+                (
+                    user_id,
+                    namespace,
+                    key,
+                    value,
+                    text,
+                    now,
+                    now,
+                    expires_at,
+                    vector,
+                    expires_at,
+                    now,
+                ),
             )
             row = await cursor.fetchone()
             assert row is not None
@@ -228,6 +247,34 @@ class PgMemoryStore(MemoryStore):
             (user_id, namespace, key, now),
         )
         return tuple(rows[0]) if rows else None
+
+    async def _refresh(
+        self, user_id: str, items: list[tuple[str, str]], now: float
+    ) -> dict[tuple[str, str], float]:
+        return await self._run(self._refresh_now(user_id, items, now))
+
+    async def _refresh_now(
+        self, user_id: str, items: list[tuple[str, str]], now: float
+    ) -> dict[tuple[str, str], float]:
+        namespaces, keys = [ns for ns, _ in items], [key for _, key in items]
+        async with self._db.connection(transaction=True) as conn:
+            cursor = await conn.execute(
+                f"UPDATE {self._s}.memory_items m SET expires_at = %s + ttl "
+                "FROM unnest(%s::text[], %s::text[]) AS wanted (namespace, key) "
+                "WHERE m.user_id = %s AND m.namespace = wanted.namespace "
+                "AND m.key = wanted.key AND m.ttl IS NOT NULL AND m.expires_at > %s "
+                "RETURNING m.namespace, m.key, m.expires_at",
+                (now, namespaces, keys, user_id, now),
+            )
+            rows = await cursor.fetchall()
+            if self._pgvector is not None and rows:
+                for namespace, key, expires in rows:
+                    await conn.execute(
+                        f"UPDATE {self._vector_table} SET expires_at = %s WHERE user_id = %s "
+                        "AND namespace = %s AND key = %s",
+                        (expires, user_id, namespace, key),
+                    )
+        return {(str(ns), str(key)): float(expires) for ns, key, expires in rows}
 
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
         rows = await self._query(

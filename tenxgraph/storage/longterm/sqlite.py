@@ -87,6 +87,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE memory_scope_sizes (token TEXT PRIMARY KEY, items INTEGER NOT NULL) "
         "WITHOUT ROWID",
     ),
+    (
+        "ALTER TABLE memory_items ADD COLUMN ttl REAL",  # what a read's refresh starts again
+        "UPDATE memory_items SET ttl = expires_at - updated_at WHERE expires_at IS NOT NULL",
+    ),
 )
 """Ordered schema changes of the ``memory`` component. Append only."""
 
@@ -109,6 +113,7 @@ class SqliteMemoryStore(MemoryStore):
         vector_scan: int = 20_000,
         timeout: float = 30.0,
         vector_index: bool | None = None,
+        refresh_on_read: bool = True,
     ) -> None:
         """Use (and create on first use) the database at ``path``.
 
@@ -123,6 +128,7 @@ class SqliteMemoryStore(MemoryStore):
             max_value_bytes=max_value_bytes,
             embedder=embedder,
             vector_scan=vector_scan,
+            refresh_on_read=refresh_on_read,
         )
         self._db = SqliteDatabase(path, components=[MEMORY], timeout=timeout)
         self.path = self._db.path
@@ -162,6 +168,15 @@ class SqliteMemoryStore(MemoryStore):
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
         return await self._db.call(_get, user_id, namespace, key, now)
+
+    async def _refresh(
+        self, user_id: str, items: list[tuple[str, str]], now: float
+    ) -> dict[tuple[str, str], float]:
+        rows = await self._db.call(_refresh, user_id, items, now)
+        if self._index is not None and rows:
+            moved = [(rowid, expires) for rowid, _, _, expires in rows]
+            await asyncio.to_thread(self._indexed, self._index.expire, moved)
+        return {(ns, key): expires for _, ns, key, expires in rows}
 
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
         live, gone = await self._db.call(_delete, user_id, namespace, key, now)
@@ -249,6 +264,7 @@ _Item = tuple[str, str, str, str, str, float, float | None, bytes | None]
 
 def _put(conn: sqlite3.Connection, item: _Item) -> tuple[float, int]:
     user_id, namespace, key, value, text, now, expires_at, vector = item
+    ttl = None if expires_at is None else expires_at - now
     with transaction(conn, "IMMEDIATE"):
         old = conn.execute(
             "SELECT id, created_at, expires_at FROM memory_items "
@@ -258,8 +274,9 @@ def _put(conn: sqlite3.Connection, item: _Item) -> tuple[float, int]:
         if old is None:
             (rowid,) = conn.execute(
                 "INSERT INTO memory_items (user_id, namespace, key, value, created_at, "
-                "updated_at, expires_at, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (user_id, namespace, key, value, now, now, expires_at, vector),
+                "updated_at, expires_at, vector, ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "RETURNING id",
+                (user_id, namespace, key, value, now, now, expires_at, vector, ttl),
             ).fetchone()
             created = now
             scopes.count(conn, user_id, namespace, 1)
@@ -269,8 +286,8 @@ def _put(conn: sqlite3.Connection, item: _Item) -> tuple[float, int]:
                 created = now  # an expired item is gone: this put starts a new one
             conn.execute(
                 "UPDATE memory_items SET value = ?, created_at = ?, updated_at = ?, "
-                "expires_at = ?, vector = ? WHERE id = ?",
-                (value, created, now, expires_at, vector, rowid),
+                "expires_at = ?, vector = ?, ttl = ? WHERE id = ?",
+                (value, created, now, expires_at, vector, ttl, rowid),
             )
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
         conn.execute(
@@ -289,6 +306,23 @@ def _get(
         (user_id, namespace, key, now),
     ).fetchone()
     return None if row is None else tuple(row)
+
+
+def _refresh(
+    conn: sqlite3.Connection, user_id: str, items: list[tuple[str, str]], now: float
+) -> list[tuple[int, str, str, float]]:
+    """Start the ttls of the live items again; ``(rowid, namespace, key, expires_at)`` of each."""
+    with transaction(conn, "IMMEDIATE"):
+        return [
+            (row[0], row[1], row[2], row[3])
+            for namespace, key in items
+            for row in conn.execute(
+                "UPDATE memory_items SET expires_at = ? + ttl WHERE user_id = ? AND namespace = ? "
+                "AND key = ? AND ttl IS NOT NULL AND expires_at > ? "
+                "RETURNING id, namespace, key, expires_at",
+                (now, user_id, namespace, key, now),
+            ).fetchall()
+        ]
 
 
 def _delete(
