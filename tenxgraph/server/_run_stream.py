@@ -39,7 +39,7 @@ from tenxgraph.core.graph._events import (
     UpdateEvent,
 )
 from tenxgraph.core.graph._remote_tools import pending_remote_calls
-from tenxgraph.errors import GraphRunError, ThreadBusyError
+from tenxgraph.errors import GraphRunError
 from tenxgraph.server import _shapes as shapes
 
 if TYPE_CHECKING:
@@ -249,13 +249,15 @@ class RunStreamWriter:
     def failed(self, error: BaseException) -> None:
         """Log the run's failure as an ``error`` event (and as its output)."""
         detail = {"error": type(error).__name__, "message": str(error)}
-        if isinstance(error, ThreadBusyError):
-            detail["error"] = "ThreadBusyError"
         self.output = {"__error__": detail}
         self._emit("error", detail)
 
     def cancelled(self, reason: str) -> None:
-        """The run was cancelled before or while it ran; the stream says so before it ends."""
+        """The run's task was cancelled before the graph ran it, or while it waited for a browser.
+
+        ``join`` and ``wait`` then answer ``{"__error__": {"error": "RunCancelled"}}``;
+        the stream just ends.
+        """
         if self.output is None:
             self.output = {"__error__": {"error": "RunCancelled", "message": reason}}
 
