@@ -4,7 +4,9 @@ The store is the one beside the threads: the same SQLite file
 (``SqliteMemoryStore``, its own tables) or the same Postgres database
 (``PgMemoryStore``, schema ``tenxgraph``). Namespaces are written with
 ``/`` between parts (``users/prefs``), as the store shows them. A SQLite
-file that does not exist is refused rather than created.
+file that does not exist is refused rather than created. Looking is not
+using: ``ls`` and ``search`` leave the items' ttls as they are
+(``refresh_ttl=False``).
 """
 
 from __future__ import annotations
@@ -90,7 +92,11 @@ async def run_memory(args: argparse.Namespace, console: Console) -> None:
             return
         query = args.query if args.action == "search" else None
         found = await store.asearch(
-            namespace_of(args.prefix), query=query, limit=args.limit, user_id=user
+            namespace_of(args.prefix),
+            query=query,
+            limit=args.limit,
+            user_id=user,
+            refresh_ttl=False,
         )
         for item in found:
             console.line(_json_line(item) if args.json else _text_line(item))
