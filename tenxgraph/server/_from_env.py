@@ -24,6 +24,8 @@ environment variables and every worker builds the same app:
                                    runs before another resumes them (default 15)
 ``TENXGRAPH_SERVE_STREAM_PREFIX``  with Redis: key prefix of the run streams
                                    (default ``tenxgraph:runs:``)
+``TENXGRAPH_SERVE_LOG_FORMAT``     ``json``: tenxgraph's log lines as JSON, with run
+                                   and thread ids (default: plain text)
 =================================  ================================================
 
 With Postgres, runs are durable and shared by the workers (see
@@ -172,6 +174,13 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     from tenxgraph.server.app import create_app
 
     env = dict(os.environ if environ is None else environ)
+    log_format = _env("LOG_FORMAT", env)
+    if log_format not in (None, "text", "json"):
+        raise ConfigError(f"{PREFIX}LOG_FORMAT must be 'json' or 'text', got {log_format!r}")
+    if log_format == "json":
+        from tenxgraph.server._logging import use_json_logs
+
+        use_json_logs()
     target = _env("GRAPH", env)
     if target is None:
         raise ConfigError(f"{PREFIX}GRAPH is not set: which module:graph should be served?")
