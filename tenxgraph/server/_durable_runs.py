@@ -186,7 +186,7 @@ class DurableRunManager(RunManager):
                 "run %s: not recorded in the run table (%s); it runs here only",
                 record.run_id,
                 exc,
-                extra={"run_id": record.run_id, "thread_id": record.thread_id},
+                extra=self._extra(record),
             )
 
     def _new_log(self, run_id: str) -> EventLog:
@@ -222,7 +222,7 @@ class DurableRunManager(RunManager):
             "run %s ended %s",
             record.run_id,
             record.status,
-            extra={"run_id": record.run_id, "thread_id": record.thread_id},
+            extra=self._extra(record),
         )
 
     async def _record_outcome(self, record: RunRecord) -> None:
@@ -238,6 +238,10 @@ class DurableRunManager(RunManager):
                 await self.queue.finish(record.run_id, self.worker_id, record.status, record.output)
         except Exception as exc:  # the lease expires; another worker records the outcome
             logger.warning("run %s: outcome not recorded: %s", record.run_id, exc)
+
+    def _extra(self, record: RunRecord) -> dict[str, str]:
+        """The fields of a log line about ``record`` (see ``_logging``)."""
+        return {"run_id": record.run_id, "thread_id": record.thread_id, "worker": self.worker_id}
 
     def _checkpointer(self) -> Any:
         checkpointer = self.graph.checkpointer
@@ -268,7 +272,9 @@ class DurableRunManager(RunManager):
 
     def _lost(self, record: RunRecord) -> None:
         """Another worker took the run (this one stalled past its lease): stop it here."""
-        logger.warning("run %s: lease lost; stopping it here", record.run_id)
+        logger.warning(
+            "run %s: lease lost; stopping it here", record.run_id, extra=self._extra(record)
+        )
         if isinstance(record.log, RedisStreamWriter):
             record.log.hand_back = True
         record.cancel_reason = "lease lost"
@@ -388,7 +394,7 @@ class DurableRunManager(RunManager):
         """Start a claimed run again: continue its thread, or run its input, or just record it."""
         from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
 
-        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id}
+        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
         if self._closing:
             await self.queue.release(self.worker_id, [claim.run_id])
             return None

@@ -1,0 +1,95 @@
+"""W10 scale-out: background runs per second with 1, 2 and 4 ``tenxgraph serve`` workers.
+
+Each configuration gets a fresh private Postgres database and Redis key
+prefix (``tests/server/scale/cluster.py``), and N worker processes
+``tenxgraph serve scale_graph:graph --postgres ... --redis ...`` on
+127.0.0.1 (each its own process and port, as behind a load balancer). The
+graph is the scale tests' scripted agent: a ``FunctionModel`` that calls one
+tool twice, then answers; the tool sleeps ``TOOL_SECONDS`` (I/O wait, as a
+real tool or model call would). ``RUNS`` background runs (each on a new
+thread) are posted round robin over the workers at once; the time from the
+first post to the last run's end (polled from the run table) gives runs/s.
+The scaling ratio is runs/s with N workers over runs/s with 1.
+
+Run: ``python -m bench.w10_scale`` (127.0.0.1 only; nothing is left behind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = 120
+TOOL_SECONDS = 0.2
+WORKERS = (1, 2, 4)
+
+
+def _cluster_module() -> Any:
+    sys.path.insert(0, str(ROOT / "tests" / "server" / "scale"))
+    return importlib.import_module("cluster")
+
+
+async def _post_all(urls: list[str], tag: str) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+
+        async def post(k: int) -> None:
+            body = {
+                "assistant_id": "agent",
+                "input": {"messages": [{"role": "user", "content": f"job-{k}"}]},
+                "if_not_exists": "create",
+            }
+            url = urls[k % len(urls)]
+            answer = await client.post(f"{url}/threads/{tag}-{k}/runs", json=body)
+            answer.raise_for_status()
+
+        await asyncio.gather(*(post(k) for k in range(RUNS)))
+
+
+def measure(workers: int) -> dict[str, float]:
+    """Runs/s of ``RUNS`` background runs over ``workers`` worker processes."""
+    cluster_type = _cluster_module().Cluster
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}
+        with cluster_type(Path(tmp), env=env) as cluster:
+            urls = cluster.start(workers)
+            tag = uuid.uuid4().hex[:8]
+            start = time.perf_counter()
+            asyncio.run(_post_all(urls, tag))
+            while True:
+                rows = cluster.rows()
+                done = [s for s, _ in rows.values() if s not in ("pending", "running")]
+                if len(done) >= RUNS:
+                    break
+                if time.perf_counter() - start > 600:
+                    raise RuntimeError(f"only {len(done)} of {RUNS} runs ended in 600 s")
+                time.sleep(0.05)
+            seconds = time.perf_counter() - start
+            ok = sum(1 for s, _ in rows.values() if s == "success")
+    return {"workers": workers, "seconds": seconds, "runs_per_s": RUNS / seconds, "ok": ok}
+
+
+def main() -> None:
+    """Measure each configuration once and print a Markdown table."""
+    results = [measure(n) for n in WORKERS]
+    base = results[0]["runs_per_s"]
+    print(f"W10: {RUNS} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
+    print("| workers | seconds | runs/s | scaling vs 1 | succeeded |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['workers']:.0f} | {r['seconds']:.2f} | {r['runs_per_s']:.1f} "
+            f"| {r['runs_per_s'] / base:.2f}x | {r['ok']:.0f}/{RUNS} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
