@@ -7,14 +7,11 @@ providers or storage backends: nodes and the checkpointer contract do.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
-from tenxgraph.core.graph._command import Command
 from tenxgraph.core.graph._entry import (
     Entry,
     answer_pending_calls,
@@ -25,14 +22,12 @@ from tenxgraph.core.graph._entry import (
 from tenxgraph.core.graph._events import (
     ErrorEvent,
     InterruptEvent,
-    MessageEvent,
     RunResult,
     StreamEvent,
-    UpdateEvent,
 )
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
-from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._interrupt import InterruptScope
+from tenxgraph.core.graph._node import Node, RunContext
 from tenxgraph.core.graph._remote_tools import settle_remote_input
 from tenxgraph.core.graph._run_control import (
     Displaced,
@@ -44,18 +39,17 @@ from tenxgraph.core.graph._run_control import (
     RunControl,
 )
 from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._steps import Run, RunSteps
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._thread_ops import ThreadOperations
 from tenxgraph.core.graph._turns import discard_unfinished
-from tenxgraph.core.graph._updates import Applied, StateSchema
+from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     GraphRunError,
-    NodeError,
-    RecursionLimitError,
     StateError,
     TenxGraphError,
     UnstorableStateError,
@@ -68,27 +62,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledGraph"]
 
+
 S = TypeVar("S", bound=AgentState)
 
 
-@dataclass(slots=True)
-class _Run(Generic[S]):
-    """Everything one run carries between steps."""
-
-    state: S
-    ctx: RunContext
-    session: ThreadSession | None
-    control: RunControl
-    next_node: str
-    skip_interrupt_before: bool = False
-    lease: ThreadLease | None = None
-    new_input: bool = False
-    """The run brought messages or state: saved before its first node."""
-    produced: list[Message] = field(default_factory=list)
-    path: list[str] = field(default_factory=list)
-
-
-class CompiledGraph(ThreadOperations[S]):
+class CompiledGraph(RunSteps[S], ThreadOperations[S]):
     """A checked, runnable graph. Create it with ``StateGraph.compile``."""
 
     def __init__(
@@ -215,24 +193,33 @@ class CompiledGraph(ThreadOperations[S]):
         lease = await self._take(config, run_id)
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key)
-        run: _Run[S] | None = None
+        run: Run[S] | None = None
         error: BaseException | None = None
         try:
             run = await self._start(
                 input or {}, config, invocation_state, inline_sync, lease, control
             )
             self._track(control, lease)
-            if self.hooks:
+            if self.hooks.hooks:
                 await self.hooks.run_started(control)
             outcome = await self._begin_turn(run)
-            while isinstance(outcome, Next):
-                async for item in self._step(run, outcome.node, progress):
-                    if isinstance(item, Outcome):
-                        outcome = item
-                    else:
-                        yield item
-            async for event in self._conclude(run, outcome):
+            while type(outcome) is Next:
+                node = self.nodes.get(outcome.node)  # None: END
+                if progress and node is not None and node.streams:
+                    async for item in self._streamed_step(run, outcome.node, node):
+                        if isinstance(item, Outcome):
+                            outcome = item
+                        else:
+                            yield item
+                else:
+                    events, outcome = await self._step(run, outcome.node, node, progress)
+                    for event in events:
+                        yield event
+            events, raised = await self._conclude(run, outcome)
+            for event in events:
                 yield event
+            if raised is not None:
+                raise raised
         except BaseException as exc:
             error = exc
             raise
@@ -258,7 +245,7 @@ class CompiledGraph(ThreadOperations[S]):
         self,
         control: RunControl,
         lease: ThreadLease | None,
-        run: _Run[S] | None,
+        run: Run[S] | None,
         error: BaseException | None,
     ) -> None:
         """Forget the run, let its thread go, and tell the hooks how it ended."""
@@ -268,7 +255,7 @@ class CompiledGraph(ThreadOperations[S]):
             del self._runs[control.run_id]
         if lease is not None:
             await lease.release()
-        if self.hooks and run is not None:
+        if self.hooks.hooks and run is not None:
             status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
 
@@ -281,7 +268,7 @@ class CompiledGraph(ThreadOperations[S]):
         key = ThreadKey.from_config(config)
         return await take_thread(self.checkpointer, key, run_id, self.leases.for_run(config))
 
-    async def _begin_turn(self, run: _Run[S]) -> Outcome:
+    async def _begin_turn(self, run: Run[S]) -> Outcome:
         """Find the first node, then save the input, and where the run goes on, before it runs.
 
         A run that dies after this save is continued by ``invoke(None)`` at that
@@ -293,158 +280,37 @@ class CompiledGraph(ThreadOperations[S]):
                 first = await self._route(START, run)
             except TenxGraphError as exc:
                 return Fail(START, exc)
-        if run.new_input:
+        if run.new_input and run.session is not None:
             run.state.execution_meta.next_node = first
             await self._save(run, [], START)
         return Next(first)
 
-    async def _step(
-        self, run: _Run[S], node_name: str, progress: bool
-    ) -> AsyncIterator[StreamEvent | Outcome]:
-        """Run one node and merge its output; the last item is the step's outcome."""
-        if node_name == END:
-            yield Finish("completed")
-            return
-        gate = self._gate(run, node_name)
-        if gate is not None:
-            yield gate
-            return
-        await self._begin_node(run, node_name)
-        active, task = run.control, asyncio.current_task()
-        try:
-            active.arm(task)
-            output: Any = None
-            async for item in self.nodes[node_name].run(run.state, run.ctx):
-                if isinstance(item, NodeOutput):
-                    output = item.value
-                elif isinstance(item, SaveProgress):
-                    active.disarm()  # a stop never cancels a save halfway
-                    await self._save(run, [], node_name)
-                    active.arm(task)
-                elif progress:
-                    yield item
-            applied, next_node = await self._advance(run, node_name, output)
-        except GraphInterrupt as signal:
-            await self._node_ended(run, node_name, signal)
-            yield Pause(node_name, node_name, signal.value, "inside")
-            return
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if not active.stop_requested or task is None:
-                raise
-            task.uncancel()
-            yield active.outcome()
-            return
-        except Exception as exc:
-            await self._node_ended(run, node_name, exc)
-            yield Fail(node_name, exc)
-            return
-        finally:
-            active.disarm()
-        await self._node_ended(run, node_name, None)
-        events, outcome = await self._commit(run, node_name, applied, next_node, progress)
-        for event in events:
-            yield event
-        yield outcome
-
-    async def _commit(
-        self, run: _Run[S], node_name: str, applied: Applied, next_node: str, progress: bool
-    ) -> tuple[list[StreamEvent], Outcome]:
-        """Save a finished step; return its events (when wanted) and where the run goes next."""
-        run.produced.extend(applied.messages)
-        run.state.execution_meta.next_node = next_node
-        if self._ends_next(node_name, next_node, progress) and run.session is not None:
-            run.session.record(applied.messages)  # saved with the end, just after
-        else:
-            try:
-                await self._save(run, applied.messages, node_name)
-            except UnstorableStateError as exc:  # the step is kept, less the fields it names
-                return [], Fail(node_name, exc, resume_at=next_node)
-        events: list[StreamEvent] = []
-        if progress:
-            events = [MessageEvent(node_name, message) for message in applied.messages]
-            step = run.state.execution_meta.step
-            events.append(UpdateEvent(node_name, step, tuple(applied.messages), applied.values))
-        if node_name in self.interrupt_after:
-            return events, Pause(node_name, next_node, None, "after")
-        return events, Next(next_node)
-
-    def _ends_next(self, node: str, next_node: str, progress: bool) -> bool:
-        """True when the end's save follows this step's at once, so one save does both.
-
-        Not with a stream consumer (it sees the step's events first), a pause
-        after the node, or a context manager (it may call a model) before the end.
-        """
-        ends = next_node == END and node not in self.interrupt_after
-        return ends and not progress and self.context_manager is None
-
-    async def _node_ended(self, run: _Run[S], node: str, error: BaseException | None) -> None:
-        if self.hooks:
-            await self.hooks.node_ended(run.control, node, run.state.execution_meta.step, error)
-
-    def _gate(self, run: _Run[S], node_name: str) -> Outcome | None:
-        """Why ``node_name`` must not run now: a stop, an interrupt before it, the limit."""
-        if run.control.stop_requested:
-            return run.control.outcome()
-        if node_name in self.interrupt_before and not run.skip_interrupt_before:
-            return Pause(node_name, node_name, None, "before")
-        run.skip_interrupt_before = False
-        limit = int(run.ctx.config.get("recursion_limit", self.recursion_limit))
-        if run.state.execution_meta.step >= limit:
-            return Fail(node_name, RecursionLimitError(limit, [*run.path, node_name]))
-        return None
-
-    async def _begin_node(self, run: _Run[S], node_name: str) -> None:
-        meta = run.state.execution_meta
-        run.path.append(node_name)
-        meta.current_node = node_name
-        meta.step += 1
-        run.ctx.node = node_name
-        run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=run.control.thread)
-        if self.hooks:
-            await self.hooks.node_started(run.control, node_name, meta.step)
-
-    async def _advance(self, run: _Run[S], node_name: str, output: Any) -> tuple[Applied, str]:
-        """Merge a node's output into the state and decide the next node."""
-        meta = run.state.execution_meta
-        if meta.resume_values:
-            meta.resume_values = []
-        goto = None
-        if isinstance(output, Command):
-            goto, output = output.goto, output.update
-        try:
-            applied = self.schema.apply(run.state, output, f"node {node_name!r}")
-        except StateError as exc:
-            raise NodeError(node_name, str(exc)) from None
-        next_node = goto or self.edges.get(node_name) or await self._route(node_name, run)
-        if next_node != END and next_node not in self.nodes:
-            raise NodeError(node_name, f"Command(goto={next_node!r}) names no node")
-        return applied, next_node
-
-    async def _conclude(self, run: _Run[S], outcome: Outcome) -> AsyncIterator[StreamEvent]:
-        """End the run as ``outcome`` says: save it, yield the last events, raise on failure."""
+    async def _conclude(
+        self, run: Run[S], outcome: Outcome
+    ) -> tuple[list[StreamEvent], TenxGraphError | None]:
+        """End the run as ``outcome`` says: save it; return its last events and what to raise."""
         if isinstance(outcome, Pause):
-            yield await self._pause(
+            paused = await self._pause(
                 run, outcome.node, outcome.resume_at, outcome.value, outcome.when
             )
-            yield self._result(run)
-        elif isinstance(outcome, Finish):
+            return [paused, self._result(run)], None
+        if isinstance(outcome, Finish):
             try:
-                yield await self._finish(run, outcome.status)
+                result = await self._finish(run, outcome.status)
             except UnstorableStateError as exc:  # the fields named are back as saved
                 outcome = Fail(run.state.execution_meta.current_node, exc, resume_at=END)
             else:
                 if outcome.status == "completed" and run.session is not None:
                     self.warm.keep(run.session)
+                return [result], None
         if isinstance(outcome, Fail):
-            yield await self._fail(run, outcome)
-            raise outcome.raised()
-        elif isinstance(outcome, Displaced):
-            session = run.session
-            if outcome.request == "rollback" and session is not None and session.lease:
-                # still the holder: discard the turn before another run can build on it
-                await discard_unfinished(session.checkpointer, session.key, session.lease)
-            raise outcome.raised(str(run.ctx.config["thread_id"]))
+            return [await self._fail(run, outcome)], outcome.raised()
+        assert isinstance(outcome, Displaced)  # Next never reaches here
+        session = run.session
+        if outcome.request == "rollback" and session is not None and session.lease:
+            # still the holder: discard the turn before another run can build on it
+            await discard_unfinished(session.checkpointer, session.key, session.lease)
+        return [], outcome.raised(str(run.ctx.config["thread_id"]))
 
     async def _start(
         self,
@@ -454,7 +320,7 @@ class CompiledGraph(ThreadOperations[S]):
         inline_sync: bool,
         lease: ThreadLease | None,
         control: RunControl,
-    ) -> _Run[S]:
+    ) -> Run[S]:
         """Load the thread and apply the input; see ``entry`` for where the run enters."""
         input = check_input(input)
         session, state = await self._load(config, lease)
@@ -464,8 +330,9 @@ class CompiledGraph(ThreadOperations[S]):
         input_messages = input_messages_of(input)
         added: list[Message] = []
         if entry.new_turn:
-            meta.step = 0
-            meta.turn_start = 0 if session is None else session.version
+            turn_start = 0 if session is None else session.version
+            if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
+                meta.step, meta.turn_start = 0, turn_start
             runner, added = answer_pending_calls(state, input_messages, meta.status, self)
             if runner is not None:  # a conversation that ends in tool calls runs them first
                 entry = Entry(runner, True)
@@ -491,8 +358,9 @@ class CompiledGraph(ThreadOperations[S]):
             workers=self.workers,
             run_id=control.run_id,
         )
-        run = _Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
+        run = Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
+        run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
 
     async def _load(
@@ -516,39 +384,8 @@ class CompiledGraph(ThreadOperations[S]):
         state.message_index()
         return state
 
-    async def _route(self, node: str, run: _Run[S]) -> str:
-        """Where a node without a plain edge leads: its branch's router, or END."""
-        branch = self.branches.get(node)
-        if branch is None:
-            return END
-        try:
-            value = await run.ctx.call(branch.router, (run.state,))
-        except (GraphInterrupt, TenxGraphError):
-            raise
-        except Exception as exc:
-            detail = f"router {branch.name!r} raised {type(exc).__name__}: {exc}"
-            raise NodeError(node, detail) from exc
-        return branch.target(node, value, self.nodes)
-
-    async def _save(
-        self, run: _Run[S], added: list[Message], node: str, *, last: bool = False
-    ) -> None:
-        """Save a step; the run's ``last`` save also gives the thread's lease up with it."""
-        session = run.session
-        if session is None:
-            return
-        session.record(added)
-        lease = run.lease if last else None
-        if lease is not None:
-            await lease.stop_heartbeat()
-        await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
-        if lease is not None:
-            lease.released = True
-        if self.hooks:
-            await self.hooks.saved(run.control, node, session.stamp)
-
     async def _pause(
-        self, run: _Run[S], node: str, resume_at: str, value: Any, when: str
+        self, run: Run[S], node: str, resume_at: str, value: Any, when: str
     ) -> InterruptEvent:
         meta = run.state.execution_meta
         meta.status, meta.next_node, meta.interrupt_value = "interrupted", resume_at, value
@@ -556,27 +393,28 @@ class CompiledGraph(ThreadOperations[S]):
         await self._save(run, [], node, last=True)
         return InterruptEvent(node, value, when)
 
-    async def _fail(self, run: _Run[S], failed: Fail) -> ErrorEvent:
+    async def _fail(self, run: Run[S], failed: Fail) -> ErrorEvent:
         node, exc = failed.node, failed.error
         run.state.error(f"{type(exc).__name__}: {exc}")
         run.state.execution_meta.next_node = failed.resume_at or node
         await self._save(run, [], node, last=True)
         return ErrorEvent(node, f"{type(exc).__name__}: {exc}")
 
-    async def _finish(self, run: _Run[S], status: str) -> RunResult:
+    async def _finish(self, run: Run[S], status: str) -> RunResult:
         state = run.state
         if self.context_manager is not None:
             state = await self.context_manager.atrim_context(state)
             run.state = state
         meta = state.execution_meta
         meta.status = "completed" if status == "completed" else "stopped"
-        meta.next_node = None
-        meta.interrupt_value = None
-        meta.stop_requested = status == "stopped"
+        if meta.next_node is not None or meta.interrupt_value is not None:  # often both None
+            meta.next_node = meta.interrupt_value = None
+        if meta.stop_requested != (status == "stopped"):
+            meta.stop_requested = status == "stopped"
         await self._save(run, [], meta.current_node, last=True)
         return self._result(run)
 
-    def _result(self, run: _Run[S]) -> RunResult:
+    def _result(self, run: Run[S]) -> RunResult:
         meta = run.state.execution_meta
         interrupt = None
         if meta.status == "interrupted":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -105,11 +105,33 @@ class SaveProgress:
 class Node(ABC):
     """A graph node: an async generator of stream events ending with a ``NodeOutput``."""
 
+    streams: bool = True
+    """False when ``run`` yields nothing but its ``NodeOutput``: the run loop then awaits
+    ``run_to_end`` instead of iterating ``run``, even for a stream consumer."""
+
     @abstractmethod
     def run(
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
+
+    async def run_to_end(
+        self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]
+    ) -> Any:
+        """Run once for a caller that keeps only the return value (``invoke``); return it.
+
+        Stream events are dropped; ``save`` is awaited where ``run`` yields
+        ``SaveProgress``. Nodes that can return without an async generator
+        override this (``FunctionNode``), since one per step is a large part
+        of a short step's cost.
+        """
+        value = None
+        async for item in self.run(state, ctx):
+            if isinstance(item, NodeOutput):
+                value = item.value
+            elif isinstance(item, SaveProgress):
+                await save()
+        return value
 
     def bind(self, graph: StateGraph[Any], name: str) -> Node:
         """The node as ``graph`` runs it under ``name``; called by ``compile``.
@@ -124,6 +146,8 @@ class Node(ABC):
 class FunctionNode(Node):
     """A plain function ``fn(state)`` or ``fn(state, config)``, sync or async."""
 
+    streams = False
+
     def __init__(self, name: str, function: Callable[..., Any]) -> None:
         self.name = name
         self.function = function
@@ -135,9 +159,17 @@ class FunctionNode(Node):
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
         """Call the function and yield what it returned."""
+        yield NodeOutput(await self.run_to_end(state, ctx, _no_save))
+
+    async def run_to_end(
+        self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]
+    ) -> Any:
+        """Call the function and return what it returned (it never asks for a save)."""
         kwargs = {"config": ctx.config} if self.wants_config else {}
         if self.is_async or not ctx.run_sync_inline:
-            value = await ctx.call(self.function, (state,), kwargs, is_async=self.is_async)
-        else:
-            value = ctx.call_here(self.function, (state,), kwargs)  # no await on the fast path
-        yield NodeOutput(value)
+            return await ctx.call(self.function, (state,), kwargs, is_async=self.is_async)
+        return ctx.call_here(self.function, (state,), kwargs)  # no await on the fast path
+
+
+async def _no_save() -> None:
+    """The ``save`` of a ``run`` that never yields ``SaveProgress``."""

@@ -90,11 +90,7 @@ class StateSchema:
         elif isinstance(update, Message):
             applied.messages = state.append_messages((update,))
         elif isinstance(update, list):
-            items = _message_items(update, where)
-            if all(isinstance(m, Message) for m in items):
-                applied.messages = state.append_messages(items)
-            else:
-                applied.messages = apply_edits(state, items, removed)
+            applied.messages = _merge_list(state, update, where, removed)
         elif isinstance(update, dict):
             self._apply_dict(state, update, where, applied, removed)
         elif isinstance(update, BaseModel) and update is not state:
@@ -110,7 +106,9 @@ class StateSchema:
                 "a Message, a list of Messages and edits, a dict of state fields, a state "
                 "object, a Command, or None"
             )
-        applied.messages.extend(state.take_direct_additions())
+        direct = state.take_direct_additions()
+        if direct:
+            applied.messages.extend(direct)
         return applied
 
     def _apply_dict(
@@ -170,6 +168,18 @@ class StateSchema:
         before = state.message_index()
         state.context = reducer(state.context, messages)
         return [m for m in state.context if m.message_id not in before]
+
+
+def _merge_list(
+    state: AgentState, update: list[Any], where: str, removed: set[str | int] | None
+) -> list[Message]:
+    """Merge a returned list of messages (and edits); return the messages added."""
+    if all(isinstance(m, Message) for m in update):  # the common case, in one pass
+        return state.append_messages(update)
+    items = _message_items(update, where)
+    if all(isinstance(m, Message) for m in items):
+        return state.append_messages(items)
+    return apply_edits(state, items, removed)
 
 
 def _message_items(items: list[Any], where: str) -> list[Any]:

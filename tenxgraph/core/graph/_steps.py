@@ -1,0 +1,266 @@
+"""One step of the run loop: run a node, merge what it returned, save, and say what comes next.
+
+``CompiledGraph`` inherits these. A step is plain awaits (``_step``), not an
+async generator, unless a stream consumer reads a node that streams
+(``_streamed_step``): for a short node, one generator per step used to cost
+more than the node. Every step ends in an ``Outcome``; the run loop goes on
+only after ``Next``, and ``CompiledGraph._conclude`` ends the run on any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from tenxgraph.core.graph._command import Command
+from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
+from tenxgraph.core.graph._hooks import HookCaller
+from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
+from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._thread_lease import ThreadLease
+from tenxgraph.core.graph._updates import Applied, StateSchema
+from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import (
+    NodeError,
+    RecursionLimitError,
+    StateError,
+    TenxGraphError,
+    UnstorableStateError,
+)
+from tenxgraph.utils.constants import END
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._builder import Branch
+
+__all__ = ["COMPLETED", "Run", "RunSteps"]
+
+S = TypeVar("S", bound=AgentState)
+
+COMPLETED = Finish("completed")
+"""The outcome of a step that reached END."""
+
+
+@dataclass(slots=True)
+class Run(Generic[S]):
+    """Everything one run carries between steps."""
+
+    state: S
+    ctx: RunContext
+    session: ThreadSession | None
+    control: RunControl
+    next_node: str
+    skip_interrupt_before: bool = False
+    lease: ThreadLease | None = None
+    new_input: bool = False
+    """The run brought messages or state: saved before its first node."""
+    limit: int = 0
+    """The recursion limit: the most node executions in this run."""
+    produced: list[Message] = field(default_factory=list)
+    path: list[str] = field(default_factory=list)
+
+
+class RunSteps(Generic[S]):
+    """The step half of ``CompiledGraph``'s run loop."""
+
+    nodes: dict[str, Node]
+    edges: dict[str, str]
+    branches: dict[str, Branch]
+    schema: StateSchema
+    hooks: HookCaller
+    interrupt_before: frozenset[str]
+    interrupt_after: frozenset[str]
+    context_manager: Any
+
+    async def _step(
+        self, run: Run[S], name: str, node: Node | None, progress: bool
+    ) -> tuple[list[StreamEvent], Outcome]:
+        """Run one node as a plain await and settle it; its events (if wanted) come after.
+
+        For ``invoke``, and for nodes that never stream (``Node.streams``).
+        """
+        stop = self._enter(run, name)
+        if stop is not None or node is None:
+            return [], stop or COMPLETED
+        try:
+            if self.hooks.hooks:
+                await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
+            run.control.arm(asyncio.current_task())
+            output = await node.run_to_end(run.state, run.ctx, lambda: self._save_step(run, name))
+        except (Exception, asyncio.CancelledError) as exc:
+            return [], await self._broke(run, name, exc)
+        return await self._settle(run, name, output, progress)
+
+    async def _streamed_step(
+        self, run: Run[S], name: str, node: Node
+    ) -> AsyncIterator[StreamEvent | Outcome]:
+        """``_step`` for a stream consumer of a node that streams: events, then the outcome."""
+        stop = self._enter(run, name)
+        if stop is not None:
+            yield stop
+            return
+        output: Any = None
+        try:
+            if self.hooks.hooks:
+                await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
+            run.control.arm(asyncio.current_task())
+            async for item in node.run(run.state, run.ctx):
+                if isinstance(item, NodeOutput):
+                    output = item.value
+                elif isinstance(item, SaveProgress):
+                    await self._save_step(run, name)
+                else:
+                    yield item
+        except (Exception, asyncio.CancelledError) as exc:
+            yield await self._broke(run, name, exc)
+            return
+        events, outcome = await self._settle(run, name, output, True)
+        for event in events:
+            yield event
+        yield outcome
+
+    def _enter(self, run: Run[S], name: str) -> Outcome | None:
+        """Begin node ``name``, or say why it must not run: END, a stop, an interrupt, the limit."""
+        if name == END:
+            return COMPLETED
+        control = run.control
+        if control.stop_requested:
+            return control.outcome()
+        if name in self.interrupt_before and not run.skip_interrupt_before:
+            return Pause(name, name, None, "before")
+        run.skip_interrupt_before = False
+        meta = run.state.execution_meta
+        if meta.step >= run.limit:
+            return Fail(name, RecursionLimitError(run.limit, [*run.path, name]))
+        run.path.append(name)
+        meta.current_node = name
+        meta.step += 1
+        run.ctx.node = name
+        run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=control.thread)
+        return None
+
+    async def _save_step(self, run: Run[S], name: str) -> None:
+        """Save mid-step, as the node asks (``SaveProgress``); a stop never cancels it halfway."""
+        run.control.disarm()
+        await self._save(run, [], name)
+        run.control.arm(asyncio.current_task())
+
+    async def _settle(
+        self, run: Run[S], name: str, output: Any, progress: bool
+    ) -> tuple[list[StreamEvent], Outcome]:
+        """Merge the node's output, decide the next node, save the step."""
+        try:
+            goto = None
+            if isinstance(output, Command):
+                goto, output = output.goto, output.update
+            applied = self._merge(run, name, output)
+            next_node = goto or self.edges.get(name) or await self._route(name, run)
+            if next_node != END and next_node not in self.nodes:
+                raise NodeError(name, f"Command(goto={next_node!r}) names no node")
+        except (Exception, asyncio.CancelledError) as exc:
+            return [], await self._broke(run, name, exc)
+        run.control.disarm()
+        if self.hooks.hooks:
+            await self.hooks.node_ended(run.control, name, run.state.execution_meta.step, None)
+        run.produced.extend(applied.messages)
+        if run.session is not None:
+            failed = await self._commit(run, name, applied, next_node, progress)
+            if failed is not None:
+                return [], failed
+        events: list[StreamEvent] = []
+        if progress:
+            events = [MessageEvent(name, message) for message in applied.messages]
+            step = run.state.execution_meta.step
+            events.append(UpdateEvent(name, step, tuple(applied.messages), applied.values))
+        if name in self.interrupt_after:
+            return events, Pause(name, next_node, None, "after")
+        return events, Next(next_node)
+
+    def _merge(self, run: Run[S], name: str, output: Any) -> Applied:
+        """Merge a node's output into the state (a bad one is the node's ``NodeError``)."""
+        meta = run.state.execution_meta
+        if meta.resume_values:
+            meta.resume_values = []
+        try:
+            return self.schema.apply(run.state, output, f"node {name!r}")
+        except StateError as exc:
+            raise NodeError(name, str(exc)) from None
+
+    async def _commit(
+        self, run: Run[S], name: str, applied: Applied, next_node: str, progress: bool
+    ) -> Fail | None:
+        """Save a finished step, or queue it for the end's save when that comes next."""
+        session = run.session
+        assert session is not None  # only runs with a thread save
+        run.state.execution_meta.next_node = next_node
+        if self._ends_next(name, next_node, progress):
+            session.record(applied.messages)  # saved with the end, just after
+            return None
+        try:
+            await self._save(run, applied.messages, name)
+        except UnstorableStateError as exc:  # the step is kept, less the fields it names
+            return Fail(name, exc, resume_at=next_node)
+        return None
+
+    def _ends_next(self, node: str, next_node: str, progress: bool) -> bool:
+        """True when the end's save follows this step's at once, so one save does both.
+
+        Not with a stream consumer (it sees the step's events first), a pause
+        after the node, or a context manager (it may call a model) before the end.
+        """
+        ends = next_node == END and node not in self.interrupt_after
+        return ends and not progress and self.context_manager is None
+
+    async def _broke(self, run: Run[S], name: str, exc: BaseException) -> Outcome:
+        """How a step that raised ends: paused (``interrupt``), stopped, or failed.
+
+        A cancellation that is not this run's stop request is not ours: it is raised on.
+        """
+        control = run.control
+        control.disarm()
+        if isinstance(exc, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if not control.stop_requested or task is None:
+                raise exc
+            task.uncancel()
+            return control.outcome()
+        if self.hooks.hooks:
+            await self.hooks.node_ended(control, name, run.state.execution_meta.step, exc)
+        if isinstance(exc, GraphInterrupt):
+            return Pause(name, name, exc.value, "inside")
+        return Fail(name, exc)
+
+    async def _route(self, node: str, run: Run[S]) -> str:
+        """Where a node without a plain edge leads: its branch's router, or END."""
+        branch = self.branches.get(node)
+        if branch is None:
+            return END
+        try:
+            value = await run.ctx.call(branch.router, (run.state,))
+        except (GraphInterrupt, TenxGraphError):
+            raise
+        except Exception as exc:
+            detail = f"router {branch.name!r} raised {type(exc).__name__}: {exc}"
+            raise NodeError(node, detail) from exc
+        return branch.target(node, value, self.nodes)
+
+    async def _save(
+        self, run: Run[S], added: list[Message], node: str, *, last: bool = False
+    ) -> None:
+        """Save a step; the run's ``last`` save also gives the thread's lease up with it."""
+        session = run.session
+        if session is None:
+            return
+        session.record(added)
+        lease = run.lease if last else None
+        if lease is not None:
+            await lease.stop_heartbeat()
+        await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
+        if lease is not None:
+            lease.released = True
+        if self.hooks.hooks:
+            await self.hooks.saved(run.control, node, session.stamp)
