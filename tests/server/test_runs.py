@@ -24,14 +24,17 @@ from tests.server.conftest import BACKENDS, Serve
 AGENT = "agent"
 
 
-def slow_graph(delay: float = 0.2, steps: int = 4) -> Any:
-    """A graph of ``steps`` async nodes that each sleep ``delay`` s and add one message."""
+def slow_graph(delay: float = 0.2, steps: int = 4, slow_on: str | None = None) -> Any:
+    """A graph of ``steps`` async nodes that each sleep ``delay`` s and add one message.
+
+    With ``slow_on``, only turns whose user message is that text are slow.
+    """
 
     def build(checkpointer: Checkpointer) -> CompiledGraph[Any]:
         graph = StateGraph(AgentState)
         names = [f"s{i}" for i in range(steps)]
         for name in names:
-            graph.add_node(name, _sleeper(name, delay))
+            graph.add_node(name, _sleeper(name, delay, slow_on))
         graph.set_entry_point(names[0])
         for first, second in itertools.pairwise(names):
             graph.add_edge(first, second)
@@ -40,9 +43,11 @@ def slow_graph(delay: float = 0.2, steps: int = 4) -> Any:
     return build
 
 
-def _sleeper(name: str, delay: float) -> Any:
+def _sleeper(name: str, delay: float, slow_on: str | None) -> Any:
     async def node(state: AgentState) -> Message:
-        await asyncio.sleep(delay)
+        said = [m.text() for m in state.context if m.role == "user"]
+        if slow_on is None or (said and said[-1] == slow_on):
+            await asyncio.sleep(delay)
         last = state.context[-1].text() if state.context else ""
         return Message.text_message(f"{name} after {last}", role="assistant")
 
@@ -229,7 +234,7 @@ def test_interrupt_stops_the_run_ahead_and_keeps_its_turn(serve: Serve, backend:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_rollback_discards_the_turn_of_the_run_ahead(serve: Serve, backend: str) -> None:
     # the stop reaches the run ahead through its lease, within a second: it must run longer
-    url = serve(slow_graph(0.25, 6), backend=backend)
+    url = serve(slow_graph(0.25, 6, slow_on="one"), backend=backend)
     with httpx.Client(base_url=url, timeout=30) as client:
         body = {"assistant_id": AGENT, "if_not_exists": "create"}
         client.post("/threads/t8/runs/wait", json={**body, "input": user_input("zero")})
