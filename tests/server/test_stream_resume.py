@@ -6,6 +6,7 @@ check the bytes a browser or any SSE client reads.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -153,3 +154,22 @@ def test_events_past_the_bound_are_dropped_and_a_resume_before_them_is_refused(
             events = list(sse(kept))
         assert [int(e["id"]) for e in events] == [6, 7, 8]  # six updates, metadata, end
         assert events[-1]["event"] == "end"
+
+
+def test_messages_mode_sends_partials_that_grow_then_the_complete_message(serve: Serve) -> None:
+    url = serve()  # conftest's agent: a model that streams "echo: <text>" in chunks
+    with httpx.Client(base_url=url, timeout=30) as client:
+        request = body("hello there", "messages", "messages-tuple")
+        with client.stream("POST", "/threads/s7/runs/stream", json=request) as response:
+            events = list(sse(response))
+    kinds = [e["event"] for e in events]
+    partials = [
+        e["data"][0]["content"][0]["text"] for e in events if e["event"] == "messages/partial"
+    ]
+    assert len(partials) > 1
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(partials))
+    assert kinds.index("messages/metadata") < kinds.index("messages/partial")
+    [complete] = [e["data"][0] for e in events if e["event"] == "messages/complete"]
+    assert complete["content"][0]["text"] == partials[-1]
+    chunks = [e["data"][0] for e in events if e["event"] == "messages" and e["data"][0]["delta"]]
+    assert "".join(c["content"][0]["text"] for c in chunks) == partials[-1]
