@@ -1,0 +1,100 @@
+"""State rows keep ``execution_meta`` short, and rows in the old full form still load.
+
+Every checkpoint stores the state's non-message fields, so their size counts
+per turn. ``encode_values`` leaves out the runtime's bookkeeping at its
+defaults (loading fills them back in) but always writes the run's status,
+node, step and turn start, which tools read from the raw row; the
+application's fields are written whole.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.reducers import append_items
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer.state_codec import encode_values
+from tenxgraph.utils import END, START
+
+
+class Notes(AgentState):
+    notes: Annotated[list[str], append_items] = Field(default_factory=list)
+    city: str = "Lisbon"
+    score: float | None = None
+
+
+def full_form(state: AgentState) -> dict[str, Any]:
+    """A state row as it was written before it was compact: every field, defaults included."""
+    return state.model_dump(mode="json", exclude={"context"})
+
+
+def test_a_row_keeps_only_the_fields_away_from_their_defaults_and_the_run_position() -> None:
+    state = Notes(city="Porto")
+    state.execution_meta.status, state.execution_meta.step = "completed", 2
+    state.execution_meta.current_node = "answer"
+    values = encode_values(state)
+    assert values == {
+        **full_form(state),
+        "execution_meta": {
+            "current_node": "answer",
+            "step": 2,
+            "status": "completed",
+            "turn_start": 0,
+        },
+    }
+    assert len(json.dumps(values)) < len(json.dumps(full_form(state))) * 0.7
+    assert Notes.model_validate({**values, "context": []}) == state
+
+
+def test_a_fresh_state_still_names_its_status_node_step_and_turn_start() -> None:
+    values = encode_values(AgentState())
+    meta = {"current_node": START, "step": 0, "status": "idle", "turn_start": 0}
+    assert values["execution_meta"] == meta
+
+
+def test_bookkeeping_away_from_its_defaults_is_kept() -> None:
+    state = Notes()
+    meta = state.execution_meta
+    meta.status, meta.error, meta.next_node = "error", "RuntimeError: x", "reply"
+    meta.tool_ledger = {"c1": {"output": "done"}}
+    meta.resume_values = [None, {"ok": True}]
+    values = encode_values(state)
+    assert values["execution_meta"]["error"] == "RuntimeError: x"
+    assert values["execution_meta"]["resume_values"] == [None, {"ok": True}]
+    assert "stop_requested" not in values["execution_meta"]
+    assert Notes.model_validate({**values, "context": []}) == state
+
+
+def reply(state: Notes) -> dict[str, Any]:
+    return {"context": [Message.text_message("ok", role="assistant")], "notes": ["seen"]}
+
+
+async def test_old_full_form_rows_and_new_compact_rows_load_the_same_state(
+    checkpointer: Checkpointer,
+) -> None:
+    graph = StateGraph(Notes)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    graph.add_edge("reply", END)
+    app = graph.compile(checkpointer)
+    question = Message.text_message("hi")
+    seeded = Notes(context=[question], city="Porto", score=1.5)
+    old = ThreadWrite(0, [question], full_form(seeded), [(0, 1)], node="seed", step=0)
+    await checkpointer.asave(ThreadKey("old"), old)
+    compact = ThreadWrite(0, [question], encode_values(seeded), [(0, 1)], node="seed", step=0)
+    await checkpointer.asave(ThreadKey("new"), compact)
+    loaded = [await app.aget_state({"thread_id": name}) for name in ("old", "new")]
+    assert [state.model_dump() for state in loaded if state] == [seeded.model_dump()] * 2
+    results = [await app.ainvoke({}, {"thread_id": name}) for name in ("old", "new")]
+    for result in results:
+        assert result["state"].notes == ["seen"]
+        assert result["state"].city == "Porto"
+    stored = await checkpointer.aload(ThreadKey("old"))
+    assert stored is not None
+    meta = stored.values["execution_meta"]  # the next save wrote the short form
+    assert meta["status"] == "completed" and "stop_requested" not in meta
