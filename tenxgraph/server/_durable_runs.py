@@ -130,10 +130,12 @@ class DurableRunManager(RunManager):
         running = [r.task for r in self._held.values() if r.task is not None and not r.finished]
         if running and self.drain_seconds > 0:
             await asyncio.wait(running, timeout=self.drain_seconds)
-        for record in self._held.values():
-            if isinstance(record.log, RedisStreamWriter):
-                record.log.hand_back = True
-        await super().aclose(grace)  # the runs left stop; _finish hands their rows back
+        left = [r for r in self._held.values() if not r.finished and r.task is not None]
+        for record in left:
+            self._give_up(record, "shutdown")
+        if left:
+            await asyncio.wait([r.task for r in left if r.task is not None], timeout=grace)
+        await super().aclose(grace)
         for task in list(self._background):
             task.cancel()
         for task in list(self._background):
@@ -275,10 +277,22 @@ class DurableRunManager(RunManager):
         logger.warning(
             "run %s: lease lost; stopping it here", record.run_id, extra=self._extra(record)
         )
+        self._give_up(record, "lease lost")
+
+    @staticmethod
+    def _give_up(record: RunRecord, reason: str) -> None:
+        """Cancel the run's task where it awaits, as a crash would stop it, minus the wait.
+
+        Not the graph's stop: a stopped run answers its unfinished tool calls
+        "interrupted" when continued, while a run cut off like this leaves them
+        to be started again by the worker that resumes it (the thread stays
+        ``running``, its lease released). Its row is handed back, and its
+        stream's ``end`` stays local (see ``RedisStreamWriter.hand_back``).
+        """
         if isinstance(record.log, RedisStreamWriter):
             record.log.hand_back = True
-        record.cancel_reason = "lease lost"
-        if not (record.started and record.graph.stop_run(record.run_id)) and record.task:
+        record.cancel_reason = reason
+        if record.task is not None:
             record.task.cancel()
 
     async def cancel(

@@ -113,14 +113,14 @@ class Cluster:
             time.sleep(0.1)
         raise RuntimeError(f"worker {url} did not start; see {self.workdir}")
 
-    def kill(self, url: str) -> float:
-        """SIGKILL the worker at ``url``; the time it was killed."""
+    def kill(self, url: str, sig: signal.Signals = signal.SIGKILL) -> float:
+        """Send ``sig`` to the worker at ``url`` and wait for it to end; when it was sent."""
         for process, known in self.workers:
             if known == url:
-                process.send_signal(signal.SIGKILL)
-                killed = time.time()
-                process.wait()
-                return killed
+                process.send_signal(sig)
+                sent = time.time()
+                process.wait(60)
+                return sent
         raise KeyError(url)
 
     def rows(self) -> dict[str, tuple[str, int]]:

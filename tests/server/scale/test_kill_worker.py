@@ -10,6 +10,7 @@ every event once.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 import uuid
@@ -161,3 +162,34 @@ def test_a_killed_worker_loses_no_run_and_repeats_nothing(tmp_path: Path) -> Non
         f"finished calls run again: {len(finished_twice)} (in the {WINDOW}s window: "
         f"{len(in_window)}); follower: {len(numbers)} events, {follower.reconnects} reconnect(s)"
     )
+
+
+def test_a_stopped_worker_hands_its_runs_back_without_a_lease_to_wait_for(
+    tmp_path: Path,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    env = {"SCALE_TOOL_SECONDS": "4", "TENXGRAPH_SERVE_RUN_LEASE": "60"}
+    with Cluster(tmp_path, env=env) as cluster:
+        leaving, staying = cluster.start(2)
+        started = []
+        for k in range(4):
+            body = {
+                "assistant_id": "agent",
+                "input": {"messages": [{"role": "user", "content": f"job-{k}"}]},
+                "if_not_exists": "create",
+            }
+            answer = httpx.post(f"{leaving}/threads/{tag}-{k}/runs", json=body, timeout=30)
+            started.append((leaving, f"{tag}-{k}", answer.json()["run_id"]))
+        time.sleep(1.0)
+        stopped_at = cluster.kill(leaving, signal.SIGTERM)  # drains 5 s, then hands back
+        statuses = _wait_all(staying, started)
+        ended_at = time.time()
+        rows = cluster.rows()
+        ledger = cluster.ledger_lines()
+        problems = [p for k, (_, t, _) in enumerate(started) for p in _check_thread(staying, t, k)]
+    assert Counter(statuses.values()) == {"success": 4}, statuses
+    assert all(rows[run_id] == ("success", 1) for _, _, run_id in started), rows
+    assert ended_at - stopped_at < 30  # far less than the 60 s lease: nothing waited for it
+    ends = Counter(key for what, key, _, _ in ledger if what == "end")
+    assert all(n == 1 for n in ends.values()) and len(ends) == 8
+    assert problems == []
