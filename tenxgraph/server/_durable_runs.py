@@ -329,6 +329,32 @@ class DurableRunManager(RunManager):
             self._remote.popitem(last=False)
         return record
 
+    def forget(self, record: RunRecord) -> None:
+        """Drop a finished run here and its row (in the background)."""
+        super().forget(record)
+        if record.finished:
+            self._remote.pop(record.run_id, None)
+            self._spawn(self.queue.forget(record.run_id))
+
+    async def locate_runs(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        status: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The thread's runs from the run table (every worker's), newest first."""
+        rows = await self.queue.list_runs(
+            user_id, thread_id, limit=limit, offset=offset, status=status
+        )
+        out = []
+        for row in rows:
+            local = self.get(user_id, row.run_id, thread_id)
+            out.append(local.as_json() if local is not None else row.as_json())
+        return out
+
     async def _follower(self, row: ClaimedRun) -> RunRecord:
         data = row.record
         log: EventLog

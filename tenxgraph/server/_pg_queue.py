@@ -93,6 +93,13 @@ class ClaimedRun:
     """The thread's version when the first attempt began (None: no attempt began)."""
     cancel: str | None
     output: Any
+    updated_at: Any = None
+    """When the row last changed (a ``datetime``)."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The run as the API shows it, with its status now."""
+        updated = self.updated_at.isoformat() if self.updated_at is not None else None
+        return {**self.record, "status": self.status, "updated_at": updated or ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +114,8 @@ class QueueStats:
 
 
 _COLUMNS = (
-    "run_id, user_id, thread_id, status, record, request, attempts, base_version, cancel, output"
+    "run_id, user_id, thread_id, status, record, request, attempts, base_version, cancel, output,"
+    " updated_at"
 )
 
 

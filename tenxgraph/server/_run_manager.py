@@ -284,6 +284,19 @@ class RunManager:
         """As ``get``, for a run that may live in another worker (see ``_durable_runs``)."""
         return self.get(user_id, run_id, thread_id)
 
+    async def locate_runs(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        status: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """As ``list_runs``, as the API shows them, with the runs of other workers too."""
+        runs = self.list_runs(user_id, thread_id, limit=limit, offset=offset, status=status)
+        return [run.as_json() for run in runs]
+
     def list_runs(
         self,
         user_id: str,

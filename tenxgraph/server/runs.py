@@ -299,13 +299,13 @@ async def list_runs(
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
     | None = None,
 ) -> list[dict[str, Any]]:
-    """The thread's runs this server still keeps, newest first."""
+    """The thread's runs this server still keeps (every worker's, with Postgres), newest first."""
     manager = manager_of(context)
-    runs = manager.list_runs(user, thread_id, limit=limit, offset=offset, status=status)
-    known = runs or manager.list_runs(user, thread_id, limit=1)
+    runs = await manager.locate_runs(user, thread_id, limit=limit, offset=offset, status=status)
+    known = runs or await manager.locate_runs(user, thread_id, limit=1)
     if not known and not await _thread_exists(context, thread_id, user):
         not_found(f"thread {thread_id!r}")
-    return [run.as_json() for run in runs]
+    return runs
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")

@@ -139,6 +139,14 @@ def test_cancel_on_another_worker_stops_the_run_at_its_next_step(two: tuple[str,
         cancelled = on_b.post(f"/threads/t2/runs/{run['run_id']}/cancel?wait=1")
         assert cancelled.status_code == 204
         assert on_a.get(f"/threads/t2/runs/{run['run_id']}").json()["status"] == "interrupted"
+        listed = on_b.get("/threads/t2/runs").json()  # worker B lists the run A held
+        assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "interrupted")]
+        assert on_b.delete(f"/threads/t2/runs/{run['run_id']}").status_code == 204
+        for _ in range(50):
+            if on_a.get("/threads/t2/runs").json() == []:
+                break
+            time.sleep(0.05)
+        assert on_a.get("/threads/t2/runs").json() == []
         state = on_b.get("/threads/t2/state").json()
         assert 2 <= len(state["values"]["messages"]) < 9  # stopped before its last step
         assert state["values"]["messages"][0]["content"][0]["text"] == "go"
