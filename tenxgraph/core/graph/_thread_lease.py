@@ -90,28 +90,45 @@ class ThreadLease:
         self.released = False
         """Set once the lease was given up (by ``release`` or with the run's last save)."""
         self._heartbeat: asyncio.Task[None] | None = None
+        self._first_beat: asyncio.TimerHandle | None = None
 
     def start_heartbeat(self) -> None:
-        """Renew the lease and read stop requests every ``HEARTBEAT`` s (or less) until released."""
+        """Renew the lease and read stop requests every ``HEARTBEAT`` s (or less) until released.
+
+        The first beat is a timer that starts the heartbeat's task when due:
+        most runs end before, and a task per run (made, cancelled, awaited)
+        cost more loop turns than a short run's own work.
+        """
+        loop = asyncio.get_running_loop()
+        self._first_beat = loop.call_later(self._interval(), self._start_beating)
+
+    def _interval(self) -> float:
+        return min(self.seconds / 3, HEARTBEAT)
+
+    def _start_beating(self) -> None:
+        self._first_beat = None
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def _beat(self) -> None:
         while True:
-            await asyncio.sleep(min(self.seconds / 3, HEARTBEAT))
             try:
                 request = await self.checkpointer.arenew_lease(self.key, self.owner, self.seconds)
             except ThreadBusyError:
                 request = "lost"
             except StorageError as exc:  # the next save reports it; keep trying meanwhile
                 logger.warning("lease of thread %r not renewed: %s", self.key.thread_id, exc)
-                continue
+                request = None
             if request is not None and self.on_stop is not None:
                 self.on_stop(request)
                 if request == "lost":
                     return
+            await asyncio.sleep(self._interval())
 
     async def stop_heartbeat(self) -> None:
         """No more renewals: the run is about to give the lease up."""
+        if self._first_beat is not None:
+            self._first_beat.cancel()
+            self._first_beat = None
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
