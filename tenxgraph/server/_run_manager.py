@@ -197,6 +197,17 @@ class RunManager:
         )
         return record
 
+    async def enqueue(
+        self,
+        spec: RunSpec,
+        *,
+        assistant_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """A background run: here, ``start``; a durable queue lets any worker take it."""
+        return self.start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
+
     async def _execute(self, record: RunRecord, spec: RunSpec, ahead: list[RunRecord]) -> None:
         """The worker: wait for its turn, run the graph into the log, record how it ended."""
         writer = RunStreamWriter(

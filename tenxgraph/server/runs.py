@@ -84,8 +84,14 @@ async def _start(
     user: str,
     body: RunRequest,
     thread_id: str | None,
+    *,
+    background: bool = False,
 ) -> RunRecord:
-    """Check the request against the thread, then hand the run to the manager."""
+    """Check the request against the thread, then hand the run to the manager.
+
+    A background run is queued (``RunManager.enqueue``): with Postgres any
+    worker may take it.
+    """
     if body.assistant_id != context.graph_id:
         not_found(f"assistant {body.assistant_id!r}")
     manager = manager_of(context)
@@ -108,7 +114,10 @@ async def _start(
         on_completion=cleanup,
     )
     kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
-    return manager.start(spec, assistant_id=context.graph_id, metadata=body.metadata, kwargs=kwargs)
+    options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
+    if background:
+        return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
+    return manager.start(spec, assistant_id=context.graph_id, **options)
 
 
 def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:
@@ -221,7 +230,7 @@ async def wait_stateless(
 @router.post("/runs")
 async def create_stateless(body: RunRequest, context: Context, user: User) -> JSONResponse:
     """Start a background run on a new thread."""
-    record = await _start(context, user, body, None)
+    record = await _start(context, user, body, None, background=True)
     return JSONResponse(record.as_json(), headers=_locations(record))
 
 
@@ -285,7 +294,7 @@ async def create_run(
     thread_id: str, body: RunRequest, context: Context, user: User
 ) -> JSONResponse:
     """Start a background run on the thread; answer with the run (status ``pending``)."""
-    record = await _start(context, user, body, thread_id)
+    record = await _start(context, user, body, thread_id, background=True)
     return JSONResponse(record.as_json(), headers=_locations(record))
 
 
