@@ -11,7 +11,6 @@ It records each request's head so a test can check the client came back with
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -47,47 +46,59 @@ class CuttingProxy:
         return f"http://127.0.0.1:{self.port}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        armed = asyncio.Event()
-
-        async def upward() -> None:
-            while data := await reader.read(65536):
-                match = _STREAM_REQUEST.search(data)
-                if match:
-                    self.heads.append(data.split(b"\r\n\r\n", 1)[0].decode("latin-1"))
-                if match and match.group(1) == b"GET" and self.refuse_resumes > 0:
-                    self.refuse_resumes -= 1
-                    writer.write(_UNAVAILABLE)
-                    await writer.drain()
-                    return
-                if match and self.cut < self.cuts and not armed.is_set():
-                    armed.set()
-                up_writer.write(data)
-                await up_writer.drain()
-
-        async def downward() -> None:
-            sent = 0
-            while data := await up_reader.read(1024):
-                if armed.is_set():
-                    if sent + len(data) > self.cut_after:
-                        writer.write(data[: max(0, self.cut_after - sent)])
-                        await writer.drain()
-                        self.cut += 1
-                        return
-                    sent += len(data)
-                writer.write(data)
-                await writer.drain()
-
-        tasks = [asyncio.ensure_future(upward()), asyncio.ensure_future(downward())]
-        with contextlib.suppress(Exception):
+        writers = [writer]
+        tasks: list[asyncio.Future[None]] = []
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            writers.append(up_writer)
+            armed = asyncio.Event()
+            tasks += [
+                asyncio.ensure_future(self._upward(reader, writer, up_writer, armed)),
+                asyncio.ensure_future(self._downward(up_reader, writer, armed)),
+            ]
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            task.cancel()
-        for stream_writer in (writer, up_writer):
-            stream_writer.close()
-            with contextlib.suppress(Exception):
-                await stream_writer.wait_closed()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        finally:  # also when the proxy stops: every socket is closed, never left to the GC
+            for task in tasks:
+                task.cancel()
+            for stream_writer in writers:
+                stream_writer.close()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _upward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_writer: asyncio.StreamWriter,
+        armed: asyncio.Event,
+    ) -> None:
+        while data := await reader.read(65536):
+            match = _STREAM_REQUEST.search(data)
+            if match:
+                self.heads.append(data.split(b"\r\n\r\n", 1)[0].decode("latin-1"))
+            if match and match.group(1) == b"GET" and self.refuse_resumes > 0:
+                self.refuse_resumes -= 1
+                writer.write(_UNAVAILABLE)
+                await writer.drain()
+                return
+            if match and self.cut < self.cuts and not armed.is_set():
+                armed.set()
+            up_writer.write(data)
+            await up_writer.drain()
+
+    async def _downward(
+        self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter, armed: asyncio.Event
+    ) -> None:
+        sent = 0
+        while data := await up_reader.read(1024):
+            if armed.is_set():
+                if sent + len(data) > self.cut_after:
+                    writer.write(data[: max(0, self.cut_after - sent)])
+                    await writer.drain()
+                    self.cut += 1
+                    return
+                sent += len(data)
+            writer.write(data)
+            await writer.drain()
 
 
 @contextmanager
@@ -117,6 +128,7 @@ def cutting_proxy(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.05)  # the closed transports release their sockets on the loop
 
     try:
         yield proxy
