@@ -23,12 +23,13 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, unquote
 
 from tenxgraph.client._events import MetadataPart, StreamPart, parse_part
 from tenxgraph.client._transport import Transport, _httpx
 from tenxgraph.errors import APIConnectionError, APIStatusError
 
-__all__ = ["StreamRequest", "resumable_stream"]
+__all__ = ["StreamRequest", "resumable_stream", "run_path"]
 
 _RUN_PATH = re.compile(r"(?:.*)?(/threads/[^/]+/runs/[^/?#]+)")
 _ENDING = frozenset({"end", "error"})
@@ -53,7 +54,7 @@ class StreamRequest:
         """The run's stream to rejoin, once the run's id is known."""
         if self.thread_id is None or self.run_id is None:
             return None
-        return f"/threads/{self.thread_id}/runs/{self.run_id}/stream"
+        return f"{run_path(self.thread_id, self.run_id)}/stream"
 
 
 async def resumable_stream(
@@ -121,20 +122,26 @@ async def _read_once(
             raise APIConnectionError(f"the stream of run {request.run_id} dropped: {exc}") from exc
 
 
+def run_path(thread_id: str, run_id: str) -> str:
+    """The run's URL path, each id one path segment whatever it holds."""
+    return f"/threads/{quote(thread_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
 def _learn_run(request: StreamRequest, location: str) -> None:
     """Take the thread and run ids from a ``Content-Location: /threads/{t}/runs/{r}``."""
     match = _RUN_PATH.match(location)
     if match is None:
         return
     parts = match.group(1).split("/")
-    request.thread_id = request.thread_id or parts[2]
-    request.run_id = request.run_id or parts[4]
+    request.thread_id = request.thread_id or unquote(parts[2])
+    request.run_id = request.run_id or unquote(parts[4])
 
 
 async def _still_running(transport: Transport, request: StreamRequest) -> bool:
     """Whether a stream that closed without ``end`` belongs to a run still going."""
     try:
-        run = await transport.request("GET", f"/threads/{request.thread_id}/runs/{request.run_id}")
+        assert request.thread_id is not None and request.run_id is not None  # resume_path() is set
+        run = await transport.request("GET", run_path(request.thread_id, request.run_id))
     except APIConnectionError:
         return True  # the server is restarting: try the stream again
     return isinstance(run, dict) and run.get("status") in ("pending", "running")

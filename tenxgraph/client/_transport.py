@@ -29,6 +29,7 @@ from tenxgraph.errors import (
     APINotFoundError,
     APIStatusError,
     APIUnauthorizedError,
+    ClientError,
     MissingExtraError,
 )
 
@@ -125,7 +126,15 @@ class Transport:
             except lib.TransportError as exc:
                 raise _unreachable(self.url, method, path, exc) from exc
             await raise_for_status(response)
-            return response.json() if response.content else None
+            if not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                raise ClientError(
+                    f"{method} {self.url}{path} answered {response.status_code} with a body "
+                    f"that is not JSON: {response.text[:200]!r}"
+                ) from None
 
     @asynccontextmanager
     async def stream(
