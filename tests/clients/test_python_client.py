@@ -132,9 +132,12 @@ async def test_the_async_client_resumes_past_a_503(serve_graph: ServeGraph) -> N
     url = serve_graph()
     with cutting_proxy(url, cut_after=2500, cuts=1, refuse_resumes=1) as proxy:
         async with Client(proxy.url) as client:
-            thread_id = (await client.threads.create())["thread_id"]
-            stream = client.runs.stream(thread_id, AGENT, input=user("a"), stream_mode=MODES)
+            thread_id = "an id?#%2F"  # quoted as one path segment, the resume's path too
+            stream = client.runs.stream(
+                thread_id, AGENT, input=user("a"), stream_mode=MODES, if_not_exists="create"
+            )
             parts = [part async for part in stream]
+            assert (await client.threads.get(thread_id))["thread_id"] == thread_id
             assert (await client.info())["graph_id"] == AGENT
     assert proxy.cut == 1
     resumes = [head for head in proxy.heads if head.startswith("GET ")]
