@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import os
 import random
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
+from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
 from tenxgraph.server._run_manager import CancelAction, RunManager, RunRecord, RunSpec
@@ -53,11 +55,10 @@ from tenxgraph.storage.checkpointer.base import ThreadKey
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
-    from tenxgraph.server._context import ServerContext
     from tenxgraph.server._pg_queue import ClaimedRun, PgRunQueue
     from tenxgraph.server._redis_events import RedisEvents
 
-__all__ = ["DurableRunManager", "install"]
+__all__ = ["DurableRunManager", "default_worker_id"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
@@ -172,6 +173,75 @@ class DurableRunManager(RunManager):
             self._adds[record.run_id] = task
         return record
 
+    async def enqueue(
+        self,
+        spec: RunSpec,
+        *,
+        assistant_id: str,
+        metadata: Any = None,
+        kwargs: Any = None,
+    ) -> RunRecord:
+        """A background run: a row no worker holds yet; the first free consumer takes it.
+
+        ``reject`` is answered from the run table (409 while any worker has
+        a run pending or running on the thread); ``enqueue`` rows wait behind
+        the thread's earlier runs. ``interrupt``, ``rollback`` and
+        ``after_seconds`` runs start here (held), as ``start`` does.
+        """
+        config = spec.config
+        user_id, thread_id = str(config["user_id"]), str(config["thread_id"])
+        strategy = str(config.get("multitask_strategy") or spec.graph.leases.strategy)
+        if strategy in ("interrupt", "rollback") or spec.after_seconds > 0:
+            return self.start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
+        if strategy == "reject" and (
+            self.busy(user_id, thread_id) or await self.queue.active(user_id, thread_id)
+        ):
+            raise ThreadBusyError(
+                thread_id,
+                "a run is pending or running on it; pass multitask_strategy 'enqueue' to wait "
+                "for it, or 'interrupt' or 'rollback' to stop it",
+            )
+        run_id = str(config.get("run_id") or uuid.uuid4())
+        now = dt.datetime.now(dt.UTC).isoformat()
+        record = {
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "assistant_id": assistant_id,
+            "created_at": now,
+            "updated_at": now,
+            "status": "pending",
+            "metadata": dict(metadata or {}),
+            "multitask_strategy": strategy,
+            "kwargs": dict(kwargs or {}),
+            "cancel_reason": None,
+        }
+        request = {
+            "kwargs": pydantic_core.to_jsonable_python(dict(kwargs or {})),
+            "delete_thread": spec.on_completion is not None,
+            "held": False,
+        }
+        await self.queue.add(
+            run_id=run_id,
+            user_id=user_id,
+            thread_id=thread_id,
+            record=pydantic_core.to_jsonable_python(record),
+            request=request,
+            owner=None,
+        )
+        return RunRecord(
+            run_id=run_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            assistant_id=assistant_id,
+            multitask_strategy=strategy,
+            metadata=dict(metadata or {}),
+            kwargs=dict(kwargs or {}),
+            log=EventLog(self.limits),
+            graph=self.graph,
+            created_at=now,
+            updated_at=now,
+        )  # what the answer shows; readers get a live record through ``locate``
+
     async def _add(self, record: RunRecord, request: dict[str, Any]) -> None:
         try:
             await self.queue.add(
@@ -217,9 +287,9 @@ class DurableRunManager(RunManager):
         if add is not None:
             await add
         await self._record_outcome(record)
-        await super()._finish(record, spec)
         if record.cancel_reason not in _HANDED_BACK and self.on_ended is not None:
             self.on_ended(record)
+        await super()._finish(record, spec)
         logger.info(
             "run %s ended %s",
             record.run_id,
@@ -458,8 +528,9 @@ class DurableRunManager(RunManager):
             if await self._input_saved(claim):
                 run_input = None
         start_after = await self.events.last_event_id(claim.run_id) if self.events else 0
-        self._resumes[claim.run_id] = (claim.attempts + 1, start_after)
-        logger.info("run %s: resumed, attempt %d", claim.run_id, claim.attempts + 1, extra=extra)
+        attempt = claim.attempts + (1 if request.get("held", True) else 0)
+        self._resumes[claim.run_id] = (attempt, start_after)
+        logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
         spec = RunSpec(
             graph=self.graph,
             input=run_input,
@@ -502,44 +573,3 @@ class DurableRunManager(RunManager):
             await self._checkpointer().adelete_thread(ThreadKey(claim.thread_id, claim.user_id))
 
         return delete
-
-
-def install(
-    context: ServerContext,
-    postgres: str,
-    redis: str | None = None,
-    *,
-    schema: str = "tenxgraph",
-    prefix: str = "tenxgraph:runs:",
-    consumers: int = 4,
-    lease_seconds: float = 15.0,
-) -> DurableRunManager:
-    """Make the app's runs durable: a run table in ``postgres``, streams through ``redis``.
-
-    Puts a ``DurableRunManager`` where the run routes find their manager
-    (``context.state["runs"]``) and starts and stops it with the server.
-    """
-    from tenxgraph.server._metrics import metrics_of
-    from tenxgraph.server._pg_queue import PgRunQueue
-    from tenxgraph.server._redis_events import RedisEvents
-
-    options = dict(context.settings.extra.get("runs", {}))
-    keep = int(options.pop("keep_finished", 10_000))
-    queue = PgRunQueue(postgres, schema=schema, lease_seconds=lease_seconds)
-    events = RedisEvents(redis, prefix=prefix) if redis else None
-    manager = DurableRunManager(
-        context.graph,
-        queue,
-        events,
-        limits=EventLogLimits(**options),
-        keep_finished=keep,
-        consumers=consumers,
-    )
-    context.state["runs"] = manager
-    context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))
-    if events is not None:
-        context.state["ready_checks"].append(("run streams (redis)", events.ping))
-    manager.on_ended = metrics_of(context).observe
-    context.on_startup.append(manager.open)
-    context.on_shutdown.append(manager.aclose)
-    return manager

@@ -201,7 +201,7 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
         context.on_shutdown.append(graph.checkpointer.aclose)
     dsn = _env("POSTGRES", env)
     if dsn is not None:
-        from tenxgraph.server._durable_runs import install
+        from tenxgraph.server._scale_out import install
 
         install(
             context,

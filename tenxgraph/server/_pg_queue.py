@@ -262,6 +262,15 @@ class PgRunQueue:
         )
         return _claimed(rows[0]) if rows else None
 
+    async def active(self, user_id: str, thread_id: str) -> int:
+        """How many runs of the thread are pending or running (any worker's)."""
+        rows = await self._fetch(
+            f"SELECT count(*) FROM {self._t} WHERE user_id = %s AND thread_id = %s"
+            " AND status IN ('pending', 'running')",
+            [user_id, thread_id],
+        )
+        return int(rows[0][0])
+
     async def get(self, user_id: str, run_id: str) -> ClaimedRun | None:
         """The run ``run_id`` of ``user_id``, or None."""
         rows = await self._fetch(

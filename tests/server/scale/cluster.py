@@ -125,11 +125,25 @@ class Cluster:
 
     def rows(self) -> dict[str, tuple[str, int]]:
         """The run table: run id -> (status, attempts)."""
+        return {
+            run_id: (status, attempts) for run_id, (status, attempts, _) in self.table().items()
+        }
+
+    def table(self) -> dict[str, tuple[str, int, str]]:
+        """The run table: run id -> (status, attempts, owner or "")."""
         import psycopg
 
         with psycopg.connect(self.dsn) as conn:
-            rows = conn.execute("SELECT run_id, status, attempts FROM tenxgraph.server_runs")
-            return {str(r): (str(s), int(a)) for r, s, a in rows.fetchall()}
+            rows = conn.execute("SELECT run_id, status, attempts, owner FROM tenxgraph.server_runs")
+            return {str(r): (str(s), int(a), str(o or "")) for r, s, a, o in rows.fetchall()}
+
+    def held_by(self, url: str) -> list[str]:
+        """The runs the worker at ``url`` holds now (its id names its pid)."""
+        pid = next(p.pid for p, known in self.workers if known == url)
+        held = self.table().items()
+        return [
+            r for r, (s, _, owner) in held if s in ("pending", "running") and f":{pid}:" in owner
+        ]
 
     def ledger_lines(self) -> list[tuple[str, str, float, int]]:
         """The tool's ledger: (start|end, key, time, pid)."""

@@ -51,7 +51,7 @@ def _sleeper(name: str, delay: float) -> Any:
 
 
 def worker(schema: str, prefix: str, delay: float = 0.15, steps: int = 8) -> Any:
-    from tenxgraph.server._durable_runs import install
+    from tenxgraph.server._scale_out import install
     from tenxgraph.server.app import create_app
 
     graph = slow_graph(schema, delay, steps)
@@ -199,3 +199,29 @@ def test_ready_and_metrics_answer_for_the_whole_deployment(two: tuple[str, str])
         own = on_a.get("/metrics").text
         assert 'tenxgraph_run_seconds_count{status="success"} 1.0' in own
         assert 'tenxgraph_run_seconds_count{status="success"}' not in text
+
+
+def test_background_runs_are_queued_for_any_worker_and_kept_in_order(
+    two: tuple[str, str],
+) -> None:
+    a, b = two
+
+    def body(text: str, **more: Any) -> dict[str, Any]:
+        message = {"role": "user", "content": text}
+        return {"assistant_id": AGENT, "input": {"messages": [message]}, **more}
+
+    with httpx.Client(base_url=a, timeout=30) as on_a, httpx.Client(base_url=b, timeout=30) as on_b:
+        first = on_a.post("/threads/t5/runs", json=body("one", if_not_exists="create"))
+        assert first.status_code == 200 and first.json()["status"] == "pending"
+        refused = on_b.post("/threads/t5/runs", json=body("two", if_not_exists="create"))
+        assert refused.status_code == 409, refused.text
+        second = on_b.post(
+            "/threads/t5/runs",
+            json=body("two", multitask_strategy="enqueue", if_not_exists="create"),
+        )
+        assert second.status_code == 200
+        for run in (first.json(), second.json()):
+            _status(on_a, "t5", run["run_id"], "success")
+        state = on_b.get("/threads/t5/state").json()
+        texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
+        assert texts[0] == "one" and texts[9] == "two" and len(texts) == 18  # in order, whole

@@ -1,0 +1,59 @@
+"""Turn a server's runs durable and shared by its workers: ``install`` (``--postgres``).
+
+``tenxgraph serve --postgres DSN [--redis URL]`` calls it in each worker
+(through ``app_from_env``); an app made with ``create_app`` can call it
+itself. See docs/server.md, "Scaling out".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tenxgraph.server._durable_runs import DurableRunManager
+from tenxgraph.server._event_log import EventLogLimits
+
+if TYPE_CHECKING:
+    from tenxgraph.server._context import ServerContext
+
+__all__ = ["install"]
+
+
+def install(
+    context: ServerContext,
+    postgres: str,
+    redis: str | None = None,
+    *,
+    schema: str = "tenxgraph",
+    prefix: str = "tenxgraph:runs:",
+    consumers: int = 4,
+    lease_seconds: float = 15.0,
+) -> DurableRunManager:
+    """Make the app's runs durable: a run table in ``postgres``, streams through ``redis``.
+
+    Puts a ``DurableRunManager`` where the run routes find their manager
+    (``context.state["runs"]``) and starts and stops it with the server.
+    """
+    from tenxgraph.server._metrics import metrics_of
+    from tenxgraph.server._pg_queue import PgRunQueue
+    from tenxgraph.server._redis_events import RedisEvents
+
+    options = dict(context.settings.extra.get("runs", {}))
+    keep = int(options.pop("keep_finished", 10_000))
+    queue = PgRunQueue(postgres, schema=schema, lease_seconds=lease_seconds)
+    events = RedisEvents(redis, prefix=prefix) if redis else None
+    manager = DurableRunManager(
+        context.graph,
+        queue,
+        events,
+        limits=EventLogLimits(**options),
+        keep_finished=keep,
+        consumers=consumers,
+    )
+    context.state["runs"] = manager
+    context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))
+    if events is not None:
+        context.state["ready_checks"].append(("run streams (redis)", events.ping))
+    manager.on_ended = metrics_of(context).observe
+    context.on_startup.append(manager.open)
+    context.on_shutdown.append(manager.aclose)
+    return manager
