@@ -18,8 +18,8 @@ environment variables and every worker builds the same app:
 ``TENXGRAPH_SERVE_NO_AUTH``        ``1``: no keys, everyone is the user ``default``
 ``TENXGRAPH_SERVE_CORS``           allowed origins, by commas
 ``TENXGRAPH_SERVE_MAX_BODY``       the request body limit in bytes
-``TENXGRAPH_SERVE_CONSUMERS``      with Postgres: runs a worker takes over from dead
-                                   workers at once (default 4)
+``TENXGRAPH_SERVE_CONSUMERS``      with Postgres: queued runs (background, or left by
+                                   dead workers) a worker runs at once (default 4)
 ``TENXGRAPH_SERVE_RUN_LEASE``      with Postgres: seconds a silent worker keeps its
                                    runs before another resumes them (default 15)
 ``TENXGRAPH_SERVE_STREAM_PREFIX``  with Redis: key prefix of the run streams
