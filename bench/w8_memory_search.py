@@ -20,7 +20,10 @@ by then: without it the GIN index's pending list and the missing statistics
 made searches and listings 5-10 times slower (77 ms p50 both, at 100,000
 items of one user).
 
-Run: ``python -m bench.w8_memory_search`` (loading takes about a minute).
+Run: ``python -m bench.w8_memory_search``. Loading takes 1.5-3 minutes per
+backend and layout, about 9 minutes in all on the 2-core machine, so it is
+not part of ``make bench`` (bench/README.md lists it with the standalone
+ones).
 """
 
 from __future__ import annotations
