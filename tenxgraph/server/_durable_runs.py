@@ -63,6 +63,8 @@ __all__ = ["DurableRunManager", "default_worker_id"]
 logger = logging.getLogger("tenxgraph.server.runs")
 
 _ENDED = frozenset({"success", "error", "interrupted", "timeout"})
+MAX_ATTEMPTS = 5
+"""Claims of one run after which it ends ``error`` instead of being run again."""
 _HANDED_BACK = frozenset({"shutdown", "lease lost"})
 """Cancel reasons of runs this worker gives up without ending them (another one resumes them)."""
 
@@ -107,6 +109,7 @@ class DurableRunManager(RunManager):
         self._remote: OrderedDict[str, RunRecord] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._claims_failing = False
         self.on_ended: Callable[[RunRecord], None] | None = None
         """Called with each run this worker ended (``/metrics`` counts its latency)."""
 
@@ -486,16 +489,21 @@ class DurableRunManager(RunManager):
         while not self._closing:
             try:
                 claim = await self.queue.claim(self.worker_id)
-            except Exception as exc:
-                logger.warning("worker %s: claim failed: %s", self.worker_id, exc)
-                claim = None
+                self._claims_failing = False
+            except Exception as exc:  # logged once per outage, retried at the next poll
+                if not self._claims_failing:
+                    logger.warning("worker %s: claim failed: %s", self.worker_id, exc)
+                self._claims_failing, claim = True, None
             if claim is None:
                 await asyncio.sleep(self.poll_seconds * (0.5 + random.random()))
                 continue
             try:
                 record = await self._run_claimed(claim)
-            except Exception as exc:  # the row stays held; it expires and is claimed again
-                logger.exception("run %s: could not be resumed: %s", claim.run_id, exc)
+            except Exception as exc:  # a row that cannot be run ends as an error, once
+                logger.exception("run %s: could not be started: %s", claim.run_id, exc)
+                error = {"__error__": {"error": type(exc).__name__, "message": str(exc)}}
+                with contextlib.suppress(Exception):
+                    await self.queue.finish(claim.run_id, self.worker_id, "error", error)
                 continue
             if record is not None:
                 await record.done.wait()
@@ -511,6 +519,11 @@ class DurableRunManager(RunManager):
         if claim.cancel:
             reason = {"__error__": {"error": "RunCancelled", "message": claim.cancel}}
             await self.queue.finish(claim.run_id, self.worker_id, "interrupted", reason)
+            return None
+        if claim.attempts > MAX_ATTEMPTS:  # its workers keep dying: do not take a third down
+            message = f"its workers died {claim.attempts - 1} times while running it"
+            error = {"__error__": {"error": "RunAbandoned", "message": message}}
+            await self.queue.finish(claim.run_id, self.worker_id, "error", error)
             return None
         request = claim.request
         body = RunRequest.model_validate(

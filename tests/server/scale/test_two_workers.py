@@ -166,6 +166,9 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
             request={"kwargs": request},
             owner="vanished",
         )
+        await queue.add(  # a row no worker can run: it ends as an error, once
+            run_id="r-bad", user_id="default", thread_id="t4", record=record, request={}, owner=None
+        )
         await asyncio.sleep(0.3)  # its lease expires
         with served(app) as url:
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -176,6 +179,10 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
                     await asyncio.sleep(0.1)
                 assert run["status"] == "success"
                 state = (await client.get("/threads/t3/state")).json()
+                bad = (await client.get("/threads/t4/runs/r-bad")).json()
+        assert bad["status"] == "error"
+        row = await queue.get("default", "r-bad")
+        assert row is not None and row.attempts == 1 and "kwargs" in str(row.output)
         texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
         assert texts == ["hi", "s0 after hi", "s1 after s0 after hi"]
     finally:
