@@ -232,3 +232,21 @@ def test_background_runs_are_queued_for_any_worker_and_kept_in_order(
         state = on_b.get("/threads/t5/state").json()
         texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
         assert texts[0] == "one" and texts[9] == "two" and len(texts) == 18  # in order, whole
+
+
+def test_a_queued_run_cancelled_on_another_worker_never_starts(two: tuple[str, str]) -> None:
+    a, b = two
+    go = {"role": "user", "content": "go"}
+    first = {"assistant_id": AGENT, "input": {"messages": [go]}, "if_not_exists": "create"}
+    queued = {**first, "multitask_strategy": "enqueue"}
+    with httpx.Client(base_url=a, timeout=30) as on_a, httpx.Client(base_url=b, timeout=30) as on_b:
+        running = on_a.post("/threads/t6/runs", json=first).json()
+        waiting = on_a.post("/threads/t6/runs", json=queued).json()
+        _status(on_b, "t6", running["run_id"], "running")
+        assert on_b.get(f"/threads/t6/runs/{waiting['run_id']}").json()["status"] == "pending"
+        cancelled = on_b.post(f"/threads/t6/runs/{waiting['run_id']}/cancel?wait=1")
+        assert cancelled.status_code == 204
+        assert on_a.get(f"/threads/t6/runs/{waiting['run_id']}").json()["status"] == "interrupted"
+        _status(on_b, "t6", running["run_id"], "success")
+        state = on_b.get("/threads/t6/state").json()
+        assert len(state["values"]["messages"]) == 9  # the first run's turn only
