@@ -40,7 +40,9 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     serve.add_argument("--db", help="SQLite file for threads (default tenxgraph.sqlite)")
     serve.add_argument("--postgres", metavar="DSN", help="Postgres for threads instead of --db")
-    serve.add_argument("--redis", metavar="URL", help="Redis thread cache (with --postgres)")
+    serve.add_argument(
+        "--redis", metavar="URL", help="Redis: thread cache, run streams shared by the workers"
+    )
     serve.add_argument(
         "--memory", action="store_true", help="serve /store (long-term memory) next to the threads"
     )
@@ -59,6 +61,13 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow browser calls"
     )
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (10 MiB)")
+    serve.add_argument(
+        "--consumers", type=int, help="with --postgres: queued runs a worker runs at once (4)"
+    )
+    serve.add_argument(
+        "--run-lease", type=float, metavar="SECONDS", help="with --postgres: run lease (15)"
+    )
+    serve.add_argument("--log-json", action="store_true", help="log lines as JSON with run ids")
 
 
 def serve_environ(args: argparse.Namespace) -> dict[str, str]:
@@ -73,6 +82,9 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
     if args.max_body_bytes is not None and args.max_body_bytes <= 0:
         raise CliError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    for flag, value in (("--consumers", args.consumers), ("--run-lease", args.run_lease)):
+        if value is not None and not value > 0:
+            raise CliError(f"{flag} must be positive, got {value}")
     env = {
         "TENXGRAPH_SERVE_GRAPH": args.target,
         "TENXGRAPH_SERVE_DB": args.db or "",
@@ -83,6 +95,9 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         "TENXGRAPH_SERVE_CORS": ",".join(args.cors_origin),
         "TENXGRAPH_SERVE_MAX_BODY": str(args.max_body_bytes or ""),
     }
+    given = {"CONSUMERS": args.consumers, "RUN_LEASE": args.run_lease}
+    given["LOG_FORMAT"] = "json" if args.log_json else None
+    env.update({f"TENXGRAPH_SERVE_{k}": str(v) for k, v in given.items() if v is not None})
     keys = _keys(args)
     if keys:
         env["TENXGRAPH_API_KEYS"] = keys
