@@ -110,6 +110,8 @@ class DurableRunManager(RunManager):
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._claims_failing = False
+        self._work = asyncio.Event()
+        """Set by a notification that a run became claimable; consumers wait on it."""
         self.on_ended: Callable[[RunRecord], None] | None = None
         """Called with each run this worker ended (``/metrics`` counts its latency)."""
 
@@ -118,6 +120,7 @@ class DurableRunManager(RunManager):
     async def open(self) -> None:
         """Start the heartbeat and the consumers (server startup)."""
         self._spawn(self._heartbeats())
+        self._spawn(self.queue.listen(self._work.set))
         for _ in range(self.consumers):
             self._spawn(self._consume())
         logger.info("worker %s: taking runs (%d consumers)", self.worker_id, self.consumers)
@@ -495,7 +498,10 @@ class DurableRunManager(RunManager):
                     logger.warning("worker %s: claim failed: %s", self.worker_id, exc)
                 self._claims_failing, claim = True, None
             if claim is None:
-                await asyncio.sleep(self.poll_seconds * (0.5 + random.random()))
+                self._work.clear()
+                with contextlib.suppress(TimeoutError):
+                    wait = self.poll_seconds * (0.5 + random.random())
+                    await asyncio.wait_for(self._work.wait(), wait)
                 continue
             try:
                 record = await self._run_claimed(claim)

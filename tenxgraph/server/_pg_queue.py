@@ -26,8 +26,10 @@ expiries without synchronized clocks.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["ACTIVE", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
+
+logger = logging.getLogger("tenxgraph.server.runs")
 
 ACTIVE = ("pending", "running")
 """Statuses of a run that has not ended."""
@@ -147,6 +151,9 @@ class PgRunQueue:
             private_loop=False,
         )
         self._t = f"{self._db.s}.server_runs"
+        self._conninfo = conninfo
+        self.channel = f"tenxgraph_runs_{schema}"
+        """The LISTEN/NOTIFY channel that says a run became claimable."""
 
     @property
     def heartbeat_seconds(self) -> float:
@@ -177,6 +184,33 @@ class PgRunQueue:
             f" owner, lease_until) VALUES (%s, %s, %s, 'pending', %s, %s, %s, {lease})",
             params,
         )
+        if owner is None:
+            await self._notify()
+
+    async def _notify(self) -> None:
+        """Wake the workers listening (a run may have become claimable)."""
+        await self._fetch("SELECT pg_notify(%s, '')", [self.channel])
+
+    async def listen(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` at each notification, until cancelled (reconnects after errors).
+
+        Workers still poll; this only makes a queued run start without
+        waiting for the next poll. A caller's pool gives no DSN: no listening.
+        """
+        import psycopg
+
+        if not isinstance(self._conninfo, str):
+            return
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                async with conn:
+                    await conn.execute(f'LISTEN "{self.channel}"')
+                    async for _ in conn.notifies():
+                        wake()
+            except psycopg.Error as exc:  # polling goes on meanwhile
+                logger.info("run queue: listening failed (%s); retrying in 1 s", exc)
+                await asyncio.sleep(1.0)
 
     async def claim(self, owner: str) -> ClaimedRun | None:
         """Take the oldest run no live worker holds (first of its thread), or None."""
@@ -233,6 +267,8 @@ class PgRunQueue:
             " AND status IN ('pending', 'running') RETURNING run_id",
             [status, json.dumps(output), run_id, owner],
         )
+        if rows:
+            await self._notify()  # the thread's next run may go now
         return bool(rows)
 
     async def release(self, owner: str, run_ids: Sequence[str]) -> int:
@@ -245,6 +281,8 @@ class PgRunQueue:
             " RETURNING run_id",
             [owner, list(run_ids)],
         )
+        if rows:
+            await self._notify()
         return len(rows)
 
     async def request_cancel(self, run_id: str, action: str) -> ClaimedRun | None:

@@ -27,6 +27,7 @@ def install(
     prefix: str = "tenxgraph:runs:",
     consumers: int = 4,
     lease_seconds: float = 15.0,
+    poll_seconds: float = 0.25,
 ) -> DurableRunManager:
     """Make the app's runs durable: a run table in ``postgres``, streams through ``redis``.
 
@@ -48,6 +49,7 @@ def install(
         limits=EventLogLimits(**options),
         keep_finished=keep,
         consumers=consumers,
+        poll_seconds=poll_seconds,
     )
     context.state["runs"] = manager
     context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))

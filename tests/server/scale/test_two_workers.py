@@ -50,7 +50,9 @@ def _sleeper(name: str, delay: float) -> Any:
     return node
 
 
-def worker(schema: str, prefix: str, delay: float = 0.15, steps: int = 8) -> Any:
+def worker(
+    schema: str, prefix: str, delay: float = 0.15, steps: int = 8, poll_seconds: float = 0.25
+) -> Any:
     from tenxgraph.server._scale_out import install
     from tenxgraph.server.app import create_app
 
@@ -59,7 +61,15 @@ def worker(schema: str, prefix: str, delay: float = 0.15, steps: int = 8) -> Any
     context = app.state.context
     assert graph.checkpointer is not None
     context.on_shutdown.append(graph.checkpointer.aclose)
-    install(context, PG_DSN, REDIS_URL, schema=schema, prefix=prefix, lease_seconds=1.0)
+    install(
+        context,
+        PG_DSN,
+        REDIS_URL,
+        schema=schema,
+        prefix=prefix,
+        lease_seconds=1.0,
+        poll_seconds=poll_seconds,
+    )
     return app
 
 
@@ -250,3 +260,29 @@ def test_a_queued_run_cancelled_on_another_worker_never_starts(two: tuple[str, s
         _status(on_b, "t6", running["run_id"], "success")
         state = on_b.get("/threads/t6/state").json()
         assert len(state["values"]["messages"]) == 9  # the first run's turn only
+
+
+async def test_a_queued_run_starts_at_once_without_waiting_for_a_poll(
+    schema: str, prefix: str
+) -> None:
+    app = worker(schema, prefix, delay=0.01, steps=2, poll_seconds=60)  # polls: 30-90 s apart
+    queue = PgRunQueue(PG_DSN, schema=schema)
+    body = {
+        "assistant_id": AGENT,
+        "input": {"messages": [{"role": "user", "content": "hi"}]},
+        "if_not_exists": "create",
+    }
+    try:
+        with served(app) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                await asyncio.sleep(0.5)  # the consumers found nothing and wait
+                run = (await client.post("/threads/t7/runs", json=body)).json()
+                started = time.monotonic()
+                while time.monotonic() - started < 10:
+                    row = await queue.get("default", run["run_id"])
+                    if row is not None and row.status == "success":
+                        break
+                    await asyncio.sleep(0.05)
+        assert row is not None and row.status == "success"  # woken by NOTIFY, not a poll
+    finally:
+        await queue.aclose()
