@@ -137,8 +137,7 @@ class RunSteps(Generic[S]):
         if meta.step >= run.limit:
             return Fail(name, RecursionLimitError(run.limit, [*run.path, name]))
         run.path.append(name)
-        meta.current_node = name
-        meta.step += 1
+        meta.enter_node(name)
         run.ctx.node = name
         run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=control.thread)
         return None

@@ -55,6 +55,17 @@ class ExecMeta(BaseModel):
     turn_start: int = 0
     """The thread's version before its latest turn began; ``rollback`` returns to it."""
 
+    def enter_node(self, name: str) -> None:
+        """Record that node ``name`` runs now, one more step: the run loop's write per step.
+
+        Written straight into the model's fields: runtime assignments are not
+        validated anyway, and two pydantic ``__setattr__`` calls per step were a
+        measurable part of a short one.
+        """
+        fields = self.__dict__
+        fields["current_node"] = name
+        fields["step"] += 1
+
 
 class AgentState(BaseModel):
     """The default graph state: the context window, its summary, and run metadata."""
