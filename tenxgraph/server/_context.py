@@ -110,8 +110,14 @@ def thread_config(thread_id: str, user: str, **extra: Any) -> dict[str, Any]:
     return {"thread_id": thread_id, "user_id": user, **extra}
 
 
-Context = Annotated[ServerContext, Depends(get_context)]
-"""A route parameter typed ``Context`` receives the app's ``ServerContext``."""
+async def _awaited_context(request: Request) -> ServerContext:
+    # FastAPI runs a sync dependency in its thread pool: a thread hand-off per
+    # request, once the largest single cost of a streamed run's request.
+    return get_context(request)
+
+
+Context = Annotated[ServerContext, Depends(_awaited_context)]
+"""A route parameter typed ``Context`` receives the app's ``ServerContext`` (on the event loop)."""
 
 User = Annotated[str, Depends(current_user)]
 """A route parameter typed ``User`` receives the caller's user id (401 when refused)."""

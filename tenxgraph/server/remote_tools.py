@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Body
 
 from tenxgraph.errors import StateError
-from tenxgraph.server._context import User
-from tenxgraph.server._run_deps import RunContext
+from tenxgraph.server._context import Context, User
 from tenxgraph.server.http_errors import bad_request
 
 if TYPE_CHECKING:
@@ -141,7 +140,7 @@ async def post_tool_results(
     thread_id: str,
     run_id: str,
     body: Annotated[Any, Body()],
-    context: RunContext,
+    context: Context,
     user: User,
 ) -> dict[str, Any]:
     """Answer remote tool calls the run waits for; it goes on once all are answered.

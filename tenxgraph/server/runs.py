@@ -23,9 +23,8 @@ from sse_starlette import EventSourceResponse
 
 from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
-from tenxgraph.server._context import ServerContext, User
+from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLogLimits
-from tenxgraph.server._run_deps import RunContext as Context
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder

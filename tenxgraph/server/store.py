@@ -5,8 +5,10 @@ id, so two users may use the same namespaces and never see each other's
 items. Namespaces travel as lists of labels (``["users", "prefs"]``; in
 ``GET`` query strings joined by dots). A ``ttl`` is in minutes, as in
 LangGraph. The store indexes every string of a value for search, so the
-``index`` field of a put is accepted and has no effect, and so is
-``refresh_ttl`` (an item's expiry is set by its last put). A server made
+``index`` field of a put is accepted and has no effect. Reading an item
+(``get``, ``search``) restarts its ttl unless the request says
+``refresh_ttl: false`` (the store's ``refresh_on_read``, on by default, as in
+LangGraph). A server made
 without a memory store answers these routes with 404.
 """
 
@@ -112,7 +114,9 @@ async def get_item(
     """The item, or 404."""
     if not namespace:
         bad_request("namespace must not be empty")
-    item = await _store(context).aget(tuple(namespace.split(".")), key, user_id=user)
+    item = await _store(context).aget(
+        tuple(namespace.split(".")), key, user_id=user, refresh_ttl=refresh_ttl
+    )
     if item is None:
         not_found(f"item {key!r} in namespace {namespace!r}")
     return item_json(item)
@@ -135,6 +139,7 @@ async def search_items(body: SearchItems, context: Context, user: User) -> Json:
         limit=body.limit,
         offset=body.offset,
         user_id=user,
+        refresh_ttl=body.refresh_ttl,
     )
     return {"items": [item_json(item) for item in items]}
 

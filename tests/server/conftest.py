@@ -43,7 +43,7 @@ def add(a: int, b: int) -> int:
 
 def echo(request: Any) -> str:
     """The test model: answers with the last user text."""
-    texts = [m.text for m in request.messages if m.role == "user"]
+    texts = [m.text() for m in request.messages if m.role == "user"]
     return f"echo: {texts[-1] if texts else ''}"
 
 

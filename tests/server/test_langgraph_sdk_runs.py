@@ -9,7 +9,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from tests.server.conftest import BACKENDS, Serve
+from tests.server.conftest import BACKENDS, Serve, make_graph
 from tests.server.test_runs import AGENT, asking_graph, slow_graph, texts
 
 
@@ -129,3 +129,10 @@ def test_sdk_cancel_many_stops_the_threads_runs(sdk: Any) -> None:
         assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
     client.runs.join(other, elsewhere["run_id"])
     assert client.runs.get(other, elsewhere["run_id"])["status"] == "success"
+
+
+def test_sdk_waits_for_the_default_agent_answer(sdk: Any) -> None:
+    client = sdk(make_graph)
+    thread_id = client.threads.create()["thread_id"]
+    values = client.runs.wait(thread_id, AGENT, input={"messages": [("user", "hi")]})
+    assert texts(values) == ["hi", "echo: hi"]
