@@ -21,7 +21,6 @@ import importlib
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,7 @@ def measure(workers: int) -> dict[str, float]:
         env = {"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}
         with cluster_type(Path(tmp), env=env) as cluster:
             urls = cluster.start(workers)
-            tag = uuid.uuid4().hex[:8]
+            tag = cluster.tag
             start = time.perf_counter()
             asyncio.run(_post_all(urls, tag))
             while True:

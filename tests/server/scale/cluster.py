@@ -40,6 +40,8 @@ class Cluster:
         self.name = f"tg_scale_{uuid.uuid4().hex[:10]}"
         self.dsn = PG_ADMIN.rsplit("/", 1)[0] + f"/{self.name}"
         self.prefix = f"{self.name}:"
+        self.tag = uuid.uuid4().hex[:8]
+        """Start thread ids with it: the thread cache's keys of those are deleted at the end."""
         self.workdir = workdir
         self.ledger = workdir / "ledger.txt"
         self.env = {
@@ -79,7 +81,7 @@ class Cluster:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
         client = redis.Redis.from_url(REDIS_URL)
         try:
-            for pattern in (f"{self.prefix}*", f"*{self.name}*"):
+            for pattern in (f"{self.prefix}*", f"tenxgraph:*:default:{self.tag}-*"):
                 keys = list(client.scan_iter(match=pattern, count=1000))
                 if keys:
                     client.delete(*keys)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -111,9 +110,9 @@ def _check_thread(url: str, thread: str, k: int) -> list[str]:
 
 
 def test_a_killed_worker_loses_no_run_and_repeats_nothing(tmp_path: Path) -> None:
-    tag = uuid.uuid4().hex[:8]
     with Cluster(tmp_path, env={"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}) as cluster:
         urls = cluster.start(3)
+        tag = cluster.tag
         first = time.monotonic()
         started = _start_runs(urls, tag)
         doomed = urls[0]
@@ -172,10 +171,10 @@ def test_a_killed_worker_loses_no_run_and_repeats_nothing(tmp_path: Path) -> Non
 def test_a_stopped_worker_hands_its_runs_back_without_a_lease_to_wait_for(
     tmp_path: Path,
 ) -> None:
-    tag = uuid.uuid4().hex[:8]
     env = {"SCALE_TOOL_SECONDS": "8", "TENXGRAPH_SERVE_RUN_LEASE": "120"}  # runs outlast the drain
     with Cluster(tmp_path, env=env) as cluster:
         (leaving,) = cluster.start(1)  # alone, so it takes the 4 queued runs
+        tag = cluster.tag
         started = []
         for k in range(4):
             body = {
