@@ -5,26 +5,23 @@ per-thread order, cancel through the graph's stop) plus a row per run in
 ``PgRunQueue``:
 
 - **Every run is a row, leased by the worker running it.** A run starts
-  where it was asked for (no hop: a streamed run's first event costs what it
-  costs on one worker), its row is added held by that worker, and a
-  heartbeat (every ``queue.heartbeat_seconds``) keeps it. A worker killed
-  mid-run stops heartbeating; once the lease expired, a consumer of another
-  worker claims the row and **resumes** the run: when the thread moved past
-  the version the first attempt began from, the input was saved, so the run
-  continues the thread (input None: a dead run goes on from its last saved
-  step, and the tool ledger keeps finished tools from running again);
-  otherwise the input is run again. A turn that completed before the
-  worker died is only recorded.
+  where it was asked for (no hop), its row added held by that worker and
+  kept by a heartbeat (every ``queue.heartbeat_seconds``). Once a killed
+  worker's lease expired, a consumer of another worker claims the row and
+  **resumes** the run: if the thread moved past the version the first
+  attempt began from, the input was saved and the run continues the thread
+  (input None; the tool ledger keeps finished tools from running again);
+  otherwise the input is run again. A turn that had completed is recorded.
 - **Consumers.** Each worker runs ``consumers`` tasks that claim rows no
-  live worker holds, one run at a time each, so a worker runs at most that
-  many claimed runs at once.
+  live worker holds, one run at a time each.
 - **Streams.** With Redis, each run's events also go to a Redis Stream
   (``_redis_events``), so ``locate`` answers a run held by another worker
   with a record whose log reads that stream: join, stream and reconnect with
   ``Last-Event-ID`` work on any worker.
 - **Cancel** on any worker: the holder's own record is stopped at once; a
   run held elsewhere gets the request in its row, which its holder reads
-  with its next heartbeat and then stops it as a local cancel does.
+  with its next heartbeat and then stops it as a local cancel does. Tool
+  results for a run held elsewhere go to its holder (``_tool_relay``).
 - **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
   ``drain_seconds``, then stop the rest at their next step and hand their
   rows back (no lease to wait for: another worker resumes them at once).
@@ -51,6 +48,7 @@ from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
 from tenxgraph.server._run_manager import CancelAction, RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.server._tool_relay import ToolResultRelay
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
 if TYPE_CHECKING:
@@ -101,6 +99,7 @@ class DurableRunManager(RunManager):
         self.worker_id = worker_id or default_worker_id()
         self.encoder = StreamEncoder()
         self._held: dict[str, RunRecord] = {}
+        self.relay = ToolResultRelay(queue, self.worker_id, self._held.get)
         self._adds: dict[str, asyncio.Task[None]] = {}
         self._rows: set[str] = set()
         """Held runs whose row is in the table (the heartbeat extends these)."""
@@ -120,7 +119,9 @@ class DurableRunManager(RunManager):
     async def open(self) -> None:
         """Start the heartbeat and the consumers (server startup)."""
         self._spawn(self._heartbeats())
-        self._spawn(self.queue.listen(self._work.set))
+        wake = {self.queue.channel: lambda _: self._work.set()}
+        self._spawn(self.queue.listen({**wake, self.relay.channel: self.relay.notified}))
+        self._spawn(self.relay.serve())
         for _ in range(self.consumers):
             self._spawn(self._consume())
         logger.info("worker %s: taking runs (%d consumers)", self.worker_id, self.consumers)
@@ -209,32 +210,7 @@ class DurableRunManager(RunManager):
             )
         run_id = str(config.get("run_id") or uuid.uuid4())
         now = dt.datetime.now(dt.UTC).isoformat()
-        record = {
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "assistant_id": assistant_id,
-            "created_at": now,
-            "updated_at": now,
-            "status": "pending",
-            "metadata": dict(metadata or {}),
-            "multitask_strategy": strategy,
-            "kwargs": dict(kwargs or {}),
-            "cancel_reason": None,
-        }
-        request = {
-            "kwargs": pydantic_core.to_jsonable_python(dict(kwargs or {})),
-            "delete_thread": spec.on_completion is not None,
-            "held": False,
-        }
-        await self.queue.add(
-            run_id=run_id,
-            user_id=user_id,
-            thread_id=thread_id,
-            record=pydantic_core.to_jsonable_python(record),
-            request=request,
-            owner=None,
-        )
-        return RunRecord(
+        record = RunRecord(
             run_id=run_id,
             thread_id=thread_id,
             user_id=user_id,
@@ -247,6 +223,28 @@ class DurableRunManager(RunManager):
             created_at=now,
             updated_at=now,
         )  # what the answer shows; readers get a live record through ``locate``
+        request = {
+            "kwargs": pydantic_core.to_jsonable_python(dict(kwargs or {})),
+            "delete_thread": spec.on_completion is not None,
+            "held": False,
+        }
+        await self.queue.add(
+            run_id=run_id,
+            user_id=user_id,
+            thread_id=thread_id,
+            record=pydantic_core.to_jsonable_python(record.as_json()),
+            request=request,
+            owner=None,
+        )
+        return record
+
+    async def submit_tool_results(
+        self, record: RunRecord, results: list[dict[str, Any]]
+    ) -> list[str]:
+        """Apply them to a run held here; hand them to the holder of a run held elsewhere."""
+        if record.run_id in self._held or record.finished:
+            return await super().submit_tool_results(record, results)
+        return await self.relay.send(record, results)
 
     async def _add(self, record: RunRecord, request: dict[str, Any]) -> None:
         try:

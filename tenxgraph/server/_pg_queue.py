@@ -19,6 +19,10 @@ action into the row and the holder reads it back with its next heartbeat
 (within ``heartbeat_seconds``). A row nobody holds (pending, or its holder
 died) is ended at once.
 
+Browser-side tool results posted to a worker that does not hold the run
+are a row of ``<schema>.server_run_mail`` addressed to the holder, which a
+``NOTIFY`` on the holder's own channel wakes (see ``_tool_relay``).
+
 Only what PostgreSQL provides is used: row locks, ``SKIP LOCKED`` and the
 database's clock (``now()``), so workers on several machines agree on
 expiries without synchronized clocks.
@@ -27,9 +31,10 @@ expiries without synchronized clocks.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +45,7 @@ from tenxgraph.storage.sql._postgres import PgDatabase
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["ACTIVE", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
+__all__ = ["ACTIVE", "MAIL", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
@@ -77,6 +82,27 @@ RUNS = Component(
     ),
 )
 """The run table and its migrations."""
+
+MAIL = Component(
+    "server_run_mail",
+    (
+        (
+            """CREATE TABLE {schema}.server_run_mail (
+                id bigserial PRIMARY KEY,
+                run_id text NOT NULL,
+                holder text NOT NULL,
+                sender text NOT NULL,
+                state text NOT NULL DEFAULT 'new',
+                body jsonb NOT NULL,
+                answer jsonb,
+                created_at timestamptz NOT NULL DEFAULT now()
+            )""",
+            """CREATE INDEX server_run_mail_new ON {schema}.server_run_mail (holder)
+                WHERE state = 'new'""",
+        ),
+    ),
+)
+"""Requests to the worker holding a run, and their answers (``_tool_relay``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +170,15 @@ class PgRunQueue:
         self.lease_seconds = lease_seconds
         self._db = PgDatabase(
             conninfo,
-            components=[RUNS],
+            components=[RUNS, MAIL],
             schema=schema,
             pool_min_size=1,
             pool_size=pool_size,
             private_loop=False,
         )
         self._t = f"{self._db.s}.server_runs"
+        self._mail = f"{self._db.s}.server_run_mail"
+        self._schema = schema
         self._conninfo = conninfo
         self.channel = f"tenxgraph_runs_{schema}"
         """The LISTEN/NOTIFY channel that says a run became claimable."""
@@ -191,11 +219,17 @@ class PgRunQueue:
         """Wake the workers listening (a run may have become claimable)."""
         await self._fetch("SELECT pg_notify(%s, '')", [self.channel])
 
-    async def listen(self, wake: Callable[[], None]) -> None:
-        """Call ``wake()`` at each notification, until cancelled (reconnects after errors).
+    def worker_channel(self, worker_id: str) -> str:
+        """The LISTEN/NOTIFY channel of one worker (a name Postgres takes whatever the id)."""
+        digest = hashlib.sha1(f"{self._schema}:{worker_id}".encode()).hexdigest()[:24]
+        return f"tenxgraph_w_{digest}"
 
-        Workers still poll; this only makes a queued run start without
-        waiting for the next poll. A caller's pool gives no DSN: no listening.
+    async def listen(self, channels: Mapping[str, Callable[[str], None]]) -> None:
+        """Call ``channels[name](payload)`` at each notification, until cancelled.
+
+        Reconnects after errors. Workers still poll; this only makes a
+        queued run (or a request to this worker) go on without waiting for
+        the next poll. A caller's pool gives no DSN: no listening.
         """
         import psycopg
 
@@ -205,9 +239,10 @@ class PgRunQueue:
             try:
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
                 async with conn:
-                    await conn.execute(f'LISTEN "{self.channel}"')
-                    async for _ in conn.notifies():
-                        wake()
+                    for channel in channels:
+                        await conn.execute(f'LISTEN "{channel}"')
+                    async for note in conn.notifies():
+                        channels[note.channel](note.payload)
             except psycopg.Error as exc:  # polling goes on meanwhile
                 logger.info("run queue: listening failed (%s); retrying in 1 s", exc)
                 await asyncio.sleep(1.0)
@@ -308,6 +343,65 @@ class PgRunQueue:
             [user_id, thread_id],
         )
         return int(rows[0][0])
+
+    async def holder(self, run_id: str) -> str | None:
+        """The live worker holding the run (None: it ended, is queued, or its holder died)."""
+        rows = await self._fetch(
+            f"SELECT owner FROM {self._t} WHERE run_id = %s AND owner IS NOT NULL"
+            " AND lease_until > now() AND status IN ('pending', 'running')",
+            [run_id],
+        )
+        return str(rows[0][0]) if rows else None
+
+    # --- mail to the worker holding a run (``_tool_relay``) ------------------------------
+
+    async def post(self, run_id: str, holder: str, sender: str, body: Any) -> int:
+        """Leave ``body`` for ``holder`` and wake it; the letter's id (answers come to it)."""
+        await self._fetch(
+            f"DELETE FROM {self._mail} WHERE created_at < now() - interval '10 minutes'", []
+        )
+        rows = await self._fetch(
+            f"INSERT INTO {self._mail} (run_id, holder, sender, body) VALUES (%s, %s, %s, %s)"
+            " RETURNING id",
+            [run_id, holder, sender, json.dumps(body)],
+        )
+        await self._fetch("SELECT pg_notify(%s, 'mail')", [self.worker_channel(holder)])
+        return int(rows[0][0])
+
+    async def take(self, holder: str) -> list[tuple[int, str, str, Any]]:
+        """The new letters to ``holder``, taken (each once): (id, run id, sender, body)."""
+        rows = await self._fetch(
+            f"UPDATE {self._mail} SET state = 'taken' WHERE holder = %s AND state = 'new'"
+            " RETURNING id, run_id, sender, body",
+            [holder],
+        )
+        return [(int(i), str(r), str(s), b) for i, r, s, b in rows]
+
+    async def answer(self, letter: int, sender: str, answer: Any) -> None:
+        """Answer a letter taken, and wake its sender."""
+        await self._fetch(
+            f"UPDATE {self._mail} SET state = 'done', answer = %s WHERE id = %s",
+            [json.dumps(answer), letter],
+        )
+        await self._fetch("SELECT pg_notify(%s, %s)", [self.worker_channel(sender), str(letter)])
+
+    async def reply(self, letter: int) -> tuple[str, Any] | None:
+        """A letter's state (new, taken, done, withdrawn) and answer; None once dropped."""
+        rows = await self._fetch(f"SELECT state, answer FROM {self._mail} WHERE id = %s", [letter])
+        return (str(rows[0][0]), rows[0][1]) if rows else None
+
+    async def withdraw(self, letter: int) -> bool:
+        """Take back a letter its holder did not take yet; False once it was taken."""
+        rows = await self._fetch(
+            f"UPDATE {self._mail} SET state = 'withdrawn' WHERE id = %s AND state = 'new'"
+            " RETURNING id",
+            [letter],
+        )
+        return bool(rows)
+
+    async def drop(self, letter: int) -> None:
+        """Delete a letter once its sender read the answer."""
+        await self._fetch(f"DELETE FROM {self._mail} WHERE id = %s", [letter])
 
     async def get(self, user_id: str, run_id: str) -> ClaimedRun | None:
         """The run ``run_id`` of ``user_id``, or None."""

@@ -208,6 +208,12 @@ class RunManager:
         """A background run: here, ``start``; a durable queue lets any worker take it."""
         return self.start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
 
+    async def submit_tool_results(
+        self, record: RunRecord, results: list[dict[str, Any]]
+    ) -> list[str]:
+        """Hand browser-side tool results to the run; the calls it still waits for."""
+        return record.remote.submit(results)
+
     async def _execute(self, record: RunRecord, spec: RunSpec, ahead: list[RunRecord]) -> None:
         """The worker: wait for its turn, run the graph into the log, record how it ended."""
         writer = RunStreamWriter(

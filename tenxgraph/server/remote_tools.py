@@ -146,13 +146,15 @@ async def post_tool_results(
     """Answer remote tool calls the run waits for; it goes on once all are answered.
 
     409 when the run waits for no result (it ended, or has not paused); 422
-    for a result that answers no pending call.
+    for a result that answers no pending call. Posted to a worker that does
+    not hold the run, they are carried to its holder (``_tool_relay``); 504
+    when the holder does not take them in time.
     """
-    from tenxgraph.server.runs import run_or_404
+    from tenxgraph.server.runs import manager_of, run_or_404
 
     record = await run_or_404(context, user, thread_id, run_id)
     results = tool_results_of(body)
     if record.finished:
         bad_request(f"run {run_id!r} ended ({record.status}); resume the thread instead", 409)
-    pending = record.remote.submit(results)
+    pending = await manager_of(context).submit_tool_results(record, results)
     return {"run_id": run_id, "accepted": [r["call_id"] for r in results], "pending": pending}
