@@ -190,24 +190,16 @@ class DurableRunManager(RunManager):
     ) -> RunRecord:
         """A background run: a row no worker holds yet; the first free consumer takes it.
 
-        ``reject`` is answered from the run table (409 while any worker has
-        a run pending or running on the thread); ``enqueue`` rows wait behind
-        the thread's earlier runs. ``interrupt``, ``rollback`` and
-        ``after_seconds`` runs start here (held), as ``start`` does.
+        ``reject`` is answered from the run table (``admit``); ``enqueue``
+        rows wait behind the thread's earlier runs. ``interrupt``, ``rollback``
+        and ``after_seconds`` runs start here (held), as ``start`` does.
         """
         config = spec.config
         user_id, thread_id = str(config["user_id"]), str(config["thread_id"])
         strategy = str(config.get("multitask_strategy") or spec.graph.leases.strategy)
         if strategy in ("interrupt", "rollback") or spec.after_seconds > 0:
             return self.start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
-        if strategy == "reject" and (
-            self.busy(user_id, thread_id) or await self.queue.active(user_id, thread_id)
-        ):
-            raise ThreadBusyError(
-                thread_id,
-                "a run is pending or running on it; pass multitask_strategy 'enqueue' to wait "
-                "for it, or 'interrupt' or 'rollback' to stop it",
-            )
+        await self.admit(spec)
         run_id = str(config.get("run_id") or uuid.uuid4())
         now = dt.datetime.now(dt.UTC).isoformat()
         record = RunRecord(
@@ -237,6 +229,22 @@ class DurableRunManager(RunManager):
             owner=None,
         )
         return record
+
+    async def admit(self, spec: RunSpec) -> None:
+        """``reject``: 409 while any worker has a run on the thread (not one that ended here)."""
+        config = spec.config
+        user_id, thread_id = str(config["user_id"]), str(config["thread_id"])
+        if str(config.get("multitask_strategy") or spec.graph.leases.strategy) != "reject":
+            return
+        rows = await self.queue.active(user_id, thread_id)
+        if self.busy(user_id, thread_id) or any(
+            not getattr(self._runs.get(run_id), "finished", False) for run_id in rows
+        ):
+            raise ThreadBusyError(
+                thread_id,
+                "a run is pending or running on it; pass multitask_strategy 'enqueue' to wait "
+                "for it, or 'interrupt' or 'rollback' to stop it",
+            )
 
     async def submit_tool_results(
         self, record: RunRecord, results: list[dict[str, Any]]

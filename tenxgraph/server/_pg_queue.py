@@ -335,14 +335,14 @@ class PgRunQueue:
         )
         return _claimed(rows[0]) if rows else None
 
-    async def active(self, user_id: str, thread_id: str) -> int:
-        """How many runs of the thread are pending or running (any worker's)."""
+    async def active(self, user_id: str, thread_id: str) -> list[str]:
+        """The runs of the thread that are pending or running (any worker's)."""
         rows = await self._fetch(
-            f"SELECT count(*) FROM {self._t} WHERE user_id = %s AND thread_id = %s"
+            f"SELECT run_id FROM {self._t} WHERE user_id = %s AND thread_id = %s"
             " AND status IN ('pending', 'running')",
             [user_id, thread_id],
         )
-        return int(rows[0][0])
+        return [str(run_id) for (run_id,) in rows]
 
     async def holder(self, run_id: str) -> str | None:
         """The live worker holding the run (None: it ended, is queued, or its holder died)."""

@@ -208,6 +208,13 @@ class RunManager:
         """A background run: here, ``start``; a durable queue lets any worker take it."""
         return self.start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
 
+    async def admit(self, spec: RunSpec) -> None:
+        """Refuse a run before it starts (``ThreadBusyError``); ``start`` checks this process.
+
+        The durable manager also reads the run table: a ``reject`` run on a
+        thread busy in another worker is refused here, not failed once started.
+        """
+
     async def submit_tool_results(
         self, record: RunRecord, results: list[dict[str, Any]]
     ) -> list[str]:

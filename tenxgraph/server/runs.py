@@ -95,6 +95,7 @@ async def _start(
         not_found(f"assistant {body.assistant_id!r}")
     manager = manager_of(context)
     cleanup: Callable[[], Awaitable[None]] | None = None
+    stateless = thread_id is None
     if thread_id is None:  # stateless: a thread of its own, deleted after unless kept
         thread_id = str(uuid.uuid4())
         if body.on_completion != "keep":
@@ -116,6 +117,8 @@ async def _start(
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
     if background:
         return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
+    if not stateless:  # a reject run on a thread busy in another worker: 409 before it starts
+        await manager.admit(spec)
     return manager.start(spec, assistant_id=context.graph_id, **options)
 
 

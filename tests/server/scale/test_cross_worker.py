@@ -1,7 +1,8 @@
 """Requests about a run that reach a worker other than the one holding it (two uvicorn apps).
 
 Browser-side tool results posted to worker B reach the run waiting on
-worker A (with or without Redis: Postgres carries them).
+worker A (with or without Redis: Postgres carries them); a ``reject`` run on
+a thread busy in the other worker is a 409 before it starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tenxgraph.testing.server import served
 from tests.server.test_stream_resume import sse
 
 from .conftest import PG_DSN, REDIS_URL
-from .test_two_workers import AGENT
+from .test_two_workers import AGENT, slow_graph
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -135,3 +136,45 @@ async def test_results_for_a_holder_that_does_not_answer_are_a_504(
         assert await queue.take("stuck-worker") == []  # withdrawn, then dropped: never applied
     finally:
         await queue.aclose()
+
+
+@pytest.fixture
+def slow_two(schema: str, prefix: str) -> Iterator[tuple[str, str]]:
+    with ExitStack() as stack:
+        apps = [app_of(slow_graph(schema, 0.15, 8), schema, prefix, REDIS_URL) for _ in "ab"]
+        yield stack.enter_context(served(apps[0])), stack.enter_context(served(apps[1]))
+
+
+def test_a_reject_run_on_a_thread_busy_in_another_worker_is_a_409_before_it_starts(
+    slow_two: tuple[str, str], schema: str
+) -> None:
+    import psycopg
+
+    a, b = slow_two
+    go = {"role": "user", "content": "go"}
+    first = {"assistant_id": AGENT, "input": {"messages": [go]}, "if_not_exists": "create"}
+    second = {**first, "input": {"messages": [{"role": "user", "content": "two"}]}}
+    with (
+        httpx.Client(base_url=a, timeout=30) as on_a,
+        httpx.Client(base_url=b, timeout=30) as on_b,
+        on_a.stream("POST", "/threads/x3/runs/stream", json=first) as running,
+    ):
+        events = sse(running)
+        run_id = next(events)["data"]["run_id"]
+        time.sleep(0.2)  # its row is written and it runs on A
+        waited = on_b.post("/threads/x3/runs/wait", json=second)
+        assert waited.status_code == 409, waited.text
+        assert "pending or running" in waited.json()["detail"]
+        streamed = on_b.post("/threads/x3/runs/stream", json=second)
+        assert streamed.status_code == 409, streamed.text
+        with psycopg.connect(PG_DSN) as conn:
+            rows = conn.execute(
+                f'SELECT run_id FROM "{schema}".server_runs WHERE thread_id = %s', ["x3"]
+            ).fetchall()
+        assert rows == [(run_id,)]  # neither refused run was started nor recorded
+        assert list(events)[-1]["event"] == "end"
+    with httpx.Client(base_url=b, timeout=30) as on_b:
+        after = on_b.post("/threads/x3/runs/wait", json=second)  # the thread is free again
+        assert after.status_code == 200, after.text
+        texts = [m["content"][0]["text"] for m in after.json()["messages"]]
+        assert texts[0] == "go" and texts[9] == "two" and len(texts) == 18
