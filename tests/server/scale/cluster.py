@@ -46,7 +46,8 @@ class Cluster:
         self.ledger = workdir / "ledger.txt"
         self.env = {
             **os.environ,
-            "PYTHONPATH": str(HERE),
+            # the scale graph, then the caller's path: a checkout's workers run its own code
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
             "SCALE_LEDGER": str(self.ledger),
             "TENXGRAPH_SERVE_STREAM_PREFIX": self.prefix,
             "TENXGRAPH_SERVE_RUN_LEASE": "2",
