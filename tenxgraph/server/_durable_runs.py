@@ -46,7 +46,7 @@ import pydantic_core
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
-from tenxgraph.server._run_manager import CancelAction, RunManager, RunRecord, RunSpec
+from tenxgraph.server._run_manager import FINISHED, CancelAction, RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server._tool_relay import ToolResultRelay
 from tenxgraph.storage.checkpointer.base import ThreadKey
@@ -60,7 +60,6 @@ __all__ = ["DurableRunManager", "default_worker_id"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
-_ENDED = frozenset({"success", "error", "interrupted", "timeout"})
 MAX_ATTEMPTS = 5
 """Claims of one run after which it ends ``error`` instead of being run again."""
 _HANDED_BACK = frozenset({"shutdown", "lease lost"})
@@ -83,13 +82,14 @@ class DurableRunManager(RunManager):
         *,
         limits: EventLogLimits | None = None,
         keep_finished: int = 10_000,
+        keep_logs: int = 1_000,
         consumers: int = 4,
         poll_seconds: float = 0.25,
         drain_seconds: float = 5.0,
         worker_id: str | None = None,
     ) -> None:
         """Run ``graph``'s runs, recorded in ``queue``; ``events`` shares streams across workers."""
-        super().__init__(limits, keep_finished=keep_finished)
+        super().__init__(limits, keep_finished=keep_finished, keep_logs=keep_logs)
         self.graph, self.queue, self.events = graph, queue, events
         self.consumers, self.poll_seconds, self.drain_seconds = (
             consumers,
@@ -385,7 +385,7 @@ class DurableRunManager(RunManager):
             await super().cancel(record, action=action, wait=wait)
             return
         row = await self.queue.request_cancel(record.run_id, action)
-        if row is not None and row.status in _ENDED:  # nobody held it: ended here
+        if row is not None and row.status in FINISHED:  # nobody held it: ended here
             self._settle(record, row.status, row.output)
         if wait or action == "rollback":
             await record.done.wait()
@@ -444,7 +444,7 @@ class DurableRunManager(RunManager):
 
             async def ended() -> bool:
                 now = await self.queue.get(row.user_id, row.run_id)
-                return now is None or now.status in _ENDED
+                return now is None or now.status in FINISHED
 
             reader = RedisStreamReader(self.events, self.events.key(row.run_id), ended=ended)
             await reader.prepare()
@@ -465,7 +465,7 @@ class DurableRunManager(RunManager):
             created_at=str(data.get("created_at", "")),
             started=True,
         )
-        if row.status in _ENDED:
+        if row.status in FINISHED:
             self._settle(record, row.status, row.output)
         else:
             record.set_status("running" if row.status == "running" else "pending")
@@ -480,7 +480,7 @@ class DurableRunManager(RunManager):
                 row = await self.queue.get(record.user_id, record.run_id)
                 if row is None:
                     self._settle(record, "error", {"__error__": {"error": "RunLost"}})
-                elif row.status in _ENDED:
+                elif row.status in FINISHED:
                     self._settle(record, row.status, row.output)
                 elif row.status != record.status:
                     record.set_status("running" if row.status == "running" else "pending")

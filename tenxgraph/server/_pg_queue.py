@@ -45,12 +45,9 @@ from tenxgraph.storage.sql._postgres import PgDatabase
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["ACTIVE", "MAIL", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
+__all__ = ["MAIL", "RUNS", "ClaimedRun", "PgRunQueue", "QueueStats"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
-
-ACTIVE = ("pending", "running")
-"""Statuses of a run that has not ended."""
 
 RUNS = Component(
     "server_runs",

@@ -223,10 +223,6 @@ class RedisStreamReader(EventLog):
         """The oldest entry kept (as of ``prepare``)."""
         return self._first
 
-    def check_resume(self, after: int) -> None:
-        """Raise ``EventsLostError`` when entries after ``after`` were trimmed already."""
-        super().check_resume(after)
-
     async def read_range(self, after: int, until: int) -> AsyncIterator[list[LoggedEvent]]:
         """The events numbered ``after + 1`` to ``until``, checked for a gap."""
         entries = await self._redis.client.xrange(self._key, min=f"0-{after + 1}", max=f"0-{until}")

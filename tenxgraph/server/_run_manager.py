@@ -41,13 +41,13 @@ from tenxgraph.server.remote_tools import RemoteCalls
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
 
-__all__ = ["RunManager", "RunRecord", "RunSpec", "RunStatus"]
+__all__ = ["FINISHED", "RunManager", "RunRecord", "RunSpec", "RunStatus"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
 
 CancelAction = Literal["interrupt", "rollback"]
-_FINISHED = frozenset({"error", "success", "timeout", "interrupted"})
+FINISHED = frozenset({"error", "success", "timeout", "interrupted"})
 
 
 def _now() -> str:
@@ -101,7 +101,7 @@ class RunRecord:
     @property
     def finished(self) -> bool:
         """True once the run ended, however it ended."""
-        return self.status in _FINISHED
+        return self.status in FINISHED
 
     def as_json(self) -> dict[str, Any]:
         """The run as LangGraph's API returns it."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tenxgraph.server._durable_runs import DurableRunManager
-from tenxgraph.server._event_log import EventLogLimits
 
 if TYPE_CHECKING:
     from tenxgraph.server._context import ServerContext
@@ -37,17 +36,15 @@ def install(
     from tenxgraph.server._metrics import metrics_of
     from tenxgraph.server._pg_queue import PgRunQueue
     from tenxgraph.server._redis_events import RedisEvents
+    from tenxgraph.server.runs import run_options
 
-    options = dict(context.settings.extra.get("runs", {}))
-    keep = int(options.pop("keep_finished", 10_000))
     queue = PgRunQueue(postgres, schema=schema, lease_seconds=lease_seconds)
     events = RedisEvents(redis, prefix=prefix) if redis else None
     manager = DurableRunManager(
         context.graph,
         queue,
         events,
-        limits=EventLogLimits(**options),
-        keep_finished=keep,
+        **run_options(context),
         consumers=consumers,
         poll_seconds=poll_seconds,
     )

@@ -40,14 +40,19 @@ PING_SECONDS = 15
 """A comment line on an idle stream this often keeps proxies from closing it."""
 
 
+def run_options(context: ServerContext) -> dict[str, Any]:
+    """The run manager's keyword arguments from the settings' ``extra["runs"]``."""
+    options = dict(context.settings.extra.get("runs", {}))
+    keep = int(options.pop("keep_finished", 10_000))
+    logs = int(options.pop("keep_logs", 1_000))
+    return {"limits": EventLogLimits(**options), "keep_finished": keep, "keep_logs": logs}
+
+
 def manager_of(context: ServerContext) -> RunManager:
     """The app's run manager, made on first use (settings ``extra["runs"]``)."""
     manager: RunManager | None = context.state.get("runs")
     if manager is None:
-        options = dict(context.settings.extra.get("runs", {}))
-        keep = int(options.pop("keep_finished", 10_000))
-        logs = int(options.pop("keep_logs", 1_000))
-        manager = RunManager(EventLogLimits(**options), keep_finished=keep, keep_logs=logs)
+        manager = RunManager(**run_options(context))
         context.state["runs"] = manager
         context.on_shutdown.append(manager.aclose)
     return manager

@@ -286,3 +286,14 @@ async def test_a_queued_run_starts_at_once_without_waiting_for_a_poll(
         assert row is not None and row.status == "success"  # woken by NOTIFY, not a poll
     finally:
         await queue.aclose()
+
+
+def test_the_runs_settings_reach_the_durable_manager(schema: str, prefix: str) -> None:
+    from tenxgraph.server._scale_out import install
+    from tenxgraph.server.app import create_app
+
+    runs = {"keep_finished": 9, "keep_logs": 7, "max_events": 123}
+    app = create_app(slow_graph(schema, 0.0, 1), graph_id=AGENT, extra_settings={"runs": runs})
+    manager = install(app.state.context, PG_DSN, REDIS_URL, schema=schema, prefix=prefix)
+    assert (manager.keep_finished, manager.keep_logs) == (9, 7)
+    assert manager.limits.max_events == 123
