@@ -365,6 +365,8 @@ class MediaStoreContract:
         assert await store.adelete(ref)
         assert not await store.adelete(ref)
         assert await store.ainfo(ref) is None
+        with pytest.raises(MediaNotFoundError):
+            await store.aget(ref)
 
     async def test_delete_listeners_hear_each_deletion_once(self, store: MediaStore) -> None:
         """A delete listener runs after a delete that removed media, and only then."""
@@ -380,7 +382,7 @@ class MediaStoreContract:
         assert not await store.adelete(ref, user_id="acme")
         assert heard == [("acme", key_of(sample(100)))]
         with pytest.raises(MediaNotFoundError):
-            await store.aget(ref)
+            await store.aget(ref, user_id="acme")
 
     async def test_list_media_pages_in_key_order(self, store: MediaStore) -> None:
         """``alist_media`` lists one tenant's objects in key order, page by page."""
