@@ -87,12 +87,13 @@ async def _version(conn: AsyncConnection[Any]) -> str | None:
 
 
 async def _backfill(conn: AsyncConnection[Any], s: str, table: str, dimensions: int) -> None:
-    """Copy the vectors of items written while pgvector was not used."""
+    """Copy the vectors (and restarted expiries) of items written while pgvector was not used."""
     cursor = await conn.execute(
         f"SELECT m.user_id, m.namespace, m.key, m.expires_at, m.updated_at, m.vector "
         f"FROM {s}.memory_items m LEFT JOIN {table} v USING (user_id, namespace, key) "
         "WHERE m.vector IS NOT NULL AND length(m.vector) = %s "
-        "AND (v.key IS NULL OR v.updated_at <> m.updated_at)",
+        "AND (v.key IS NULL OR v.updated_at <> m.updated_at "
+        "OR v.expires_at IS DISTINCT FROM m.expires_at)",
         (4 * dimensions,),
     )
     rows = await cursor.fetchall()

@@ -145,18 +145,22 @@ class VecIndex:
         return conn
 
     def sync(
-        self, items: Iterable[tuple[int, float]], fetch: Callable[[list[int]], list[IndexRow]]
+        self,
+        items: Iterable[tuple[int, float, float | None]],
+        fetch: Callable[[list[int]], list[IndexRow]],
     ) -> int:
-        """Bring the index up to the store's ``(rowid, updated_at)`` of items with a vector.
+        """Bring the index up to ``(rowid, updated_at, expires_at)`` of the items with a vector.
 
-        ``fetch(rowids)`` returns their ``IndexRow``s. Returns the rows changed.
+        The expiry is compared too: a read that restarted an item's ttl changes
+        it without a new ``updated_at``. ``fetch(rowids)`` returns their
+        ``IndexRow``s. Returns the rows changed.
         """
-        wanted = dict(items)
+        wanted = {rowid: (at, math.inf if ends is None else ends) for rowid, at, ends in items}
         with self._connection() as conn:
-            rows = conn.execute(f"SELECT rowid, updated_at FROM {self._table}").fetchall()
-        held: dict[int, float] = {int(row[0]): float(row[1]) for row in rows}  # type: ignore[arg-type]
+            rows = conn.execute(f"SELECT rowid, updated_at, expires_at FROM {self._table}")
+            held = {int(r[0]): (float(r[1]), float(r[2])) for r in rows}  # type: ignore[arg-type]
         gone = [rowid for rowid in held if rowid not in wanted]
-        stale = [rowid for rowid, at in wanted.items() if held.get(rowid) != at]
+        stale = [rowid for rowid, stamp in wanted.items() if held.get(rowid) != stamp]
         with self._connection() as conn, conn:
             for rowid in gone:
                 conn.execute(f"DELETE FROM {self._table} WHERE rowid = ?", (rowid,))

@@ -470,9 +470,7 @@ def _purge(conn: sqlite3.Connection, now: float) -> list[tuple[int, float]]:
     return [(row[0], row[1]) for row in gone]
 
 
-def _vector_stamps(conn: sqlite3.Connection) -> list[tuple[int, float]]:
-    """``(rowid, updated_at)`` of every item with a vector: what the index must hold."""
-    return [
-        (row[0], row[1])
-        for row in conn.execute("SELECT id, updated_at FROM memory_items WHERE vector IS NOT NULL")
-    ]
+def _vector_stamps(conn: sqlite3.Connection) -> list[tuple[int, float, float | None]]:
+    """``(rowid, updated_at, expires_at)`` of every item with a vector: what the index must hold."""
+    query = "SELECT id, updated_at, expires_at FROM memory_items WHERE vector IS NOT NULL"
+    return [(row[0], row[1], row[2]) for row in conn.execute(query)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,22 @@ def test_items_written_without_the_index_are_found(tmp_path: Path) -> None:
         assert again.vector_index == "sqlite-vec"
         found = again.search(query="black coffee", mode="vector")
         assert [item.key for item in found] == ["new", "changed"]
+
+
+def test_a_ttl_restarted_without_the_index_is_followed_by_it(tmp_path: Path) -> None:
+    """A read by a store without the index restarts the item's ttl; the index follows."""
+    embedder = HashingEmbedder(64)
+    path = tmp_path / "m.db"
+    with SqliteMemoryStore(path, embedder=embedder, vector_index=True) as indexed:
+        indexed.put(("m",), "kept", {"text": "green tea"}, ttl=1.0)
+    time.sleep(0.6)
+    with SqliteMemoryStore(path, embedder=embedder, vector_index=False) as plain:
+        assert plain.get(("m",), "kept") is not None  # refresh_on_read: 1 s from now
+    time.sleep(0.6)  # past the first expiry, within the restarted one
+    with SqliteMemoryStore(path, embedder=embedder) as again:
+        assert again.vector_index == "sqlite-vec"
+        found = again.search(query="green tea", mode="vector")
+        assert [item.key for item in found] == ["kept"]
 
 
 def test_an_index_row_without_its_item_is_never_returned(tmp_path: Path) -> None:
