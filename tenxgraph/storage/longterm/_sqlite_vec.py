@@ -158,7 +158,7 @@ class VecIndex:
         wanted = {rowid: (at, math.inf if ends is None else ends) for rowid, at, ends in items}
         with self._connection() as conn:
             rows = conn.execute(f"SELECT rowid, updated_at, expires_at FROM {self._table}")
-            held = {int(r[0]): (float(r[1]), float(r[2])) for r in rows}  # type: ignore[arg-type]
+            held = {int(r[0]): (float(r[1]), float(r[2])) for r in rows}
         gone = [rowid for rowid in held if rowid not in wanted]
         stale = [rowid for rowid, stamp in wanted.items() if held.get(rowid) != stamp]
         with self._connection() as conn, conn:
