@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.core.state.message_block import RemoteToolCallBlock
 
 __all__ = [
@@ -131,7 +131,7 @@ def messages_in(values: dict[str, Any]) -> list[Message]:
     for name in ("messages", "context"):
         items = values.get(name)
         if isinstance(items, list) and all(_is_message(item) for item in items):
-            return [Message.model_validate(item) for item in items]
+            return MessagesAdapter.validate_python(items)
     return []
 
 

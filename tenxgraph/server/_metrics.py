@@ -82,7 +82,7 @@ class RunMetrics:
         from tenxgraph.server.runs import manager_of
 
         manager: Any = manager_of(context)
-        local = [r for r in list(manager._runs.values())]
+        local = list(manager._runs.values())
         self.held.set(sum(1 for r in local if not r.finished))
         queue = getattr(manager, "queue", None)
         if queue is not None:

@@ -52,9 +52,7 @@ class HookCaller:
 
     def __init__(self, hooks: Sequence[RunHooks]) -> None:
         self.hooks = tuple(hooks)
-
-    def __bool__(self) -> bool:
-        return bool(self.hooks)
+        """The hooks, in call order; the run loop tests this tuple before calling any."""
 
     async def run_started(self, run: RunControl) -> None:
         """Call every ``on_run_start``."""

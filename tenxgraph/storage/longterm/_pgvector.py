@@ -138,10 +138,11 @@ async def nearest(
     async with conn.transaction():
         if tuple(int(part) for part in version.split(".")[:2]) >= (0, 8):
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        vector = literal(query)
         cursor = await conn.execute(
             f"SELECT 1 - (embedding <=> %s::vector), namespace, key FROM {table} "
             f"WHERE {conditions} ORDER BY embedding <=> %s::vector LIMIT %s",
-            [literal(query), *params, literal(query), k],
+            [vector, *params, vector, k],
         )
         rows = await cursor.fetchall()
     hits = [(float(score), str(ns), str(key)) for score, ns, key in rows]
