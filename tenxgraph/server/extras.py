@@ -32,7 +32,7 @@ from tenxgraph.server._context import Context, ServerContext, User, thread_confi
 from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.server.runs import manager_of
-from tenxgraph.server.threads import thread_or_404
+from tenxgraph.server.threads import thread_info_or_404
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["router"]
@@ -74,7 +74,7 @@ async def call_tool(
     Arguments that do not fit the tool's parameters are refused with 422 and
     nothing recorded (a model would get them back as an error result).
     """
-    await thread_or_404(context, thread_id, user)
+    await thread_info_or_404(context, thread_id, user)
     tool = context.graph.tools().get(name)
     if tool is None:
         not_found(f"tool {name!r}")
@@ -107,9 +107,7 @@ async def list_messages(
     """A page of the thread's whole log, oldest first, each message with its position."""
     checkpointer = _checkpointer(context)
     key = ThreadKey(thread_id, user)
-    info = await checkpointer.athread_info(key)
-    if info is None:
-        not_found(f"thread {thread_id!r}")
+    info = await thread_info_or_404(context, thread_id, user)
     stored = await checkpointer.alist_messages(key, offset=offset, limit=limit)
     return {
         "log_length": info.log_length,
@@ -126,7 +124,7 @@ async def rollback_turn(thread_id: str, context: Context, user: User) -> Json:
     a run of this server is on the thread: cancel it first (``action=rollback``
     does both).
     """
-    await thread_or_404(context, thread_id, user)
+    await thread_info_or_404(context, thread_id, user)
     if manager_of(context).busy(user, thread_id):
         bad_request(f"thread {thread_id!r} has a run going on: cancel it first", 409)
     return {"discarded": await context.graph.arollback(thread_config(thread_id, user))}

@@ -17,7 +17,7 @@ from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
-from tenxgraph.storage.checkpointer.base import ThreadKey
+from tenxgraph.storage.checkpointer.base import ThreadInfo, ThreadKey
 
 __all__ = ["router"]
 
@@ -111,13 +111,19 @@ def _key(thread_id: str, user: str) -> ThreadKey:
     return ThreadKey(thread_id, user)  # a bad id raises InvalidIdError: 400
 
 
-async def thread_or_404(context: ServerContext, thread_id: str, user: str) -> Json:
-    """The caller's thread as JSON; 404 when it has none by that id."""
+async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) -> ThreadInfo:
+    """The caller's thread's listing line (one indexed read); 404 when it has none by that id."""
     checkpointer = context.graph.checkpointer
     assert checkpointer is not None
     info = await checkpointer.athread_info(_key(thread_id, user))
     if info is None:
         not_found(f"thread {thread_id!r}")
+    return info
+
+
+async def thread_or_404(context: ServerContext, thread_id: str, user: str) -> Json:
+    """The caller's thread as JSON; 404 when it has none by that id."""
+    info = await thread_info_or_404(context, thread_id, user)
     state = await context.graph.aget_state(thread_config(thread_id, user))
     return shapes.thread_json(info, state)
 
@@ -231,7 +237,7 @@ async def _search(
 @router.post("/threads/{thread_id}/copy")
 async def copy_thread(thread_id: str, context: Context, user: User) -> Json:
     """A new thread (random id) holding a copy of this one as it is now."""
-    await thread_or_404(context, thread_id, user)
+    await thread_info_or_404(context, thread_id, user)
     new_id = str(uuid.uuid4())
     await context.graph.afork(thread_config(thread_id, user), new_id)
     return await thread_or_404(context, new_id, user)
@@ -275,10 +281,10 @@ def version_of(checkpoint_id: object) -> int:
 
 async def _state_at(context: ServerContext, thread_id: str, user: str, checkpoint: object) -> Json:
     version = version_of(checkpoint)
-    history = await context.graph.aget_state_history(thread_config(thread_id, user))
-    for snapshot in history:
-        if snapshot.version == version:
-            return shapes.state_json(thread_id, snapshot)
+    key = _key(thread_id, user)
+    newest = await queries.state_history(context, key, limit=1, before=version + 1, metadata=None)
+    if newest and newest[0]["checkpoint"]["checkpoint_id"] == str(version):
+        return newest[0]  # only this checkpoint's messages are loaded, not the whole history
     not_found(f"checkpoint {version} of thread {thread_id!r}")
 
 
@@ -292,7 +298,7 @@ async def update_state(thread_id: str, body: StateUpdate, context: Context, user
         )
     if isinstance(body.values, list):
         bad_request("values must be one object of state fields, not a list")
-    await thread_or_404(context, thread_id, user)
+    await thread_info_or_404(context, thread_id, user)
     version = await _apply(context, thread_id, user, body.values or {}, body.as_node)
     return {"checkpoint": shapes.checkpoint_json(thread_id, version)}
 
