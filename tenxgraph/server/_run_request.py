@@ -26,7 +26,7 @@ from tenxgraph.errors import StateError
 from tenxgraph.server._run_stream import STREAM_MODES
 from tenxgraph.storage.checkpointer.base import run_config
 
-__all__ = ["RunCommand", "RunRequest", "graph_input", "run_config_of"]
+__all__ = ["RunCommand", "RunRequest", "graph_input", "input_messages", "run_config_of"]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
@@ -139,13 +139,14 @@ def graph_input(request: RunRequest) -> dict[str, Any] | None:
     values = dict(request.input)
     result = {}
     if "messages" in values:
-        result["messages"] = as_messages(_messages(values.pop("messages")), "input 'messages'")
+        result["messages"] = as_messages(input_messages(values.pop("messages")), "input 'messages'")
     if values:
         result["state"] = values
     return result
 
 
-def _messages(value: Any) -> Any:
+def input_messages(value: Any) -> Any:
+    """Messages as runs and state updates take them, in the forms ``as_messages`` reads."""
     if isinstance(value, (list, tuple)):
         return [_message(item) for item in value]
     return _message(value)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
+from tenxgraph.server._run_request import input_messages
 from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadInfo, ThreadKey
@@ -163,8 +164,6 @@ def _input(context: ServerContext, values: Any) -> Any:
     if isinstance(values, dict) and "messages" in values and "messages" not in fields:
         if "context" in values:
             bad_request("give the messages once: under 'messages' or under 'context'")
-        from tenxgraph.server._run_request import _messages as input_messages
-
         given = values["messages"]
         values = {k: v for k, v in values.items() if k != "messages"}
         values["context"] = input_messages(given)
