@@ -17,6 +17,7 @@ from starlette.requests import Request
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.storage.checkpointer.base import Checkpointer
     from tenxgraph.storage.longterm.base import MemoryStore
     from tenxgraph.storage.media.base import MediaStore
 
@@ -71,6 +72,13 @@ class ServerContext:
     """Awaited in order when the server starts (before it accepts requests)."""
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Awaited in reverse order when the server stops (after the last request)."""
+
+    @property
+    def checkpointer(self) -> Checkpointer:
+        """The graph's checkpointer, which holds the threads (``create_app`` requires one)."""
+        checkpointer = self.graph.checkpointer
+        assert checkpointer is not None
+        return checkpointer
 
 
 def get_context(request: Request) -> ServerContext:

@@ -16,7 +16,7 @@ from typing import Any
 from tenxgraph.core.graph._history import StateSnapshot
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._context import ServerContext, thread_config
-from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpoint, StoredThread, ThreadKey
 from tenxgraph.storage.checkpointer.state_codec import decode_state
 
 __all__ = ["checkpoint_metadata", "search", "state_history"]
@@ -28,11 +28,6 @@ _INFO_SORTS = {
     "created_at": lambda info: info.created_at,
     "updated_at": lambda info: info.updated_at,
 }
-
-
-def _checkpointer(context: ServerContext) -> Checkpointer:
-    assert context.graph.checkpointer is not None  # create_app refuses a graph without one
-    return context.graph.checkpointer
 
 
 async def search(
@@ -47,7 +42,7 @@ async def search(
     page: slice | None,
 ) -> tuple[list[Json], int]:
     """The page of the tenant's matching threads as JSON, and how many match in all."""
-    infos = await _checkpointer(context).alist_threads(user, metadata=metadata or None)
+    infos = await context.checkpointer.alist_threads(user, metadata=metadata or None)
     if ids is not None:
         wanted = set(ids)
         infos = [info for info in infos if info.key.thread_id in wanted]
@@ -87,7 +82,7 @@ async def state_history(
     metadata: Mapping[str, Any] | None,
 ) -> list[Json] | None:
     """The thread's checkpoints as states, newest first; None when the thread does not exist."""
-    checkpointer = _checkpointer(context)
+    checkpointer = context.checkpointer
     filtered = before is not None or bool(metadata)
     checkpoints = await checkpointer.alist_checkpoints(key, limit=None if filtered else limit)
     if not checkpoints:

@@ -145,8 +145,7 @@ def _health_router() -> Any:
         from tenxgraph.storage.checkpointer.base import ThreadKey
 
         try:
-            assert context.graph.checkpointer is not None
-            await context.graph.checkpointer.aversion(ThreadKey("__ready__", "__ready__"))
+            await context.checkpointer.aversion(ThreadKey("__ready__", "__ready__"))
         except Exception as exc:  # any failure means not ready; say which
             detail = f"storage not ready: {type(exc).__name__}: {exc}"
             return JSONResponse({"ok": False, "detail": detail}, status_code=503)

@@ -28,7 +28,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenxgraph.errors import ToolError, UsageError
-from tenxgraph.server._context import Context, ServerContext, User, thread_config
+from tenxgraph.server._context import Context, User, thread_config
 from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.server.runs import manager_of
@@ -105,7 +105,7 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Json:
     """A page of the thread's whole log, oldest first, each message with its position."""
-    checkpointer = _checkpointer(context)
+    checkpointer = context.checkpointer
     key = ThreadKey(thread_id, user)
     info = await thread_info_or_404(context, thread_id, user)
     stored = await checkpointer.alist_messages(key, offset=offset, limit=limit)
@@ -133,7 +133,7 @@ async def rollback_turn(thread_id: str, context: Context, user: User) -> Json:
 @router.get("/threads/{thread_id}/window")
 async def get_window(thread_id: str, context: Context, user: User) -> Json:
     """The context window: log ranges ``[start, end)``, its messages, and the summary."""
-    stored = await _checkpointer(context).aload(ThreadKey(thread_id, user))
+    stored = await context.checkpointer.aload(ThreadKey(thread_id, user))
     if stored is None:
         not_found(f"thread {thread_id!r}")
     return {
@@ -142,11 +142,6 @@ async def get_window(thread_id: str, context: Context, user: User) -> Json:
         "messages": [m.model_dump(mode="json") for m in stored.context],
         "context_summary": stored.values.get("context_summary"),
     }
-
-
-def _checkpointer(context: ServerContext) -> Any:
-    assert context.graph.checkpointer is not None
-    return context.graph.checkpointer
 
 
 @router.post("/media")

@@ -71,9 +71,7 @@ def _locations(record: RunRecord) -> dict[str, str]:
 
 
 async def _thread_exists(context: ServerContext, thread_id: str, user: str) -> bool:
-    checkpointer = context.graph.checkpointer
-    assert checkpointer is not None  # create_app refuses a graph without one
-    return await checkpointer.aversion(ThreadKey(thread_id, user)) is not None
+    return await context.checkpointer.aversion(ThreadKey(thread_id, user)) is not None
 
 
 async def _require_thread(context: ServerContext, thread_id: str, user: str) -> None:
@@ -129,9 +127,7 @@ async def _start(
 
 def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:
     async def delete() -> None:
-        checkpointer = context.graph.checkpointer
-        assert checkpointer is not None
-        await checkpointer.adelete_thread(ThreadKey(thread_id, user))
+        await context.checkpointer.adelete_thread(ThreadKey(thread_id, user))
 
     return delete
 

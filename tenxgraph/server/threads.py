@@ -114,9 +114,7 @@ def _key(thread_id: str, user: str) -> ThreadKey:
 
 async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) -> ThreadInfo:
     """The caller's thread's listing line (one indexed read); 404 when it has none by that id."""
-    checkpointer = context.graph.checkpointer
-    assert checkpointer is not None
-    info = await checkpointer.athread_info(_key(thread_id, user))
+    info = await context.checkpointer.athread_info(_key(thread_id, user))
     if info is None:
         not_found(f"thread {thread_id!r}")
     return info
@@ -196,9 +194,7 @@ async def patch_thread(
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread(thread_id: str, context: Context, user: User) -> Response:
     """Delete the thread, its whole log and its checkpoints."""
-    checkpointer = context.graph.checkpointer
-    assert checkpointer is not None
-    if not await checkpointer.adelete_thread(_key(thread_id, user)):
+    if not await context.checkpointer.adelete_thread(_key(thread_id, user)):
         not_found(f"thread {thread_id!r}")
     return Response(status_code=204)
 
