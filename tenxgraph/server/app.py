@@ -119,11 +119,14 @@ def _include_routers(app: FastAPI) -> None:
     from tenxgraph.server import _metrics, assistants, extras, store, threads
     from tenxgraph.server.runs import router as runs_router
 
+    # Routes are matched in order, router by router (FastAPI does not flatten included
+    # routers): the run routes, which every streamed run hits, come first. No path of
+    # another router matches theirs, so the order changes nothing else.
+    app.include_router(runs_router)
     app.include_router(_health_router())
     app.include_router(_metrics.router)
     app.include_router(assistants.router)
     app.include_router(threads.router)
-    app.include_router(runs_router)
     app.include_router(store.router)
     app.include_router(extras.router)
 
