@@ -68,6 +68,8 @@ class ThreadSession:
         self.log_length = 0
         self.metadata: dict[str, Any] = {}
         self._seq_of: dict[str | int, int] = {}
+        self._loaded: tuple[list[Message], Window] | None = None
+        """The loaded context (a copy) and window, until ``_seq_map`` maps their seqs."""
         self._pending: list[Message] = []
         self._window: Window = []
         self._window_list: list[Message] | None = None
@@ -96,14 +98,16 @@ class ThreadSession:
         self.version = stored.version
         self.log_length = stored.log_length
         self.metadata = stored.metadata
-        seqs = (seq for start, end in stored.window for seq in range(start, end))
-        self._seq_of = {m.message_id: seq for m, seq in zip(state.context, seqs, strict=False)}
+        self._seq_of, self._loaded = {}, (list(state.context), stored.window)
         self._values = stored.values
         fields = state_class.model_fields
         self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
         self._remember_window(state.context, stored.window)
         self._index = state.message_index()
-        self.approx_bytes = sum(map(approx_bytes, state.context))
+        if stored.context_chars is None:
+            self.approx_bytes = sum(map(approx_bytes, state.context))
+        else:
+            self.approx_bytes = stored.context_chars + len(state.context) * _STORED_EXTRA_BYTES
         return state
 
     def revive(self, state_class: type[S]) -> S | None:
@@ -223,7 +227,7 @@ class ThreadSession:
     def _full_window(self, context: list[Message], new: list[Message], base: int) -> Window:
         """O(len(context)): map every context message to its seq, logging unseen ones."""
         self._assign_seqs(new, base)
-        seq_of = self._seq_of
+        seq_of = self._seq_map()
         for message in context:
             if message.message_id not in seq_of:
                 seq_of[message.message_id] = base + len(new)
@@ -236,6 +240,19 @@ class ThreadSession:
             else:
                 window.append((seq, seq + 1))
         return window
+
+    def _seq_map(self) -> dict[str | int, int]:
+        """The seq of each message loaded or saved; the loaded ones are mapped on first need.
+
+        A run that only appends (most do) never needs them: its window grows in O(1).
+        """
+        if self._loaded is not None:
+            context, window = self._loaded
+            seqs = (seq for start, end in window for seq in range(start, end))
+            loaded = {m.message_id: seq for m, seq in zip(context, seqs, strict=False)}
+            loaded.update(self._seq_of)  # seqs assigned since the load come later in the log
+            self._seq_of, self._loaded = loaded, None
+        return self._seq_of
 
     def _remember_window(self, context: list[Message], window: Window) -> None:
         self._window = [(start, end) for start, end in window]
@@ -280,6 +297,11 @@ _BLOCK_BYTES = 550
 
 _USAGES_BYTES = 600
 """A ``TokenUsages`` record."""
+
+_STORED_EXTRA_BYTES = _MESSAGE_BYTES + _BLOCK_BYTES - 130
+"""Per loaded message, added to its stored JSON length to estimate what ``approx_bytes``
+would: the JSON holds the same strings plus about 130 characters of keys, id and
+timestamp for a one-block message."""
 
 
 def _block_bytes(block: BaseModel) -> int:

@@ -234,6 +234,9 @@ class StoredThread:
     metadata: dict[str, Any] = field(default_factory=dict)
     incarnation: str = ""
     """The thread's identity (see ``ThreadStamp``); "" for a state never stored."""
+    context_chars: int | None = None
+    """The length of the context's stored JSON, when the backend read it as text (a size
+    hint for the warm-thread cache, free where the rows were read anyway); None if not."""
 
     @property
     def stamp(self) -> ThreadStamp:
