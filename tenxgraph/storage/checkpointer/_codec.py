@@ -17,12 +17,10 @@ length before any of its seqs is listed).
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice, pairwise
 from typing import Any, TypeVar
@@ -39,6 +37,7 @@ from tenxgraph.errors import (
     ThreadBusyError,
     ThreadNotFoundError,
 )
+from tenxgraph.storage.checkpointer._gc_pause import gc_paused
 from tenxgraph.storage.checkpointer.base import (
     STOP_REQUESTS,
     Checkpoint,
@@ -326,7 +325,7 @@ def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body])
     else:
         joined = "[" + ",".join(bodies) + "]"
     try:
-        with _collection_paused(len(bodies) >= _MANY_MESSAGES):
+        with gc_paused(len(bodies)):
             messages = MessagesAdapter.validate_json(joined)
         if len(messages) == len(bodies):  # a row holding "m1, m2" joins into two messages
             return messages
@@ -341,29 +340,6 @@ def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body])
     raise CorruptRecordError(  # pragma: no cover - each row valid but the list not: impossible
         f"thread {key.thread_id!r} (user {key.user_id!r}): message rows failed to decode together"
     )
-
-
-_MANY_MESSAGES = 1_000
-"""Decodes of this many messages or more pause the garbage collector (``_collection_paused``)."""
-
-
-@contextmanager
-def _collection_paused(pause: bool) -> Iterator[None]:
-    """Hold the cyclic garbage collector off (when ``pause``) while one call builds many objects.
-
-    Decoding 10,000 messages makes about 80,000 containers, none of them garbage; each
-    collection that allocation sets off in between walks them again (a full one walks
-    every object of the process), about a tenth of a long thread's load. Left as it was
-    when the collector is already off (by the application, or by another decode).
-    """
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def decode_window_messages(
