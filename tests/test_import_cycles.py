@@ -5,6 +5,10 @@ the next innocent import; it also means two modules cannot be understood
 apart. Module-level imports count (those under ``if TYPE_CHECKING:`` do
 not, nor imports inside functions). ``from package import name`` depends on
 ``package.name`` when that is a module, else on the package.
+
+The layers of DESIGN.md ("Imports point downward only") are checked on the
+same graph: ``server`` over ``graph`` over ``llm`` and ``storage``, both
+over ``state``, and ``llm`` and ``storage`` apart.
 """
 
 from __future__ import annotations
@@ -77,6 +81,44 @@ def test_the_graph_holds_the_real_imports() -> None:
     assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._compiled"]
     compiled = graph["tenxgraph.core.graph._compiled"]
     assert "tenxgraph.core.graph._builder" not in compiled  # imported for typing only
+
+
+FORBIDDEN = {
+    "tenxgraph.core.state": ("core.graph", "core.llm", "storage", "server"),
+    "tenxgraph.core.llm": ("core.graph", "storage", "server"),
+    "tenxgraph.storage": ("core.graph", "core.llm", "server"),
+    "tenxgraph.core.graph": ("server",),
+}
+"""Each layer and the packages (under ``tenxgraph.``) it must not import."""
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> target`` for each import that points up or sideways between layers."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for layer, forbidden in FORBIDDEN.items():
+            if module != layer and not module.startswith(layer + "."):
+                continue
+            bad = [f"tenxgraph.{name}" for name in forbidden]
+            found += [
+                f"{module} -> {target}"
+                for target in sorted(targets)
+                if any(target == b or target.startswith(b + ".") for b in bad)
+            ]
+    return found
+
+
+def test_imports_point_downward() -> None:
+    violations = layer_violations(import_graph())
+    assert not violations, "imports against the layers:\n" + "\n".join(violations)
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {"tenxgraph.core.llm.x": {"tenxgraph.storage.longterm.embedding"}}
+    assert layer_violations(graph) == [
+        "tenxgraph.core.llm.x -> tenxgraph.storage.longterm.embedding"
+    ]
+    assert layer_violations({"tenxgraph.storage.y": {"tenxgraph.core.state.z"}}) == []
 
 
 def test_the_check_finds_a_cycle() -> None:

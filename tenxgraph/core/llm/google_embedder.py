@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tenxgraph.core.llm._errors import status_error
+from tenxgraph.core.state._embedder import Embedder
 from tenxgraph.errors import AuthenticationError, MissingExtraError
-from tenxgraph.storage.longterm.embedding import Embedder
 
 __all__ = ["GeminiEmbedder"]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tenxgraph.core.llm.local import default_model_path
+from tenxgraph.core.state._embedder import Embedder
 from tenxgraph.errors import MissingExtraError, ModelError
-from tenxgraph.storage.longterm.embedding import Embedder
 
 __all__ = ["LocalEmbedder"]
 

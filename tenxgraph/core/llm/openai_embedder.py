@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from tenxgraph.core.llm._openai_errors import map_openai_error
 from tenxgraph.core.llm.openai import _client_options
-from tenxgraph.storage.longterm.embedding import Embedder
+from tenxgraph.core.state._embedder import Embedder
 
 __all__ = ["OpenAIEmbedder"]
 

@@ -1,6 +1,8 @@
 """Embedders: text to vectors, for the memory store's vector and hybrid search.
 
-``Embedder`` is the interface (one async method); ``HashingEmbedder`` needs
+``Embedder`` is the interface (one async method; defined in
+``tenxgraph.core.state._embedder``, below both the store and the model
+code that implements it, and public here); ``HashingEmbedder`` needs
 no model at all: it hashes a text's words and word pairs into a fixed
 number of buckets (feature hashing), so texts sharing words point the same
 way. It finds nothing a lexical search would miss, but it is offline,
@@ -20,11 +22,10 @@ import hashlib
 import itertools
 import math
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph._sync import run_sync
+from tenxgraph.core.state._embedder import Embedder
 from tenxgraph.errors import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
@@ -33,21 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["Embedder", "HashingEmbedder", "pack", "similarities"]
 
 _WORD = re.compile(r"\w+")
-
-
-class Embedder(ABC):
-    """Turns texts into vectors of one fixed length."""
-
-    dimensions: int
-    """The length of every vector."""
-
-    @abstractmethod
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Sync ``aembed``."""
-        return run_sync(self.aembed(texts))
 
 
 class HashingEmbedder(Embedder):

@@ -73,3 +73,14 @@ async def test_gemini_errors_are_library_errors() -> None:
         embedder = GeminiEmbedder(dimensions=2, api_key="test", base_url=server.url)
         with pytest.raises(AuthenticationError, match="bad key"):
             await embedder.aembed(["tea"])
+
+
+def test_the_model_embedders_are_the_stores_embedders() -> None:
+    """One ``Embedder``: public in the memory store, defined below it and the model code."""
+    from tenxgraph.core.llm.local_embedder import LocalEmbedder
+    from tenxgraph.core.state._embedder import Embedder as Defined
+    from tenxgraph.storage.longterm import Embedder
+    from tenxgraph.storage.longterm.embedding import Embedder as Public
+
+    assert Embedder is Public is Defined
+    assert all(issubclass(cls, Embedder) for cls in (OpenAIEmbedder, GeminiEmbedder, LocalEmbedder))
