@@ -25,6 +25,7 @@ covers everything.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -33,10 +34,18 @@ from tenxgraph.storage.longterm.embedding import pack, similarities
 if TYPE_CHECKING:
     from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
 
-__all__ = ["RRF_K", "vector_search"]
+__all__ = ["RRF_K", "Hit", "best_first", "vector_search"]
 
 RRF_K = 60
 """The rank offset of reciprocal rank fusion (the usual value)."""
+
+Hit = tuple[float, str, str]
+"""One ranked item: ``(score, namespace, key)``."""
+
+
+def best_first(hits: Iterable[Hit]) -> list[Hit]:
+    """The hits by score, highest first; ties by namespace, then key (a stable page order)."""
+    return sorted(hits, key=lambda hit: (-hit[0], hit[1], hit[2]))
 
 
 async def vector_search(store: MemoryStore, request: SearchRequest, hybrid: bool) -> list[Row]:
@@ -54,16 +63,14 @@ async def vector_search(store: MemoryStore, request: SearchRequest, hybrid: bool
         fused[(ns, key)] = fused.get((ns, key), 0.0) + 1.0 / (RRF_K + rank + 1)
     for rank, (_, ns, key) in enumerate(vectors):
         fused[(ns, key)] = fused.get((ns, key), 0.0) + 1.0 / (RRF_K + rank + 1)
-    ranked = sorted(
-        ((s, ns, key) for (ns, key), s in fused.items()), key=lambda h: (-h[0], h[1], h[2])
-    )
+    ranked = best_first((score, ns, key) for (ns, key), score in fused.items())
     known = {(row[0], row[1]): row for row in lexical}
     return await _rows(store, request, ranked, known)
 
 
 async def _nearest(
     store: MemoryStore, request: SearchRequest, query: bytes, depth: int
-) -> list[tuple[float, str, str]]:
+) -> list[Hit]:
     """The backend's index answer, else the brute-force scan of its newest ``vector_scan``."""
     found = await store._nearest(request, query, depth)
     if found is not None:
@@ -73,13 +80,13 @@ async def _nearest(
         return []
     scores = similarities(query, [vector for _, _, vector in stored])
     hits = ((float(score), ns, key) for score, (ns, key, _) in zip(scores, stored, strict=True))
-    return sorted(hits, key=lambda hit: (-hit[0], hit[1], hit[2]))[:depth]
+    return best_first(hits)[:depth]
 
 
 async def _rows(
     store: MemoryStore,
     request: SearchRequest,
-    ranked: list[tuple[float, str, str]],
+    ranked: list[Hit],
     known: dict[tuple[str, str], Row],
 ) -> list[Row]:
     """The page's rows with their new scores (rows not at hand are read again)."""

@@ -28,13 +28,22 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.errors import ConfigError
+from tenxgraph.storage.longterm._hybrid import best_first
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["detect", "literal", "nearest", "write"]
+__all__ = ["detect", "expire", "literal", "nearest", "write"]
 
 logger = logging.getLogger("tenxgraph.storage")
+
+_UPSERT = (
+    "INSERT INTO {table} (user_id, namespace, key, expires_at, updated_at, embedding) "
+    "VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (user_id, namespace, key) "
+    "DO UPDATE SET expires_at = excluded.expires_at, updated_at = excluded.updated_at, "
+    "embedding = excluded.embedding"
+)
+"""Insert or replace a vector row (``{table}``: the qualified vector table)."""
 
 
 def literal(vector: bytes) -> str:
@@ -97,9 +106,12 @@ async def _backfill(conn: AsyncConnection[Any], s: str, table: str, dimensions: 
         (4 * dimensions,),
     )
     rows = await cursor.fetchall()
-    async with conn.transaction():
-        for user_id, namespace, key, expires_at, updated_at, vector in rows:
-            await write(conn, table, (user_id, namespace, key), expires_at, updated_at, vector)
+    if rows:
+        async with conn.transaction(), conn.cursor() as batch:
+            await batch.executemany(
+                _UPSERT.format(table=table),
+                [(*item, literal(bytes(vector))) for *item, vector in rows],
+            )
 
 
 async def write(
@@ -117,12 +129,23 @@ async def write(
         )
         return
     await conn.execute(
-        f"INSERT INTO {table} (user_id, namespace, key, expires_at, updated_at, embedding) "
-        "VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (user_id, namespace, key) "
-        "DO UPDATE SET expires_at = excluded.expires_at, updated_at = excluded.updated_at, "
-        "embedding = excluded.embedding",
-        (*item, expires_at, updated_at, literal(bytes(vector))),
+        _UPSERT.format(table=table), (*item, expires_at, updated_at, literal(bytes(vector)))
     )
+
+
+async def expire(
+    conn: AsyncConnection[Any],
+    table: str,
+    user_id: str,
+    expiries: list[tuple[str, str, float]],
+) -> None:
+    """Copy refreshed expiries (``(namespace, key, expires_at)`` of ``user_id``'s items)."""
+    async with conn.cursor() as batch:
+        await batch.executemany(
+            f"UPDATE {table} SET expires_at = %s WHERE user_id = %s AND namespace = %s "
+            "AND key = %s",
+            [(expires, user_id, namespace, key) for namespace, key, expires in expiries],
+        )
 
 
 async def nearest(
@@ -145,5 +168,5 @@ async def nearest(
             [vector, *params, vector, k],
         )
         rows = await cursor.fetchall()
-    hits = [(float(score), str(ns), str(key)) for score, ns, key in rows]
-    return sorted(hits, key=lambda hit: (-hit[0], hit[1], hit[2]))  # relaxed order: sort again
+    hits = ((float(score), str(ns), str(key)) for score, ns, key in rows)
+    return best_first(hits)  # relaxed order: sort again

@@ -194,50 +194,30 @@ class PgMemoryStore(MemoryStore):
         expires_at: float | None,
         vector: bytes | None,
     ) -> float:
-        if self.embedder is not None:
-            item = (user_id, namespace, key, value, text, now, expires_at, vector)
-            return await self._run(self._put_with_vector(*item))
-        rows = await self._query(
-            _UPSERT,
-            (user_id, namespace, key, value, text, now, now, expires_at, vector, expires_at, now),
-        )
-        return float(rows[0][0])
+        item = (user_id, namespace, key)
+        params = (*item, value, text, now, now, expires_at, vector, expires_at, now)
+        if self.embedder is None:
+            rows = await self._query(_UPSERT, params)
+            return float(rows[0][0])
+        return await self._run(self._put_with_vector(params, (item, expires_at, now, vector)))
 
     async def _put_with_vector(
         self,
-        user_id: str,
-        namespace: str,
-        key: str,
-        value: str,
-        text: str,
-        now: float,
-        expires_at: float | None,
-        vector: bytes | None,
+        params: tuple[Any, ...],
+        vector_row: tuple[tuple[str, str, str], float | None, float, bytes | None],
     ) -> float:
-        """The item and, with pgvector, its vector row, in one transaction."""
+        """The item and, with pgvector, its vector row, in one transaction.
+
+        ``params`` are ``_UPSERT``'s (``_put`` builds them); ``vector_row`` is
+        what ``pgvector.write`` takes after the table.
+        """
         version = await self._detect()
         async with self._db.connection(transaction=True) as conn:
-            cursor = await conn.execute(
-                _UPSERT.replace("{s}", self._s),
-                (
-                    user_id,
-                    namespace,
-                    key,
-                    value,
-                    text,
-                    now,
-                    now,
-                    expires_at,
-                    vector,
-                    expires_at,
-                    now,
-                ),
-            )
+            cursor = await conn.execute(_UPSERT.replace("{s}", self._s), params)
             row = await cursor.fetchone()
             assert row is not None
             if version is not None:
-                item = (user_id, namespace, key)
-                await pgvector.write(conn, self._vector_table, item, expires_at, now, vector)
+                await pgvector.write(conn, self._vector_table, *vector_row)
         return float(row[0])
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
@@ -256,6 +236,7 @@ class PgMemoryStore(MemoryStore):
     async def _refresh_now(
         self, user_id: str, items: list[tuple[str, str]], now: float
     ) -> dict[tuple[str, str], float]:
+        version = await self._detect()  # before the update: it may be the store's first call
         namespaces, keys = [ns for ns, _ in items], [key for _, key in items]
         async with self._db.connection(transaction=True) as conn:
             cursor = await conn.execute(
@@ -267,13 +248,8 @@ class PgMemoryStore(MemoryStore):
                 (now, namespaces, keys, user_id, now),
             )
             rows = await cursor.fetchall()
-            if self._pgvector is not None and rows:
-                for namespace, key, expires in rows:
-                    await conn.execute(
-                        f"UPDATE {self._vector_table} SET expires_at = %s WHERE user_id = %s "
-                        "AND namespace = %s AND key = %s",
-                        (expires, user_id, namespace, key),
-                    )
+            if version is not None and rows:
+                await pgvector.expire(conn, self._vector_table, user_id, rows)
         return {(str(ns), str(key)): float(expires) for ns, key, expires in rows}
 
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:

@@ -45,6 +45,7 @@ from typing import Any, ParamSpec, TypeVar
 from tenxgraph.errors import ConfigError
 from tenxgraph.storage.longterm import _sqlite_scopes as scopes
 from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm._hybrid import best_first
 from tenxgraph.storage.longterm._sqlite_scopes import scope_token, scope_tokens
 from tenxgraph.storage.longterm._sqlite_vec import (
     IndexRow,
@@ -209,7 +210,7 @@ class SqliteMemoryStore(MemoryStore):
         )
         names = {rowid: (ns, key) for rowid, ns, key in rows}  # an index row may outlive its item
         found = [(score, *names[rowid]) for rowid, score in hits if rowid in names]
-        return sorted(found, key=lambda hit: (-hit[0], hit[1], hit[2]))
+        return best_first(found)
 
     def _indexed(self, method: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Call an index method once the index has caught up with the items (first use)."""
