@@ -52,6 +52,21 @@ async def keys(store: MemoryStore, prefix: tuple[str, ...] = (), **options: obje
     return [item.key for item in await store.asearch(prefix, **options)]  # type: ignore[arg-type]
 
 
+async def read_outlives_unread(store: MemoryStore, **search: object) -> list[str]:
+    """Put ``read`` and ``unread`` (green tea, ttl 0.8 s), read one halfway, search past 0.8 s.
+
+    Returns the keys the search (``search``: its options) finds under
+    ``PREFS``; a store that restarts a read item's ttl finds ``["read"]``.
+    """
+    await store.aput(("other",), "first", {"text": "x"})  # connects (Postgres), finds an index
+    await store.aput(PREFS, "read", {"text": "green tea"}, ttl=0.8)
+    await store.aput(PREFS, "unread", {"text": "green tea"}, ttl=0.8)
+    await asyncio.sleep(0.45)
+    assert await store.aget(PREFS, "read") is not None
+    await asyncio.sleep(0.45)  # 0.9 s after the puts
+    return await keys(store, PREFS, **search)
+
+
 class _Broken(Embedder):
     """An embedder that returns vectors of the wrong length."""
 
@@ -124,13 +139,7 @@ class VectorSearchContract:
 
     async def test_vectors_follow_a_refreshed_ttl(self, vstore: MemoryStore) -> None:
         """A read that restarts an item's ttl keeps it in vector search too."""
-        await vstore.aput(("other",), "first", {"text": "x"})  # connects, finds the index
-        await vstore.aput(PREFS, "read", {"text": "green tea"}, ttl=0.8)
-        await vstore.aput(PREFS, "unread", {"text": "green tea"}, ttl=0.8)
-        await asyncio.sleep(0.45)
-        assert await vstore.aget(PREFS, "read") is not None
-        await asyncio.sleep(0.45)
-        assert await keys(vstore, PREFS, query="green tea", mode="vector") == ["read"]
+        assert await read_outlives_unread(vstore, query="green tea", mode="vector") == ["read"]
 
     async def test_replaced_and_deleted_values_leave_the_vectors(self, vstore: MemoryStore) -> None:
         """A replaced value is found by its new words only; a deleted or purged item not at all."""
@@ -367,13 +376,7 @@ class MemoryStoreContract(VectorSearchContract):
 
     async def test_a_refreshed_item_outlives_its_first_ttl(self, store: MemoryStore) -> None:
         """After a read, the item is still there when its first ttl is over; unread ones not."""
-        await store.aput(("other",), "first", {"text": "x"})  # connects (Postgres)
-        await store.aput(PREFS, "read", {"text": "green tea"}, ttl=0.8)
-        await store.aput(PREFS, "unread", {"text": "green tea"}, ttl=0.8)
-        await asyncio.sleep(0.45)
-        assert await store.aget(PREFS, "read") is not None
-        await asyncio.sleep(0.45)  # 0.9 s after the puts
-        assert await keys(store, query="tea", mode="lexical") == ["read"]
+        assert await read_outlives_unread(store, query="tea", mode="lexical") == ["read"]
 
     @pytest.mark.parametrize(
         ("namespace", "message"),
