@@ -41,6 +41,7 @@ from tenxgraph.core.graph import (
     Tool,
     ToolNode,
     interrupt,
+    pending_remote_calls,
     remote_tool_result,
     tools_condition,
 )
@@ -157,14 +158,12 @@ graph = build()
 needs a checkpointer to resume from, so the command gives it one)."""
 
 
-def _answer(value: Any) -> Any:
+def _answer(state: Any, value: Any) -> Any:
     """What the page would send: the browser tool's result, or the person's answer."""
-    if isinstance(value, dict) and value.get("type") == "remote_tool_calls":
-        calls = [entry["call"] for entry in value["calls"]]
-        print("browser tools asked:", [call["name"] for call in calls])
-        return {
-            "tool_results": [remote_tool_result(c["id"], "12:00 (Europe/Paris)") for c in calls]
-        }
+    calls = [entry.call for entry in pending_remote_calls(state)]  # [] for a question
+    if calls:
+        print("browser tools asked:", [call.name for call in calls])
+        return {"tool_results": [remote_tool_result(c.id, "12:00 (Europe/Paris)") for c in calls]}
     print("interrupt:", value)
     return "green"
 
@@ -176,7 +175,8 @@ def main() -> None:
     for text in ["hello", "weather in Paris", "ask me", "what time is it?"]:
         result = app.invoke({"messages": [Message.text_message(text)]}, config)
         while "interrupt" in result:
-            result = app.invoke({"resume": _answer(result["interrupt"].value)}, config)
+            answer = _answer(app.get_state(config), result["interrupt"].value)
+            result = app.invoke({"resume": answer}, config)
         print(f"{text!r} -> {result['messages'][-1].text()}")
     state = app.get_state(config)
     assert state is not None

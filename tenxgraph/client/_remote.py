@@ -1,8 +1,10 @@
 """Remote tools: the model calls a tool that runs in the client, and the run goes on.
 
 A graph declares a ``RemoteTool`` (``tenxgraph.core.graph``); when the model
-calls it, the run pauses (an interrupt whose value is ``{"type":
-"remote_tool_calls", "calls": [{"call": ...}]}``, see docs/tools.md). The
+calls it, the run pauses (an interrupt item with ``"kind": "remote_tool_calls"``
+whose value is ``{"type": "remote_tool_calls", "calls": [{"call": ...}]}``,
+see docs/tools.md; the words are shared with the runtime in
+``tenxgraph.core.state._remote_calls``). The
 server keeps that run open: it streams one ``remote_tool_call`` event per call
 (the ``RemoteToolCallBlock`` JSON) and waits for
 ``POST /threads/{thread_id}/runs/{run_id}/tool_results``; once every call is
@@ -51,10 +53,14 @@ from tenxgraph.client._events import (
     UpdatesPart,
     ValuesPart,
 )
+from tenxgraph.core.state._remote_calls import (
+    is_remote_pause,
+    remote_tool_result,
+    remote_tool_resume,
+)
 from tenxgraph.core.state.message_block import RemoteToolCallBlock
 
 __all__ = [
-    "REMOTE_CALLS_TYPE",
     "PostResults",
     "RemoteTools",
     "ToolHandler",
@@ -64,9 +70,6 @@ __all__ = [
 
 ToolHandler = Callable[..., Any | Awaitable[Any]]
 """A remote tool: called with the call's arguments as keywords; returns JSON data."""
-
-REMOTE_CALLS_TYPE = "remote_tool_calls"
-"""The ``type`` of an interrupt value that asks the client to run remote calls."""
 
 OpenRun = Callable[[dict[str, Any] | None], AsyncIterator[StreamPart]]
 """Starts a run on the thread (with this resume ``command``, or the first request's input)."""
@@ -82,10 +85,11 @@ def remote_calls(part: StreamPart) -> list[RemoteToolCallBlock]:
 
 
 def _interrupt_calls(interrupts: Any) -> list[RemoteToolCallBlock]:
+    """The calls of the runtime's remote pause (by its item's ``kind``, which no user's has)."""
     calls: list[RemoteToolCallBlock] = []
     for item in interrupts if isinstance(interrupts, list) else []:
-        value = item.get("value") if isinstance(item, dict) else None
-        if isinstance(value, dict) and value.get("type") == REMOTE_CALLS_TYPE:
+        value = item.get("value") if is_remote_pause(item) else None
+        if isinstance(value, dict):
             for entry in value.get("calls") or []:
                 call = entry.get("call") if isinstance(entry, dict) else None
                 if isinstance(call, dict):
@@ -127,7 +131,7 @@ async def with_remote_tools(
             yield part
         if not resume:
             return
-        command = {"resume": {"tool_results": resume}}
+        command = {"resume": remote_tool_resume(resume)}
 
 
 async def _answer_in_stream(
@@ -160,7 +164,7 @@ class RemoteTools:
         """Run the calls concurrently; their results as the resume value lists them."""
         outcomes = await asyncio.gather(*(self._run(call) for call in calls))
         return [
-            {"call_id": call.id, "output": output, "is_error": is_error}
+            remote_tool_result(call.id, output, is_error=is_error)
             for call, (output, is_error) in zip(calls, outcomes, strict=True)
         ]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from tenxgraph.client._events import StreamPart
 from tenxgraph.client._remote import RemoteTools, ToolHandler, with_remote_tools
-from tenxgraph.client._stream import StreamRequest, resumable_stream
+from tenxgraph.client._stream import StreamRequest, resumable_stream, run_path
 from tenxgraph.client._threads import segment
 from tenxgraph.client._transport import Transport
 from tenxgraph.errors import APIConflictError, APINotFoundError, RunFailedError
@@ -100,7 +100,7 @@ class Runs:
         """Follow a run already going, from after ``last_event_id`` (from its start if None)."""
         request = StreamRequest(
             "GET",
-            f"/threads/{segment(thread_id)}/runs/{segment(run_id)}/stream",
+            run_path(thread_id, run_id, "stream"),
             thread_id=thread_id,
             run_id=run_id,
             last_event_id=last_event_id,
@@ -162,7 +162,7 @@ class Runs:
 
     async def get(self, thread_id: str, run_id: str) -> dict[str, Any]:
         """The run (its ``status``: pending, running, success, error, interrupted...)."""
-        run: dict[str, Any] = await self._transport.request("GET", self._path(thread_id, run_id))
+        run: dict[str, Any] = await self._transport.request("GET", run_path(thread_id, run_id))
         return run
 
     async def list(self, thread_id: str, *, limit: int = 10) -> list[dict[str, Any]]:
@@ -174,7 +174,7 @@ class Runs:
 
     async def join(self, thread_id: str, run_id: str) -> dict[str, Any]:
         """Wait for a run to finish and return the final state values."""
-        path = self._path(thread_id, run_id, "join")
+        path = run_path(thread_id, run_id, "join")
         return _values(await self._transport.request("GET", path, until_done=True))
 
     async def cancel(
@@ -183,7 +183,7 @@ class Runs:
         """Cancel a run (``action="rollback"`` also deletes it); ``wait`` until it stopped."""
         await self._transport.request(
             "POST",
-            self._path(thread_id, run_id, "cancel"),
+            run_path(thread_id, run_id, "cancel"),
             params={"wait": "true" if wait else "false", "action": action},
         )
 
@@ -196,14 +196,9 @@ class Runs:
         given ``tools`` does this itself.
         """
         answer: dict[str, Any] = await self._transport.request(
-            "POST", self._path(thread_id, run_id, "tool_results"), json_body={"results": results}
+            "POST", run_path(thread_id, run_id, "tool_results"), json_body={"results": results}
         )
         return answer
-
-    @staticmethod
-    def _path(thread_id: str, run_id: str, action: str = "") -> str:
-        path = f"/threads/{segment(thread_id)}/runs/{segment(run_id)}"
-        return f"{path}/{action}" if action else path
 
 
 def _modes_for_tools(

@@ -23,9 +23,10 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from tenxgraph.client._events import MetadataPart, StreamPart, parse_part
+from tenxgraph.client._threads import segment
 from tenxgraph.client._transport import Transport, _httpx
 from tenxgraph.errors import APIConnectionError, APIStatusError
 
@@ -54,7 +55,7 @@ class StreamRequest:
         """The run's stream to rejoin, once the run's id is known."""
         if self.thread_id is None or self.run_id is None:
             return None
-        return f"{run_path(self.thread_id, self.run_id)}/stream"
+        return run_path(self.thread_id, self.run_id, "stream")
 
 
 async def resumable_stream(
@@ -122,9 +123,10 @@ async def _read_once(
             raise APIConnectionError(f"the stream of run {request.run_id} dropped: {exc}") from exc
 
 
-def run_path(thread_id: str, run_id: str) -> str:
-    """The run's URL path, each id one path segment whatever it holds."""
-    return f"/threads/{quote(thread_id, safe='')}/runs/{quote(run_id, safe='')}"
+def run_path(thread_id: str, run_id: str, action: str = "") -> str:
+    """The run's URL path (``/threads/{t}/runs/{r}``, then ``/action``), each id one segment."""
+    path = f"/threads/{segment(thread_id)}/runs/{segment(run_id)}"
+    return f"{path}/{action}" if action else path
 
 
 def _learn_run(request: StreamRequest, location: str) -> None:

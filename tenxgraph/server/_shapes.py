@@ -21,6 +21,8 @@ import hashlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.state._remote_calls import REMOTE_CALLS_KIND
+
 if TYPE_CHECKING:
     from tenxgraph.core.graph._history import StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
@@ -67,11 +69,18 @@ def interrupt_id(thread_id: str, state: AgentState) -> str:
 
 
 def interrupts_json(thread_id: str, state: AgentState) -> list[dict[str, Any]]:
-    """The interrupt the thread is paused at, as a one-item list (empty when not paused)."""
+    """The interrupt the thread is paused at, as a one-item list (empty when not paused).
+
+    The runtime's pause for remote tool calls also has ``"kind": "remote_tool_calls"``:
+    clients know it by that, not by its value, which a user's interrupt could copy.
+    """
     meta = state.execution_meta
     if meta.status != "interrupted":
         return []
-    return [{"value": meta.interrupt_value, "id": interrupt_id(thread_id, state)}]
+    item: dict[str, Any] = {"value": meta.interrupt_value, "id": interrupt_id(thread_id, state)}
+    if meta.interrupt_kind == REMOTE_CALLS_KIND:
+        item["kind"] = REMOTE_CALLS_KIND
+    return [item]
 
 
 def checkpoint_json(thread_id: str, version: int) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body
 
+from tenxgraph.core.state._remote_calls import remote_tool_result, remote_tool_resume
 from tenxgraph.errors import StateError
 from tenxgraph.server._context import Context, User
 from tenxgraph.server.http_errors import bad_request
@@ -103,7 +104,7 @@ class RemoteCalls:
                 break
         answers = [self._results.pop(i) for i in list(self.pending) if i in self._results]
         self.pending = {}
-        return {"resume": {"tool_results": answers}}
+        return {"resume": remote_tool_resume(answers)}
 
 
 def tool_results_of(body: Any) -> list[dict[str, Any]]:
@@ -132,7 +133,7 @@ def _entry(item: Any, index: int) -> dict[str, Any]:
     if not isinstance(is_error, bool):
         raise StateError(f"{where}: 'is_error' must be true or false")
     output = item["output"] if "output" in item else item["content"]
-    return {"call_id": call_id, "output": output, "is_error": is_error}
+    return remote_tool_result(call_id, output, is_error=is_error)
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/tool_results")

@@ -15,7 +15,8 @@ from tenxgraph.client._remote import RemoteTools, with_remote_tools
 from tenxgraph.core.state import RemoteToolCallBlock
 
 CALL = {"type": "remote_tool_call", "id": "c1", "name": "clock", "args": {"tz": "UTC"}}
-PAUSE = {"__interrupt__": [{"value": {"type": "remote_tool_calls", "calls": [{"call": CALL}]}}]}
+VALUE = {"type": "remote_tool_calls", "calls": [{"call": CALL}]}
+PAUSE = {"__interrupt__": [{"value": VALUE, "kind": "remote_tool_calls"}]}
 
 
 def run(run_id: str, values: dict[str, Any]) -> list[StreamPart]:
@@ -115,3 +116,19 @@ async def test_a_pause_the_final_state_no_longer_holds_is_not_answered() -> None
     tools = RemoteTools({"clock": lambda tz: "never called"})
     parts = [part async for part in with_remote_tools(open_run, tools, never)]
     assert [part.id for part in parts] == ["1", "2", "3", "4"]  # no resume, no remote call part
+
+
+async def test_a_user_interrupt_shaped_like_the_remote_pause_is_not_answered() -> None:
+    question = {"__interrupt__": [{"value": VALUE, "id": "i1", "node": "ask", "when": "inside"}]}
+
+    async def open_run(command: dict[str, Any] | None) -> AsyncIterator[StreamPart]:
+        assert command is None, "no resume"
+        for part in run("r1", question):
+            yield part
+
+    async def never(run_id: str, results: list[dict[str, Any]]) -> bool:
+        raise AssertionError("nothing is posted")
+
+    tools = RemoteTools({"clock": lambda tz: "never called"})
+    parts = [part async for part in with_remote_tools(open_run, tools, never)]
+    assert [type(part) for part in parts] == [MetadataPart, ValuesPart, EndPart]

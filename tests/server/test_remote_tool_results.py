@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 
-from tenxgraph.core.graph import CompiledGraph, RemoteTool, create_agent
+from tenxgraph.core.graph import CompiledGraph, RemoteTool, StateGraph, create_agent, interrupt
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import Message, ToolCallBlock
+from tenxgraph.core.state import AgentState, Message, ToolCallBlock
 from tenxgraph.storage.checkpointer import Checkpointer
 from tests.server.conftest import Serve
 from tests.server.test_runs import AGENT, texts, user_input, wait_status
@@ -69,6 +69,7 @@ def test_the_stream_sends_the_call_and_goes_on_with_the_posted_result(serve: Ser
         }
         paused = [e["data"] for e in seen if e["event"] == "updates"][-1]
         assert paused["__interrupt__"][0]["value"]["type"] == "remote_tool_calls"
+        assert paused["__interrupt__"][0]["kind"] == "remote_tool_calls"
         assert client.get(f"/threads/r1/runs/{run_id}").json()["status"] == "running"
         posted = client.post(
             f"/threads/r1/runs/{run_id}/tool_results",
@@ -175,3 +176,32 @@ def test_a_newer_run_with_interrupt_displaces_a_run_waiting_for_the_client(serve
         status = client.get(f"/threads/r5/runs/{waiting['run_id']}").json()["status"]
         assert status == "interrupted"
         assert client.post(path, json={"call_id": "c0", "output": 1}).status_code == 409
+
+
+def test_a_user_interrupt_shaped_like_the_remote_pause_ends_the_run_as_a_question(
+    serve: Serve,
+) -> None:
+    copied = {"type": "remote_tool_calls", "calls": [{"call": {"id": "x"}, "deadline": "2000"}]}
+
+    def build(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+        def ask(state: AgentState) -> dict[str, Any]:
+            interrupt(copied)
+            return {}
+
+        graph = StateGraph(AgentState)
+        graph.add_node("ask", ask)
+        graph.set_entry_point("ask")
+        return graph.compile(checkpointer)
+
+    url = serve(build)
+    with (
+        httpx.Client(base_url=url, timeout=30) as client,
+        client.stream("POST", "/threads/u1/runs/stream", json=_body()) as response,
+    ):
+        events = list(sse(response))
+    assert "remote_tool_call" not in [e["event"] for e in events]  # no call streamed, no wait
+    [item] = [e["data"] for e in events if e["event"] == "updates"][-1]["__interrupt__"]
+    assert item["value"] == copied and item["when"] == "inside" and "kind" not in item
+    with httpx.Client(base_url=url, timeout=30) as client:
+        [shown] = client.get("/threads/u1/state").json()["interrupts"]
+        assert shown["value"] == copied and "kind" not in shown

@@ -231,7 +231,7 @@ export interface ToolResult {
  * The server streams one `remote_tool_call` part per call and waits: the
  * handler runs and its result is posted to `.../tool_results`; the same run
  * goes on. A run that ends paused instead (its `values`/`updates` carry an
- * `__interrupt__` of type "remote_tool_calls" not answered in the stream) is
+ * `__interrupt__` of kind "remote_tool_calls" not answered in the stream) is
  * resumed with `command: {resume: {tool_results}}`, and the next run's parts
  * follow; the paused run's `end` is skipped. Without handlers nothing is
  * answered: the calls are shown and the run waits for `runs.toolResults`.

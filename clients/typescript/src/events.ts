@@ -97,9 +97,16 @@ function messagePart(base: PartBase, decoded: unknown): StreamPart {
 export const REMOTE_CALLS_TYPE = "remote_tool_calls";
 
 /**
+ * The `kind` of the `__interrupt__` item of the server's pause for remote
+ * calls. A user's own interrupt never has it, whatever its value holds.
+ */
+export const REMOTE_CALLS_KIND = "remote_tool_calls";
+
+/**
  * The remote tool calls a part carries (none for most parts): a
- * `remote_tool_call` event, or the `__interrupt__` of `values`/`updates`
- * whose value is `{type: "remote_tool_calls", calls: [{call}, ...]}`.
+ * `remote_tool_call` event, or the `__interrupt__` item of `values`/`updates`
+ * whose `kind` is "remote_tool_calls" (its value:
+ * `{type: "remote_tool_calls", calls: [{call}, ...]}`).
  */
 export function remoteCalls(part: StreamPart): RemoteToolCallBlock[] {
   if (part.kind === "remote_tool_call") return [part.call];
@@ -115,8 +122,8 @@ export function remoteCalls(part: StreamPart): RemoteToolCallBlock[] {
 function interruptCalls(interrupts: unknown): RemoteToolCallBlock[] {
   const calls: RemoteToolCallBlock[] = [];
   for (const item of Array.isArray(interrupts) ? interrupts : []) {
-    const value = isObject(item) ? item.value : undefined;
-    if (!isObject(value) || value.type !== REMOTE_CALLS_TYPE || !Array.isArray(value.calls)) continue;
+    const value = isObject(item) && item.kind === REMOTE_CALLS_KIND ? item.value : undefined;
+    if (!isObject(value) || !Array.isArray(value.calls)) continue;
     for (const entry of value.calls) {
       if (isObject(entry) && isObject(entry.call)) calls.push(entry.call as unknown as RemoteToolCallBlock);
     }

@@ -20,7 +20,7 @@ export {
   ClientError,
   RunFailedError,
 } from "./errors.js";
-export { REMOTE_CALLS_TYPE, messagesIn, parsePart, remoteCalls } from "./events.js";
+export { REMOTE_CALLS_KIND, REMOTE_CALLS_TYPE, messagesIn, parsePart, remoteCalls } from "./events.js";
 export type {
   EndPart,
   ErrorPart,

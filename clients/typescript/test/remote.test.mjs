@@ -7,7 +7,8 @@ import { withRemoteTools } from "../dist/client.js";
 import { parsePart } from "../dist/index.js";
 
 const CALL = { type: "remote_tool_call", id: "c1", name: "clock", args: { tz: "UTC" }, tool_type: "remote" };
-const PAUSE = { __interrupt__: [{ value: { type: "remote_tool_calls", calls: [{ call: CALL }] } }] };
+const VALUE = { type: "remote_tool_calls", calls: [{ call: CALL }] };
+const PAUSE = { __interrupt__: [{ value: VALUE, kind: "remote_tool_calls" }] };
 const part = (event, data, id) => parsePart(event, JSON.stringify(data), id);
 
 function run(runId, values) {
@@ -85,4 +86,14 @@ test("a pause the final state no longer holds is not answered", async () => {
   const never = async () => assert.fail("nothing is posted");
   const parts = await collect(withRemoteTools(openRun, { clock: () => "never called" }, never));
   assert.deepEqual(parts.map((p) => p.id), ["1", "2", "3", "4"]);
+});
+
+test("a user's interrupt shaped like the remote pause is not answered", async () => {
+  const openRun = async function* (command) {
+    assert.equal(command, undefined, "no resume");
+    yield* run("r1", { __interrupt__: [{ value: VALUE, id: "i1", node: "ask", when: "inside" }] });
+  };
+  const never = async () => assert.fail("nothing is posted");
+  const parts = await collect(withRemoteTools(openRun, { clock: () => "never called" }, never));
+  assert.deepEqual(parts.map((p) => p.kind), ["metadata", "values", "end"]);
 });

@@ -28,7 +28,7 @@ from tenxgraph.core.graph._events import (
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
 from tenxgraph.core.graph._interrupt import InterruptScope
 from tenxgraph.core.graph._node import Node, RunContext
-from tenxgraph.core.graph._remote_tools import settle_remote_input
+from tenxgraph.core.graph._remote_tools import REMOTE_CALLS_KIND, settle_remote_input
 from tenxgraph.core.graph._run_control import (
     Displaced,
     Fail,
@@ -336,7 +336,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             runner, added = answer_pending_calls(state, input_messages, meta.status, self)
             if runner is not None:  # a conversation that ends in tool calls runs them first
                 entry = Entry(runner, True)
-        if "resume" in input and meta.interrupt_kind == "inside":
+        if "resume" in input and meta.interrupt_kind in ("inside", REMOTE_CALLS_KIND):
             meta.resume_values = [*meta.resume_values, input["resume"]]
         meta.status = "running"
         if meta.error is not None or meta.stop_requested or meta.interrupt_kind is not None:

@@ -44,7 +44,8 @@ class InterruptEvent:
     node: str
     value: Any
     when: str
-    """``before`` or ``after`` the node (``interrupt_before/after``), or ``inside`` it."""
+    """``before`` or ``after`` the node (``interrupt_before/after``), or ``inside`` it;
+    ``remote_tool_calls`` when a ``ToolNode`` waits for the client's remote tool results."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,10 @@ __all__ = ["GraphInterrupt", "InterruptScope", "interrupt", "running_thread"]
 class GraphInterrupt(Exception):
     """Raised by ``interrupt`` to pause the run; the runtime catches it."""
 
+    kind: str = "inside"
+    """The pause's ``interrupt_kind``: ``inside`` the node for every ``interrupt()``
+    (whatever its value); the runtime's own pause for remote tool calls has its own."""
+
     def __init__(self, value: Any) -> None:
         super().__init__(value)
         self.value = value

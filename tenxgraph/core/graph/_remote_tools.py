@@ -15,6 +15,12 @@ must run, each with its deadline:
 The client answers with ``invoke({"resume": {"tool_results": [{"call_id": "c1",
 "output": ..., "is_error": false}]}}, config)``. Decisions:
 
+- The pause is raised as a ``RemoteToolsPause`` and saved with
+  ``interrupt_kind == "remote_tool_calls"``; only that marks a thread as
+  waiting for remote results. A user's ``interrupt(value)`` is ``inside``
+  whatever ``value`` holds, even a copy of the value above. The words of
+  the exchange (the type, the kind, the result entries) are shared with the
+  server and the client in ``tenxgraph.core.state._remote_calls``.
 - The answers are checked before anything changes: an unknown or repeated
   ``call_id``, output that is not JSON data or a malformed entry raise
   ``StateError``, and the stored thread stays as it was.
@@ -46,6 +52,12 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt
 from tenxgraph.core.graph._json_schema import SchemaProblem, check_schema, validate
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.llm.base import ToolSpec
+from tenxgraph.core.state._remote_calls import (
+    REMOTE_CALLS_KIND,
+    REMOTE_CALLS_TYPE,
+    TOOL_RESULTS_KEY,
+    remote_tool_result,
+)
 from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock, check_json_data
 from tenxgraph.core.state.storable import storable_data
 from tenxgraph.errors import GraphBuildError, StateError, ToolArgumentsError, ToolError
@@ -54,18 +66,17 @@ if TYPE_CHECKING:
     from tenxgraph.core.state.agent_state import ExecMeta
 
 __all__ = [
+    "REMOTE_CALLS_KIND",
     "REMOTE_CALLS_TYPE",
     "PendingRemoteCall",
     "RemoteTool",
+    "RemoteToolsPause",
     "check_remote_tools_resumable",
     "pending_remote_calls",
     "remote_pause",
     "remote_tool_result",
     "settle_remote_input",
 ]
-
-REMOTE_CALLS_TYPE = "remote_tool_calls"
-"""The ``type`` of an interrupt value that asks the client to run remote calls."""
 
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -162,15 +173,26 @@ class PendingRemoteCall:
         return {"output": text, "is_error": True, "update": {}}
 
 
+class RemoteToolsPause(GraphInterrupt):
+    """The ``ToolNode``'s pause for remote calls (raised by the runtime, never by ``interrupt``)."""
+
+    kind = REMOTE_CALLS_KIND
+
+
 def _as_value(pending: Iterable[PendingRemoteCall]) -> dict[str, Any]:
     return {"type": REMOTE_CALLS_TYPE, "calls": [entry.as_json() for entry in pending]}
 
 
-def _read_value(value: Any) -> list[PendingRemoteCall] | None:
-    """The pending calls of a remote pause's value; None for any other value."""
-    if not isinstance(value, Mapping) or value.get("type") != REMOTE_CALLS_TYPE:
-        return None
+def _read_value(value: Any) -> list[PendingRemoteCall]:
+    """The pending calls of a remote pause's value (one ``_as_value`` wrote)."""
     return [PendingRemoteCall.from_json(entry) for entry in value.get("calls", [])]
+
+
+def _paused_calls(meta: ExecMeta) -> list[PendingRemoteCall] | None:
+    """The calls a thread paused for remote results waits for; None for any other thread."""
+    if meta.status != "interrupted" or meta.interrupt_kind != REMOTE_CALLS_KIND:
+        return None
+    return _read_value(meta.interrupt_value)
 
 
 def check_remote_tools_resumable(nodes: Mapping[str, Any]) -> None:
@@ -195,14 +217,7 @@ def pending_remote_calls(state: Any) -> list[PendingRemoteCall]:
     ``state`` is a graph state (``graph.get_state(config)``) or its ``execution_meta``.
     """
     meta = getattr(state, "execution_meta", state)
-    if getattr(meta, "status", None) != "interrupted":
-        return []
-    return _read_value(meta.interrupt_value) or []
-
-
-def remote_tool_result(call_id: str, output: Any, *, is_error: bool = False) -> dict[str, Any]:
-    """One entry of a resume's ``tool_results``: ``{"call_id", "output", "is_error"}``."""
-    return {"call_id": call_id, "output": output, "is_error": is_error}
+    return _paused_calls(meta) or []
 
 
 def remote_pause(
@@ -211,7 +226,7 @@ def remote_pause(
     meta: ExecMeta,
     answers: list[Any],
     now: datetime | None = None,
-) -> GraphInterrupt | None:
+) -> RemoteToolsPause | None:
     """Settle what can be settled of ``calls`` (remote, unanswered); the pause for the rest.
 
     Bad arguments and passed deadlines become failed results in the tool
@@ -238,14 +253,14 @@ def remote_pause(
             meta.tool_ledger[call.id] = entry.timed_out()
         else:
             waiting.append(entry)
-    return GraphInterrupt(_as_value(waiting)) if waiting else None
+    return RemoteToolsPause(_as_value(waiting)) if waiting else None
 
 
 def _known_deadlines(answers: list[Any]) -> list[PendingRemoteCall]:
+    """The deadlines of the last remote pause: the answer ``settle_remote_input`` made of it."""
     for answer in reversed(answers):
-        pending = _read_value(answer)
-        if pending is not None:
-            return pending
+        if isinstance(answer, Mapping) and answer.get("type") == REMOTE_CALLS_TYPE:
+            return _read_value(answer)
     return []
 
 
@@ -261,7 +276,7 @@ def settle_remote_input(
     results, and the new turn answers the rest as interrupted. Any other thread
     or input is returned as it is.
     """
-    pending = _read_value(meta.interrupt_value) if meta.status == "interrupted" else None
+    pending = _paused_calls(meta)
     if pending is None:
         return input
     now = now or datetime.now(UTC)
@@ -289,9 +304,9 @@ def _check_results(
     form = '{"tool_results": [{"call_id": ..., "output": ..., "is_error": false}]}'
     if resume is None:
         return {}
-    if not isinstance(resume, Mapping) or set(resume) != {"tool_results"}:
+    if not isinstance(resume, Mapping) or set(resume) != {TOOL_RESULTS_KEY}:
         raise StateError(f"the thread waits for remote tool results: resume with {form}")
-    items = resume["tool_results"]
+    items = resume[TOOL_RESULTS_KEY]
     if not isinstance(items, list):
         raise StateError(f"resume 'tool_results' must be a list, as in {form}")
     entries: dict[str, dict[str, Any]] = {}

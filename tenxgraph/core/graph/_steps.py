@@ -230,7 +230,7 @@ class RunSteps(Generic[S]):
         if self.hooks.hooks:
             await self.hooks.node_ended(control, name, run.state.execution_meta.step, exc)
         if isinstance(exc, GraphInterrupt):
-            return Pause(name, name, exc.value, "inside")
+            return Pause(name, name, exc.value, exc.kind)
         return Fail(name, exc)
 
     async def _route(self, node: str, run: Run[S]) -> str:

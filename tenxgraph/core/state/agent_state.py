@@ -42,8 +42,9 @@ class ExecMeta(BaseModel):
     """Where a paused run continues."""
     interrupt_value: JsonValue = None
     """What the pausing ``interrupt(...)`` call asked the human."""
-    interrupt_kind: Literal["before", "after", "inside"] | None = None
-    """Whether the run paused before a node, after it, or inside it (``interrupt()``)."""
+    interrupt_kind: Literal["before", "after", "inside", "remote_tool_calls"] | None = None
+    """Whether the run paused before a node, after it, or inside it (``interrupt()``);
+    ``remote_tool_calls`` inside a ``ToolNode``, for the client's remote tool results."""
     resume_values: list[JsonValue] = Field(default_factory=list)
     """Answers given so far to the interrupts of the paused node, in call order."""
     tool_ledger: dict[str, dict[str, Any]] = Field(default_factory=dict)

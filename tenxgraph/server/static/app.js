@@ -16,6 +16,7 @@ const page = {
   stopping: false,
   failed: false, // the thread's last turn failed: it is retried before anything else
   interrupt: null, // what a paused thread waits for
+  remote: false, // the pause is the server's for browser tool calls (its kind), not a question
   answered: new Set(), // browser tool calls this page answered
 };
 
@@ -100,6 +101,7 @@ async function selectThread(threadId) {
 /** Show the thread as stored: the chat (full log), the inspector, a pending interrupt. */
 async function refreshThread() {
   page.interrupt = null;
+  page.remote = false;
   page.failed = false;
   if (!page.threadId) {
     $("messages").replaceChildren();
@@ -118,6 +120,7 @@ async function refreshThread() {
   $("messages").replaceChildren(...(inspected.log ?? inspected.window).map(messageItem));
   renderInspector(inspected);
   page.interrupt = state.interrupts?.[0]?.value ?? null;
+  page.remote = state.interrupts?.[0]?.kind === "remote_tool_calls";
   page.failed = thread.status === "error";
   showInterrupt();
   scrollToEnd();
@@ -127,9 +130,9 @@ function scrollToEnd() {
   $("messages").lastElementChild?.scrollIntoView({ block: "end" });
 }
 
-/** The remote (browser) tool calls an interrupt value waits for; [] for a question. */
+/** The remote (browser) tool calls the pause waits for; [] for a question (whatever its value). */
 function remoteCalls(value) {
-  return value?.type === "remote_tool_calls" ? value.calls.map((entry) => entry.call) : [];
+  return page.remote && value !== null ? value.calls.map((entry) => entry.call) : [];
 }
 
 function showInterrupt() {

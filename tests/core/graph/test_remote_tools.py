@@ -21,6 +21,7 @@ from tenxgraph.core.graph import (
     StateGraph,
     ToolNode,
     create_agent,
+    interrupt,
     pending_remote_calls,
     remote_tool_result,
     tools_condition,
@@ -269,7 +270,7 @@ async def test_the_pause_streams_as_an_interrupt_event() -> None:
 
     interrupts = [e for e in events if isinstance(e, InterruptEvent)]
     assert [(e.when, e.value["calls"][0]["call"]["name"]) for e in interrupts] == [
-        ("inside", "get_location")
+        ("remote_tool_calls", "get_location")
     ]
     assert isinstance(events[-1], RunResult) and events[-1].interrupt is not None
 
@@ -302,6 +303,39 @@ async def test_a_tool_node_in_a_hand_built_graph_pauses_too() -> None:
     assert paused["interrupt"].node == "tools"
     result = await app.ainvoke({"resume": {"tool_results": [remote_tool_result("r1", 1)]}}, CONFIG)
     assert result["messages"][-1].text() == "done"
+
+
+async def test_a_user_interrupt_shaped_like_the_remote_pause_stays_a_user_interrupt() -> None:
+    copied = {"type": "remote_tool_calls", "calls": [{"call": {"id": "x"}, "deadline": "2000"}]}
+    answers: list[Any] = []
+
+    def ask(state: AgentState) -> dict[str, Any]:
+        answers.append(interrupt(copied))
+        return {}
+
+    graph = StateGraph(AgentState)
+    graph.add_node("ask", ask)
+    graph.set_entry_point("ask")
+    app = graph.compile(InMemoryCheckpointer())
+
+    paused = await app.ainvoke({"messages": [("user", "hi")]}, CONFIG)
+    assert paused["interrupt"].value == copied
+    state = app.get_state(CONFIG)
+    assert state is not None and state.execution_meta.interrupt_kind == "inside"
+    assert pending_remote_calls(state) == []
+    answer = {"tool_results": [remote_tool_result("x", 1)]}  # passed on as it is, not checked
+    await app.ainvoke({"resume": answer}, CONFIG)
+    assert answers == [answer]
+
+
+async def test_the_remote_pause_is_marked_by_its_kind() -> None:
+    app = paused_app(InMemoryCheckpointer(), locate())
+    await app.ainvoke({"messages": [("user", "where?")]}, CONFIG)
+    state = app.get_state(CONFIG)
+    assert state is not None and state.execution_meta.interrupt_kind == "remote_tool_calls"
+    [entry] = pending_remote_calls(state)
+    state.execution_meta.interrupt_kind = "inside"  # the same value, not the runtime's pause
+    assert pending_remote_calls(state) == [] and entry.call.name == "get_location"
 
 
 def test_declaration_errors_name_the_tool() -> None:
