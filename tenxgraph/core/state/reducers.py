@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from tenxgraph.core.state._known_ids import MIN_SIZE, known_ids, remember_merge
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock
 from tenxgraph.core.state.message_input import MessageLike, as_messages
@@ -34,27 +33,17 @@ def add_messages(left: list[Message], right: Sequence[MessageLike] | MessageLike
     ``{"role": "user", "content": "hi"}``, see ``message_input``), or be one;
     they become ``Message``s. Returns a new list.
 
-    Cost: the copy of ``left`` it returns, plus the check of the new ids.
-    For a plain list of 1024 messages or more, the ids of the last few lists it read
-    or returned are remembered (``_known_ids``): calling it again with such a
-    list, unchanged, compares it with a copy of its items (pointers only,
-    about a third of a copy) instead of reading every id (about 20 copies at
-    100,000 messages, paid on the first call). Code that appends to one long
-    history again and again may use ``AgentState.append_messages`` instead:
-    it changes the list in place, in O(new), as the graph runtime does.
+    A plain list cannot remember its ids, so this reads every id in ``left``:
+    O(len(left)), several times a list copy. Code that appends to one long
+    history again and again should use ``AgentState.append_messages``, which
+    keeps an index and costs O(new), as the graph runtime does.
     """
     right = as_messages(right, "add_messages: right")
     wanted = [m for m in right if m.delta is False]
     if not wanted:
         return list(left)
-    if len(left) < MIN_SIZE or type(left) is not list:
-        seen = {m.message_id for m in wanted}.intersection(map(_message_id, left))
-        return left + [m for m in wanted if m.message_id not in seen]
-    ids, snapshot = known_ids(left)
-    added = [m for m in wanted if m.message_id not in ids]
-    merged = left + added
-    remember_merge(merged, ids, snapshot, added)
-    return merged
+    seen = {m.message_id for m in wanted}.intersection(map(_message_id, left))
+    return left + [m for m in wanted if m.message_id not in seen]
 
 
 _message_id = attrgetter("message_id")
