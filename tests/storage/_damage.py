@@ -66,8 +66,11 @@ class Damage:
                 _replace(cp, **{column: value}) for cp in thread.checkpoints
             )
             return
+        where = "user_id = ? AND thread_id = ?"
+        if self.backend == "sqlite":  # keyed by the thread row's id
+            where = "tid = (SELECT id FROM threads WHERE user_id = ? AND thread_id = ?)"
         await self._sql(
-            f'UPDATE {{t}}checkpoints SET "{column}" = ? WHERE user_id = ? AND thread_id = ?',
+            f'UPDATE {{t}}checkpoints SET "{column}" = ? WHERE {where}',
             (value, key.user_id, key.thread_id),
         )
 

@@ -7,12 +7,13 @@ to the same version (ABA) must lose its compare-and-swap and write nothing.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
 import pytest
 
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import ConflictError, StateError
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
@@ -23,7 +24,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadStamp,
     ThreadWrite,
 )
-from tenxgraph.storage.checkpointer.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from tenxgraph.storage.checkpointer._sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tenxgraph.storage.sql._migrations import LEGACY_TOMBSTONE
 from tests.storage.conftest import PG_DSN, MakeCheckpointer, drop_schema
 
@@ -153,17 +154,26 @@ async def test_an_incarnation_is_required_exactly_when_the_thread_exists(
 
 async def test_sqlite_threads_from_before_incarnations_get_the_legacy_one(tmp_path: Any) -> None:
     path = tmp_path / "old.db"
-    checkpointer = SqliteCheckpointer(path)
-    await run_turns(checkpointer, ["old"])
-    await checkpointer.aclose()
-    with sqlite3.connect(path) as conn:  # back to schema version 1, as an older release left it
-        conn.execute("ALTER TABLE threads DROP COLUMN incarnation")
-        conn.execute("DROP TABLE leases")
-        conn.execute("DROP TABLE schema_versions")  # and its version table, from before components
-        conn.execute(
+    with sqlite3.connect(path) as conn:  # schema version 1, as an older release left it
+        for statement in SQLITE_MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute(  # and its version table, from before components
             "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
         )
         conn.execute("INSERT INTO schema_version VALUES (1, 0)")
+        old = Message.text_message("old")
+        conn.execute(
+            "INSERT INTO messages VALUES (?, ?, 0, ?, 'user', NULL, ?)",
+            (KEY.user_id, KEY.thread_id, old.message_id, compact_json(old)),
+        )
+        conn.execute(
+            "INSERT INTO checkpoints VALUES (?, ?, 1, 'n', 0, 1, ?, '[[0,1]]', 0)",
+            (KEY.user_id, KEY.thread_id, json.dumps({"by": "old"})),
+        )
+        conn.execute(
+            "INSERT INTO threads VALUES (?, ?, 1, 1, ?, '[[0,1]]', '{}', 0, 0)",
+            (KEY.user_id, KEY.thread_id, json.dumps({"by": "old"})),
+        )
     checkpointer = SqliteCheckpointer(path)
     try:
         await continue_a_legacy_thread(checkpointer)

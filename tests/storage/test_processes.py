@@ -14,6 +14,8 @@ import pytest
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer._pg_schema import MIGRATIONS as PG_MIGRATIONS
+from tenxgraph.storage.checkpointer._sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tenxgraph.testing._checkpointer_base import save
 from tests.storage import _workers
 from tests.storage.conftest import PG_DSN, drop_schema
@@ -86,7 +88,8 @@ async def test_two_processes_migrate_a_fresh_store_at_once(spec: dict[str, Any])
         assert stored is not None
         assert [m.text() for m in stored.context] == [name]
     await checkpointer.aclose()
-    assert await applied_versions(spec) == [1, 2, 3]  # each migration once
+    migrations = SQLITE_MIGRATIONS if spec["kind"] == "sqlite" else PG_MIGRATIONS
+    assert await applied_versions(spec) == list(range(1, len(migrations) + 1))  # each once
 
 
 async def applied_versions(spec: dict[str, Any]) -> list[int]:

@@ -18,7 +18,17 @@ from tenxgraph.storage.checkpointer._codec import (
 )
 from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
 
-__all__ = ["LEASES_TABLE", "check_lease", "release", "renew", "request_stop", "rewind", "take"]
+__all__ = [
+    "LEASES_TABLE",
+    "TAKE",
+    "check_lease",
+    "delete_log",
+    "release",
+    "renew",
+    "request_stop",
+    "rewind",
+    "take",
+]
 
 LEASES_TABLE = """CREATE TABLE leases (
     user_id TEXT NOT NULL,
@@ -30,16 +40,19 @@ LEASES_TABLE = """CREATE TABLE leases (
 )"""
 
 
+TAKE = (
+    "INSERT INTO leases (user_id, thread_id, owner, expires_at, stop) "
+    "VALUES (?1, ?2, ?3, ?4, NULL) ON CONFLICT (user_id, thread_id) DO UPDATE SET "
+    "owner = excluded.owner, expires_at = excluded.expires_at, stop = NULL "
+    "WHERE leases.owner = excluded.owner OR leases.expires_at < ?5"
+)
+"""Take the lease if free, expired or already the owner's (user, thread, owner, expiry, now)."""
+
+
 def take(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> str | None:
     """Take the lease if free, expired or ``owner``'s; else return the holder."""
     now = time.time()
-    taken = conn.execute(
-        "INSERT INTO leases (user_id, thread_id, owner, expires_at, stop) "
-        "VALUES (?, ?, ?, ?, NULL) ON CONFLICT (user_id, thread_id) DO UPDATE SET "
-        "owner = excluded.owner, expires_at = excluded.expires_at, stop = NULL "
-        "WHERE leases.owner = excluded.owner OR leases.expires_at < ?",
-        (key.user_id, key.thread_id, owner, now + seconds, now),
-    ).rowcount
+    taken = conn.execute(TAKE, (key.user_id, key.thread_id, owner, now + seconds, now)).rowcount
     if taken:
         return None
     row = conn.execute(
@@ -90,6 +103,12 @@ def check_lease(conn: sqlite3.Connection, key: ThreadKey, owner: str | None) -> 
         raise lease_lost(key, owner)
 
 
+def delete_log(conn: sqlite3.Connection, tid: int) -> None:
+    """Delete the messages and checkpoints of the thread row ``tid``."""
+    conn.execute("DELETE FROM messages WHERE tid = ?", (tid,))
+    conn.execute("DELETE FROM checkpoints WHERE tid = ?", (tid,))
+
+
 def rewind(
     conn: sqlite3.Connection,
     key: ThreadKey,
@@ -99,43 +118,37 @@ def rewind(
 ) -> ThreadStamp | None:
     """Cut the thread back to checkpoint ``to_version`` as version ``stamp.version + 1``."""
     check_lease(conn, key, lease)
-    where = (key.user_id, key.thread_id)
-    found = stamp_of(
-        conn.execute(
-            "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?", where
-        ).fetchone()
-    )
+    row = conn.execute(
+        "SELECT incarnation, version, id FROM threads WHERE user_id = ? AND thread_id = ?",
+        (key.user_id, key.thread_id),
+    ).fetchone()
+    found = stamp_of(row)
     if found != stamp:
         raise rewind_conflict(key, stamp, found)
+    tid = row[2]
     if to_version == 0:
-        for table in ("messages", "checkpoints", "threads"):
-            conn.execute(f"DELETE FROM {table} WHERE user_id = ? AND thread_id = ?", where)
+        delete_log(conn, tid)
+        conn.execute("DELETE FROM threads WHERE id = ?", (tid,))
         return None
     target = conn.execute(
         'SELECT step, log_length, "values", "window" FROM checkpoints '
-        "WHERE user_id = ? AND thread_id = ? AND version = ?",
-        (*where, to_version),
+        "WHERE tid = ? AND version = ?",
+        (tid, to_version),
     ).fetchone()
     if target is None:
         raise missing_checkpoint(key, to_version)
     step, log_length, values, window = target
     version, now = stamp.version + 1, time.time()
-    conn.execute(
-        "DELETE FROM messages WHERE user_id = ? AND thread_id = ? AND seq >= ?",
-        (*where, log_length),
-    )
-    conn.execute(
-        "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version > ?",
-        (*where, to_version),
-    )
+    conn.execute("DELETE FROM messages WHERE tid = ? AND seq >= ?", (tid, log_length))
+    conn.execute("DELETE FROM checkpoints WHERE tid = ? AND version > ?", (tid, to_version))
     conn.execute(
         'UPDATE threads SET version = ?, log_length = ?, "values" = ?, "window" = ?, '
-        "updated_at = ? WHERE user_id = ? AND thread_id = ?",
-        (version, log_length, values, window, now, *where),
+        "updated_at = ? WHERE id = ?",
+        (version, log_length, values, window, now, tid),
     )
     conn.execute(
-        "INSERT INTO checkpoints (user_id, thread_id, version, node, step, log_length, "
-        '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        (*where, version, "__rollback__", step, log_length, values, window, now),
+        "INSERT INTO checkpoints (tid, version, node, step, log_length, "
+        '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        (tid, version, "__rollback__", step, log_length, values, window, now),
     )
     return ThreadStamp(stamp.incarnation, version)

@@ -50,9 +50,9 @@ from tenxgraph.storage.checkpointer._media import (
     media_policy,
     offload,
 )
+from tenxgraph.storage.checkpointer._sqlite_schema import THREADS
 from tenxgraph.storage.checkpointer.base import (
     DEFAULT_USER,
-    LEGACY_INCARNATION,
     Checkpoint,
     Checkpointer,
     StoredMessage,
@@ -64,7 +64,7 @@ from tenxgraph.storage.checkpointer.base import (
     Window,
     check_id,
 )
-from tenxgraph.storage.sql import Component, SqliteDatabase
+from tenxgraph.storage.sql import SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
 
 if TYPE_CHECKING:
@@ -75,56 +75,6 @@ __all__ = ["SqliteCheckpointer"]
 
 R = TypeVar("R")
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE threads (
-            user_id TEXT NOT NULL,
-            thread_id TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            log_length INTEGER NOT NULL,
-            "values" TEXT NOT NULL,
-            "window" TEXT NOT NULL,
-            metadata TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            PRIMARY KEY (user_id, thread_id)
-        )""",
-        "CREATE INDEX threads_recent ON threads (user_id, updated_at DESC, thread_id)",
-        """CREATE TABLE messages (
-            user_id TEXT NOT NULL,
-            thread_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            message_id TEXT NOT NULL,
-            role TEXT NOT NULL,
-            usage TEXT,
-            body TEXT NOT NULL,
-            PRIMARY KEY (user_id, thread_id, seq)
-        )""",
-        """CREATE TABLE checkpoints (
-            user_id TEXT NOT NULL,
-            thread_id TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            node TEXT NOT NULL,
-            step INTEGER NOT NULL,
-            log_length INTEGER NOT NULL,
-            "values" TEXT NOT NULL,
-            "window" TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            PRIMARY KEY (user_id, thread_id, version)
-        )""",
-    ),
-    (  # 2: thread identity; threads stored before it share the incarnation 'legacy'
-        f"ALTER TABLE threads ADD COLUMN incarnation TEXT NOT NULL DEFAULT '{LEGACY_INCARNATION}'",
-    ),
-    (leases.LEASES_TABLE,),  # 3: one run per thread at a time
-)
-"""Ordered schema changes of the ``threads`` component (recorded in ``schema_versions``).
-
-Append only."""
-
-THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
-"""The thread tables; ``schema_version`` recorded them before ``schema_versions``."""
-
 INLINE_MESSAGES = 64
 """A save of more messages, or a page of more rows, runs in a worker thread.
 
@@ -133,11 +83,33 @@ about 4 ms each: too long to hold the event loop."""
 
 _WINDOW_QUERY = """
     SELECT m.seq, m.body FROM json_each(?) AS w CROSS JOIN messages AS m
-    WHERE m.user_id = ? AND m.thread_id = ?
+    WHERE m.tid = ?
       AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')
 """
 """The window's rows: CROSS JOIN makes the ranges the outer loop and each range an index
 scan, so rows come in window order without a sort (``decode_window_messages`` checks it)."""
+
+
+_INSERT_THREAD = (
+    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
+    '"values", "window", metadata, created_at, updated_at) '
+    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id, log_length"
+)
+
+_TID = "SELECT id FROM threads WHERE user_id = ? AND thread_id = ?"
+"""The thread's row id, the key of its messages and checkpoints."""
+
+_CAS = (
+    "UPDATE threads SET version = version + 1, log_length = log_length + ?, "
+    '"values" = ?, "window" = ?, metadata = coalesce(?, metadata), updated_at = ? '
+    "WHERE user_id = ? AND thread_id = ? AND incarnation = ? AND version = ? "
+)
+_UPDATE_THREAD = _CAS + "RETURNING id, log_length"
+_UPDATE_THREAD_FENCED = (
+    _CAS + "AND EXISTS (SELECT 1 FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?) "
+    "RETURNING id, log_length"
+)
+"""The save's CAS when a lease fences it: a lost lease fails it as a lost race does."""
 
 
 class SqliteCheckpointer(Checkpointer):
@@ -204,20 +176,23 @@ class SqliteCheckpointer(Checkpointer):
     def _write(
         self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
     ) -> ThreadStamp:
+        """CAS the state row (the lease check folded into it), append, record the checkpoint.
+
+        Four statements for a save to an existing thread (five when it gives
+        the lease up); the lease and the stamp are read apart only when the
+        CAS fails, to say why.
+        """
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
-        user, thread = key.user_id, key.thread_id
         with transaction(conn, "IMMEDIATE"):
-            leases.check_lease(conn, key, write.lease)
             if write.expected_version == 0:
-                inserted = conn.execute(
-                    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
-                    '"values", "window", metadata, created_at, updated_at) '
-                    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                leases.check_lease(conn, key, write.lease)
+                row = conn.execute(
+                    _INSERT_THREAD,
                     (
-                        user,
-                        thread,
+                        key.user_id,
+                        key.thread_id,
                         encoded.incarnation,
                         added,
                         encoded.values,
@@ -226,66 +201,50 @@ class SqliteCheckpointer(Checkpointer):
                         now,
                         now,
                     ),
-                ).rowcount
-                if not inserted:
-                    raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
-                base = 0
+                ).fetchone()
             else:
+                fenced = write.lease is not None
                 row = conn.execute(
-                    "UPDATE threads SET version = version + 1, log_length = log_length + ?, "
-                    '"values" = ?, "window" = ?, metadata = coalesce(?, metadata), updated_at = ? '
-                    "WHERE user_id = ? AND thread_id = ? AND incarnation = ? AND version = ? "
-                    "RETURNING log_length",
+                    _UPDATE_THREAD_FENCED if fenced else _UPDATE_THREAD,
                     (
                         added,
                         encoded.values,
                         encoded.window,
                         encoded.metadata,
                         now,
-                        user,
-                        thread,
+                        key.user_id,
+                        key.thread_id,
                         encoded.incarnation,
                         write.expected_version,
+                        *((key.user_id, key.thread_id, write.lease) if fenced else ()),
                     ),
                 ).fetchone()
-                if row is None:
-                    raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
-                base = row[0] - added
-            check_window(key, write.window, base + added)
+            if row is None:
+                leases.check_lease(conn, key, write.lease)
+                raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
+            tid, length = row
+            check_window(key, write.window, length)
+            base = length - added
             conn.executemany(
-                "INSERT INTO messages (user_id, thread_id, seq, message_id, role, usage, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (user, thread, base + index, r.message_id, r.role, r.usage, r.body)
-                    for index, r in enumerate(encoded.messages)
-                ],
+                "INSERT INTO messages (tid, seq, body) VALUES (?, ?, ?)",
+                [(tid, base + index, r.body) for index, r in enumerate(encoded.messages)],
             )
             conn.execute(
-                "INSERT INTO checkpoints (user_id, thread_id, version, node, step, log_length, "
-                '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-                (
-                    user,
-                    thread,
-                    version,
-                    write.node,
-                    write.step,
-                    base + added,
-                    encoded.values,
-                    encoded.window,
-                    now,
-                ),
+                "INSERT INTO checkpoints (tid, version, node, step, log_length, "
+                '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                (tid, version, write.node, write.step, length, encoded.values, encoded.window, now),
             )
-            self._after_write(conn, key, write, version)
+            self._after_write(conn, key, write, tid, version)
         return ThreadStamp(encoded.incarnation, version)
 
     def _after_write(
-        self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, version: int
+        self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, tid: int, version: int
     ) -> None:
         """In the save's transaction: drop checkpoints past retention, give the lease up."""
         if self._keep is not None:
             conn.execute(
-                "DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ? AND version <= ?",
-                (key.user_id, key.thread_id, version - self._keep),
+                "DELETE FROM checkpoints WHERE tid = ? AND version <= ?",
+                (tid, version - self._keep),
             )
         if write.release_lease and write.lease is not None:
             leases.release(conn, key, write.lease)
@@ -367,8 +326,8 @@ class SqliteCheckpointer(Checkpointer):
     async def atake_thread(
         self, key: ThreadKey, owner: str, seconds: float
     ) -> tuple[str | None, ThreadStamp | None]:
-        """Take the lease and read the stamp in one write transaction."""
-        return await self._db.call(_in_write, _take_thread, key, owner, seconds)
+        """Take the lease and read the stamp: one statement when the lease is free."""
+        return await self._db.call(_take_thread, key, owner, seconds)
 
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend the lease; return the stop request made of it."""
@@ -426,30 +385,30 @@ def _thread_rows(conn: sqlite3.Connection, key: ThreadKey) -> tuple[Any, Window,
     """The state row, its window and the window's message rows, in one read snapshot."""
     with transaction(conn, "DEFERRED"):
         row = conn.execute(
-            'SELECT version, log_length, "values", "window", metadata, incarnation '
+            'SELECT version, log_length, "values", "window", metadata, incarnation, id '
             "FROM threads WHERE user_id = ? AND thread_id = ?",
             (key.user_id, key.thread_id),
         ).fetchone()
         if row is None:
             return None
         window = decode_window(key, row[3], row[1])
-        rows = conn.execute(_WINDOW_QUERY, (row[3], key.user_id, key.thread_id)).fetchall()
-    return row, window, rows
+        rows = conn.execute(_WINDOW_QUERY, (row[3], row[6])).fetchall()
+    return row[:6], window, rows
 
 
 def _window_rows(conn: sqlite3.Connection, key: ThreadKey, window: Window) -> list[Any]:
     window_text = encode_json("the window", [[start, end] for start, end in window])
     with transaction(conn, "DEFERRED"):
-        check_window(key, window, _log_length(conn, key))
-        return conn.execute(_WINDOW_QUERY, (window_text, key.user_id, key.thread_id)).fetchall()
+        tid, log_length = _log_length(conn, key)
+        check_window(key, window, log_length)
+        return conn.execute(_WINDOW_QUERY, (window_text, tid)).fetchall()
 
 
 def _message_rows(
     conn: sqlite3.Connection, key: ThreadKey, offset: int, limit: int | None
 ) -> list[Any]:
     return conn.execute(
-        "SELECT seq, body FROM messages WHERE user_id = ? AND thread_id = ? AND seq >= ? "
-        "ORDER BY seq LIMIT ?",
+        f"SELECT seq, body FROM messages WHERE tid = ({_TID}) AND seq >= ? ORDER BY seq LIMIT ?",
         (key.user_id, key.thread_id, offset, -1 if limit is None else limit),
     ).fetchall()
 
@@ -484,26 +443,43 @@ def _thread_info_rows(conn: sqlite3.Connection, key: ThreadKey) -> list[Any]:
 def _checkpoint_rows(conn: sqlite3.Connection, key: ThreadKey, limit: int | None) -> list[Any]:
     return conn.execute(
         'SELECT version, node, step, log_length, "values", "window", created_at '
-        "FROM checkpoints WHERE user_id = ? AND thread_id = ? "
-        "ORDER BY version DESC LIMIT ?",
+        f"FROM checkpoints WHERE tid = ({_TID}) ORDER BY version DESC LIMIT ?",
         (key.user_id, key.thread_id, -1 if limit is None else limit),
     ).fetchall()
 
 
 def _delete(conn: sqlite3.Connection, key: ThreadKey) -> bool:
-    where = (key.user_id, key.thread_id)
     with transaction(conn, "IMMEDIATE"):
-        conn.execute("DELETE FROM messages WHERE user_id = ? AND thread_id = ?", where)
-        conn.execute("DELETE FROM checkpoints WHERE user_id = ? AND thread_id = ?", where)
-        deleted = conn.execute("DELETE FROM threads WHERE user_id = ? AND thread_id = ?", where)
-        return deleted.rowcount > 0
+        row = conn.execute(
+            "DELETE FROM threads WHERE user_id = ? AND thread_id = ? RETURNING id",
+            (key.user_id, key.thread_id),
+        ).fetchone()
+        if row is None:
+            return False
+        leases.delete_log(conn, row[0])
+        return True
 
 
 def _take_thread(
     conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float
 ) -> tuple[str | None, ThreadStamp | None]:
-    holder = leases.take(conn, key, owner, seconds)
-    return holder, None if holder is not None else _stamp(conn, key)
+    """Take the lease and read the stamp: one statement, its own transaction, when it is free.
+
+    When another run holds it, a write transaction names the holder (or takes
+    the lease, if the holder gave it up in between).
+    """
+    now = time.time()
+    taken = conn.execute(  # fetchall: the statement runs to its end, so it has committed
+        leases.TAKE + " RETURNING "
+        "(SELECT incarnation FROM threads WHERE user_id = ?1 AND thread_id = ?2), "
+        "(SELECT version FROM threads WHERE user_id = ?1 AND thread_id = ?2)",
+        (key.user_id, key.thread_id, owner, now + seconds, now),
+    ).fetchall()
+    if taken:
+        return None, None if taken[0][0] is None else stamp_of(taken[0])
+    with transaction(conn, "IMMEDIATE"):
+        holder = leases.take(conn, key, owner, seconds)
+        return holder, None if holder is not None else _stamp(conn, key)
 
 
 def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
@@ -515,11 +491,12 @@ def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
     )
 
 
-def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> int:
+def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> tuple[int, int]:
+    """The thread's row id and log length."""
     row = conn.execute(
-        "SELECT log_length FROM threads WHERE user_id = ? AND thread_id = ?",
+        "SELECT id, log_length FROM threads WHERE user_id = ? AND thread_id = ?",
         (key.user_id, key.thread_id),
     ).fetchone()
     if row is None:
         raise thread_not_found(key)
-    return int(row[0])
+    return int(row[0]), int(row[1])
