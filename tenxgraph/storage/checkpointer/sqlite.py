@@ -178,9 +178,9 @@ class SqliteCheckpointer(Checkpointer):
     ) -> ThreadStamp:
         """CAS the state row (the lease check folded into it), append, record the checkpoint.
 
-        Four statements for a save to an existing thread (five when it gives
-        the lease up); the lease and the stamp are read apart only when the
-        CAS fails, to say why.
+        Three statements between ``BEGIN`` and ``COMMIT`` for a save to an
+        existing thread (four when it gives the lease up); the lease and the
+        stamp are read apart only when the CAS fails, to say why.
         """
         added = len(encoded.messages)
         version = write.expected_version + 1
