@@ -43,7 +43,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     helper thread so the caller's loop is never re-entered.
     """
     if not _in_running_loop():
-        return _loop().run_until_complete(coroutine)
+        return _complete(_loop(), coroutine)
     result: list[T] = []
     error: list[BaseException] = []
 
@@ -61,6 +61,31 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     if error:
         raise error[0]
     return result[0]
+
+
+def _complete(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+    """``loop.run_until_complete(coroutine)``, one loop turn and one selector poll cheaper.
+
+    The task's first step runs in one turn of the loop (``stop`` before
+    ``run_forever`` makes it a single turn, as documented). A coroutine that
+    never waits (a graph of sync nodes without a checkpointer) is done
+    after it, without the done callback and the second turn that
+    ``run_until_complete`` spends stopping the loop; one that waits goes on
+    in ``run_until_complete``. The task is the same in both, so
+    ``asyncio.current_task()``, timeouts and the copied context behave as before.
+    """
+    task = loop.create_task(coroutine)
+    task._log_destroy_pending = False  # type: ignore[attr-defined]  # as run_until_complete: raised
+    try:
+        loop.stop()
+        loop.run_forever()
+        if not task.done():
+            return loop.run_until_complete(task)
+    except BaseException:
+        if task.done() and not task.cancelled():
+            task.exception()  # the caller gets it raised: not "never retrieved"
+        raise
+    return task.result()
 
 
 def iterate_sync(iterator: AsyncIterator[T]) -> Iterator[T]:
