@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, PrivateAttr
+from pydantic import BaseModel, Field, JsonValue
 
-from tenxgraph.core.state.app_state import AppState, app_state_from
+from tenxgraph.core.state.app_state import AppState, app_state_from, empty_app_state
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex, add_messages
 from tenxgraph.core.state.storable import storable_text
@@ -67,6 +67,10 @@ class ExecMeta(BaseModel):
         fields["current_node"] = name
         fields["step"] += 1
 
+    def set_status(self, status: ExecStatus) -> None:
+        """Set ``status``, as the run loop does at a run's start and end, written straight in."""
+        self.__dict__["status"] = status
+
 
 class AgentState(BaseModel):
     """The default graph state: the context window, its summary, and run metadata."""
@@ -75,15 +79,27 @@ class AgentState(BaseModel):
     """The messages the model sees on its next call, oldest first."""
     context_summary: str | None = None
     """A condensed record of messages summarized out of ``context``."""
-    execution_meta: ExecMeta = Field(default_factory=lambda: ExecMeta(current_node=START))
+    execution_meta: ExecMeta = Field(default_factory=ExecMeta)
     """Runtime bookkeeping; use the helper methods rather than editing it."""
-    app_state: AppState = Field(default_factory=AppState)
+    app_state: AppState = Field(default_factory=empty_app_state)
     """JSON key-value data of the thread (Strands' agent state); never sent to the model."""
     structured_response: Any = None
     """The last ``output_schema`` answer of an Agent (LangChain's structured_response); set by the
     runtime, not by invoke input. Stored as JSON: after a reload it is a dict."""
 
-    _index: MessageIndex | None = PrivateAttr(default=None)
+    def model_post_init(self, context: Any, /) -> None:
+        """Make room for the message index, built on first use.
+
+        The index lives in pydantic's private dict, as a ``PrivateAttr`` would,
+        but is set up here in one step: pydantic's generic setup of private
+        attributes cost as much as the rest of ``AgentState()``. A subclass's
+        own private attributes are set up by pydantic before this runs.
+        """
+        private = self.__pydantic_private__
+        if private is None:
+            object.__setattr__(self, "__pydantic_private__", {"_index": None})
+        else:
+            private.setdefault("_index", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Assignments are not validated (that would cost every runtime write), but a dict
@@ -96,15 +112,23 @@ class AgentState(BaseModel):
     def message_index(self) -> MessageIndex:
         """The index of ``context`` (ids, system positions), rebuilt only when stale."""
         private = self.__pydantic_private__  # direct dict access: this runs on every merge
-        index: MessageIndex | None = private["_index"]  # type: ignore[index]
+        index: MessageIndex | None = private.get("_index") if private else None
         if index is None or not index.covers(self.context):
-            index = private["_index"] = MessageIndex(self.context)  # type: ignore[index]
+            index = MessageIndex(self.context)
+            self._keep_index(index)
         return index
 
     def set_context(self, context: list[Message], index: MessageIndex | None = None) -> None:
         """Replace ``context``, with an index already built for exactly that list."""
         self.context = context
-        self.__pydantic_private__["_index"] = index  # type: ignore[index]
+        self._keep_index(index)
+
+    def _keep_index(self, index: MessageIndex | None) -> None:
+        private = self.__pydantic_private__
+        if private is None:  # a subclass's model_post_init did not call this class's
+            object.__setattr__(self, "__pydantic_private__", {"_index": index})
+        else:
+            private["_index"] = index
 
     def append_messages(self, messages: Sequence[Message]) -> list[Message]:
         """Merge ``messages`` into ``context`` in place by add_messages' rules; return those added.
@@ -120,10 +144,10 @@ class AgentState(BaseModel):
         with ``state.context.append(...)`` are stored and streamed like returned ones.
         """
         private = self.__pydantic_private__
-        index: MessageIndex | None = private["_index"]  # type: ignore[index]
+        index: MessageIndex | None = private.get("_index") if private else None
         if index is None or index.covers(self.context):
             return []
-        private["_index"] = None  # type: ignore[index]
+        self._keep_index(None)
         return index.direct_additions(self.context)
 
     def is_running(self) -> bool:

@@ -74,6 +74,20 @@ class AppState(RootModel[dict[str, Any]]):
         return len(self.root)
 
 
+def empty_app_state() -> AppState:
+    """``AppState()``: what a new ``AgentState`` starts with, built without validation.
+
+    The same object ``AppState.model_construct({}, _fields_set=set())`` builds,
+    without its loop over fields; ``AppState()`` validates and deep-copies its
+    ``{}`` default (``copy.deepcopy``, in Python). Either cost several times this,
+    for every fresh state.
+    """
+    state = AppState.__new__(AppState)
+    object.__setattr__(state, "__dict__", {"root": {}})
+    object.__setattr__(state, "__pydantic_fields_set__", set())
+    return state
+
+
 def app_state_from(value: Any) -> AppState:
     """``value`` as an ``AppState``: itself, or a copy of a mapping's JSON data.
 
