@@ -7,7 +7,6 @@ providers or storage backends: nodes and the checkpointer contract do.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +36,7 @@ from tenxgraph.core.graph._run_control import (
     Outcome,
     Pause,
     RunControl,
+    new_run_id,
 )
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._steps import Run, RunSteps
@@ -96,6 +96,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         self.context_manager = builder.context_manager
         self._active: dict[ThreadKey | None, RunControl] = {}
         self._runs: dict[str, RunControl] = {}
+        self._goto = {name: Next(name) for name in [*self.nodes, END]}
         self.hooks = HookCaller(hooks)
         """The ``RunHooks`` given to ``compile``, called around runs, nodes and saves."""
         self.warm = warm if warm is not None else WarmThreads()
@@ -189,8 +190,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
-        run_id = str(config.get("run_id") or uuid.uuid4().hex)
-        lease = await self._take(config, run_id)
+        run_id = str(config.get("run_id") or new_run_id())
+        lease = None if self.checkpointer is None else await self._take(config, run_id)
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key)
         run: Run[S] | None = None
@@ -211,10 +212,12 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
                             outcome = item
                         else:
                             yield item
+                            control.yielded()
                 else:
                     events, outcome = await self._step(run, outcome.node, node, progress)
                     for event in events:
                         yield event
+                        control.yielded()
             events, raised = await self._conclude(run, outcome)
             for event in events:
                 yield event
@@ -259,10 +262,9 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
 
-    async def _take(self, config: Mapping[str, Any], run_id: str) -> ThreadLease | None:
-        """Take the thread's lease before anything is read (None: no checkpointer)."""
-        if self.checkpointer is None:
-            return None
+    async def _take(self, config: Mapping[str, Any], run_id: str) -> ThreadLease:
+        """Take the thread's lease before anything is read (a graph with a checkpointer)."""
+        assert self.checkpointer is not None  # the run loop asks only then
         if config.get("thread_id") is None:
             raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
         key = ThreadKey.from_config(config)
@@ -323,7 +325,10 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
     ) -> Run[S]:
         """Load the thread and apply the input; see ``entry`` for where the run enters."""
         input = check_input(input)
-        session, state = await self._load(config, lease)
+        if lease is None:
+            session, state = None, self._fresh_state()
+        else:
+            session, state = await self._load(lease)
         meta = state.execution_meta
         input = settle_remote_input(meta, input)  # a thread waiting for a client's tool results
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
@@ -338,7 +343,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
                 entry = Entry(runner, True)
         if "resume" in input and meta.interrupt_kind in ("inside", REMOTE_CALLS_KIND):
             meta.resume_values = [*meta.resume_values, input["resume"]]
-        meta.status = "running"
+        meta.set_status("running")
         if meta.error is not None or meta.stop_requested or meta.interrupt_kind is not None:
             meta.error, meta.stop_requested = None, False
             meta.interrupt_kind = meta.interrupt_value = None
@@ -363,19 +368,14 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
 
-    async def _load(
-        self, config: Mapping[str, Any], lease: ThreadLease | None
-    ) -> tuple[ThreadSession | None, S]:
-        session = None
-        state: S | None = None
-        if self.checkpointer is not None and lease is not None:
-            session, state = await self.warm.open(
-                self.checkpointer, lease.key, self.builder.state_class, lease.stamp
-            )
-            session.lease = lease.owner
-        if state is None:
-            state = self._fresh_state()
-        return session, state
+    async def _load(self, lease: ThreadLease) -> tuple[ThreadSession, S]:
+        """The thread's session and state: kept warm, loaded, or new."""
+        assert self.checkpointer is not None  # a lease is taken only then
+        session, state = await self.warm.open(
+            self.checkpointer, lease.key, self.builder.state_class, lease.stamp
+        )
+        session.lease = lease.owner
+        return session, self._fresh_state() if state is None else state
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
@@ -406,12 +406,13 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             state = await self.context_manager.atrim_context(state)
             run.state = state
         meta = state.execution_meta
-        meta.status = "completed" if status == "completed" else "stopped"
+        meta.set_status("completed" if status == "completed" else "stopped")
         if meta.next_node is not None or meta.interrupt_value is not None:  # often both None
             meta.next_node = meta.interrupt_value = None
         if meta.stop_requested != (status == "stopped"):
             meta.stop_requested = status == "stopped"
-        await self._save(run, [], meta.current_node, last=True)
+        if run.session is not None:
+            await self._save(run, [], meta.current_node, last=True)
         return self._result(run)
 
     def _result(self, run: Run[S]) -> RunResult:

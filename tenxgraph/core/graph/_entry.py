@@ -64,13 +64,13 @@ class Entry:
 
 def check_input(input: object) -> Mapping[str, Any]:
     """``input`` as a run's input mapping; a clear error for anything else."""
-    if not isinstance(input, Mapping):
+    if type(input) is not dict and not isinstance(input, Mapping):  # dict: no ABC check
         raise StateError(
             f"invoke input must be a dict such as {{'messages': [...]}} or "
             f"{{'resume': answer}}, got {type(input).__name__}"
         )
-    unknown = set(input) - _INPUT_KEYS
-    if unknown:
+    if not input.keys() <= _INPUT_KEYS:
+        unknown = set(input) - _INPUT_KEYS
         raise StateError(
             f"invoke input has unknown key(s) {sorted(unknown)}; "
             "expected 'messages', 'state' and/or 'resume'"
@@ -125,6 +125,8 @@ def input_messages_of(input: Mapping[str, Any]) -> list[Message]:
     raw = input.get("messages")
     if raw is None:
         return []
+    if type(raw) is list and all(type(item) is Message for item in raw):
+        return list(raw)  # the usual input, as ``as_messages`` returns it, in one pass
     return as_messages(raw, "invoke input 'messages'")
 
 

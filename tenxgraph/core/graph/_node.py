@@ -108,6 +108,9 @@ class Node(ABC):
     streams: bool = True
     """False when ``run`` yields nothing but its ``NodeOutput``: the run loop then awaits
     ``run_to_end`` instead of iterating ``run``, even for a stream consumer."""
+    inline: bool = False
+    """True when ``run_here`` does the node's work without awaiting, on a loop private to a
+    sync ``invoke`` (``RunContext.run_sync_inline``): the run loop then calls it directly."""
 
     @abstractmethod
     def run(
@@ -133,6 +136,10 @@ class Node(ABC):
                 await save()
         return value
 
+    def run_here(self, state: AgentState, ctx: RunContext) -> Any:
+        """``run_to_end`` without a coroutine, for a node that is ``inline``; return the value."""
+        raise NotImplementedError(f"{type(self).__name__} is not an inline node")
+
     def bind(self, graph: StateGraph[Any], name: str) -> Node:
         """The node as ``graph`` runs it under ``name``; called by ``compile``.
 
@@ -156,6 +163,7 @@ class FunctionNode(Node):
         self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - async callable objects
         )
+        self.inline = not self.is_async
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
         """Call the function and yield what it returned."""
@@ -165,10 +173,15 @@ class FunctionNode(Node):
         self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]
     ) -> Any:
         """Call the function and return what it returned (it never asks for a save)."""
-        kwargs = {"config": ctx.config} if self.wants_config else {}
         if self.is_async or not ctx.run_sync_inline:
+            kwargs = {"config": ctx.config} if self.wants_config else {}
             return await ctx.call(self.function, (state,), kwargs, is_async=self.is_async)
-        return ctx.call_here(self.function, (state,), kwargs)  # no await on the fast path
+        return self.run_here(state, ctx)
+
+    def run_here(self, state: AgentState, ctx: RunContext) -> Any:
+        """Call the sync function on this thread and return what it returned."""
+        kwargs = {"config": ctx.config} if self.wants_config else {}
+        return ctx.call_here(self.function, (state,), kwargs)
 
 
 async def _no_save() -> None:

@@ -75,6 +75,8 @@ class RunSteps(Generic[S]):
     interrupt_before: frozenset[str]
     interrupt_after: frozenset[str]
     context_manager: Any
+    _goto: dict[str, Next]
+    """One ``Next`` per node and END, shared by every step that goes there."""
 
     async def _step(
         self, run: Run[S], name: str, node: Node | None, progress: bool
@@ -89,8 +91,12 @@ class RunSteps(Generic[S]):
         try:
             if self.hooks.hooks:
                 await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
-            run.control.arm(asyncio.current_task())
-            output = await node.run_to_end(run.state, run.ctx, lambda: self._save_step(run, name))
+            run.control.arm()
+            if node.inline and run.ctx.run_sync_inline:
+                output = node.run_here(run.state, run.ctx)  # a sync node: no coroutine
+            else:
+                save = lambda: self._save_step(run, name)  # noqa: E731
+                output = await node.run_to_end(run.state, run.ctx, save)
         except (Exception, asyncio.CancelledError) as exc:
             return [], await self._broke(run, name, exc)
         return await self._settle(run, name, output, progress)
@@ -107,7 +113,7 @@ class RunSteps(Generic[S]):
         try:
             if self.hooks.hooks:
                 await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
-            run.control.arm(asyncio.current_task())
+            run.control.arm()
             async for item in node.run(run.state, run.ctx):
                 if isinstance(item, NodeOutput):
                     output = item.value
@@ -146,7 +152,7 @@ class RunSteps(Generic[S]):
         """Save mid-step, as the node asks (``SaveProgress``); a stop never cancels it halfway."""
         run.control.disarm()
         await self._save(run, [], name)
-        run.control.arm(asyncio.current_task())
+        run.control.arm()
 
     async def _settle(
         self, run: Run[S], name: str, output: Any, progress: bool
@@ -177,7 +183,7 @@ class RunSteps(Generic[S]):
             events.append(UpdateEvent(name, step, tuple(applied.messages), applied.values))
         if name in self.interrupt_after:
             return events, Pause(name, next_node, None, "after")
-        return events, Next(next_node)
+        return events, self._goto[next_node]
 
     def _merge(self, run: Run[S], name: str, output: Any) -> Applied:
         """Merge a node's output into the state (a bad one is the node's ``NodeError``)."""

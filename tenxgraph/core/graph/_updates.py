@@ -81,16 +81,16 @@ class StateSchema:
         applied = Applied()
         if update is None:
             pass
+        elif isinstance(update, list):  # before Message: a miss on a model class is an ABC call
+            applied.messages = _merge_list(state, update, where, removed)
+        elif isinstance(update, Message):
+            applied.messages = state.append_messages((update,))
         elif isinstance(update, Updates):
             removed = set() if removed is None else removed
             for label, item in update.items:
                 part = self.apply(state, item, f"{where}, {label}", removed)
                 applied.messages.extend(part.messages)
                 applied.values.update(part.values)
-        elif isinstance(update, Message):
-            applied.messages = state.append_messages((update,))
-        elif isinstance(update, list):
-            applied.messages = _merge_list(state, update, where, removed)
         elif isinstance(update, dict):
             self._apply_dict(state, update, where, applied, removed)
         elif isinstance(update, BaseModel) and update is not state:
