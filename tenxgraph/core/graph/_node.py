@@ -18,6 +18,7 @@ from tenxgraph.core.graph._interrupt import InterruptScope, _scope
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
+from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
@@ -138,7 +139,7 @@ class Node(ABC):
 
     def run_here(self, state: AgentState, ctx: RunContext) -> Any:
         """``run_to_end`` without a coroutine, for a node that is ``inline``; return the value."""
-        raise NotImplementedError(f"{type(self).__name__} is not an inline node")
+        raise UsageError(f"{type(self).__name__} is not an inline node: await run_to_end")
 
     def bind(self, graph: StateGraph[Any], name: str) -> Node:
         """The node as ``graph`` runs it under ``name``; called by ``compile``.
