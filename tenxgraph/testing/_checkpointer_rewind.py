@@ -100,6 +100,27 @@ class RewindContract(ContractBase):
         (info,) = await checkpointer.alist_threads("alice")
         assert (info.version, info.log_length) == (4, 2)
 
+    async def test_a_rewind_in_a_long_history_keeps_the_checkpoints_before_it(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        stamp: ThreadStamp | None = None
+        for n in range(40):
+            stamp = await checkpointer.asave(KEY, turn(stamp, f"m{n}", [(0, n + 1)], n))
+        assert stamp is not None
+        rewound = await checkpointer.arewind(KEY, stamp, 18)
+        assert rewound == (stamp.incarnation, 41)
+        checkpoints = await checkpointer.alist_checkpoints(KEY)
+        assert [c.version for c in checkpoints] == [41, *range(18, 0, -1)]
+        assert [(c.values, c.step) for c in checkpoints[1:]] == [
+            ({"by": f"m{v - 1}"}, v - 1) for v in range(18, 0, -1)
+        ]
+        stored = await checkpointer.aload(KEY)
+        assert stored is not None and (stored.log_length, stored.window) == (18, [(0, 18)])
+        assert await checkpointer.asave(KEY, turn(rewound, "next", [(0, 19)], 99)) == (
+            stamp.incarnation,
+            42,
+        )
+
     async def test_a_rewind_to_the_first_checkpoint(self, checkpointer: Checkpointer) -> None:
         stamp = await three_turns(checkpointer)
         rewound = await checkpointer.arewind(KEY, stamp, 1)

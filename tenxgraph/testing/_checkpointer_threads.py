@@ -319,6 +319,42 @@ class ThreadContract(ContractBase):
         assert checkpoints[0].created_at >= checkpoints[2].created_at
         assert [c.version for c in await checkpointer.alist_checkpoints(KEY, limit=2)] == [3, 2]
 
+    async def test_values_given_as_json_text_are_stored_as_that_object(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        text = '{"context_summary":null,"execution_meta":{"step":2},"city":"Paris"}'
+        await save(checkpointer, KEY, write(0, [msg("a")], [(0, 1)], node="IN", step=2))
+        as_text = write(1, [], [(0, 1)], node="TEXT", step=2)
+        as_text.values = text
+        await save(checkpointer, KEY, as_text)
+        expected = {"context_summary": None, "execution_meta": {"step": 2}, "city": "Paris"}
+        assert (await load(checkpointer)).values == expected
+        assert (await checkpointer.alist_checkpoints(KEY, limit=1))[0].values == expected
+        for bad in ("[1, 2]", "", "null"):
+            as_text.values, as_text.expected_version = bad, 2
+            with pytest.raises(StateError, match="values given as text must be a JSON object"):
+                await save(checkpointer, KEY, as_text)
+        assert (await load(checkpointer)).version == 2
+
+    async def test_a_long_history_lists_every_checkpoint_and_keeps_the_newest(
+        self, make_checkpointer: MakeCheckpointer
+    ) -> None:
+        for keep in (None, 20):
+            checkpointer = make_checkpointer(keep_checkpoints=keep)
+            key, version = ThreadKey(f"long-{keep}", "alice"), 0
+            for n in range(45):
+                step = write(version, [msg(f"m{n}")], [(0, n + 1)], {"n": n}, step=n)
+                version = await save(checkpointer, key, step)
+            checkpoints = await checkpointer.alist_checkpoints(key)
+            versions = list(range(45, 0 if keep is None else 45 - keep, -1))
+            assert [c.version for c in checkpoints] == versions
+            assert [(c.step, c.log_length, c.window, c.values) for c in checkpoints] == [
+                (v - 1, v, [(0, v)], {"n": v - 1}) for v in versions
+            ]
+            assert [c.version for c in await checkpointer.alist_checkpoints(key, limit=17)] == (
+                versions[:17]
+            )
+
     async def test_messages_of_a_past_window(self, checkpointer: Checkpointer) -> None:
         await grow(checkpointer, 6)
         await save(checkpointer, KEY, write(3, [msg("m6")], [(5, 7)]))  # trim, then add

@@ -34,7 +34,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
 )
-from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
+from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values, values_text
 
 __all__ = ["ThreadSession", "approx_bytes"]
 
@@ -181,7 +181,7 @@ class ThreadSession:
             ThreadWrite(
                 expected_version=self.version,
                 new_messages=new,
-                values=values,
+                values=values_text(values),
                 window=window,
                 node=node,
                 step=step,

@@ -38,6 +38,7 @@ from tenxgraph.errors import (
     ThreadNotFoundError,
 )
 from tenxgraph.storage.checkpointer._gc_pause import gc_paused
+from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
 from tenxgraph.storage.checkpointer.base import (
     STOP_REQUESTS,
     Checkpoint,
@@ -115,27 +116,8 @@ def new_incarnation() -> str:
     return secrets.token_hex(8)
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-"""``json.dumps`` with these options makes an encoder per call: a third of encoding a state row."""
-
-
-def encode_json(what: str | tuple[ThreadKey, str], value: Any) -> str:
-    """Compact JSON text; anything but plain JSON data raises ``StateError`` naming ``what``.
-
-    ``what`` may be a thread key and a column: the label is then made only for the error.
-    """
-    try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError) as exc:
-        if isinstance(what, tuple):
-            what = f"thread {what[0].thread_id!r}: {what[1]}"
-        raise StateError(
-            f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}"
-        ) from None
-
-
-def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
-    """Validate and encode a write before any transaction starts."""
+def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> EncodedWrite:
+    """Validate and encode a write before any transaction starts (``usages``: the usage column)."""
     if write.expected_version < 0:
         raise StateError(f"expected_version must be >= 0, got {write.expected_version}")
     incarnation = _write_incarnation(key, write)
@@ -153,14 +135,14 @@ def encode_write(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
             )
         usage = (
             None
-            if message.usages is None
+            if message.usages is None or not usages
             else message.usages.model_dump_json(exclude_defaults=True)
         )
         rows.append(MessageRow(str(message.message_id), message.role, usage, _dump(message)))
     return EncodedWrite(
         messages=rows,
-        values=encode_json((key, "values"), write.values),
-        window=encode_json((key, "window"), [[start, end] for start, end in write.window]),
+        values=values_json(key, write.values),
+        window=window_json(key, write.window),
         metadata=None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
         incarnation=incarnation,
     )

@@ -254,7 +254,9 @@ class ThreadWrite:
     """Appended to the log with seqs ``log_length, log_length + 1, ...``. A checkpointer
     that stores a message in another form (``media=``: large inline media as
     ``graph://media`` refs) puts that form in its place in this list."""
-    values: dict[str, Any]
+    values: dict[str, Any] | str
+    """The non-message fields as JSON data, or as the JSON text of that object (the
+    runtime encodes them once, in Rust; backends store the text as given)."""
     window: Window
     node: str
     """The node whose step this write records (the checkpoint's label)."""

@@ -2,18 +2,24 @@
 
 Messages are kept as their JSON bytes, not as live objects: nothing a caller
 mutates after a save can change stored data, and a message costs its JSON
-size plus a few dozen bytes. One lock per instance makes every method
-atomic for concurrent tasks and threads; decoding happens outside it.
+size plus a few dozen bytes. Checkpoints are kept as their JSON rows too;
+every ``_BATCH`` of them is sealed into one zlib-compressed JSON list
+(consecutive checkpoints differ in a few numbers, so a sealed one costs some
+tens of bytes instead of some hundreds), opened again only to read or cut
+the history. One lock per instance makes every method atomic for concurrent
+tasks and threads; decoding happens outside it.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import zlib
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer._codec import (
@@ -71,6 +77,41 @@ class _Checkpoint:
     created_at: float
 
 
+_BATCH = 16
+"""Checkpoints sealed together; a thread's newest ones (fewer than this) stay open."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sealed:
+    """``count`` consecutive checkpoints, oldest first, as one zlib-compressed JSON list."""
+
+    count: int
+    blob: bytes
+
+    @classmethod
+    def of(cls, checkpoints: Sequence[_Checkpoint]) -> _Sealed:
+        rows = [
+            [cp.version, cp.node, cp.step, cp.log_length, cp.values, cp.window, cp.created_at]
+            for cp in checkpoints
+        ]
+        text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
+        return cls(len(rows), zlib.compress(text.encode(), 1))
+
+    def open(self) -> list[_Checkpoint]:
+        return [_Checkpoint(*row) for row in json.loads(zlib.decompress(self.blob))]
+
+
+def _opened(items: Iterable[_Checkpoint | _Sealed]) -> list[_Checkpoint]:
+    """The checkpoints of ``items`` (oldest first), sealed ones opened."""
+    checkpoints: list[_Checkpoint] = []
+    for item in items:
+        if isinstance(item, _Sealed):
+            checkpoints.extend(item.open())
+        else:
+            checkpoints.append(item)
+    return checkpoints
+
+
 @dataclass(slots=True)
 class _Lease:
     owner: str
@@ -89,8 +130,53 @@ class _Thread:
     created_at: float
     updated_at: float
     log: list[bytes] = field(default_factory=list)
-    checkpoints: deque[_Checkpoint] = field(default_factory=deque)
-    """Oldest first, so retention pops from the left."""
+    checkpoints: deque[_Checkpoint | _Sealed] = field(default_factory=deque)
+    """Oldest first, so retention pops from the left; the newest are open."""
+    count: int = 0
+    """How many checkpoints ``checkpoints`` holds, sealed ones included."""
+    open: int = 0
+    """How many of them, at the end, are not sealed."""
+
+    def add(self, checkpoint: _Checkpoint, keep: int | None) -> None:
+        """Append a checkpoint, seal a full batch of open ones, drop the oldest over ``keep``."""
+        checkpoints = self.checkpoints
+        checkpoints.append(checkpoint)
+        self.count += 1
+        self.open += 1
+        if self.open >= _BATCH:
+            batch = cast("list[_Checkpoint]", [checkpoints.pop() for _ in range(_BATCH)])
+            batch.reverse()  # the open ones are the last _BATCH or more
+            checkpoints.append(_Sealed.of(batch))
+            self.open -= _BATCH
+        while keep is not None and self.count > keep:
+            first = checkpoints.popleft()
+            if isinstance(first, _Sealed):
+                if self.count - first.count < keep:  # keep part of it: open it
+                    checkpoints.extendleft(reversed(first.open()))
+                    self.open = _trailing_open(checkpoints)
+                    continue
+                self.count -= first.count
+            else:
+                self.count -= 1
+                self.open = min(self.open, self.count)
+
+    def replace(self, checkpoints: list[_Checkpoint]) -> None:
+        """Hold ``checkpoints`` (oldest first, all open) in batches again."""
+        sealed = len(checkpoints) - len(checkpoints) % _BATCH
+        items: deque[_Checkpoint | _Sealed] = deque(
+            _Sealed.of(checkpoints[start : start + _BATCH]) for start in range(0, sealed, _BATCH)
+        )
+        items.extend(checkpoints[sealed:])
+        self.checkpoints, self.count, self.open = items, len(checkpoints), len(checkpoints) - sealed
+
+
+def _trailing_open(checkpoints: deque[_Checkpoint | _Sealed]) -> int:
+    count = 0
+    for item in reversed(checkpoints):
+        if isinstance(item, _Sealed):
+            break
+        count += 1
+    return count
 
 
 class InMemoryCheckpointer(Checkpointer):
@@ -146,13 +232,15 @@ class InMemoryCheckpointer(Checkpointer):
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         """Append the new messages and replace the state row, if incarnation and version match."""
+        if self.media is None:
+            return self._save(key, write)
         write, offloaded = await offload(self.media, key, write)
         stamp = self._save(key, write)
         await after_save(self.media, key, offloaded)
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        encoded = encode_write(key, write)
+        encoded = encode_write(key, write, usages=False)
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
         with self._lock:
@@ -169,7 +257,7 @@ class InMemoryCheckpointer(Checkpointer):
             thread.version = write.expected_version + 1
             thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
             thread.log.extend(bodies)
-            thread.checkpoints.append(
+            thread.add(
                 _Checkpoint(
                     thread.version,
                     write.node,
@@ -178,10 +266,9 @@ class InMemoryCheckpointer(Checkpointer):
                     encoded.values,
                     encoded.window,
                     now,
-                )
+                ),
+                self._keep,
             )
-            while self._keep is not None and len(thread.checkpoints) > self._keep:
-                thread.checkpoints.popleft()
             if write.release_lease and write.lease is not None:
                 del self._leases[key]  # held: _check_lease passed
             return ThreadStamp(thread.incarnation, thread.version)
@@ -199,16 +286,17 @@ class InMemoryCheckpointer(Checkpointer):
             if to_version == 0:
                 del self._tenants[key.user_id][key.thread_id]
                 return None
-            target = next((cp for cp in thread.checkpoints if cp.version == to_version), None)
+            checkpoints = _opened(thread.checkpoints)
+            target = next((cp for cp in checkpoints if cp.version == to_version), None)
             if target is None:
                 raise missing_checkpoint(key, to_version)
-            while thread.checkpoints and thread.checkpoints[-1].version > to_version:
-                thread.checkpoints.pop()
+            while checkpoints and checkpoints[-1].version > to_version:
+                checkpoints.pop()
             del thread.log[target.log_length :]
             thread.version += 1
             thread.values, thread.window = target.values, target.window
             thread.updated_at = time.time()
-            thread.checkpoints.append(
+            checkpoints.append(
                 _Checkpoint(
                     thread.version,
                     "__rollback__",
@@ -219,6 +307,7 @@ class InMemoryCheckpointer(Checkpointer):
                     thread.updated_at,
                 )
             )
+            thread.replace(checkpoints)
             return ThreadStamp(thread.incarnation, thread.version)
 
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
@@ -333,7 +422,12 @@ class InMemoryCheckpointer(Checkpointer):
         check_page(0, limit)
         with self._lock:
             thread = self._get(key)
-            stored = [] if thread is None else list(reversed(thread.checkpoints))
+            items = [] if thread is None else list(thread.checkpoints)
+        stored: list[_Checkpoint] = []
+        for item in reversed(items):  # newest first, opening only what the limit reaches
+            if limit is not None and len(stored) >= limit:
+                break
+            stored.extend(reversed(item.open()) if isinstance(item, _Sealed) else [item])
         return [
             decode_checkpoint(
                 key,

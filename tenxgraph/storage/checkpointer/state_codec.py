@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import CorruptRecordError, UnstorableStateError
 from tenxgraph.storage.checkpointer.base import StoredThread
 
-__all__ = ["decode_state", "encode_values", "unstorable_fields"]
+__all__ = ["decode_state", "encode_values", "unstorable_fields", "values_text"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -54,6 +54,23 @@ def encode_values(state: AgentState) -> dict[str, Any]:
             f"be stored: a stored value must be JSON data ({exc})",
             fields,
         ) from None
+
+
+def values_text(values: dict[str, Any]) -> dict[str, Any] | str:
+    """``values`` (JSON data, as ``encode_values`` makes it) as JSON text, in one Rust call.
+
+    What a save hands the checkpointer (``ThreadWrite.values``), so no backend
+    encodes it again. Values JSON cannot hold (NaN, infinity, a lone
+    surrogate) come back unchanged, as a dict: the checkpointer then refuses
+    them with the same ``StateError`` as before.
+    """
+    try:
+        text = to_json(values, inf_nan_mode="constants")
+    except PydanticSerializationError:
+        return values
+    if b"NaN" in text or b"Infinity" in text:  # maybe a number JSON has no word for
+        return values
+    return text.decode()
 
 
 _APART: Any = {"context", "execution_meta"}

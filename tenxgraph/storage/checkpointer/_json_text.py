@@ -1,0 +1,53 @@
+"""JSON text for the columns a save writes: compact, and plain JSON data only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tenxgraph.errors import StateError
+from tenxgraph.storage.checkpointer.base import ThreadKey, Window
+
+__all__ = ["encode_json", "values_json", "window_json"]
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""``json.dumps`` with these options makes an encoder per call: a third of encoding a state row."""
+
+
+def encode_json(what: str | tuple[ThreadKey, str], value: Any) -> str:
+    """Compact JSON text; anything but plain JSON data raises ``StateError`` naming ``what``.
+
+    ``what`` may be a thread key and a column: the label is then made only for the error.
+    """
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        if isinstance(what, tuple):
+            what = f"thread {what[0].thread_id!r}: {what[1]}"
+        raise StateError(
+            f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}"
+        ) from None
+
+
+def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
+    """A write's values as JSON text: text given is kept (it must be a JSON object's)."""
+    if not isinstance(values, str):
+        return encode_json((key, "values"), values)
+    if values[:1] != "{" or values[-1:] != "}":
+        raise StateError(
+            f"thread {key.thread_id!r}: values given as text must be a JSON object, "
+            f"got {_preview(values)}"
+        )
+    return values
+
+
+def window_json(key: ThreadKey, window: Window) -> str:
+    """A window as JSON; plain int pairs (every runtime window) are formatted directly."""
+    if all(type(start) is int and type(end) is int for start, end in window):
+        return "[" + ",".join([f"[{start},{end}]" for start, end in window]) + "]"
+    return encode_json((key, "window"), [[start, end] for start, end in window])
+
+
+def _preview(text: str, size: int = 40) -> str:
+    return repr(text) if len(text) <= size else f"{text[: size - 3]!r}..."
