@@ -79,6 +79,8 @@ class StateSchema:
         parts of ``Updates`` (see ``apply_edits``).
         """
         applied = Applied()
+        # Taken before the merge: a merge rebuilds a stale index and would take them in unseen.
+        direct = state.take_direct_additions()
         if update is None:
             pass
         elif isinstance(update, list):  # before Message: a miss on a model class is an ABC call
@@ -106,9 +108,8 @@ class StateSchema:
                 "a Message, a list of Messages and edits, a dict of state fields, a state "
                 "object, a Command, or None"
             )
-        direct = state.take_direct_additions()
         if direct:
-            applied.messages.extend(direct)
+            applied.messages[:0] = direct  # appended in place while the node ran: first
         return applied
 
     def _apply_dict(

@@ -125,6 +125,25 @@ def test_node_return_kinds_merge() -> None:
     assert [m.text() for m in result["messages"]] == ["m", "direct"]
 
 
+def test_messages_appended_in_place_and_returned_are_all_kept() -> None:
+    """A node that appends to state.context and also returns messages: both are added
+    (streamed, in result['messages'], and saved), in the order they entered the context."""
+
+    def both(state: AgentState) -> list[Message]:
+        state.context.append(Message.text_message("direct", role="assistant"))
+        return [Message.text_message("returned", role="assistant")]
+
+    graph = StateGraph(AgentState)
+    graph.add_node(both)
+    graph.set_entry_point("both")
+    checkpointer = InMemoryCheckpointer()
+    config = {"configurable": {"thread_id": "t"}}
+    result = graph.compile(checkpointer).invoke({"messages": [Message.text_message("q")]}, config)
+    assert [m.text() for m in result["messages"]] == ["direct", "returned"]
+    stored = graph.compile(checkpointer).get_state(config).context  # a cold read
+    assert [m.text() for m in stored] == ["q", "direct", "returned"]
+
+
 def test_routing_loop_with_conditional_edges() -> None:
     class Counter(AgentState):
         count: int = 0
