@@ -21,6 +21,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.graph._remote_tools import pending_remote_calls
 from tenxgraph.core.state._remote_calls import REMOTE_CALLS_KIND
 
 if TYPE_CHECKING:
@@ -73,12 +74,14 @@ def interrupts_json(thread_id: str, state: AgentState) -> list[dict[str, Any]]:
 
     The runtime's pause for remote tool calls also has ``"kind": "remote_tool_calls"``:
     clients know it by that, not by its value, which a user's interrupt could copy.
+    A pause saved as ``inside`` before that kind existed has it too, when the
+    runtime recognises it (``pending_remote_calls`` lists its calls).
     """
     meta = state.execution_meta
     if meta.status != "interrupted":
         return []
     item: dict[str, Any] = {"value": meta.interrupt_value, "id": interrupt_id(thread_id, state)}
-    if meta.interrupt_kind == REMOTE_CALLS_KIND:
+    if meta.interrupt_kind == REMOTE_CALLS_KIND or pending_remote_calls(state):
         item["kind"] = REMOTE_CALLS_KIND
     return [item]
 

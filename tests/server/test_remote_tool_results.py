@@ -10,7 +10,8 @@ import httpx
 from tenxgraph.core.graph import CompiledGraph, RemoteTool, StateGraph, create_agent, interrupt
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
-from tenxgraph.storage.checkpointer import Checkpointer
+from tenxgraph.server._shapes import interrupts_json
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 from tests.server.conftest import Serve
 from tests.server.test_runs import AGENT, texts, user_input, wait_status
 from tests.server.test_stream_resume import sse
@@ -205,3 +206,17 @@ def test_a_user_interrupt_shaped_like_the_remote_pause_ends_the_run_as_a_questio
     with httpx.Client(base_url=url, timeout=30) as client:
         [shown] = client.get("/threads/u1/state").json()["interrupts"]
         assert shown["value"] == copied and "kind" not in shown
+
+
+def test_a_remote_pause_saved_as_inside_before_its_kind_existed_is_shown_with_the_kind() -> None:
+    app = locating_graph()(InMemoryCheckpointer())
+    app.invoke({"messages": [("user", "where am I?")]}, {"thread_id": "old"})
+    state = app.get_state({"thread_id": "old"})
+    assert state is not None
+    state.execution_meta.interrupt_kind = "inside"  # as a row saved before the kind existed
+
+    [item] = interrupts_json("old", state)
+    assert item["kind"] == "remote_tool_calls"
+    state.execution_meta.interrupt_value = {"type": "remote_tool_calls", "calls": []}
+    [item] = interrupts_json("old", state)
+    assert "kind" not in item

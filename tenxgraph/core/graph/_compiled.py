@@ -25,7 +25,7 @@ from tenxgraph.core.graph._events import (
     StreamEvent,
 )
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
-from tenxgraph.core.graph._interrupt import InterruptScope
+from tenxgraph.core.graph._interrupt import InterruptKind, InterruptScope
 from tenxgraph.core.graph._node import Node, RunContext
 from tenxgraph.core.graph._remote_tools import REMOTE_CALLS_KIND, settle_remote_input
 from tenxgraph.core.graph._run_control import (
@@ -330,7 +330,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         else:
             session, state = await self._load(lease)
         meta = state.execution_meta
-        input = settle_remote_input(meta, input)  # a thread waiting for a client's tool results
+        input = settle_remote_input(state, input)  # a thread waiting for a client's tool results
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
         input_messages = input_messages_of(input)
         added: list[Message] = []
@@ -385,11 +385,11 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         return state
 
     async def _pause(
-        self, run: Run[S], node: str, resume_at: str, value: Any, when: str
+        self, run: Run[S], node: str, resume_at: str, value: Any, when: InterruptKind
     ) -> InterruptEvent:
         meta = run.state.execution_meta
         meta.status, meta.next_node, meta.interrupt_value = "interrupted", resume_at, value
-        meta.interrupt_kind = when  # type: ignore[assignment]
+        meta.interrupt_kind = when
         await self._save(run, [], node, last=True)
         return InterruptEvent(node, value, when)
 

@@ -12,20 +12,23 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.storage.checkpointer.base import ThreadKey
 
-__all__ = ["GraphInterrupt", "InterruptScope", "interrupt", "running_thread"]
+__all__ = ["GraphInterrupt", "InterruptKind", "InterruptScope", "interrupt", "running_thread"]
+
+InterruptKind = Literal["before", "after", "inside", "remote_tool_calls"]
+"""Where a run paused: ``ExecMeta.interrupt_kind`` and the ``InterruptEvent``'s ``when``."""
 
 
 class GraphInterrupt(Exception):
     """Raised by ``interrupt`` to pause the run; the runtime catches it."""
 
-    kind: str = "inside"
+    kind: ClassVar[Literal["inside", "remote_tool_calls"]] = "inside"
     """The pause's ``interrupt_kind``: ``inside`` the node for every ``interrupt()``
     (whatever its value); the runtime's own pause for remote tool calls has its own."""
 

@@ -18,7 +18,10 @@ The client answers with ``invoke({"resume": {"tool_results": [{"call_id": "c1",
 - The pause is raised as a ``RemoteToolsPause`` and saved with
   ``interrupt_kind == "remote_tool_calls"``; only that marks a thread as
   waiting for remote results. A user's ``interrupt(value)`` is ``inside``
-  whatever ``value`` holds, even a copy of the value above. The words of
+  whatever ``value`` holds, even a copy of the value above. A pause saved
+  before that kind existed (``inside``, with the value above) is still
+  recognised, from the state: only when every call it lists is one the
+  thread's last tool group left unanswered (``_legacy_pause``). The words of
   the exchange (the type, the kind, the result entries) are shared with the
   server and the client in ``tenxgraph.core.state._remote_calls``.
 - The answers are checked before anything changes: an unknown or repeated
@@ -63,7 +66,8 @@ from tenxgraph.core.state.storable import storable_data
 from tenxgraph.errors import GraphBuildError, StateError, ToolArgumentsError, ToolError
 
 if TYPE_CHECKING:
-    from tenxgraph.core.state.agent_state import ExecMeta
+    from tenxgraph.core.state.agent_state import AgentState, ExecMeta
+    from tenxgraph.core.state.message import Message
 
 __all__ = [
     "REMOTE_CALLS_KIND",
@@ -188,11 +192,46 @@ def _read_value(value: Any) -> list[PendingRemoteCall]:
     return [PendingRemoteCall.from_json(entry) for entry in value.get("calls", [])]
 
 
-def _paused_calls(meta: ExecMeta) -> list[PendingRemoteCall] | None:
-    """The calls a thread paused for remote results waits for; None for any other thread."""
-    if meta.status != "interrupted" or meta.interrupt_kind != REMOTE_CALLS_KIND:
+def _paused_calls(state: Any) -> list[PendingRemoteCall] | None:
+    """The calls a thread paused for remote results waits for; None for any other thread.
+
+    ``state`` is the thread's state, or only its ``execution_meta``: then a
+    pause saved before the kind existed is not recognised (that needs the context).
+    """
+    meta: ExecMeta = getattr(state, "execution_meta", state)
+    if meta.status != "interrupted":
         return None
-    return _read_value(meta.interrupt_value)
+    if meta.interrupt_kind == REMOTE_CALLS_KIND:
+        return _read_value(meta.interrupt_value)
+    if meta.interrupt_kind == "inside":
+        return _legacy_pause(meta, getattr(state, "context", None))
+    return None
+
+
+def _legacy_pause(meta: ExecMeta, context: list[Message] | None) -> list[PendingRemoteCall] | None:
+    """The calls of a remote pause saved as ``inside`` (before ``REMOTE_CALLS_KIND`` existed).
+
+    Taken for one only when its value has the remote pause's type and every
+    call it lists is a call of the context's last tool group (same id and name)
+    with no result yet, in a message or in the tool ledger: the calls the
+    ``ToolNode`` paused on. A user's interrupt that copies such a value lists
+    calls the thread does not wait for, so it stays a question.
+    """
+    value = meta.interrupt_value
+    if context is None or not isinstance(value, Mapping) or value.get("type") != REMOTE_CALLS_TYPE:
+        return None
+    try:
+        pending = _read_value(value)
+    except (AttributeError, KeyError, TypeError, ValueError):  # not one _as_value wrote
+        return None
+    from tenxgraph.core.graph._tool_node import unanswered_calls  # it imports this module
+
+    unanswered = {call.id: call.name for call in unanswered_calls(context)}
+    for entry in pending:
+        call = entry.call
+        if unanswered.get(call.id) != call.name or call.id in meta.tool_ledger:
+            return None
+    return pending or None
 
 
 def check_remote_tools_resumable(nodes: Mapping[str, Any]) -> None:
@@ -216,8 +255,7 @@ def pending_remote_calls(state: Any) -> list[PendingRemoteCall]:
 
     ``state`` is a graph state (``graph.get_state(config)``) or its ``execution_meta``.
     """
-    meta = getattr(state, "execution_meta", state)
-    return _paused_calls(meta) or []
+    return _paused_calls(state) or []
 
 
 def remote_pause(
@@ -265,7 +303,7 @@ def _known_deadlines(answers: list[Any]) -> list[PendingRemoteCall]:
 
 
 def settle_remote_input(
-    meta: ExecMeta, input: Mapping[str, Any], now: datetime | None = None
+    state: AgentState, input: Mapping[str, Any], now: datetime | None = None
 ) -> Mapping[str, Any]:
     """Apply a run's input to a thread paused for remote calls; the input the run then takes.
 
@@ -276,9 +314,10 @@ def settle_remote_input(
     results, and the new turn answers the rest as interrupted. Any other thread
     or input is returned as it is.
     """
-    pending = _paused_calls(meta)
+    pending = _paused_calls(state)
     if pending is None:
         return input
+    meta = state.execution_meta
     now = now or datetime.now(UTC)
     if "resume" not in input and input.get("messages"):
         for entry in pending:

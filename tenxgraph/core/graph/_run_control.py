@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tenxgraph.core.graph._interrupt import InterruptKind
 from tenxgraph.errors import NodeError, TenxGraphError, ThreadBusyError
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
@@ -136,7 +137,7 @@ class Pause(Outcome):
     node: str
     resume_at: str
     value: Any
-    when: str
+    when: InterruptKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ stored by the checkpointer, so a second graph object over the same storage
 from __future__ import annotations
 
 import asyncio
+import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,12 @@ from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, RemoteToolCallBlock, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import GraphBuildError, StateError, ToolError
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    ThreadKey,
+    ThreadWrite,
+)
 from tests.storage.conftest import MakeCheckpointer
 
 CONFIG = {"thread_id": "remote"}
@@ -334,8 +340,88 @@ async def test_the_remote_pause_is_marked_by_its_kind() -> None:
     state = app.get_state(CONFIG)
     assert state is not None and state.execution_meta.interrupt_kind == "remote_tool_calls"
     [entry] = pending_remote_calls(state)
+    assert pending_remote_calls(state.execution_meta) == [entry]
     state.execution_meta.interrupt_kind = "inside"  # the same value, not the runtime's pause
-    assert pending_remote_calls(state) == [] and entry.call.name == "get_location"
+    assert pending_remote_calls(state.execution_meta) == []  # without the context: a question
+
+
+async def save_as_inside(checkpointer: Checkpointer) -> None:
+    """Rewrite the thread's saved pause as a row from before its kind existed had it."""
+    stored = await checkpointer.aload(KEY)
+    assert stored is not None
+    values = copy.deepcopy(stored.values)
+    assert values["execution_meta"]["interrupt_kind"] == "remote_tool_calls"
+    values["execution_meta"]["interrupt_kind"] = "inside"
+    write = ThreadWrite(
+        stored.version, [], values, stored.window, "tools", 0,
+        expected_incarnation=stored.incarnation,
+    )  # fmt: skip
+    await checkpointer.asave(KEY, write)
+
+
+async def test_a_remote_pause_saved_as_inside_before_its_kind_existed_is_still_resumed() -> None:
+    checkpointer = InMemoryCheckpointer()
+    first, second = locate(), RemoteTool("get_time", "The browser's clock.", timeout=60)
+    await paused_app(checkpointer, first, second).ainvoke({"messages": [("user", "hi")]}, CONFIG)
+    await save_as_inside(checkpointer)
+
+    tools = [first, second]
+    app = create_agent(ScriptedModel(["answer 0"]), tools, checkpointer=checkpointer)
+    state = await app.aget_state(CONFIG)
+    assert state is not None and state.execution_meta.interrupt_kind == "inside"
+    assert [p.call.id for p in pending_remote_calls(state)] == ["r1", "r2"]
+    paused = await app.ainvoke(
+        {"resume": {"tool_results": [remote_tool_result("r2", "10:00")]}}, CONFIG
+    )
+    assert [c["call"]["id"] for c in paused["interrupt"].value["calls"]] == ["r1"]
+    state = await app.aget_state(CONFIG)
+    assert state is not None and state.execution_meta.interrupt_kind == "remote_tool_calls"
+
+    await save_as_inside(checkpointer)  # paused again, after a partial answer
+    app = create_agent(ScriptedModel(["answer 0"]), tools, checkpointer=checkpointer)
+    with pytest.raises(StateError, match="'r2' is not pending"):
+        await app.ainvoke({"resume": {"tool_results": [remote_tool_result("r2", "again")]}}, CONFIG)
+    result = await app.ainvoke(
+        {"resume": {"tool_results": [remote_tool_result("r1", "Paris")]}}, CONFIG
+    )
+
+    assert result["messages"][-1].text() == "answer 0"
+    log = await stored(checkpointer)
+    assert [results_of(m) for m in log[2:4]] == [[("r1", "Paris", False)], [("r2", "10:00", False)]]
+    assert is_paired(log)
+
+
+async def test_an_inside_pause_listing_calls_the_thread_does_not_wait_for_stays_a_question() -> (
+    None
+):
+    app = paused_app(InMemoryCheckpointer(), locate())
+    await app.ainvoke({"messages": [("user", "where?")]}, CONFIG)
+    state = app.get_state(CONFIG)
+    assert state is not None
+    meta = state.execution_meta
+    meta.interrupt_kind = "inside"
+    value = copy.deepcopy(meta.interrupt_value)
+    assert isinstance(value, dict) and pending_remote_calls(state)
+    call = value["calls"][0]["call"]
+    for changed in ({"id": "other"}, {"name": "get_time"}):
+        meta.interrupt_value = {
+            **value,
+            "calls": [{**value["calls"][0], "call": {**call, **changed}}],
+        }
+        assert pending_remote_calls(state) == []
+    meta.interrupt_value = value
+    meta.tool_ledger["r1"] = {"output": "done", "is_error": False, "update": {}}  # answered
+    assert pending_remote_calls(state) == []
+    del meta.tool_ledger["r1"]
+    for broken in (
+        {**value, "calls": [{"call": call}]},
+        {**value, "calls": 3},
+        {**value, "calls": []},
+    ):
+        meta.interrupt_value = broken
+        assert pending_remote_calls(state) == []
+    meta.interrupt_value = value
+    assert pending_remote_calls(state)
 
 
 def test_declaration_errors_name_the_tool() -> None:
