@@ -10,8 +10,8 @@ the run it follows goes on unless that ``finally`` stops it.
 One watcher task per response listens for the disconnect and sends the
 pings; the chunks are sent from the request's own task. sse-starlette's
 response, which this replaces on the run routes, ran four tasks in an anyio
-task group and a cancel scope per write, about a fifth of the server's time
-per streamed run (``bench/README.md``, W9).
+task group and a cancel scope per write: about a sixth (16 %) of the server's
+instructions per streamed run (5.98M with it, 5.03M without; ``bench/README.md``, W9).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ class EventStreamResponse(Response):
     with none of its body handling: ``__call__`` is all of it.
     """
 
-    media_type = "text/event-stream"
     status_code = 200
 
     def __init__(
@@ -68,11 +67,8 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Send the stream; return when it ended, the client left or the server exits."""
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        if scope["method"] == "HEAD":  # the headers only: a stream would never end
-            await self.chunks.aclose()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
         stream = asyncio.current_task()
         assert stream is not None
         watcher = asyncio.get_running_loop().create_task(self._watch(receive, send, stream))
@@ -89,7 +85,7 @@ class EventStreamResponse(Response):
             watcher.cancel()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
-            if not self._gone:  # cancelled from outside (shutdown): not ours to swallow
+            if not self._gone:  # a cancel that is not leave()'s (the server's own): not ours
                 raise
             stream.uncancel()
         finally:
@@ -115,7 +111,14 @@ class EventStreamResponse(Response):
                 return
 
     def leave(self, stream: asyncio.Task[Any]) -> None:
-        """Stop sending: the client left, or the server exits (the response stays unfinished)."""
+        """Stop sending: the client left, or the server exits (the response stays unfinished).
+
+        Once only: the watcher and the shutdown poller (every half second, for
+        as long as the stream is open) may both call it, and a second cancel
+        would land in the chunks' ``finally`` (which may await, e.g. cancel the run).
+        """
+        if self._gone:
+            return
         self._gone = True
         stream.cancel()
 
@@ -127,7 +130,12 @@ class _OpenStreams(dict[EventStreamResponse, "asyncio.Task[Any]"]):
     with it the runs), so a stream of a long run would hold the exit. Its
     exit flag is read from its signal handler, a bound method of its
     ``Server``, every half second while streams are open (as sse-starlette
-    does).
+    does). So this works only where uvicorn's ``Server`` runs in the main
+    thread, which is where it installs that handler (``tenxgraph serve``, or
+    ``uvicorn.run`` called from the main thread). Elsewhere (uvicorn in
+    another thread, another server or process manager) an open stream holds
+    the exit until its run ends, or until the server's own graceful-shutdown
+    timeout (uvicorn's ``timeout_graceful_shutdown``), when one is set.
     """
 
     poller: asyncio.Task[None] | None = None
