@@ -64,7 +64,7 @@ def test_the_typescript_client_builds_and_passes_its_tests_against_live_servers(
         }
         output = npm("test", env=env)
     assert "# fail 0" in output and "# skipped 0" in output, output
-    assert "# pass 15" in output, output  # every test ran: 8 without a server, 7 against them
+    assert "# pass 16" in output, output  # every test ran: 9 without a server, 7 against them
     assert proxy.cut == 1  # the resume test really lost its connection mid-run
     resumed = [head for head in proxy.heads if head.startswith("GET ")]
     assert len(resumed) == 2  # the first resume met a 503 (a restarting server), then again

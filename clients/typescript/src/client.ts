@@ -78,6 +78,12 @@ interface StreamRequest {
 
 const seg = encodeURIComponent;
 
+/** The run's URL path (`/threads/{t}/runs/{r}`, then `/action`), each id one path segment. */
+function runPath(threadId: string, runId: string, action?: string): string {
+  const path = `/threads/${seg(threadId)}/runs/${seg(runId)}`;
+  return action ? `${path}/${action}` : path;
+}
+
 /** Answers to a resume that mean "try again soon", like a dropped connection. */
 const TRANSIENT = new Set([429, 502, 503, 504]);
 
@@ -167,7 +173,7 @@ export class Client {
   private async *readOnce(request: StreamRequest, first: boolean, seen: Set<string>): AsyncGenerator<StreamPart> {
     const headers: Record<string, string> = { accept: "text/event-stream", "cache-control": "no-store" };
     if (request.lastEventId) headers["last-event-id"] = request.lastEventId;
-    const resume = `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}/stream`;
+    const resume = runPath(request.threadId, request.runId ?? "", "stream");
     const [method, path, body] = first ? [request.method, request.path, request.body] : ["GET", resume, undefined];
     const response = await this.send(method, path, body, headers, undefined, request.signal);
     learnRun(request, response.headers.get("content-location"));
@@ -191,7 +197,7 @@ export class Client {
 
   private async stillRunning(request: StreamRequest): Promise<boolean> {
     try {
-      const run = await this.request<Json>("GET", `/threads/${seg(request.threadId)}/runs/${seg(request.runId ?? "")}`);
+      const run = await this.request<Json>("GET", runPath(request.threadId, request.runId ?? ""));
       return run.status === "pending" || run.status === "running";
     } catch (error) {
       if (error instanceof APIConnectionError) return true;
@@ -402,7 +408,7 @@ export class Runs {
   joinStream(threadId: string, runId: string, options: JoinStreamOptions = {}): AsyncGenerator<StreamPart> {
     const request: StreamRequest = {
       method: "GET",
-      path: `/threads/${seg(threadId)}/runs/${seg(runId)}/stream`,
+      path: runPath(threadId, runId, "stream"),
       threadId,
       runId,
       maxReconnects: options.maxReconnects ?? 5,
@@ -423,7 +429,7 @@ export class Runs {
   }
 
   get(threadId: string, runId: string): Promise<Json> {
-    return this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}`);
+    return this.client.request("GET", runPath(threadId, runId));
   }
 
   /** The thread's runs, newest first. */
@@ -433,17 +439,17 @@ export class Runs {
 
   /** Wait for a run to finish and return the final state values. */
   async join(threadId: string, runId: string): Promise<Json> {
-    return values(await this.client.request("GET", `/threads/${seg(threadId)}/runs/${seg(runId)}/join`));
+    return values(await this.client.request("GET", runPath(threadId, runId, "join")));
   }
 
   /** Answer remote tool calls a run waits for; it goes on once all are answered. */
   toolResults(threadId: string, runId: string, results: ToolResult[]): Promise<Json> {
-    return this.client.request("POST", `/threads/${seg(threadId)}/runs/${seg(runId)}/tool_results`, { results });
+    return this.client.request("POST", runPath(threadId, runId, "tool_results"), { results });
   }
 
   /** Cancel a run; `wait` until it stopped. */
   async cancel(threadId: string, runId: string, options: { wait?: boolean; action?: string } = {}): Promise<void> {
     const query = { wait: options.wait ? "true" : "false", action: options.action ?? "interrupt" };
-    await this.client.request("POST", `/threads/${seg(threadId)}/runs/${seg(runId)}/cancel`, undefined, query);
+    await this.client.request("POST", runPath(threadId, runId, "cancel"), undefined, query);
   }
 }

@@ -93,7 +93,11 @@ function messagePart(base: PartBase, decoded: unknown): StreamPart {
   return { ...base, kind: "message", message: item, metadata };
 }
 
-/** The `type` of an interrupt value that asks the client to run remote calls. */
+/**
+ * The `type` of the value of the server's pause for remote calls
+ * (`{type, calls}`). The pause is recognised by its item's `kind`
+ * (`REMOTE_CALLS_KIND`), never by this: a user's interrupt may copy it.
+ */
 export const REMOTE_CALLS_TYPE = "remote_tool_calls";
 
 /**
