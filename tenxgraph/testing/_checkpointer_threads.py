@@ -330,7 +330,7 @@ class ThreadContract(ContractBase):
         expected = {"context_summary": None, "execution_meta": {"step": 2}, "city": "Paris"}
         assert (await load(checkpointer)).values == expected
         assert (await checkpointer.alist_checkpoints(KEY, limit=1))[0].values == expected
-        for bad in ("[1, 2]", "", "null"):
+        for bad in ("[1, 2]", "", "null", '{"a":}', '{"a": NaN}', "{} {}"):
             as_text.values, as_text.expected_version = bad, 2
             with pytest.raises(StateError, match="values given as text must be a JSON object"):
                 await save(checkpointer, KEY, as_text)
@@ -339,15 +339,16 @@ class ThreadContract(ContractBase):
     async def test_a_long_history_lists_every_checkpoint_and_keeps_the_newest(
         self, make_checkpointer: MakeCheckpointer
     ) -> None:
-        for keep in (None, 20):
+        saves = 70
+        for keep in (None, 1, 16, 17, 20, 25, 33):  # around the in-memory store's batches of 16
             checkpointer = make_checkpointer(keep_checkpoints=keep)
             key, version = ThreadKey(f"long-{keep}", "alice"), 0
-            for n in range(45):
+            for n in range(saves):
                 step = write(version, [msg(f"m{n}")], [(0, n + 1)], {"n": n}, step=n)
                 version = await save(checkpointer, key, step)
             checkpoints = await checkpointer.alist_checkpoints(key)
-            versions = list(range(45, 0 if keep is None else 45 - keep, -1))
-            assert [c.version for c in checkpoints] == versions
+            versions = list(range(saves, 0 if keep is None else saves - keep, -1))
+            assert [c.version for c in checkpoints] == versions, f"keep={keep}"
             assert [(c.step, c.log_length, c.window, c.values) for c in checkpoints] == [
                 (v - 1, v, [(0, v)], {"n": v - 1}) for v in versions
             ]

@@ -135,7 +135,7 @@ class _Thread:
     count: int = 0
     """How many checkpoints ``checkpoints`` holds, sealed ones included."""
     open: int = 0
-    """How many of them, at the end, are not sealed."""
+    """How many of them, at the end (after the last sealed batch), are not sealed."""
 
     def add(self, checkpoint: _Checkpoint, keep: int | None) -> None:
         """Append a checkpoint, seal a full batch of open ones, drop the oldest over ``keep``."""
@@ -147,7 +147,7 @@ class _Thread:
             batch = cast("list[_Checkpoint]", [checkpoints.pop() for _ in range(_BATCH)])
             batch.reverse()  # the open ones are the last _BATCH or more
             checkpoints.append(_Sealed.of(batch))
-            self.open -= _BATCH
+            self.open = 0  # open ones left nearer the start (a cut batch) are not at the end
         while keep is not None and self.count > keep:
             first = checkpoints.popleft()
             if isinstance(first, _Sealed):
