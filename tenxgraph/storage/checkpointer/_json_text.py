@@ -8,7 +8,7 @@ from typing import Any
 from tenxgraph.errors import StateError
 from tenxgraph.storage.checkpointer.base import ThreadKey, Window
 
-__all__ = ["encode_json", "values_json", "window_json"]
+__all__ = ["ValuesText", "encode_json", "values_json", "window_json"]
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -30,11 +30,27 @@ def encode_json(what: str | tuple[ThreadKey, str], value: Any) -> str:
         ) from None
 
 
+class ValuesText(str):
+    """Values text the runtime made itself (``state_codec.values_text``): a JSON object's.
+
+    Kept as given without parsing; any other text a caller hands a checkpointer is parsed
+    once, so a malformed row is never stored.
+    """
+
+    __slots__ = ()
+
+
 def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
     """A write's values as JSON text: text given is kept (it must be a JSON object's)."""
     if not isinstance(values, str):
         return encode_json((key, "values"), values)
-    if values[:1] != "{" or values[-1:] != "}":
+    if type(values) is ValuesText:
+        return str(values)  # the plain str every driver binds
+    try:
+        parsed = json.loads(values, parse_constant=_no_constant)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
         raise StateError(
             f"thread {key.thread_id!r}: values given as text must be a JSON object, "
             f"got {_preview(values)}"
@@ -47,6 +63,10 @@ def window_json(key: ThreadKey, window: Window) -> str:
     if all(type(start) is int and type(end) is int for start, end in window):
         return "[" + ",".join([f"[{start},{end}]" for start, end in window]) + "]"
     return encode_json((key, "window"), [[start, end] for start, end in window])
+
+
+def _no_constant(word: str) -> None:
+    raise ValueError(f"{word} is not JSON")
 
 
 def _preview(text: str, size: int = 40) -> str:

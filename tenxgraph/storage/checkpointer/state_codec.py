@@ -13,6 +13,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import CorruptRecordError, UnstorableStateError
+from tenxgraph.storage.checkpointer._json_text import ValuesText
 from tenxgraph.storage.checkpointer.base import StoredThread
 
 __all__ = ["decode_state", "encode_values", "unstorable_fields", "values_text"]
@@ -56,7 +57,7 @@ def encode_values(state: AgentState) -> dict[str, Any]:
         ) from None
 
 
-def values_text(values: dict[str, Any]) -> dict[str, Any] | str:
+def values_text(values: dict[str, Any]) -> dict[str, Any] | ValuesText:
     """``values`` (JSON data, as ``encode_values`` makes it) as JSON text, in one Rust call.
 
     What a save hands the checkpointer (``ThreadWrite.values``), so no backend
@@ -70,7 +71,7 @@ def values_text(values: dict[str, Any]) -> dict[str, Any] | str:
         return values
     if b"NaN" in text or b"Infinity" in text:  # maybe a number JSON has no word for
         return values
-    return text.decode()
+    return ValuesText(text.decode())
 
 
 _APART: Any = {"context", "execution_meta"}
