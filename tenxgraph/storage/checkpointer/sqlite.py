@@ -166,12 +166,14 @@ class SqliteCheckpointer(Checkpointer):
         if len(write.new_messages) > INLINE_MESSAGES:  # encoding and inserting them may take long
             stamp = await asyncio.to_thread(self._save, key, write)
         else:
-            stamp = await self._db.call(self._write, key, write, encode_write(key, write))
+            stamp = await self._db.call(
+                self._write, key, write, encode_write(key, write, usages=False)
+            )
         await after_save(self.media, key, offloaded)
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        return self._db.run(self._write, key, write, encode_write(key, write))
+        return self._db.run(self._write, key, write, encode_write(key, write, usages=False))
 
     def _write(
         self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite

@@ -87,9 +87,10 @@ class SqliteDatabase:
     ) -> R:
         """``function(conn, *args)`` holding the connection; inline when nothing has to wait.
 
-        ``function`` must write only inside one transaction (``transaction``)
-        or not at all, so that an inline attempt stopped by ``SQLITE_BUSY``
-        changed nothing and can run again in a worker thread. It runs on the
+        ``function`` must write only inside one transaction (``transaction``),
+        in one autocommit statement, or not at all, so that an inline attempt
+        stopped by ``SQLITE_BUSY`` changed nothing and can run again in a
+        worker thread. It runs on the
         caller's thread when the instance lock is free, the connection is
         open and no checkpoint is due; else, or if it met a lock, in a
         worker thread that waits for locks up to ``timeout`` seconds.
