@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
+from sse_starlette import EventSourceResponse
 
 from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
@@ -27,7 +28,6 @@ from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
-from tenxgraph.server._sse import Chunks, EventStreamResponse
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
@@ -156,14 +156,14 @@ def _stream(
     after: int = 0,
     modes: frozenset[str] | None = None,
     cancel_on_disconnect: bool = False,
-) -> EventStreamResponse:
+) -> EventSourceResponse:
     """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode)."""
     try:
         record.log.check_resume(after)
     except EventsLostError as exc:
         bad_request(str(exc), 410)
 
-    async def events() -> Chunks:
+    async def events() -> AsyncIterator[bytes]:
         try:
             async for batch in record.log.follow(after):
                 chunk = "".join(
@@ -171,19 +171,16 @@ def _stream(
                     for logged in batch
                     if modes is None or _wanted(logged.event, modes)
                 )
-                last = batch[-1].event == "end"  # the last event of every run's stream
-                if chunk or last:
-                    yield chunk.encode(), not last
-                if last:
-                    return
+                if chunk:
+                    yield chunk.encode()
         except EventsLostError as exc:  # the reader fell behind the bound: say so, then stop
             text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
-            yield f"event: error\r\ndata: {text}\r\n\r\n".encode(), False
+            yield f"event: error\r\ndata: {text}\r\n\r\n".encode()
         finally:
             if cancel_on_disconnect and not record.finished:
                 await manager_of(request.app.state.context).cancel(record)
 
-    return EventStreamResponse(events(), headers=_locations(record), ping_seconds=PING_SECONDS)
+    return EventSourceResponse(events(), headers=_locations(record), ping=PING_SECONDS)
 
 
 _ALWAYS = frozenset({"metadata", "error", "end", "remote_tool_call"})
@@ -217,7 +214,7 @@ async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool)
 @router.post("/runs/stream")
 async def stream_stateless(
     body: RunRequest, request: Request, context: Context, user: User
-) -> EventStreamResponse:
+) -> EventSourceResponse:
     """Run on a new thread and stream it."""
     record = await _start(context, user, body, None)
     return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
@@ -279,7 +276,7 @@ async def cancel_many(
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
     thread_id: str, body: RunRequest, request: Request, context: Context, user: User
-) -> EventStreamResponse:
+) -> EventSourceResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
     record = await _start(context, user, body, thread_id)
     return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
@@ -380,7 +377,7 @@ async def join_stream(
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
     cancel_on_disconnect: bool = False,
-) -> EventStreamResponse:
+) -> EventSourceResponse:
     """The run's stream from its start, or after ``Last-Event-ID``, until it ends.
 
     ``stream_mode`` narrows the events to those modes (of the ones the run
