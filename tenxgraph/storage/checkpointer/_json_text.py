@@ -48,7 +48,7 @@ def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
         return str(values)  # the plain str every driver binds
     try:
         parsed = json.loads(values, parse_constant=_no_constant)
-    except ValueError:
+    except (ValueError, StateError):
         parsed = None
     if not isinstance(parsed, dict):
         raise StateError(
@@ -66,7 +66,7 @@ def window_json(key: ThreadKey, window: Window) -> str:
 
 
 def _no_constant(word: str) -> None:
-    raise ValueError(f"{word} is not JSON")
+    raise StateError(f"{word} is not JSON")
 
 
 def _preview(text: str, size: int = 40) -> str:
