@@ -73,6 +73,10 @@ def _complete(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]
     ``run_until_complete`` spends stopping the loop; one that waits goes on
     in ``run_until_complete``. The task is the same in both, so
     ``asyncio.current_task()``, timeouts and the copied context behave as before.
+    One difference: a task the coroutine created and left (fire and forget)
+    got its first step in ``run_until_complete``'s stopping turn; here it
+    waits for the loop's next use on this thread (a helper thread's loop is
+    closed with it). Await what must run.
     """
     task = loop.create_task(coroutine)
     task._log_destroy_pending = False  # type: ignore[attr-defined]  # as run_until_complete: raised
