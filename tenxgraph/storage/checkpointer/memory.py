@@ -134,7 +134,7 @@ class _Thread:
     """Oldest first, so retention pops from the left; the newest are open."""
     count: int = 0
     """How many checkpoints ``checkpoints`` holds, sealed ones included."""
-    open: int = 0
+    unsealed: int = 0
     """How many of them, at the end (after the last sealed batch), are not sealed."""
 
     def add(self, checkpoint: _Checkpoint, keep: int | None) -> None:
@@ -142,23 +142,23 @@ class _Thread:
         checkpoints = self.checkpoints
         checkpoints.append(checkpoint)
         self.count += 1
-        self.open += 1
-        if self.open >= _BATCH:
+        self.unsealed += 1
+        if self.unsealed >= _BATCH:
             batch = cast("list[_Checkpoint]", [checkpoints.pop() for _ in range(_BATCH)])
             batch.reverse()  # the open ones are the last _BATCH or more
             checkpoints.append(_Sealed.of(batch))
-            self.open = 0  # open ones left nearer the start (a cut batch) are not at the end
+            self.unsealed = 0  # open ones left nearer the start (a cut batch) are not at the end
         while keep is not None and self.count > keep:
             first = checkpoints.popleft()
             if isinstance(first, _Sealed):
                 if self.count - first.count < keep:  # keep part of it: open it
                     checkpoints.extendleft(reversed(first.open()))
-                    self.open = _trailing_open(checkpoints)
+                    self.unsealed = _trailing_open(checkpoints)
                     continue
                 self.count -= first.count
             else:
                 self.count -= 1
-                self.open = min(self.open, self.count)
+                self.unsealed = min(self.unsealed, self.count)
 
     def replace(self, checkpoints: list[_Checkpoint]) -> None:
         """Hold ``checkpoints`` (oldest first, all open) in batches again."""
@@ -167,7 +167,8 @@ class _Thread:
             _Sealed.of(checkpoints[start : start + _BATCH]) for start in range(0, sealed, _BATCH)
         )
         items.extend(checkpoints[sealed:])
-        self.checkpoints, self.count, self.open = items, len(checkpoints), len(checkpoints) - sealed
+        self.checkpoints, self.count = items, len(checkpoints)
+        self.unsealed = len(checkpoints) - sealed
 
 
 def _trailing_open(checkpoints: deque[_Checkpoint | _Sealed]) -> int:
