@@ -141,7 +141,7 @@ async def test_tokens_are_written_as_they_stream(tmp_path: Path) -> None:
 def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path) -> None:
     child = spawn("--model", "test-echo", "--db", str(tmp_path / "c.sqlite"), color=False)
     child.sendintr()
-    child.expect(pexpect.EOF, timeout=10)  # no hanging on the input thread
+    child.expect(pexpect.EOF, timeout=30)  # no hanging on the input thread (30 s: a loaded CI)
     child.close()
     assert child.exitstatus == 0
     assert re.search(r"thread chat-[0-9a-f]{8} has no messages; nothing was saved", child.before)
@@ -164,7 +164,7 @@ def test_leaving_tells_how_to_resume_the_thread(tmp_path: Path, how: str) -> Non
     assert thread is not None
     say(child, "remember the number 42")
     _leave(child, how)
-    child.expect(pexpect.EOF, timeout=10)
+    child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 0
     farewell = str(child.before).replace("\r\n", "\n")
