@@ -1,0 +1,169 @@
+"""The run-stream routes' short path answers exactly as FastAPI's own handler, over real HTTP.
+
+Each request goes to the same app twice: once as it is (plain JSON requests
+take ``RunStreamRoute``'s short path), once with a dependency override set,
+which sends every request through FastAPI's handler. The answers must match:
+status, error detail, and a stream's events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from starlette.requests import Request
+
+from tenxgraph.server._run_request import RunRequest
+from tenxgraph.server._run_route import RunStreamRoute, _body_model
+from tenxgraph.server.app import create_app
+from tenxgraph.server.auth import api_keys
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
+from tenxgraph.testing.server import served
+from tests.server.conftest import make_graph
+
+JSON = {"content-type": "application/json"}
+KEY = {"authorization": "Bearer key-a"}
+OK = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+
+
+def _unused() -> None:
+    """A dependency no route has: overriding it only turns the short path off."""
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[tuple[FastAPI, str]]:
+    graph = make_graph(SqliteCheckpointer(str(tmp_path / "runs.sqlite")))
+    app = create_app(graph, graph_id="agent", authenticate=api_keys({"key-a": "alice"}))
+    with served(app) as url:
+        yield app, url
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The bodies ``RunRequest.model_validate_json`` was given (the short path's parse)."""
+    seen: list[bytes] = []
+    original = RunRequest.model_validate_json
+
+    def counting(data: Any, **kwargs: Any) -> RunRequest:
+        seen.append(data)
+        return original(data, **kwargs)
+
+    monkeypatch.setattr(RunRequest, "model_validate_json", counting)
+    return seen
+
+
+def _answer(response: httpx.Response) -> tuple[int, Any]:
+    """Status and body; a stream as its events' names and data, ids and run ids left out."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response.status_code, response.text
+    events = []
+    for block in response.text.split("\r\n\r\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            data = json.loads(fields["data"]) if fields["event"] != "metadata" else None
+            events.append((fields["event"], _without_ids(data)))
+    return response.status_code, events
+
+
+def _without_ids(data: Any) -> Any:
+    if isinstance(data, dict):
+        skip = {"run_id", "thread_id", "message_id", "id", "created_at", "timestamp"}
+        return {k: _without_ids(v) for k, v in data.items() if k not in skip}
+    if isinstance(data, list):
+        return [_without_ids(item) for item in data]
+    return data
+
+
+def _both(
+    app: FastAPI, url: str, send: Callable[[httpx.Client], httpx.Response]
+) -> tuple[tuple[int, Any], tuple[int, Any]]:
+    """The answer of the short path's app, then of FastAPI's handler alone."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        short = _answer(send(client))
+        app.dependency_overrides[_unused] = _unused
+        try:
+            full = _answer(send(client))
+        finally:
+            app.dependency_overrides.clear()
+    return short, full
+
+
+CASES: list[tuple[str, dict[str, str], bytes]] = [
+    ("plain run", {**JSON, **KEY}, json.dumps(OK).encode()),
+    ("charset given", {"content-type": "application/json; charset=utf-8", **KEY}, b"{}"),
+    ("malformed JSON", {**JSON, **KEY}, b"{not json"),
+    ("empty body", {**JSON, **KEY}, b""),
+    ("no content type", KEY, json.dumps(OK).encode()),
+    ("text body", {"content-type": "text/plain", **KEY}, json.dumps(OK).encode()),
+    ("+json type", {"content-type": "application/vnd.run+json", **KEY}, json.dumps(OK).encode()),
+    ("field missing", {**JSON, **KEY}, b'{"input": {}}'),
+    ("unknown field", {**JSON, **KEY}, json.dumps({**OK, "bogus": 1}).encode()),
+    ("refused field", {**JSON, **KEY}, json.dumps({**OK, "checkpoint_id": "c"}).encode()),
+    ("other assistant", {**JSON, **KEY}, json.dumps({**OK, "assistant_id": "x"}).encode()),
+    ("lone surrogate", {**JSON, **KEY}, b'{"assistant_id": "agent", "input": {"x": "\\ud800"}}'),
+    ("byte order mark", {**JSON, **KEY}, b"\xef\xbb\xbf" + json.dumps(OK).encode()),
+    ("no key", JSON, json.dumps(OK).encode()),
+    ("no key, malformed", JSON, b"{not json"),
+    ("no key, refused field", JSON, json.dumps({**OK, "checkpoint_id": "c"}).encode()),
+    ("wrong key", {**JSON, "authorization": "Bearer nope"}, json.dumps(OK).encode()),
+]
+
+
+@pytest.mark.parametrize("path", ["/runs/stream", "/threads/{new}/runs/stream"])
+@pytest.mark.parametrize(("case", "headers", "body"), CASES, ids=[c[0] for c in CASES])
+def test_the_short_path_answers_as_fastapi_does(
+    app_url: tuple[FastAPI, str],
+    parsed: list[bytes],
+    path: str,
+    case: str,
+    headers: dict[str, str],
+    body: bytes,
+) -> None:
+    app, url = app_url
+    counter = iter(range(2))
+
+    def send(client: httpx.Client) -> httpx.Response:
+        target = path.format(new=f"t-{next(counter)}")  # a new thread each time
+        if "{new}" in path:
+            target_body = body.replace(b'"input"', b'"if_not_exists": "create", "input"', 1)
+        else:
+            target_body = body
+        return client.post(target, content=target_body, headers=headers)
+
+    short, full = _both(app, url, send)
+    assert short == full
+    if case == "plain run":
+        assert short[0] == 200 and short[1][-1] == ("end", None)
+        assert len(parsed) == 1  # the short path parsed it; FastAPI's handler did not
+
+
+def test_both_run_stream_routes_take_the_short_path() -> None:
+    from tenxgraph.server import runs
+
+    routes = [route for route in runs.router.routes if isinstance(route, RunStreamRoute)]
+    assert sorted(route.path for route in routes) == [
+        "/runs/stream",
+        "/threads/{thread_id}/runs/stream",
+    ]
+    assert all(_body_model(route) is RunRequest for route in routes)
+
+
+def test_an_endpoint_taking_more_keeps_fastapis_handler() -> None:
+    from fastapi import APIRouter, Query
+
+    from tenxgraph.server._context import Context, User
+
+    router = APIRouter(route_class=RunStreamRoute)
+
+    @router.post("/x")
+    async def extra(
+        body: RunRequest, request: Request, context: Context, user: User, limit: int = Query(1)
+    ) -> None:
+        """Takes a query parameter the short path does not fill."""
+
+    assert _body_model(router.routes[0]) is None  # type: ignore[arg-type]
