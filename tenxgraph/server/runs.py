@@ -35,7 +35,6 @@ from tenxgraph.storage.checkpointer.base import ThreadKey
 __all__ = ["manager_of", "router", "run_or_404"]
 
 router = APIRouter(tags=["runs"])
-router.include_router(remote_tools.router)
 
 PING_SECONDS = 15
 """A comment line on an idle stream this often keeps proxies from closing it."""
@@ -409,3 +408,8 @@ async def join_stream(
     return _stream(
         request, record, after=after, modes=modes, cancel_on_disconnect=cancel_on_disconnect
     )
+
+
+# Routes are matched in order, and an included router costs more to try than a route: the
+# tool results route comes last, after the run routes every streamed run has to pass.
+router.include_router(remote_tools.router)

@@ -167,3 +167,16 @@ def test_an_endpoint_taking_more_keeps_fastapis_handler() -> None:
         """Takes a query parameter the short path does not fill."""
 
     assert _body_model(router.routes[0]) is None  # type: ignore[arg-type]
+
+
+def test_the_run_stream_routes_keep_their_openapi_entries(app_url: tuple[FastAPI, str]) -> None:
+    _, url = app_url
+    spec = httpx.get(f"{url}/openapi.json").json()
+    for path in ("/runs/stream", "/threads/{thread_id}/runs/stream"):
+        body = spec["paths"][path]["post"]["requestBody"]
+        assert body["required"] is True
+        assert body["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/RunRequest"
+        }
+    assert "assistant_id" in spec["components"]["schemas"]["RunRequest"]["properties"]
+    assert "/threads/{thread_id}/runs/{run_id}/tool_results" in spec["paths"]
