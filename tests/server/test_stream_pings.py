@@ -1,0 +1,84 @@
+"""Pings on a run's stream: a comment line every ``PING_SECONDS``, from the log's heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from tenxgraph.server import runs
+from tenxgraph.server._event_log import EventLog
+from tests.server.conftest import Serve
+from tests.server.test_runs import AGENT, slow_graph, user_input
+
+
+def test_a_follower_gets_a_heartbeat_idle_or_busy() -> None:
+    async def main() -> None:
+        log = EventLog()
+        batches: list[list[str]] = []
+        beat = asyncio.Event()
+        sent = 0
+
+        async def read() -> None:
+            async for batch in log.follow(0, heartbeat=0.05):
+                batches.append([event.event for event in batch])
+                if not batch:
+                    beat.set()
+
+        async def two_beats() -> None:
+            for _ in range(2):
+                beat.clear()
+                await beat.wait()
+
+        async def write() -> None:  # busy: never quiet for as long as a beat
+            nonlocal sent
+            while True:
+                log.append("updates", "{}")
+                sent += 1
+                await asyncio.sleep(0.005)
+
+        reader = asyncio.create_task(read())
+        await two_beats()  # idle: the beats come alone
+        assert batches == [[], []]
+        writer = asyncio.create_task(write())
+        await two_beats()  # busy: they still come, between the events
+        writer.cancel()
+        log.close()
+        await reader
+        assert [name for batch in batches for name in batch] == ["updates"] * sent
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_without_a_heartbeat_a_follower_only_gets_events() -> None:
+    async def main() -> list[list[str]]:
+        log = EventLog()
+        log.append("metadata", "{}")
+
+        async def close_later() -> None:
+            await asyncio.sleep(0.1)
+            log.close()
+
+        closer = asyncio.create_task(close_later())
+        got = [[event.event for event in batch] async for batch in log.follow(0)]
+        await closer
+        return got
+
+    assert asyncio.run(main()) == [["metadata"]]
+
+
+def test_a_slow_run_streams_pings_between_its_events(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs, "PING_SECONDS", 0.1)
+    url = serve(slow_graph(0.3, 2))
+    body = {"assistant_id": AGENT, "input": user_input("hi"), "stream_mode": ["updates"]}
+    with httpx.Client(base_url=url, timeout=30) as client:
+        answer = client.post("/runs/stream", json=body)
+    assert answer.status_code == 200
+    blocks = [block for block in answer.text.split("\r\n\r\n") if block]
+    pings = [block for block in blocks if block.startswith(": ping - ")]
+    events = [line[7:] for block in blocks for line in block.splitlines() if line[:7] == "event: "]
+    assert len(pings) >= 2  # 0.6 s of run or more, a ping due every 0.1 s
+    assert events == ["metadata", "updates", "updates", "end"]
