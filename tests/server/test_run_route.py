@@ -180,3 +180,22 @@ def test_the_run_stream_routes_keep_their_openapi_entries(app_url: tuple[FastAPI
         }
     assert "assistant_id" in spec["components"]["schemas"]["RunRequest"]["properties"]
     assert "/threads/{thread_id}/runs/{run_id}/tool_results" in spec["paths"]
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_on_the_short_path_too(tmp_path: Path) -> None:
+    graph = make_graph(SqliteCheckpointer(str(tmp_path / "limit.sqlite")))
+    app = create_app(graph, graph_id="agent", max_body_bytes=2000)
+
+    def chunks() -> Iterator[bytes]:  # no content-length: counted while it streams
+        yield b'{"assistant_id": "agent", "metadata": {"blob": "'
+        for _ in range(10):
+            yield b"x" * 500
+        yield b'"}}'
+
+    def send(client: httpx.Client) -> httpx.Response:
+        return client.post("/runs/stream", content=chunks(), headers=JSON)
+
+    with served(app) as url:
+        short, full = _both(app, url, send)
+    assert short == full
+    assert short[0] == 413 and "2000 bytes" in short[1]
