@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 
+from tenxgraph.core.state import message as message_module
 from tenxgraph.core.state.message import Message, TokenUsages, compact_json
 from tenxgraph.core.state.message_block import (
     AnnotationRef,
@@ -66,6 +68,48 @@ def test_old_full_form_rows_load_identically_alone_and_mixed_with_new_ones() -> 
     mixed = [old[i] if i % 2 else new[i] for i in seqs]
     assert decode_messages(KEY, seqs, mixed) == messages
     assert decode_messages(KEY, seqs, [row.encode() for row in mixed]) == messages
+
+
+def test_plain_text_messages_are_written_as_the_general_dump_writes_them() -> None:
+    """The short cut for plain text messages makes the same text, key for key.
+
+    Each message below differs from a plain one in one field, so every check
+    of the short cut is met once with the short cut taken and once refused.
+    """
+    text = TextBlock(text="two")
+    plain = [
+        Message.text_message("hi"),
+        Message.text_message("", role="assistant", message_id=7),
+        Message.text_message("x", timestamp=None),
+        Message.multimodal_message([TextBlock(text="one"), text], role="assistant"),
+        Message(role="assistant", content=[]),
+    ]
+    usage = TokenUsages(completion_tokens=1, prompt_tokens=1, total_tokens=2)
+    other = [
+        Message.text_message("x", metadata={"k": 1}),
+        Message.text_message("x", usages=usage),
+        Message.text_message("x", reasoning="why"),
+        Message.text_message("x", raw={"id": "r"}),
+        Message.text_message("x", parsed_content={"a": 1}),
+        Message.text_message("x", tools_calls=[{"id": "c"}]),
+        Message.text_message("x", delta=True),
+        Message.multimodal_message([TextBlock(text="a", annotations=[AnnotationRef(title="t")])]),
+        Message.tool_message([ToolResultBlock(call_id="c", output="out")]),
+        Subclassed.text_message("x"),
+    ]
+    for message in plain:
+        assert message_module._plain_text_data(message) is not None
+    for message in other:
+        assert message_module._plain_text_data(message) is None
+    for message in plain + other:
+        general = to_json(message_module._compact_data(message), inf_nan_mode="null").decode()
+        assert compact_json(message) == general
+        loaded = Message.model_validate_json(compact_json(message))
+        assert loaded.model_dump() == message.model_dump()
+
+
+class Subclassed(Message):
+    """A subclass takes the general path (it may add fields)."""
 
 
 def test_timestamp_and_id_are_always_written_even_at_unusual_values() -> None:

@@ -98,3 +98,56 @@ async def test_old_full_form_rows_and_new_compact_rows_load_the_same_state(
     assert stored is not None
     meta = stored.values["execution_meta"]  # the next save wrote the short form
     assert meta["status"] == "completed" and "stop_requested" not in meta
+
+
+def pydantic_form(state: AgentState) -> dict[str, Any]:
+    """The row as pydantic's dumps make it, which the short cuts for plain states must match."""
+    meta = state.execution_meta
+    forced = ("current_node", "step", "status", "turn_start")
+    return {
+        **state.model_dump(mode="json", exclude={"context", "execution_meta"}),
+        "execution_meta": {
+            **{name: getattr(meta, name) for name in forced},
+            **meta.model_dump(mode="json", exclude_defaults=True),
+        },
+    }
+
+
+def states_to_encode() -> list[AgentState]:
+    """Plain states (the short cuts apply) and states one field away from plain (they do not)."""
+    states: list[AgentState] = [AgentState(), Notes(city="Porto")]
+    for field, value in [
+        ("error", "ValueError: x"),
+        ("stop_requested", True),
+        ("next_node", "b"),
+        ("interrupt_kind", "before"),
+        ("interrupt_value", {"ask": 1}),
+        ("resume_values", [1]),
+        ("tool_ledger", {"c": {"output": 1}}),
+        ("tool_starts", {"c": 2}),
+        ("step", 7),
+        ("turn_start", 3),
+    ]:
+        state = AgentState(context_summary="earlier")
+        setattr(state.execution_meta, field, value)
+        states.append(state)
+    with_app_state = AgentState()
+    with_app_state.app_state.set("k", [1, 2])
+    states += [with_app_state, AgentState(structured_response={"answer": 1})]
+    return states
+
+
+def test_plain_states_are_encoded_as_pydantic_dumps_them_key_for_key() -> None:
+    for state in states_to_encode():
+        values = encode_values(state)
+        assert json.dumps(values) == json.dumps(pydantic_form(state))
+        assert type(state).model_validate({**values, "context": []}) == state
+
+
+def test_an_encoded_row_shares_nothing_with_the_state() -> None:
+    """The session keeps the row to rebuild the state: a later change must not reach it."""
+    state = AgentState()
+    values = encode_values(state)
+    state.app_state.set("k", 1)
+    state.execution_meta.step = 5
+    assert values["app_state"] == {} and values["execution_meta"]["step"] == 0

@@ -102,7 +102,7 @@ class ThreadSession:
         self._values = stored.values
         fields = state_class.model_fields
         self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
-        self._remember_window(state.context, stored.window)
+        self._remember_window(state.context, [(start, end) for start, end in stored.window])
         self._index = state.message_index()
         if stored.context_chars is None:
             self.approx_bytes = sum(map(approx_bytes, state.context))
@@ -175,7 +175,7 @@ class ThreadSession:
             raise
         if self._undeclared:
             values = {**self._undeclared, **values}
-        sent = list(new)
+        sent = new.copy()
         self.incarnation, self.version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(
@@ -190,7 +190,7 @@ class ThreadSession:
                 release_lease=release and self.lease is not None,
             ),
         )
-        if any(a is not b for a, b in zip(sent, new, strict=True)):
+        if new != sent:  # identical objects compare equal without a field compare
             _hold_stored(state.context, sent, new)
         self._values = values
         self._index = state.message_index()
@@ -255,7 +255,8 @@ class ThreadSession:
         return self._seq_of
 
     def _remember_window(self, context: list[Message], window: Window) -> None:
-        self._window = [(start, end) for start, end in window]
+        """Hold ``window`` (a list of the session's own, never changed in place) for ``context``."""
+        self._window = window
         self._window_list = context
         self._window_size = len(context)
         self._window_last = context[-1] if context else None

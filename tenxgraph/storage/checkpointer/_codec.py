@@ -21,9 +21,8 @@ import json
 import logging
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice, pairwise
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
@@ -85,9 +84,12 @@ Body = TypeVar("Body", str, bytes)
 logger = logging.getLogger("tenxgraph.storage")
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRow:
-    """One log row ready to insert; ``seq`` is assigned by the backend inside its transaction."""
+class MessageRow(NamedTuple):
+    """One log row ready to insert; ``seq`` is assigned by the backend inside its transaction.
+
+    A named tuple: made once per saved message, and a frozen dataclass's
+    ``__init__`` costs several times a tuple's.
+    """
 
     message_id: str
     role: str
@@ -97,9 +99,11 @@ class MessageRow:
     """The whole message as JSON; the only column read back."""
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedWrite:
-    """A ``ThreadWrite`` with every JSON column already encoded (done outside any lock)."""
+class EncodedWrite(NamedTuple):
+    """A ``ThreadWrite`` with every JSON column already encoded (done outside any lock).
+
+    A named tuple, as ``MessageRow``: one is made per save.
+    """
 
     messages: list[MessageRow]
     values: str
@@ -134,16 +138,16 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
             )
         usage = (
             None
-            if message.usages is None or not usages
+            if not usages or message.usages is None
             else message.usages.model_dump_json(exclude_defaults=True)
         )
         rows.append(MessageRow(str(message.message_id), message.role, usage, _dump(message)))
     return EncodedWrite(
-        messages=rows,
-        values=values_json(key, write.values),
-        window=window_json(key, write.window),
-        metadata=None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
-        incarnation=incarnation,
+        rows,
+        values_json(key, write.values),
+        window_json(key, write.window),
+        None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
+        incarnation,
     )
 
 

@@ -60,8 +60,13 @@ def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
 
 def window_json(key: ThreadKey, window: Window) -> str:
     """A window as JSON; plain int pairs (every runtime window) are formatted directly."""
-    if all(type(start) is int and type(end) is int for start, end in window):
-        return "[" + ",".join([f"[{start},{end}]" for start, end in window]) + "]"
+    parts = []
+    for start, end in window:
+        if type(start) is not int or type(end) is not int:
+            break
+        parts.append(f"[{start},{end}]")
+    else:
+        return f"[{','.join(parts)}]"
     return encode_json((key, "window"), [[start, end] for start, end in window])
 
 

@@ -19,7 +19,7 @@ import zlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer._codec import (
@@ -66,8 +66,9 @@ if TYPE_CHECKING:
 __all__ = ["InMemoryCheckpointer"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Checkpoint:
+class _Checkpoint(NamedTuple):
+    """One checkpoint's row (a named tuple: one is made per save)."""
+
     version: int
     node: str
     step: int
@@ -202,7 +203,8 @@ class InMemoryCheckpointer(Checkpointer):
         self._leases: dict[ThreadKey, _Lease] = {}
 
     def _get(self, key: ThreadKey) -> _Thread | None:
-        return self._tenants.get(key.user_id, {}).get(key.thread_id)
+        tenant = self._tenants.get(key.user_id)
+        return None if tenant is None else tenant.get(key.thread_id)
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's incarnation and version, without decoding anything."""
@@ -244,10 +246,17 @@ class InMemoryCheckpointer(Checkpointer):
         encoded = encode_write(key, write, usages=False)
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
+        version = write.expected_version + 1
         with self._lock:
-            self._check_lease(key, write.lease)
+            if write.lease is not None:
+                self._check_lease(key, write.lease)
             thread = self._get(key)
-            _check_stamp(key, write, encoded.incarnation, thread)
+            if (
+                thread is None
+                or thread.version != write.expected_version
+                or thread.incarnation != encoded.incarnation
+            ):  # compared in place: the stamps are made only to report a conflict
+                _check_stamp(key, write, encoded.incarnation, thread)
             log_length = (0 if thread is None else len(thread.log)) + len(bodies)
             check_window(key, write.window, log_length)
             if thread is None:
@@ -255,24 +264,16 @@ class InMemoryCheckpointer(Checkpointer):
                 self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
             elif encoded.metadata is not None:
                 thread.metadata = encoded.metadata
-            thread.version = write.expected_version + 1
+            thread.version = version
             thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
-            thread.log.extend(bodies)
-            thread.add(
-                _Checkpoint(
-                    thread.version,
-                    write.node,
-                    write.step,
-                    log_length,
-                    encoded.values,
-                    encoded.window,
-                    now,
-                ),
-                self._keep,
+            thread.log += bodies
+            checkpoint = _Checkpoint(
+                version, write.node, write.step, log_length, encoded.values, encoded.window, now
             )
+            thread.add(checkpoint, self._keep)
             if write.release_lease and write.lease is not None:
                 del self._leases[key]  # held: _check_lease passed
-            return ThreadStamp(thread.incarnation, thread.version)
+            return ThreadStamp(thread.incarnation, version)
 
     async def arewind(
         self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
