@@ -186,6 +186,25 @@ class LeaseContract(ContractBase):
             2,
         )
 
+    async def test_a_creating_save_under_a_lost_lease_writes_nothing(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        """A new thread's first save is fenced too: once another run took the lease, no thread."""
+        assert await checkpointer.atake_lease(KEY, "run-a", SHORT) is None
+        await asyncio.sleep(EXPIRED)
+        assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None  # run-a stalled
+        with pytest.raises(ThreadBusyError, match="leased"):
+            await checkpointer.asave(KEY, turn(None, "a1", 0, "run-a"))
+        assert await checkpointer.aload(KEY) is None
+        assert await checkpointer.alist_messages(KEY) == []
+        stamp = await checkpointer.asave(KEY, turn(None, "b1", 0, "run-b"))
+        assert stamp.version == 1
+        with pytest.raises(ThreadBusyError):  # the lost lease is named before the conflict
+            await checkpointer.asave(KEY, turn(None, "a1 again", 0, "run-a"))
+        with pytest.raises(ConflictError) as raised:  # the right lease, the thread exists
+            await checkpointer.asave(KEY, turn(None, "b1 again", 0, "run-b"))
+        assert type(raised.value) is ConflictError
+
     async def test_a_lost_lease_wins_over_a_stale_version(self, checkpointer: Checkpointer) -> None:
         """The error says the lease was lost, not that the version moved, when both are true."""
         assert await checkpointer.atake_lease(KEY, "run-b", LONG) is None

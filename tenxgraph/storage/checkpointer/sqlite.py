@@ -96,6 +96,16 @@ _INSERT_THREAD = (
     "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id, log_length"
 )
 
+_INSERT_THREAD_FENCED = (
+    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
+    '"values", "window", metadata, created_at, updated_at) '
+    "SELECT ?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS "
+    "(SELECT 1 FROM leases WHERE user_id = ?1 AND thread_id = ?2 AND owner = ?10) "
+    "ON CONFLICT DO NOTHING RETURNING id, log_length"
+)
+"""Create the thread if the lease is still the write's: as the fenced update, one statement
+(the WHERE clause also keeps SQLite from reading ``ON CONFLICT`` as a join constraint)."""
+
 _TID = "SELECT id FROM threads WHERE user_id = ? AND thread_id = ?"
 """The thread's row id, the key of its messages and checkpoints."""
 
@@ -180,18 +190,18 @@ class SqliteCheckpointer(Checkpointer):
     ) -> ThreadStamp:
         """CAS the state row (the lease check folded into it), append, record the checkpoint.
 
-        Three statements between ``BEGIN`` and ``COMMIT`` for a save to an
-        existing thread (four when it gives the lease up); the lease and the
-        stamp are read apart only when the CAS fails, to say why.
+        Three statements between ``BEGIN`` and ``COMMIT`` for a save (four when
+        it gives the lease up), whether it creates the thread or updates it; the
+        lease and the stamp are read apart only when the write fails, to say why.
         """
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
         with transaction(conn, "IMMEDIATE"):
             if write.expected_version == 0:
-                leases.check_lease(conn, key, write.lease)
+                fenced = write.lease is not None
                 row = conn.execute(
-                    _INSERT_THREAD,
+                    _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
                     (
                         key.user_id,
                         key.thread_id,
@@ -202,6 +212,7 @@ class SqliteCheckpointer(Checkpointer):
                         encoded.metadata or "{}",
                         now,
                         now,
+                        *((write.lease,) if fenced else ()),
                     ),
                 ).fetchone()
             else:
