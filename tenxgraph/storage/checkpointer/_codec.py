@@ -241,6 +241,15 @@ def window_problem(window: Sequence[Sequence[Any]], log_length: int | None) -> s
     checks the same rule as saving, so what one backend writes every backend
     reads. ``log_length=None`` leaves the upper bound unchecked.
     """
+    if len(window) == 1:  # a run's usual window: one range, checked in one expression
+        start, end = window[0]
+        if (
+            type(start) is int
+            and type(end) is int
+            and 0 <= start <= end
+            and (log_length is None or end <= log_length)
+        ):
+            return None
     for index, (start, end) in enumerate(window):
         if (
             type(start) is not int

@@ -200,7 +200,8 @@ class InMemoryCheckpointer(Checkpointer):
         self.media = media_policy(media)
         self._lock = threading.Lock()
         self._tenants: dict[str, dict[str, _Thread]] = {}
-        self._leases: dict[ThreadKey, _Lease] = {}
+        self._leases: dict[tuple[str, str], _Lease] = {}
+        """By (user_id, thread_id): a tuple of two strs hashes in C, a ``ThreadKey`` in Python."""
 
     def _get(self, key: ThreadKey) -> _Thread | None:
         tenant = self._tenants.get(key.user_id)
@@ -272,7 +273,7 @@ class InMemoryCheckpointer(Checkpointer):
             )
             thread.add(checkpoint, self._keep)
             if write.release_lease and write.lease is not None:
-                del self._leases[key]  # held: _check_lease passed
+                del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
             return ThreadStamp(thread.incarnation, version)
 
     async def arewind(
@@ -322,17 +323,17 @@ class InMemoryCheckpointer(Checkpointer):
         """Take the lease and read the stamp under one lock."""
         now = time.monotonic()
         with self._lock:
-            held = self._leases.get(key)
+            held = self._leases.get((key.user_id, key.thread_id))
             if held is not None and held.owner != owner and held.expires_at >= now:
                 return held.owner, None
-            self._leases[key] = _Lease(owner, now + seconds)
+            self._leases[key.user_id, key.thread_id] = _Lease(owner, now + seconds)
             thread = self._get(key)
             return None, None if thread is None else ThreadStamp(thread.incarnation, thread.version)
 
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend ``owner``'s lease; return the stop request made of it, if any."""
         with self._lock:
-            held = self._leases.get(key)
+            held = self._leases.get((key.user_id, key.thread_id))
             if held is None or held.owner != owner:
                 raise lease_lost(key, owner)
             held.expires_at = time.monotonic() + seconds
@@ -341,15 +342,15 @@ class InMemoryCheckpointer(Checkpointer):
     async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
         """Drop the lease if ``owner`` still holds it."""
         with self._lock:
-            held = self._leases.get(key)
+            held = self._leases.get((key.user_id, key.thread_id))
             if held is not None and held.owner == owner:
-                del self._leases[key]
+                del self._leases[key.user_id, key.thread_id]
 
     async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
         """Mark the unexpired lease with ``request``; return its owner."""
         check_stop_request(request)
         with self._lock:
-            held = self._leases.get(key)
+            held = self._leases.get((key.user_id, key.thread_id))
             if held is None or held.expires_at < time.monotonic():
                 return None
             held.stop = request
@@ -359,7 +360,7 @@ class InMemoryCheckpointer(Checkpointer):
         """Refuse a write fenced by a lease ``owner`` no longer holds (call under the lock)."""
         if owner is None:
             return
-        held = self._leases.get(key)
+        held = self._leases.get((key.user_id, key.thread_id))
         if held is None or held.owner != owner:
             raise lease_lost(key, owner)
 
