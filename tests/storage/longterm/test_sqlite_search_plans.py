@@ -9,6 +9,7 @@ compare with the plain answer.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,7 @@ def test_candidates_that_fail_the_checks_fall_back_to_every_match(tmp_path: Path
             long_text = "tea " + " ".join(f"filler{i}" for i in range(20 + index))
             store.put(("m",), f"rare{index}", {"text": long_text, "kind": "rare"})
         store.put(("m",), "gone", {"text": "tea"}, ttl=0.001)
+        time.sleep(0.01)  # past its expiry, however fast the next calls come
         found = store.search(query="tea", filter={"kind": "rare"}, limit=2)
         assert [item.key for item in found] == ["rare0", "rare1"]
         assert store.get(("m",), "gone") is None
@@ -85,6 +87,7 @@ def test_scope_sizes_follow_puts_deletes_and_purges(tmp_path: Path) -> None:
         store.put(("users", "prefs"), "a", {"text": "y"}, user_id="ana")  # a replace: no change
         store.put(("users", "prefs"), "b", {"text": "x"}, user_id="ana", ttl=0.001)
         store.put(("other",), "c", {"text": "x"}, user_id="ana")
+        time.sleep(0.01)  # b is past its expiry before the purge, however fast the calls come
         assert (_sizes(path)["*"], _sizes(path)[ana], _sizes(path)[prefs]) == (3, 3, 2)
         store.delete(("other",), "c", user_id="ana")
         assert store.purge_expired() == 1
