@@ -108,6 +108,18 @@ def test_plain_text_messages_are_written_as_the_general_dump_writes_them() -> No
         assert loaded.model_dump() == message.model_dump()
 
 
+def test_the_plain_text_short_cut_knows_every_message_field() -> None:
+    """A field added to ``Message`` must be checked by the short cut, or it would be dropped.
+
+    The short cut writes four fields and refuses a message with any of the
+    others away from its default; a new field it does not know would be
+    written by neither.
+    """
+    written = {"message_id", "role", "content", "timestamp"}
+    refused = {"delta", "tools_calls", "reasoning", "metadata", "usages", "raw", "parsed_content"}
+    assert set(Message.model_fields) == written | refused
+
+
 class Subclassed(Message):
     """A subclass takes the general path (it may add fields)."""
 

@@ -16,8 +16,9 @@ from pydantic import Field
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.agent_state import ExecMeta
 from tenxgraph.core.state.reducers import append_items
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite, state_codec
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 from tenxgraph.utils import END, START
 
@@ -151,3 +152,23 @@ def test_an_encoded_row_shares_nothing_with_the_state() -> None:
     state.app_state.set("k", 1)
     state.execution_meta.step = 5
     assert values["app_state"] == {} and values["execution_meta"]["step"] == 0
+
+
+def test_the_short_cuts_know_every_state_and_bookkeeping_field() -> None:
+    """A field added to ``AgentState`` or ``ExecMeta`` must be known to the short cuts.
+
+    ``_plain_values`` writes the plain state's non-message fields by name and
+    ``_meta_data`` the bookkeeping's plain fields by name: a new field they
+    did not know would be left out of every row they make.
+    """
+    assert set(AgentState.model_fields) == {
+        "context",  # apart: the log
+        "execution_meta",  # apart: _meta_data
+        "context_summary",
+        "app_state",
+        "structured_response",
+    }
+    always = {"current_node", "step", "status", "turn_start"}
+    scalars = {name for name, _ in state_codec._META_SCALARS}
+    json_valued = {"interrupt_value", "resume_values", "tool_ledger", "tool_starts"}  # refused
+    assert set(ExecMeta.model_fields) == always | scalars | json_valued
