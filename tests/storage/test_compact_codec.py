@@ -248,3 +248,8 @@ async def test_sqlite_stores_compact_rows_and_loads_old_ones(tmp_path: Path) -> 
         await reader.aclose()
     assert stored is not None
     assert stored.context == messages
+
+
+def test_the_plain_text_short_cut_knows_every_text_block_field() -> None:
+    """The short cut writes a text block's ``type`` and ``text`` and refuses annotations."""
+    assert set(TextBlock.model_fields) == {"type", "text", "annotations"}

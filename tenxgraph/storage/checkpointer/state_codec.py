@@ -67,6 +67,7 @@ def _plain_values(state: AgentState) -> dict[str, Any] | None:
         or fields["structured_response"] is not None
         or type(app_state) is not AppState
         or app_state.root
+        or type(fields["context_summary"]) not in _PLAIN_SCALARS  # set directly, unvalidated
     ):
         return None
     return {
@@ -76,13 +77,22 @@ def _plain_values(state: AgentState) -> dict[str, Any] | None:
     }
 
 
-_META_SCALARS = (
-    ("error", None),
-    ("stop_requested", False),
-    ("next_node", None),
-    ("interrupt_kind", None),
+_META_SCALARS = tuple(
+    (name, ExecMeta.model_fields[name].default)
+    for name in ("error", "stop_requested", "next_node", "interrupt_kind")
 )
 """``ExecMeta``'s plain fields after the four always written, with their defaults, in order."""
+
+_META_ALWAYS = ("current_node", "step", "status", "turn_start")
+"""``ExecMeta``'s fields every stored row names: tools read them from the raw row."""
+
+_META_PLAIN = _META_ALWAYS + tuple(name for name, _ in _META_SCALARS)
+"""The fields the short cut copies as they are, so each must hold a plain JSON scalar."""
+
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+"""Types copied into a row as they are. Fields are not validated on assignment, so a
+node may have put anything there; anything else (an object, a float that may be NaN)
+goes through pydantic's dump, which names a field JSON cannot carry."""
 
 
 def _meta_data(meta: ExecMeta) -> dict[str, Any]:
@@ -93,18 +103,14 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
     steps: pydantic's ``exclude_defaults`` calls each default factory to compare.
     """
     fields = meta.__dict__
-    data = {
-        "current_node": fields["current_node"],
-        "step": fields["step"],
-        "status": fields["status"],
-        "turn_start": fields["turn_start"],
-    }
+    data = {name: fields[name] for name in _META_ALWAYS}
     if (
         type(meta) is not ExecMeta
         or fields["interrupt_value"] is not None
         or fields["resume_values"]
         or fields["tool_ledger"]
         or fields["tool_starts"]
+        or not all(type(fields[name]) in _PLAIN_SCALARS for name in _META_PLAIN)
     ):
         data.update(meta.model_dump(mode="json", exclude_defaults=True))
         return data

@@ -105,3 +105,32 @@ def test_app_state_changed_in_place_behind_its_checks(checkpointer: Any) -> None
     stored = app.get_state(config)
     assert stored.execution_meta.status == "error"
     assert stored.app_state.get() == {}
+
+
+@pytest.mark.parametrize("where", ["context_summary", "execution_meta.error"])
+def test_a_plain_state_set_directly_to_an_object_fails_the_run_the_same_way(
+    checkpointer: Any, where: str
+) -> None:
+    """Direct assignment is not validated; the plain state's cheap row must still refuse it."""
+
+    class Opaque:
+        pass
+
+    def first(state: AgentState) -> Message:
+        if where == "context_summary":
+            state.context_summary = Opaque()  # type: ignore[assignment]
+        else:
+            state.execution_meta.error = Opaque()  # type: ignore[assignment]
+        return Message.text_message("first", role="assistant")
+
+    graph = StateGraph(AgentState)
+    graph.add_node("first", first)
+    graph.set_entry_point("first")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "t"}
+    field = where.split(".")[0]
+    with pytest.raises(UnstorableStateError, match=rf"'{field}' of AgentState cannot be stored"):
+        app.invoke({"messages": [Message.text_message("hi")]}, config)
+    stored = app.get_state(config)
+    assert stored.execution_meta.status == "error"  # not left "running"
+    assert texts(stored) == ["hi", "first"]
