@@ -33,8 +33,8 @@ class Applied:
 
     __slots__ = ("messages", "values")
 
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
+    def __init__(self, messages: list[Message] | None = None) -> None:
+        self.messages: list[Message] = [] if messages is None else messages
         self.values: dict[str, Any] = {}
 
 
@@ -78,6 +78,16 @@ class StateSchema:
         ``removed`` collects the ids its message edits removed, shared by the
         parts of ``Updates`` (see ``apply_edits``).
         """
+        if type(update) is list:  # the usual return, merged in one call when it can be
+            added = state.merge_returned(update)
+            if added is not None:
+                return Applied(added)
+        return self._apply_any(state, update, where, removed)
+
+    def _apply_any(
+        self, state: AgentState, update: Any, where: str, removed: set[str | int] | None
+    ) -> Applied:
+        """``apply`` for any update, the general way."""
         applied = Applied()
         # Taken before the merge: a merge rebuilds a stale index and would take them in unseen.
         direct = state.take_direct_additions()

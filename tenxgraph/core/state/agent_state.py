@@ -72,6 +72,36 @@ class ExecMeta(BaseModel):
         self.__dict__["status"] = status
 
 
+_set = object.__setattr__
+_META_DEFAULTS = ExecMeta().__dict__
+"""A validated ``ExecMeta()``'s fields: the immutable defaults every new one starts from."""
+_META_FACTORIES = [
+    (name, info.default_factory)
+    for name, info in ExecMeta.model_fields.items()
+    if info.default_factory is not None
+]
+"""The fields made fresh for each one (lists and dicts, never shared)."""
+
+
+def fresh_exec_meta() -> ExecMeta:
+    """``ExecMeta()``, as every new ``AgentState`` gets it, built without validation.
+
+    The object pydantic builds (same fields, no fields set, no extra or
+    private data), from the defaults validated once at import, with fresh
+    lists and dicts from each field's default factory: a third cheaper than
+    ``ExecMeta()``, for every fresh state.
+    """
+    meta = object.__new__(ExecMeta)
+    fields = _META_DEFAULTS.copy()
+    for name, factory in _META_FACTORIES:
+        fields[name] = factory()  # type: ignore[call-arg]
+    _set(meta, "__dict__", fields)
+    _set(meta, "__pydantic_fields_set__", set())
+    _set(meta, "__pydantic_extra__", None)
+    _set(meta, "__pydantic_private__", None)
+    return meta
+
+
 class AgentState(BaseModel):
     """The default graph state: the context window, its summary, and run metadata."""
 
@@ -79,7 +109,7 @@ class AgentState(BaseModel):
     """The messages the model sees on its next call, oldest first."""
     context_summary: str | None = None
     """A condensed record of messages summarized out of ``context``."""
-    execution_meta: ExecMeta = Field(default_factory=ExecMeta)
+    execution_meta: ExecMeta = Field(default_factory=fresh_exec_meta)
     """Runtime bookkeeping; use the helper methods rather than editing it."""
     app_state: AppState = Field(default_factory=empty_app_state)
     """JSON key-value data of the thread (Strands' agent state); never sent to the model."""
@@ -136,6 +166,20 @@ class AgentState(BaseModel):
         Costs O(len(messages)), not O(len(context)): this is how the runtime merges.
         """
         return self.message_index().extend(self.context, messages)
+
+    def merge_returned(self, items: list[Any]) -> list[Message] | None:
+        """``append_messages`` for a list a node returned, in one call; None to merge it in full.
+
+        The run loop's usual merge. None, changing nothing, when an item is
+        not a ``Message`` (edits, message-like values) or ``context`` was
+        changed behind its index (direct edits, a new list): the general
+        merge (``StateSchema.apply``) handles those.
+        """
+        private = self.__pydantic_private__
+        index: MessageIndex | None = private.get("_index") if private else None
+        if index is None:  # never indexed, so nothing to tell direct edits by: index it now
+            index = self.message_index()
+        return index.extend_covered(self.context, items)
 
     def take_direct_additions(self) -> list[Message]:
         """Messages put into ``context`` by direct list edits since the last merge.

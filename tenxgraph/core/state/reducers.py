@@ -106,8 +106,11 @@ class MessageIndex:
 
     def _reset(self, messages: list[Message]) -> None:
         self._list = messages
-        self._ids = {message.message_id for message in messages}
         self._size = len(messages)
+        if not messages:  # every fresh state's: three comprehensions cost more than the rest
+            self._ids, self.system_positions, self.user_positions = set(), [], []
+            return
+        self._ids = {message.message_id for message in messages}
         self.system_positions = [i for i, m in enumerate(messages) if m.role == "system"]
         self.user_positions = [i for i, m in enumerate(messages) if m.role == "user"]
 
@@ -149,9 +152,23 @@ class MessageIndex:
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._ids
 
+    def extend_covered(self, messages: list[Message], new: list[Any]) -> list[Message] | None:
+        """``extend`` for the run loop's usual merge, or None, changing nothing.
+
+        None unless ``messages`` is as this index last saw it (no direct edits
+        since) and ``new`` holds only ``Message`` objects (no edits, no
+        message-like values, no subclasses): the general merge handles those.
+        """
+        if messages is not self._list or len(messages) != self._size:
+            return None
+        for message in new:
+            if type(message) is not Message:
+                return None
+        return self.extend(messages, new)
+
     def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
         """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
-        if not self.covers(messages):
+        if messages is not self._list or len(messages) != self._size:  # ``covers``, inline
             self._reset(messages)
         ids = self._ids
         added: list[Message] = []

@@ -17,6 +17,8 @@ from tenxgraph.core.state import (
     replace_messages,
     replace_value,
 )
+from tenxgraph.core.state.agent_state import ExecMeta, fresh_exec_meta
+from tenxgraph.core.state.edits import RemoveMessage
 from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.utils.constants import START
@@ -130,6 +132,39 @@ def test_message_index_merges_incrementally_with_add_messages_rules() -> None:
     # the list replaced behind the index's back: it rebuilds, still correct
     other = [Message.text_message("x", message_id="x")]
     assert index.extend(other, [Message.text_message("x2", message_id="x")]) == []
+
+
+def test_merge_returned_merges_a_list_of_messages_or_changes_nothing() -> None:
+    state = AgentState()
+    first = Message.text_message("a", message_id="a")
+    assert state.merge_returned([first]) == [first]
+    dup, new = Message.text_message("again", message_id="a"), Message.text_message("b")
+    delta = Message.text_message("chunk", delta=True)
+    assert state.merge_returned([dup, new, delta]) == [new]  # add_messages' rules
+    before = list(state.context)
+    # anything but Message objects: None, and nothing merged (the general merge takes it)
+    assert state.merge_returned([Message.text_message("c"), ("user", "hi")]) is None
+    assert state.merge_returned([RemoveMessage("a")]) is None
+    assert state.context == before
+    # a direct edit since the last merge: None, so the general merge sees it first
+    state.context.append(Message.text_message("direct"))
+    assert state.merge_returned([Message.text_message("d")]) is None
+    assert [m.text() for m in state.take_direct_additions()] == ["direct"]
+    index = MessageIndex([])
+    assert index.extend_covered([], [first]) is None  # not the list it covers
+
+
+def test_a_fresh_exec_meta_is_exec_meta() -> None:
+    made, reference = fresh_exec_meta(), ExecMeta()
+    assert type(made) is ExecMeta and made == reference
+    assert made.model_dump() == reference.model_dump()
+    assert made.model_fields_set == reference.model_fields_set == set()
+    assert made.__pydantic_extra__ is None and made.__pydantic_private__ is None
+    other = fresh_exec_meta()
+    assert made.resume_values is not other.resume_values
+    assert made.tool_ledger is not other.tool_ledger and made.tool_starts is not other.tool_starts
+    made.tool_ledger["c"] = {"x": 1}
+    assert AgentState().execution_meta.tool_ledger == {}
 
 
 def test_tool_result_snippet() -> None:
