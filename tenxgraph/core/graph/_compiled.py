@@ -39,7 +39,7 @@ from tenxgraph.core.graph._run_control import (
     new_run_id,
 )
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.core.graph._steps import Run, RunSteps
+from tenxgraph.core.graph._steps import COMPLETED, Run, RunSteps
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._thread_ops import ThreadOperations
 from tenxgraph.core.graph._turns import discard_unfinished
@@ -97,6 +97,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         self._active: dict[ThreadKey | None, RunControl] = {}
         self._runs: dict[str, RunControl] = {}
         self._goto = {name: Next(name) for name in [*self.nodes, END]}
+        self._where = {name: f"node {name!r}" for name in self.nodes}
         self.hooks = HookCaller(hooks)
         """The ``RunHooks`` given to ``compile``, called around runs, nodes and saves."""
         self.warm = warm if warm is not None else WarmThreads()
@@ -205,7 +206,10 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
                 await self.hooks.run_started(control)
             outcome = await self._begin_turn(run)
             while type(outcome) is Next:
-                node = self.nodes.get(outcome.node)  # None: END
+                if outcome.node == END:
+                    outcome = COMPLETED
+                    break
+                node = self.nodes.get(outcome.node)  # None: a stored name the graph lacks
                 if progress and node is not None and node.streams:
                     async for item in self._streamed_step(run, outcome.node, node):
                         if isinstance(item, Outcome):
@@ -330,7 +334,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         else:
             session, state = await self._load(lease)
         meta = state.execution_meta
-        input = settle_remote_input(state, input)  # a thread waiting for a client's tool results
+        if meta.status == "interrupted":  # maybe waiting for a client's tool results
+            input = settle_remote_input(state, input)
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
         input_messages = input_messages_of(input)
         added: list[Message] = []
@@ -338,9 +343,10 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             turn_start = 0 if session is None else session.version
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
-            runner, added = answer_pending_calls(state, input_messages, meta.status, self)
-            if runner is not None:  # a conversation that ends in tool calls runs them first
-                entry = Entry(runner, True)
+            if state.context:  # it may end in tool calls without results
+                runner, added = answer_pending_calls(state, input_messages, meta.status, self)
+                if runner is not None:  # a conversation that ends in tool calls runs them first
+                    entry = Entry(runner, True)
         if "resume" in input and meta.interrupt_kind in ("inside", REMOTE_CALLS_KIND):
             meta.resume_values = [*meta.resume_values, input["resume"]]
         meta.set_status("running")

@@ -125,8 +125,12 @@ def input_messages_of(input: Mapping[str, Any]) -> list[Message]:
     raw = input.get("messages")
     if raw is None:
         return []
-    if type(raw) is list and all(type(item) is Message for item in raw):
-        return list(raw)  # the usual input, as ``as_messages`` returns it, in one pass
+    if type(raw) is list:
+        for item in raw:  # a loop, not all(...): no generator for the usual input
+            if type(item) is not Message:
+                break
+        else:
+            return list(raw)  # the usual input, as ``as_messages`` returns it, in one pass
     return as_messages(raw, "invoke input 'messages'")
 
 

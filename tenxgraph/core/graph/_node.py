@@ -180,9 +180,17 @@ class FunctionNode(Node):
         return self.run_here(state, ctx)
 
     def run_here(self, state: AgentState, ctx: RunContext) -> Any:
-        """Call the sync function on this thread and return what it returned."""
-        kwargs = {"config": ctx.config} if self.wants_config else {}
-        return ctx.call_here(self.function, (state,), kwargs)
+        """Call the sync function on this thread and return what it returned.
+
+        ``ctx.call_here`` written out: this is every step of a sync graph's ``invoke``.
+        """
+        token = _scope.set(ctx.interrupt_scope)
+        try:
+            if self.wants_config:
+                return self.function(state, config=ctx.config)
+            return self.function(state)
+        finally:
+            _scope.reset(token)
 
 
 async def _no_save() -> None:

@@ -77,6 +77,8 @@ class RunSteps(Generic[S]):
     context_manager: Any
     _goto: dict[str, Next]
     """One ``Next`` per node and END, shared by every step that goes there."""
+    _where: dict[str, str]
+    """Each node's name as merge errors quote it (``node 'a'``), made once."""
 
     async def _step(
         self, run: Run[S], name: str, node: Node | None, progress: bool
@@ -88,13 +90,16 @@ class RunSteps(Generic[S]):
         stop = self._enter(run, name)
         if stop is not None or node is None:
             return [], stop or COMPLETED
+        control = run.control
         try:
             if self.hooks.hooks:
-                await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
-            run.control.arm()
-            if node.inline and run.ctx.run_sync_inline:
-                output = node.run_here(run.state, run.ctx)  # a sync node: no coroutine
+                await self.hooks.node_started(control, name, run.state.execution_meta.step)
+            if node.inline and run.ctx.run_sync_inline:  # a sync node: no coroutine, no await
+                if control.stop_requested:  # a stop during the hooks, as ``arm`` would raise it
+                    return [], control.outcome()
+                output = node.run_here(run.state, run.ctx)  # nothing can cancel it: not armed
             else:
+                control.arm()
                 save = lambda: self._save_step(run, name)  # noqa: E731
                 output = await node.run_to_end(run.state, run.ctx, save)
         except (Exception, asyncio.CancelledError) as exc:
@@ -162,7 +167,13 @@ class RunSteps(Generic[S]):
             goto = None
             if isinstance(output, Command):
                 goto, output = output.goto, output.update
-            applied = self._merge(run, name, output)
+            meta = run.state.execution_meta
+            if meta.resume_values:
+                meta.resume_values = []
+            try:
+                applied = self.schema.apply(run.state, output, self._where[name])
+            except StateError as exc:  # a bad return is the node's error
+                raise NodeError(name, str(exc)) from None
             next_node = goto or self.edges.get(name) or await self._route(name, run)
             if next_node != END and next_node not in self.nodes:
                 raise NodeError(name, f"Command(goto={next_node!r}) names no node")
@@ -184,16 +195,6 @@ class RunSteps(Generic[S]):
         if name in self.interrupt_after:
             return events, Pause(name, next_node, None, "after")
         return events, self._goto[next_node]
-
-    def _merge(self, run: Run[S], name: str, output: Any) -> Applied:
-        """Merge a node's output into the state (a bad one is the node's ``NodeError``)."""
-        meta = run.state.execution_meta
-        if meta.resume_values:
-            meta.resume_values = []
-        try:
-            return self.schema.apply(run.state, output, f"node {name!r}")
-        except StateError as exc:
-            raise NodeError(name, str(exc)) from None
 
     async def _commit(
         self, run: Run[S], name: str, applied: Applied, next_node: str, progress: bool

@@ -129,3 +129,22 @@ async def test_stop_run_stops_the_run_with_that_id() -> None:
     result = await asyncio.wait_for(run, 5)
     assert result["state"].execution_meta.status == "stopped"
     assert not app.stop_run("run-7")  # it has ended
+
+
+def test_a_stop_during_on_node_start_keeps_a_sync_node_from_running() -> None:
+    """``invoke`` runs sync nodes inline (nothing to cancel): the stop is checked before."""
+    ran: list[str] = []
+
+    class StopsAtSecond(RunHooks):
+        async def on_node_start(self, run: RunControl, node: str, step: int) -> None:
+            if node == "second":
+                run.stop()
+
+    graph = StateGraph(AgentState)
+    for name in ("first", "second"):
+        graph.add_node(name, lambda state, name=name: ran.append(name))
+    graph.set_entry_point("first")
+    graph.add_edge("first", "second")
+    result = graph.compile(hooks=[StopsAtSecond()]).invoke({})
+    assert ran == ["first"]
+    assert result["state"].execution_meta.status == "stopped"
