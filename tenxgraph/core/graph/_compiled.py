@@ -7,6 +7,7 @@ providers or storage backends: nodes and the checkpointer contract do.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -106,6 +107,15 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
         self.leases = leases if leases is not None else LeasePolicy()
         """How runs hold their thread: lease duration, default strategy, wait bound."""
+        self._runs_inline = (
+            checkpointer is None
+            and not self.hooks.hooks
+            and self.context_manager is None
+            and all(node.inline for node in self.nodes.values())
+            and not any(_is_async(branch.router) for branch in self.branches.values())
+        )
+        """True when ``invoke``'s run never waits: sync nodes and routers only, no storage,
+        hooks or context manager. It then starts without a task (``run_sync(task=False)``)."""
 
     # --- entry points -------------------------------------------------------------------
 
@@ -154,7 +164,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
     ) -> dict[str, Any]:
         """Sync ``ainvoke``."""
         return run_sync(
-            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False))
+            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False)),
+            task=not self._runs_inline,
         )
 
     def stop(self, config: Mapping[str, Any] | None = None) -> bool:
@@ -433,6 +444,12 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             invocation_state=run.ctx.invocation_state,
             run_id=run.ctx.run_id,
         )
+
+
+def _is_async(function: Any) -> bool:
+    """True for an async function or an object with an async ``__call__``."""
+    call = getattr(function, "__call__", None)  # noqa: B004 - async callable objects
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
 
 
 async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:
