@@ -99,6 +99,9 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         self._runs: dict[str, RunControl] = {}
         self._goto = {name: Next(name) for name in [*self.nodes, END]}
         self._where = {name: f"node {name!r}" for name in self.nodes}
+        self._async_routed = frozenset(
+            name for name, branch in self.branches.items() if _is_async(branch.router)
+        )
         self.hooks = HookCaller(hooks)
         """The ``RunHooks`` given to ``compile``, called around runs, nodes and saves."""
         self.warm = warm if warm is not None else WarmThreads()
@@ -112,7 +115,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             and not self.hooks.hooks
             and self.context_manager is None
             and all(node.inline for node in self.nodes.values())
-            and not any(_is_async(branch.router) for branch in self.branches.values())
+            and not self._async_routed
         )
         """True when ``invoke``'s run never waits: sync nodes and routers only, no storage,
         hooks or context manager. It then starts without a task (``run_sync(task=False)``)."""

@@ -77,6 +77,8 @@ class RunSteps(Generic[S]):
     context_manager: Any
     _goto: dict[str, Next]
     """One ``Next`` per node and END, shared by every step that goes there."""
+    _async_routed: frozenset[str]
+    """The nodes whose conditional edge has an async router (cancelled by a stop)."""
     _where: dict[str, str]
     """Each node's name as merge errors quote it (``node 'a'``), made once."""
 
@@ -94,12 +96,14 @@ class RunSteps(Generic[S]):
         try:
             if self.hooks.hooks:
                 await self.hooks.node_started(control, name, run.state.execution_meta.step)
-            if node.inline and run.ctx.run_sync_inline:  # a sync node: no coroutine, no await
-                if control.stop_requested:  # a stop during the hooks, as ``arm`` would raise it
-                    return [], control.outcome()
-                output = node.run_here(run.state, run.ctx)  # nothing can cancel it: not armed
+            inline = node.inline and run.ctx.run_sync_inline  # a sync node: no coroutine
+            if not inline or name in self._async_routed:
+                control.arm()  # a stop may cancel what awaits: the node, or its async router
+            elif control.stop_requested:  # nothing to cancel, but a stop during the hooks holds
+                return [], control.outcome()
+            if inline:
+                output = node.run_here(run.state, run.ctx)
             else:
-                control.arm()
                 save = lambda: self._save_step(run, name)  # noqa: E731
                 output = await node.run_to_end(run.state, run.ctx, save)
         except (Exception, asyncio.CancelledError) as exc:
@@ -229,10 +233,11 @@ class RunSteps(Generic[S]):
         control = run.control
         control.disarm()
         if isinstance(exc, asyncio.CancelledError):
-            task = asyncio.current_task()
-            if not control.stop_requested or task is None:
+            if not control.stop_requested:
                 raise exc
-            task.uncancel()
+            task = asyncio.current_task()
+            if task is not None:  # None: a run started without one (``arm`` raised)
+                task.uncancel()
             return control.outcome()
         if self.hooks.hooks:
             await self.hooks.node_ended(control, name, run.state.execution_meta.step, exc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from typing import Any
 
 from tenxgraph.core.graph import RunHooks, StateGraph
@@ -81,3 +82,27 @@ def test_graphs_with_async_code_storage_or_hooks_run_in_a_task() -> None:
     assert not one_node(sync_node, hooks=[RunHooks()])._runs_inline
     stored = one_node(sync_node, checkpointer=InMemoryCheckpointer())
     assert stored.invoke({}, {"thread_id": "t"})["messages"][0].text() == "sync True"
+
+
+def test_a_stop_cancels_an_async_router_after_a_sync_node_under_invoke() -> None:
+    waiting = threading.Event()
+    finished: list[str] = []
+
+    async def router(state: AgentState) -> str:
+        waiting.set()
+        await asyncio.sleep(2)
+        finished.append("router")
+        return END
+
+    graph = StateGraph(AgentState)
+    graph.add_node("first", lambda state: line("first"))
+    graph.set_entry_point("first")
+    graph.add_conditional_edges("first", router)
+    app = graph.compile()
+    config = {"thread_id": "stop-router"}
+    stopper = threading.Thread(target=lambda: waiting.wait(5) and app.stop(config))
+    stopper.start()
+    result = app.invoke({}, config)
+    stopper.join()
+    assert result["state"].execution_meta.status == "stopped"
+    assert finished == []  # cancelled while it waited, not left to finish
