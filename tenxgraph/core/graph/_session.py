@@ -170,18 +170,19 @@ class ThreadSession:
             self._assign_seqs(new, base)
         try:
             values = encode_values(state)
+            if self._undeclared:
+                values = {**self._undeclared, **values}
+            text = values_text(values, type(state).__name__)
         except UnstorableStateError as exc:
             self._restore(state, exc.fields)
             raise
-        if self._undeclared:
-            values = {**self._undeclared, **values}
         sent = new.copy()
         self.incarnation, self.version = await self.checkpointer.asave(
             self.key,
             ThreadWrite(
                 expected_version=self.version,
                 new_messages=new,
-                values=values_text(values),
+                values=text,
                 window=window,
                 node=node,
                 step=step,

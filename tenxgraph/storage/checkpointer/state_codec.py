@@ -45,12 +45,15 @@ def encode_values(state: AgentState) -> dict[str, Any]:
         values["execution_meta"] = _meta_data(state.execution_meta)
         return values
     except PydanticSerializationError as exc:
-        fields = unstorable_fields(state)
-        raise UnstorableStateError(
-            f"state field(s) {', '.join(map(repr, fields))} of {type(state).__name__} cannot "
-            f"be stored: a stored value must be JSON data ({exc})",
-            fields,
-        ) from None
+        raise _unstorable(type(state).__name__, unstorable_fields(state), str(exc)) from None
+
+
+def _unstorable(state_name: str, fields: list[str], why: str) -> UnstorableStateError:
+    return UnstorableStateError(
+        f"state field(s) {', '.join(map(repr, fields))} of {state_name} cannot "
+        f"be stored: a stored value must be JSON data ({why})",
+        fields,
+    )
 
 
 def _plain_values(state: AgentState) -> dict[str, Any] | None:
@@ -121,21 +124,36 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
     return data
 
 
-def values_text(values: dict[str, Any]) -> dict[str, Any] | ValuesText:
+def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
     """``values`` (JSON data, as ``encode_values`` makes it) as JSON text, in one Rust call.
 
     What a save hands the checkpointer (``ThreadWrite.values``), so no backend
-    encodes it again. Values JSON cannot hold (NaN, infinity, a lone
-    surrogate) come back unchanged, as a dict: the checkpointer then refuses
-    them with the same ``StateError`` as before.
+    encodes it again. A value JSON cannot hold that ``encode_values`` lets
+    through (NaN or an infinity in a ``float`` field, a lone surrogate in a
+    string) raises ``UnstorableStateError`` naming its fields, here, before
+    anything is written: the run then fails cleanly as for any unstorable
+    field, instead of the checkpointer refusing the whole save.
     """
     try:
-        text = to_json(values, inf_nan_mode="constants")
+        text: bytes | None = to_json(values, inf_nan_mode="constants")
     except PydanticSerializationError:
-        return values
-    if b"NaN" in text or b"Infinity" in text:  # maybe a number JSON has no word for
-        return values
+        text = None
+    if text is None or b"NaN" in text or b"Infinity" in text:  # maybe a number JSON lacks
+        bad = [name for name, value in values.items() if not _exact_json(value)]
+        if bad or text is None:
+            raise _unstorable(state_name, bad, "NaN, infinity or a lone surrogate")
     return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
+
+
+def _exact_json(value: Any) -> bool:
+    """True when ``value`` is JSON as it is: no lone surrogate, NaN or infinity.
+
+    A non-finite number is the one value written differently by the two modes.
+    """
+    try:
+        return to_json(value, inf_nan_mode="null") == to_json(value, inf_nan_mode="constants")
+    except PydanticSerializationError:
+        return False
 
 
 _APART: Any = {"context", "execution_meta"}

@@ -134,3 +134,50 @@ def test_a_plain_state_set_directly_to_an_object_fails_the_run_the_same_way(
     stored = app.get_state(config)
     assert stored.execution_meta.status == "error"  # not left "running"
     assert texts(stored) == ["hi", "first"]
+
+
+class Scored(AgentState):
+    score: float = 0.0
+    note: str = ""
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("score", float("nan")), ("score", float("inf")), ("note", "half a pair \ud800")],
+)
+def test_a_value_json_has_no_text_for_fails_the_run_naming_the_field(
+    checkpointer: Any, field: str, value: Any
+) -> None:
+    """NaN, infinity and a lone surrogate pass validation and the dump; JSON cannot hold them."""
+
+    def first(state: Scored) -> dict[str, Any]:
+        return {field: value, "context": [Message.text_message("first", role="assistant")]}
+
+    graph = StateGraph(Scored)
+    graph.add_node("first", first)
+    graph.set_entry_point("first")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "t"}
+    with pytest.raises(
+        UnstorableStateError, match=rf"'{field}' of Scored cannot be stored"
+    ) as info:
+        app.invoke({"messages": [Message.text_message("hi")]}, config)
+    assert info.value.fields == [field]
+    stored = app.get_state(config)
+    assert stored.execution_meta.status == "error"  # not left "running"
+    assert getattr(stored, field) == Scored.model_fields[field].default
+    assert texts(stored) == ["hi", "first"]
+
+
+def test_the_word_nan_inside_a_string_is_stored_as_it_is(checkpointer: Any) -> None:
+    def first(state: Scored) -> dict[str, Any]:
+        return {"note": "NaN and Infinity are words here", "score": 1.5}
+
+    graph = StateGraph(Scored)
+    graph.add_node("first", first)
+    graph.set_entry_point("first")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "t"}
+    app.invoke({"messages": [Message.text_message("hi")]}, config)
+    stored = app.get_state(config)
+    assert (stored.note, stored.score) == ("NaN and Infinity are words here", 1.5)
