@@ -16,7 +16,10 @@ before: a body that is not ``application/json``, empty, or does not validate
 overrides; FastAPI's telemetry or body size limit on the request. A route
 whose endpoint, as included, takes anything the short path does not fill
 (a query parameter, another dependency, one an including router adds) keeps
-FastAPI's handler alone.
+FastAPI's handler alone, as does every route on a FastAPI or Starlette too old
+to have the telemetry and body limit the short path checks for (the server
+extra allows FastAPI 0.115): there the short path cannot tell whether
+FastAPI's handler would do more, so it stays off.
 """
 
 from __future__ import annotations
@@ -26,14 +29,22 @@ from typing import Any, get_args
 
 from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
-from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
-from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.requests import Request
 from starlette.responses import Response
 
 from tenxgraph.server._context import Context, User, current_user, get_context
+
+# What the short path checks a request for; only recent FastAPI and Starlette have them.
+# Without them (an older FastAPI the server extra allows) the short path is off.
+try:
+    from fastapi.telemetry import get_telemetry_data
+    from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+except ImportError:  # pragma: no cover - FastAPI 0.115 and others before these
+    _CHECKS = False
+else:
+    _CHECKS = True
 
 __all__ = ["RunStreamRoute"]
 
@@ -52,7 +63,7 @@ class RunStreamRoute(APIRoute):
     def get_route_handler(self) -> Handler:
         """FastAPI's handler, behind the short path for a plain JSON request."""
         full = super().get_route_handler()
-        model = _body_model(_as_included(self))
+        model = _body_model(_as_included(self)) if _CHECKS else None
         if model is None:
             return full
         endpoint = self.endpoint

@@ -9,6 +9,9 @@ status, error detail, and a stream's events.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -199,3 +202,42 @@ def test_a_chunked_body_over_the_limit_is_a_413_on_the_short_path_too(tmp_path: 
         short, full = _both(app, url, send)
     assert short == full
     assert short[0] == 413 and "2000 bytes" in short[1]
+
+
+def test_a_fastapi_without_telemetry_serves_the_runs_through_its_own_handler() -> None:
+    """FastAPI 0.115, which the server extra allows, has no ``fastapi.telemetry``."""
+    script = textwrap.dedent(
+        """
+        import sys
+        import fastapi.routing
+        telemetry = sys.modules["fastapi.telemetry"]
+        sys.modules["fastapi.telemetry"] = None  # importing it fails, as on FastAPI 0.115
+        from tenxgraph.server import _run_route
+        sys.modules["fastapi.telemetry"] = telemetry  # for FastAPI's own use
+        import httpx
+        from tenxgraph.server._run_request import RunRequest
+        from tenxgraph.server.app import create_app
+        from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+        from tenxgraph.testing.server import served
+        from tests.server.conftest import make_graph
+
+        parsed = []
+        original = RunRequest.model_validate_json
+        RunRequest.model_validate_json = lambda data, **kw: parsed.append(data) or original(data)
+        app = create_app(make_graph(InMemoryCheckpointer()), graph_id="agent")
+        body = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+        with served(app) as url:
+            answer = httpx.post(f"{url}/runs/stream", json=body, timeout=30)
+        print(answer.status_code, answer.text.endswith("event: end\\r\\ndata: null\\r\\n\\r\\n"))
+        print(_run_route._CHECKS, len(parsed))
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "200 True\nFalse 0\n", "")
