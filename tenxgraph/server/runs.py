@@ -186,6 +186,7 @@ def _stream(
 
     # ping=0: the pings come from the log's heartbeat, in the stream, at sse-starlette's
     # cadence; its own ping is a task per response (4 % of the server's work per streamed run).
+    # sse-starlette before 3.4.9 loops without pause on ping=0: the server extra requires 3.4.9.
     return EventSourceResponse(events(), headers=_locations(record), ping=0)
 
 
