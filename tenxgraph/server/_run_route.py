@@ -30,6 +30,7 @@ from typing import Any, get_args
 from fastapi import routing as fastapi_routing
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.convertors import StringConvertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -58,13 +59,15 @@ _DEPENDENCIES = [
 
 
 class RunStreamRoute(APIRoute):
-    """An ``APIRoute`` for ``endpoint(<path params>, body: Model, request, context, user)``."""
+    """An ``APIRoute`` for ``endpoint(<str path params>, body: Model, request, context, user)``."""
 
     def get_route_handler(self) -> Handler:
         """FastAPI's handler, behind the short path for a plain JSON request."""
         full = super().get_route_handler()
-        model = _body_model(_as_included(self)) if _CHECKS else None
-        if model is None:
+        route = _as_included(self)
+        model = _body_model(route) if _CHECKS else None
+        names = _path_names(route)
+        if model is None or names is None:
             return full
         endpoint = self.endpoint
 
@@ -85,8 +88,13 @@ class RunStreamRoute(APIRoute):
                 return await full(request)
             user = await current_user(request)
             context = get_context(request)
+            path = request.path_params  # with a prefix's own parameters, which are not passed
             response: Response = await endpoint(
-                **request.path_params, body=body, request=request, context=context, user=user
+                **{name: path[name] for name in names},
+                body=body,
+                request=request,
+                context=context,
+                user=user,
             )
             return response
 
@@ -123,10 +131,35 @@ def _body_model(route: Any) -> type[BaseModel] | None:
         or dependant.query_params
         or dependant.header_params
         or dependant.cookie_params
+        or _path_names(route) is None
         or not (isinstance(model, type) and issubclass(model, BaseModel))
     ):
         return None
     return model
+
+
+def _path_names(route: Any) -> list[str] | None:
+    """The endpoint's path parameters if each is a plain ``str`` (nothing to validate), else None.
+
+    The short path passes these as the path gives them, which is what FastAPI's
+    validation makes of them only for a ``str`` with no constraint, validator or
+    alias, from a ``{name}`` segment (text, not ``{name:int}``). A parameter the
+    path has and the endpoint does not take (an including router's
+    ``prefix="/tenants/{tenant}"``) is not passed, as FastAPI does not pass it.
+    """
+    names = []
+    for field in route.dependant.path_params:
+        info = field.field_info
+        if (
+            info.annotation is not str
+            or info.metadata
+            or field.alias != field.name
+            or info.validation_alias is not None
+            or type(route.param_convertors.get(field.name)) is not StringConvertor
+        ):
+            return None
+        names.append(field.name)
+    return names
 
 
 def _plain(request: Request) -> bool:

@@ -14,13 +14,17 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
+from pydantic import AfterValidator
 from starlette.requests import Request
 
+from tenxgraph.server._context import Context, User
 from tenxgraph.server._run_request import RunRequest
 from tenxgraph.server._run_route import RunStreamRoute, _body_model
 from tenxgraph.server.app import create_app
@@ -157,9 +161,7 @@ def test_both_run_stream_routes_take_the_short_path() -> None:
 
 
 def test_an_endpoint_taking_more_keeps_fastapis_handler() -> None:
-    from fastapi import APIRouter, Query
-
-    from tenxgraph.server._context import Context, User
+    from fastapi import Query
 
     router = APIRouter(route_class=RunStreamRoute)
 
@@ -170,6 +172,95 @@ def test_an_endpoint_taking_more_keeps_fastapis_handler() -> None:
         """Takes a query parameter the short path does not fill."""
 
     assert _body_model(router.routes[0]) is None  # type: ignore[arg-type]
+
+
+def _typed(router: APIRouter) -> None:
+    """Endpoints whose path parameter FastAPI validates into something else than the text."""
+
+    @router.post("/int/{n}/x")
+    async def number(
+        n: Annotated[int, PathParam(ge=1)],
+        body: RunRequest,
+        request: Request,
+        context: Context,
+        user: User,
+    ) -> JSONResponse:
+        return JSONResponse({"n": n})
+
+    @router.post("/short/{n}/x")
+    async def constrained(
+        n: Annotated[str, PathParam(max_length=2)],
+        body: RunRequest,
+        request: Request,
+        context: Context,
+        user: User,
+    ) -> JSONResponse:
+        return JSONResponse({"n": n})
+
+    @router.post("/upper/{n}/x")
+    async def validated(
+        n: Annotated[str, AfterValidator(str.upper)],
+        body: RunRequest,
+        request: Request,
+        context: Context,
+        user: User,
+    ) -> JSONResponse:
+        return JSONResponse({"n": n})
+
+    @router.post("/alias/{m}/x")
+    async def aliased(
+        n: Annotated[str, PathParam(alias="m")],
+        body: RunRequest,
+        request: Request,
+        context: Context,
+        user: User,
+    ) -> JSONResponse:
+        return JSONResponse({"n": n})
+
+    @router.post("/converted/{n:int}/x")
+    async def converted(
+        n: str, body: RunRequest, request: Request, context: Context, user: User
+    ) -> JSONResponse:
+        return JSONResponse({"n": n})
+
+
+def test_a_path_parameter_fastapi_validates_keeps_fastapis_handler(tmp_path: Path) -> None:
+    router = APIRouter(route_class=RunStreamRoute)
+    _typed(router)
+    assert [_body_model(route) for route in router.routes] == [None] * 5  # type: ignore[arg-type]
+
+    app = create_app(
+        make_graph(SqliteCheckpointer(str(tmp_path / "typed.sqlite"))), graph_id="agent"
+    )
+    app.include_router(router)
+    answers = {}
+    with served(app) as url:
+        for path in ("/int/5/x", "/int/-3/x", "/int/abc/x", "/short/abc/x", "/upper/ab/x"):
+            short, full = _both(app, url, lambda client, path=path: client.post(path, json=OK))
+            assert short == full
+            answers[path] = short
+    assert answers["/int/5/x"] == (200, '{"n":5}')
+    assert answers["/upper/ab/x"] == (200, '{"n":"AB"}')
+    assert [answers[p][0] for p in ("/int/-3/x", "/int/abc/x", "/short/abc/x")] == [422] * 3
+
+
+def test_under_a_prefix_with_a_path_parameter_the_short_path_still_serves(
+    tmp_path: Path, parsed: list[bytes]
+) -> None:
+    from tenxgraph.server import runs
+
+    graph = make_graph(SqliteCheckpointer(str(tmp_path / "prefix.sqlite")))
+    app = create_app(graph, graph_id="agent")
+    app.include_router(runs.router, prefix="/tenants/{tenant}")  # the endpoints take no tenant
+    with served(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        stateless = client.post("/tenants/acme/runs/stream", json=OK)
+        on_thread = client.post(
+            "/tenants/acme/threads/t-1/runs/stream", json={**OK, "if_not_exists": "create"}
+        )
+    for answer in (stateless, on_thread):
+        status, events = _answer(answer)
+        assert status == 200 and events[-1] == ("end", None)
+    assert len(parsed) == 2  # both through the short path
 
 
 def test_the_run_stream_routes_keep_their_openapi_entries(app_url: tuple[FastAPI, str]) -> None:
