@@ -16,9 +16,10 @@ before: a body that is not ``application/json``, empty, or does not validate
 overrides; FastAPI's telemetry or body size limit on the request. A route
 whose endpoint, as included, takes anything the short path does not fill
 (a query parameter, another dependency, one an including router adds) keeps
-FastAPI's handler alone, as does every route on a FastAPI or Starlette too old
+FastAPI's handler alone. So does every route on a FastAPI or Starlette too old
 to have the telemetry and body limit the short path checks for (the server
-extra allows FastAPI 0.115): there the short path cannot tell whether
+extra allows FastAPI 0.115), or without the private variable that says which
+inclusion a handler is built for: there the short path cannot tell whether
 FastAPI's handler would do more, so it stays off.
 """
 
@@ -65,7 +66,9 @@ class RunStreamRoute(APIRoute):
         """FastAPI's handler, behind the short path for a plain JSON request."""
         full = super().get_route_handler()
         route = _as_included(self)
-        model = _body_model(route) if _CHECKS else None
+        if route is None or not _CHECKS:
+            return full
+        model = _body_model(route)
         names = _path_names(route)
         if model is None or names is None:
             return full
@@ -102,14 +105,19 @@ class RunStreamRoute(APIRoute):
 
 
 def _as_included(route: APIRoute) -> Any:
-    """The route as the router including it sees it (its dependencies added), else itself.
+    """The route as the router including it sees it (its dependencies added), or None.
 
     FastAPI builds one handler per inclusion, with the including routers'
     dependencies in its ``dependant``; it says which inclusion it builds for in
-    a context variable, read here (a FastAPI without it: the route itself).
+    a context variable, read here. That variable is private: a FastAPI without
+    it gives None, which turns the short path off (it cannot see an including
+    router's dependencies there, an authorization check for one, so it must
+    not skip them).
     """
     variable = getattr(fastapi_routing, "_effective_route_context_var", None)
-    included = variable.get() if variable is not None else None
+    if variable is None:
+        return None
+    included = variable.get()
     if included is not None and getattr(included, "original_route", None) is route:
         return included
     return route

@@ -14,11 +14,12 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, HTTPException
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
@@ -244,23 +245,41 @@ def test_a_path_parameter_fastapi_validates_keeps_fastapis_handler(tmp_path: Pat
     assert [answers[p][0] for p in ("/int/-3/x", "/int/abc/x", "/short/abc/x")] == [422] * 3
 
 
-def test_under_a_prefix_with_a_path_parameter_the_short_path_still_serves(
-    tmp_path: Path, parsed: list[bytes]
-) -> None:
-    from tenxgraph.server import runs
+def _deny() -> None:
+    """An including router's dependency: an authorization check that refuses everyone."""
+    raise HTTPException(403, "refused where the runs router is included")
 
-    graph = make_graph(SqliteCheckpointer(str(tmp_path / "prefix.sqlite")))
+
+@pytest.mark.parametrize("variable", ["present", "missing"])
+def test_an_including_routers_dependencies_and_prefix_hold_on_both_routes(
+    tmp_path: Path, parsed: list[bytes], monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """The short path sees what an inclusion adds, or stays off where it cannot (fail closed)."""
+    from tenxgraph.server import _run_route, runs
+
+    if variable == "missing":  # a FastAPI without its private _effective_route_context_var
+        monkeypatch.setattr(_run_route, "fastapi_routing", SimpleNamespace())
+    graph = make_graph(SqliteCheckpointer(str(tmp_path / "included.sqlite")))
     app = create_app(graph, graph_id="agent")
+    app.include_router(runs.router, prefix="/refused", dependencies=[Depends(_deny)])
     app.include_router(runs.router, prefix="/tenants/{tenant}")  # the endpoints take no tenant
+    thread = {**OK, "if_not_exists": "create"}
     with served(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        stateless = client.post("/tenants/acme/runs/stream", json=OK)
-        on_thread = client.post(
-            "/tenants/acme/threads/t-1/runs/stream", json={**OK, "if_not_exists": "create"}
-        )
-    for answer in (stateless, on_thread):
+        refused = [
+            client.post("/refused/runs/stream", json=OK),
+            client.post("/refused/threads/t-1/runs/stream", json=thread),
+        ]
+        served_ = [
+            client.post("/tenants/acme/runs/stream", json=OK),
+            client.post("/tenants/acme/threads/t-2/runs/stream", json=thread),
+        ]
+    assert [_answer(answer) for answer in refused] == [
+        (403, '{"detail":"refused where the runs router is included"}')
+    ] * 2
+    for answer in served_:
         status, events = _answer(answer)
         assert status == 200 and events[-1] == ("end", None)
-    assert len(parsed) == 2  # both through the short path
+    assert len(parsed) == (2 if variable == "present" else 0)  # the prefixed ones, short
 
 
 def test_the_run_stream_routes_keep_their_openapi_entries(app_url: tuple[FastAPI, str]) -> None:
