@@ -17,9 +17,10 @@ with a silent gap; the events it lost are in the thread's state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tenxgraph.errors import EventsLostError, StateError
@@ -143,13 +144,29 @@ class EventLog:
                 return
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
-            timer = beat.wake(waiter)
+            timer = beat.wake(self._beat, waiter)
             try:
                 await waiter
             finally:
                 if timer is not None:
                     timer.cancel()
+                if waiter.cancelled():  # the follower left (its client went): so does its wait
+                    self._forget(waiter)
             await asyncio.sleep(0)  # let the run add what it has ready: one write, not several
+
+    def _beat(self, waiter: asyncio.Future[None]) -> None:
+        """A follower's heartbeat is due: wake it alone, its wait leaving the list with it.
+
+        Every follower of an idle run waits again after each beat: the list would
+        otherwise keep one resolved wait per beat until the run's next event.
+        """
+        if not waiter.done():
+            self._forget(waiter)
+            waiter.set_result(None)
+
+    def _forget(self, waiter: asyncio.Future[None]) -> None:
+        with contextlib.suppress(ValueError):  # not there: ``_wake`` took the list already
+            self._waiters.remove(waiter)
 
 
 class Heartbeat:
@@ -174,13 +191,10 @@ class Heartbeat:
         self._next = now + self.seconds
         return True
 
-    def wake(self, waiter: asyncio.Future[None]) -> asyncio.TimerHandle | None:
-        """Resolve ``waiter`` when the next beat is due (None without a heartbeat)."""
+    def wake(
+        self, beat: Callable[[asyncio.Future[None]], None], waiter: asyncio.Future[None]
+    ) -> asyncio.TimerHandle | None:
+        """Call ``beat(waiter)`` when the next beat is due (None without a heartbeat)."""
         if self.seconds is None:
             return None
-        return self._loop.call_at(self._next, _resolve, waiter)
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+        return self._loop.call_at(self._next, beat, waiter)

@@ -51,6 +51,34 @@ def test_a_follower_gets_a_heartbeat_idle_or_busy() -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
+def test_idle_followers_with_a_short_heartbeat_keep_one_wait_each() -> None:
+    """Each beat wakes a follower that waits again: the log must not keep the old waits."""
+
+    async def main() -> tuple[int, int]:
+        log = EventLog()
+        beats = 0
+        enough = asyncio.Event()
+
+        async def read() -> None:
+            nonlocal beats
+            async for batch in log.follow(0, heartbeat=0.001):
+                beats += not batch
+                if beats >= 150:
+                    enough.set()
+
+        readers = [asyncio.create_task(read()) for _ in range(3)]
+        await enough.wait()  # about 50 beats each, no event
+        kept = len(log._waiters)
+        for reader in readers:  # the clients go
+            reader.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+        return kept, len(log._waiters)
+
+    kept, left = asyncio.run(asyncio.wait_for(main(), 30))
+    assert kept <= 3  # one wait per follower at most, not one per beat
+    assert left == 0  # a follower that leaves takes its wait with it
+
+
 def test_without_a_heartbeat_a_follower_only_gets_events() -> None:
     async def main() -> list[list[str]]:
         log = EventLog()
