@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import pytest
@@ -103,10 +104,15 @@ def test_a_slow_run_streams_pings_between_its_events(
     url = serve(slow_graph(0.3, 2))
     body = {"assistant_id": AGENT, "input": user_input("hi"), "stream_mode": ["updates"]}
     with httpx.Client(base_url=url, timeout=30) as client:
+        started = time.monotonic()
         answer = client.post("/runs/stream", json=body)
+        run_seconds = time.monotonic() - started
     assert answer.status_code == 200
     blocks = [block for block in answer.text.split("\r\n\r\n") if block]
     pings = [block for block in blocks if block.startswith(": ping - ")]
     events = [line[7:] for block in blocks for line in block.splitlines() if line[:7] == "event: "]
     assert len(pings) >= 2  # 0.6 s of run or more, a ping due every 0.1 s
+    # and no more than that cadence allows over the run however long it took (an
+    # sse-starlette that busy-loops on ping=0 sends thousands)
+    assert len(pings) <= run_seconds / runs.PING_SECONDS + 2
     assert events == ["metadata", "updates", "updates", "end"]
