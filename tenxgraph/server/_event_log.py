@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from tenxgraph.errors import EventsLostError, StateError
+from tenxgraph.errors import ConfigError, EventsLostError, StateError
 
 __all__ = ["EventLog", "EventLogLimits", "Heartbeat", "LoggedEvent"]
 
@@ -121,10 +121,12 @@ class EventLog:
 
         Events come in batches: all those appended since the last batch, so
         a reader that writes them to a socket writes each batch at once.
-        With ``heartbeat`` (seconds) an empty batch also comes that often,
-        busy or idle, for a reader that keeps a quiet connection open with
-        it (the SSE stream's ping comment). Raises ``EventsLostError`` when the
-        reader falls so far behind that the events it needs next were dropped.
+        With ``heartbeat`` (seconds, > 0; None for none) an empty batch also
+        comes that often, busy or idle, for a reader that keeps a quiet
+        connection open with it (the SSE stream's ping comment); 0 or less
+        raises ``ConfigError`` (0 would be a beat on every turn of the loop).
+        Raises ``EventsLostError`` when the reader falls so far behind that the
+        events it needs next were dropped.
         """
         self.check_resume(after)
         beat = Heartbeat(heartbeat)
@@ -177,6 +179,10 @@ class Heartbeat:
     """
 
     def __init__(self, seconds: float | None) -> None:
+        if seconds is not None and not 0 < seconds < math.inf:  # NaN fails this too
+            raise ConfigError(
+                f"heartbeat must be a number of seconds > 0 (None for no heartbeat), got {seconds}"
+            )
         self._loop = asyncio.get_running_loop()
         self.seconds = seconds
         self._next = self._loop.time() + seconds if seconds else math.inf

@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 
+from tenxgraph.errors import ConfigError
 from tenxgraph.server import runs
 from tenxgraph.server._event_log import EventLog
 from tests.server.conftest import Serve
@@ -95,6 +96,22 @@ def test_without_a_heartbeat_a_follower_only_gets_events() -> None:
         return got
 
     assert asyncio.run(main()) == [["metadata"]]
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf")])
+def test_a_heartbeat_of_no_positive_length_is_refused(seconds: float) -> None:
+    async def main() -> None:
+        log = EventLog()
+        log.append("metadata", "{}")
+        log.close()
+        batches = 0
+        async for _ in log.follow(0, heartbeat=seconds):
+            batches += 1
+            if batches > 10:  # a beat on every turn, never waiting: what it would be
+                break
+
+    with pytest.raises(ConfigError, match="heartbeat must be a number of seconds > 0"):
+        asyncio.run(asyncio.wait_for(main(), 30))
 
 
 def test_a_slow_run_streams_pings_between_its_events(
