@@ -119,9 +119,11 @@ def _include_routers(app: FastAPI) -> None:
     from tenxgraph.server import _metrics, assistants, extras, store, threads
     from tenxgraph.server.runs import router as runs_router
 
-    # Routes are matched in order, router by router (FastAPI does not flatten included
-    # routers): the run routes, which every streamed run hits, come first. No path of
-    # another router matches theirs, so the order changes nothing else.
+    # Routes are matched in order, so the run routes, which every streamed run hits, come
+    # first. Recent FastAPI (0.165 here) keeps each included router whole and tries them one
+    # by one; older FastAPI (0.115) copies their routes into the app's own list, in the same
+    # order: first either way. No path of another router matches theirs, so the order
+    # changes nothing else.
     app.include_router(runs_router)
     app.include_router(_health_router())
     app.include_router(_metrics.router)
