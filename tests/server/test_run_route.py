@@ -104,6 +104,11 @@ def _both(
 CASES: list[tuple[str, dict[str, str], bytes]] = [
     ("plain run", {**JSON, **KEY}, json.dumps(OK).encode()),
     ("charset given", {"content-type": "application/json; charset=utf-8", **KEY}, b"{}"),
+    (
+        "charset, plain run",
+        {"content-type": "application/json; charset=utf-8", **KEY},
+        json.dumps(OK).encode(),
+    ),
     ("malformed JSON", {**JSON, **KEY}, b"{not json"),
     ("empty body", {**JSON, **KEY}, b""),
     ("no content type", KEY, json.dumps(OK).encode()),
@@ -145,7 +150,7 @@ def test_the_short_path_answers_as_fastapi_does(
 
     short, full = _both(app, url, send)
     assert short == full
-    if case == "plain run":
+    if case in ("plain run", "charset, plain run"):
         assert short[0] == 200 and short[1][-1] == ("end", None)
         assert len(parsed) == 1  # the short path parsed it; FastAPI's handler did not
 
