@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextvars
 import threading
-import types
-from collections.abc import AsyncIterator, Coroutine, Generator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["iterate_sync", "run_sync"]
@@ -37,26 +35,21 @@ def _in_running_loop() -> bool:
     return asyncio.events._get_running_loop() is not None  # no exception on the hot path
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T], *, task: bool = True) -> T:
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` and return its result.
 
     From plain sync code it runs on a private per-thread loop. Called from
     inside a running loop (a sync node calling ``invoke``), it runs in a
     helper thread so the caller's loop is never re-entered.
-
-    ``task=False`` is for a coroutine whose own code needs neither a task nor
-    a wait (an ``invoke`` of a graph of sync nodes, without storage, hooks or
-    a context manager): it starts without one (``_direct``), a few calls
-    instead of a loop turn. Should it wait after all, it goes on as a task.
     """
     if not _in_running_loop():
-        return _complete(_loop(), coroutine) if task else _direct(_loop(), coroutine)
+        return _complete(_loop(), coroutine)
     result: list[T] = []
     error: list[BaseException] = []
 
     def target() -> None:
         try:
-            result.append(run_sync(coroutine, task=task))
+            result.append(run_sync(coroutine))
         except BaseException as exc:
             error.append(exc)
         finally:
@@ -70,11 +63,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T], *, task: bool = True) -> T:
     return result[0]
 
 
-def _complete(
-    loop: asyncio.AbstractEventLoop,
-    coroutine: Coroutine[Any, Any, T],
-    context: contextvars.Context | None = None,
-) -> T:
+def _complete(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
     """``loop.run_until_complete(coroutine)``, one loop turn and one selector poll cheaper.
 
     The task's first step runs in one turn of the loop (``stop`` before
@@ -89,7 +78,7 @@ def _complete(
     waits for the loop's next use on this thread (a helper thread's loop is
     closed with it). Await what must run.
     """
-    task = loop.create_task(coroutine, context=context)
+    task = loop.create_task(coroutine)
     task._log_destroy_pending = False  # type: ignore[attr-defined]  # as run_until_complete: raised
     try:
         loop.stop()
@@ -101,58 +90,6 @@ def _complete(
             task.exception()  # the caller gets it raised: not "never retrieved"
         raise
     return task.result()
-
-
-def _direct(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` up to its end or its first wait without a task or a loop turn.
-
-    It runs in a copy of the caller's context, with ``loop`` as the running
-    loop (``asyncio.get_running_loop()`` answers as inside a task), but
-    ``asyncio.current_task()`` is None: code that needs a task (``asyncio.timeout``)
-    must not run before the first wait. A coroutine that waits goes on from
-    there as a task on ``loop`` (``_rest``), in the same context.
-    """
-    context = contextvars.copy_context()
-    asyncio.events._set_running_loop(loop)
-    try:
-        awaited = context.run(coroutine.send, None)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-    finally:
-        asyncio.events._set_running_loop(None)
-    return _complete(loop, _rest(coroutine, awaited), context)
-
-
-async def _rest(coroutine: Coroutine[Any, Any, T], awaited: Any) -> T:
-    """The rest of a ``coroutine`` started by ``_direct``, which waits for ``awaited``."""
-    result: T = await _resumed(coroutine, awaited)
-    return result
-
-
-@types.coroutine
-def _resumed(coroutine: Coroutine[Any, Any, Any], awaited: Any) -> Generator[Any, Any, Any]:
-    """What ``await coroutine`` does from the point where it yielded ``awaited``.
-
-    The task sees each future ``coroutine`` waits for; what the task sends or
-    throws in (a cancellation) goes on to ``coroutine``.
-    """
-    while True:
-        try:
-            sent = yield awaited
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:
-            try:
-                awaited = coroutine.throw(exc)
-            except StopIteration as done:
-                return done.value
-        else:
-            try:
-                awaited = coroutine.send(sent)
-            except StopIteration as done:
-                return done.value
 
 
 def iterate_sync(iterator: AsyncIterator[T]) -> Iterator[T]:

@@ -7,7 +7,6 @@ providers or storage backends: nodes and the checkpointer contract do.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -99,9 +98,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         self._runs: dict[str, RunControl] = {}
         self._goto = {name: Next(name) for name in [*self.nodes, END]}
         self._where = {name: f"node {name!r}" for name in self.nodes}
-        self._async_routed = frozenset(
-            name for name, branch in self.branches.items() if _is_async(branch.router)
-        )
+        self._routed = frozenset(self.branches)
         self.hooks = HookCaller(hooks)
         """The ``RunHooks`` given to ``compile``, called around runs, nodes and saves."""
         self.warm = warm if warm is not None else WarmThreads()
@@ -110,15 +107,6 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
         self.leases = leases if leases is not None else LeasePolicy()
         """How runs hold their thread: lease duration, default strategy, wait bound."""
-        self._runs_inline = (
-            checkpointer is None
-            and not self.hooks.hooks
-            and self.context_manager is None
-            and all(node.inline for node in self.nodes.values())
-            and not self._async_routed
-        )
-        """True when ``invoke``'s run never waits: sync nodes and routers only, no storage,
-        hooks or context manager. It then starts without a task (``run_sync(task=False)``)."""
 
     # --- entry points -------------------------------------------------------------------
 
@@ -167,8 +155,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
     ) -> dict[str, Any]:
         """Sync ``ainvoke``."""
         return run_sync(
-            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False)),
-            task=not self._runs_inline,
+            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False))
         )
 
     def stop(self, config: Mapping[str, Any] | None = None) -> bool:
@@ -447,12 +434,6 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             invocation_state=run.ctx.invocation_state,
             run_id=run.ctx.run_id,
         )
-
-
-def _is_async(function: Any) -> bool:
-    """True for an async function or an object with an async ``__call__``."""
-    call = getattr(function, "__call__", None)  # noqa: B004 - async callable objects
-    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
 
 
 async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:

@@ -77,8 +77,10 @@ class RunSteps(Generic[S]):
     context_manager: Any
     _goto: dict[str, Next]
     """One ``Next`` per node and END, shared by every step that goes there."""
-    _async_routed: frozenset[str]
-    """The nodes whose conditional edge has an async router (cancelled by a stop)."""
+    _routed: frozenset[str]
+    """The nodes with a conditional edge. Their router may await (an ``async def``, or a
+    sync function returning an awaitable), so a stop must be able to cancel it: the step
+    is armed even when the node itself is sync."""
     _where: dict[str, str]
     """Each node's name as merge errors quote it (``node 'a'``), made once."""
 
@@ -97,8 +99,8 @@ class RunSteps(Generic[S]):
             if self.hooks.hooks:
                 await self.hooks.node_started(control, name, run.state.execution_meta.step)
             inline = node.inline and run.ctx.run_sync_inline  # a sync node: no coroutine
-            if not inline or name in self._async_routed:
-                control.arm()  # a stop may cancel what awaits: the node, or its async router
+            if not inline or name in self._routed:
+                control.arm()  # a stop may cancel what awaits: the node, or its router
             elif control.stop_requested:  # nothing to cancel, but a stop during the hooks holds
                 return [], control.outcome()
             if inline:
@@ -236,7 +238,7 @@ class RunSteps(Generic[S]):
             if not control.stop_requested:
                 raise exc
             task = asyncio.current_task()
-            if task is not None:  # None: a run started without one (``arm`` raised)
+            if task is not None:  # None only outside a task, where nothing was cancelled
                 task.uncancel()
             return control.outcome()
         if self.hooks.hooks:
