@@ -167,7 +167,6 @@ def test_a_fresh_exec_meta_is_exec_meta() -> None:
     assert AgentState().execution_meta.tool_ledger == {}
 
 
-
 def test_exec_meta_defaults_without_a_factory_are_immutable() -> None:
     """``fresh_exec_meta`` shares these between every state: a mutable one would leak."""
     for name, info in ExecMeta.model_fields.items():
@@ -175,6 +174,7 @@ def test_exec_meta_defaults_without_a_factory_are_immutable() -> None:
             assert isinstance(info.default, str | int | float | bool | tuple | None), name
     assert not ExecMeta.__pydantic_post_init__  # fresh_exec_meta skips model_post_init
     assert not ExecMeta.__pydantic_decorators__.model_validators  # and model validators
+
 
 def test_tool_result_snippet() -> None:
     # 000 "ToolResult: tools that update state", as written
