@@ -193,8 +193,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """
         config = run_config(config)
         run_id = str(config.get("run_id") or new_run_id())
-        lease = None if self.checkpointer is None else await self._take(config, run_id)
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
+        lease = None if self.checkpointer is None else await self._take(key, config, run_id)
         control = RunControl(run_id, key)
         run: Run[S] | None = None
         error: BaseException | None = None
@@ -267,12 +267,13 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
 
-    async def _take(self, config: Mapping[str, Any], run_id: str) -> ThreadLease:
+    async def _take(
+        self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str
+    ) -> ThreadLease:
         """Take the thread's lease before anything is read (a graph with a checkpointer)."""
         assert self.checkpointer is not None  # the run loop asks only then
-        if config.get("thread_id") is None:
+        if key is None:
             raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
-        key = ThreadKey.from_config(config)
         return await take_thread(self.checkpointer, key, run_id, self.leases.for_run(config))
 
     async def _begin_turn(self, run: Run[S]) -> Outcome:
@@ -288,7 +289,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             except TenxGraphError as exc:
                 return Fail(START, exc)
         if run.new_input and run.session is not None:
-            run.state.execution_meta.next_node = first
+            run.state.execution_meta.__dict__["next_node"] = first  # see _steps._commit
             await self._save(run, [], START)
         return Next(first)
 
@@ -415,7 +416,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         meta = state.execution_meta
         meta.set_status("completed" if status == "completed" else "stopped")
         if meta.next_node is not None or meta.interrupt_value is not None:  # often both None
-            meta.next_node = meta.interrupt_value = None
+            fields = meta.__dict__  # see _steps._commit
+            fields["next_node"] = fields["interrupt_value"] = None
         if meta.stop_requested != (status == "stopped"):
             meta.stop_requested = status == "stopped"
         if run.session is not None:

@@ -208,7 +208,9 @@ class RunSteps(Generic[S]):
         """Save a finished step, or queue it for the end's save when that comes next."""
         session = run.session
         assert session is not None  # only runs with a thread save
-        run.state.execution_meta.next_node = next_node
+        # written straight in, as ExecMeta.enter_node does: pydantic's __setattr__ (no
+        # validate_assignment on ExecMeta) only adds to the fields set, which nothing reads
+        run.state.execution_meta.__dict__["next_node"] = next_node
         if self._ends_next(name, next_node, progress):
             session.record(applied.messages)  # saved with the end, just after
             return None
@@ -271,7 +273,10 @@ class RunSteps(Generic[S]):
         session.record(added)
         lease = run.lease if last else None
         if lease is not None:
-            await lease.stop_heartbeat()
+            if lease.beating:
+                await lease.stop_heartbeat()
+            else:
+                lease.stop_timer()
         await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
         if lease is not None:
             lease.released = True

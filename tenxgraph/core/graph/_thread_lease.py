@@ -124,11 +124,20 @@ class ThreadLease:
                     return
             await asyncio.sleep(self._interval())
 
-    async def stop_heartbeat(self) -> None:
-        """No more renewals: the run is about to give the lease up."""
+    @property
+    def beating(self) -> bool:
+        """True once the heartbeat's task was started (the first beat came): stopping awaits it."""
+        return self._heartbeat is not None
+
+    def stop_timer(self) -> None:
+        """No first beat: enough to stop the heartbeat while ``beating`` is False (most runs)."""
         if self._first_beat is not None:
             self._first_beat.cancel()
             self._first_beat = None
+
+    async def stop_heartbeat(self) -> None:
+        """No more renewals: the run is about to give the lease up."""
+        self.stop_timer()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -137,7 +146,10 @@ class ThreadLease:
 
     async def release(self) -> None:
         """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
-        await self.stop_heartbeat()
+        if self._heartbeat is None:
+            self.stop_timer()  # no task to wait for: no coroutine either
+        else:
+            await self.stop_heartbeat()
         if self.released:
             return
         self.released = True
