@@ -162,10 +162,11 @@ class ThreadSession:
         """
         new = self._pending
         base = self.log_length
-        window = self._extended_window(state.context, new, base)
+        context = state.context  # read once: a model's attribute reads are not cheap
+        window = self._extended_window(context, new, base)
         extended = window is not None
         if window is None:
-            window = self._full_window(state.context, new, base)
+            window = self._full_window(context, new, base)
         else:
             self._assign_seqs(new, base)
         try:
@@ -192,16 +193,16 @@ class ThreadSession:
             ),
         )
         if new != sent:  # identical objects compare equal without a field compare
-            _hold_stored(state.context, sent, new)
+            _hold_stored(context, sent, new)
         self._values = values
         self._index = state.message_index()
         if extended:
             self.approx_bytes += sum(map(approx_bytes, new))
         else:
-            self.approx_bytes = sum(map(approx_bytes, state.context))
+            self.approx_bytes = sum(map(approx_bytes, context))
         self.log_length = base + len(new)
         self._pending = []
-        self._remember_window(state.context, window)
+        self._remember_window(context, window)
 
     def _assign_seqs(self, new: list[Message], base: int) -> None:
         seq_of = self._seq_of
@@ -285,8 +286,9 @@ def approx_bytes(message: Message) -> int:
     one level into nested objects only, so a thread of 10,000 short messages
     is estimated in a few milliseconds.
     """
-    size = _MESSAGE_BYTES if message.usages is None else _MESSAGE_BYTES + _USAGES_BYTES
-    for block in message.content:  # text blocks, by far the most common, take a short cut
+    fields = message.__dict__  # one attribute read through pydantic's __getattr__ hook
+    size = _MESSAGE_BYTES if fields["usages"] is None else _MESSAGE_BYTES + _USAGES_BYTES
+    for block in fields["content"]:  # text blocks, by far the most common, take a short cut
         size += _BLOCK_BYTES + len(block.text) if type(block) is TextBlock else _block_bytes(block)
     return size
 

@@ -131,17 +131,18 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
                 f"thread {key.thread_id!r}: new_messages[{index}] is a "
                 f"{type(message).__name__}, not a Message"
             )
-        if message.delta:
+        fields = message.__dict__  # one read through pydantic's __getattr__ hook, not four
+        if fields["delta"]:
             raise StateError(
                 f"thread {key.thread_id!r}: new_messages[{index}] is a streaming delta; "
                 "only complete messages are stored"
             )
         usage = (
             None
-            if not usages or message.usages is None
-            else message.usages.model_dump_json(exclude_defaults=True)
+            if not usages or fields["usages"] is None
+            else fields["usages"].model_dump_json(exclude_defaults=True)
         )
-        rows.append(MessageRow(str(message.message_id), message.role, usage, _dump(message)))
+        rows.append(MessageRow(str(fields["message_id"]), fields["role"], usage, _dump(message)))
     return EncodedWrite(
         rows,
         values_json(key, write.values),

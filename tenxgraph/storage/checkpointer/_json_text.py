@@ -60,6 +60,10 @@ def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
 
 def window_json(key: ThreadKey, window: Window) -> str:
     """A window as JSON; plain int pairs (every runtime window) are formatted directly."""
+    if len(window) == 1:  # a run's usual window: one range, no list and join
+        start, end = window[0]
+        if type(start) is int and type(end) is int:
+            return f"[[{start},{end}]]"
     parts = []
     for start, end in window:
         if type(start) is not int or type(end) is not int:
