@@ -66,10 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["InMemoryCheckpointer"]
 
 
-_new_tuple = tuple.__new__
-"""A named tuple from a tuple of its fields, in order, without its Python ``__new__``."""
-
-
 class _Checkpoint(NamedTuple):
     """One checkpoint's row (a named tuple: one is made per save)."""
 
@@ -272,8 +268,10 @@ class InMemoryCheckpointer(Checkpointer):
             thread.version = version
             thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
             thread.log += bodies
-            row = (version, write.node, write.step, log_length, encoded.values, encoded.window, now)
-            thread.add(_new_tuple(_Checkpoint, row), self._keep)  # no Python __new__
+            checkpoint = _Checkpoint(
+                version, write.node, write.step, log_length, encoded.values, encoded.window, now
+            )
+            thread.add(checkpoint, self._keep)
             if write.release_lease and write.lease is not None:
                 del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
             return ThreadStamp(thread.incarnation, version)
