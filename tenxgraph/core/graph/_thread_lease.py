@@ -18,7 +18,6 @@ bounded by ``busy_timeout``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
@@ -115,7 +114,9 @@ class ThreadLease:
                 request = await self.checkpointer.arenew_lease(self.key, self.owner, self.seconds)
             except ThreadBusyError:
                 request = "lost"
-            except StorageError as exc:  # the next save reports it; keep trying meanwhile
+            except Exception as exc:  # the next save reports a real failure; keep trying
+                # (a third-party backend's own error too: a dead heartbeat would fail the
+                # run's last save with it, losing the finished turn)
                 logger.warning("lease of thread %r not renewed: %s", self.key.thread_id, exc)
                 request = None
             if request is not None and self.on_stop is not None:
@@ -136,13 +137,17 @@ class ThreadLease:
             self._first_beat = None
 
     async def stop_heartbeat(self) -> None:
-        """No more renewals: the run is about to give the lease up."""
+        """No more renewals: the run is about to give the lease up.
+
+        Waits for the cancelled beat with ``asyncio.wait``, which neither raises
+        the beat's own end nor swallows a cancel of the run itself meanwhile
+        (suppressing ``CancelledError`` around ``await task`` could not tell the two).
+        """
         self.stop_timer()
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
-            self._heartbeat = None
+        task, self._heartbeat = self._heartbeat, None
+        if task is not None:
+            task.cancel()
+            await asyncio.wait((task,))
 
     async def release(self) -> None:
         """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""

@@ -13,6 +13,7 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._thread_lease import ThreadLease
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
@@ -272,3 +273,64 @@ async def test_a_run_gives_its_thread_up_with_its_last_save() -> None:
         await app.ainvoke(said(text), CONFIG)
     assert checkpointer.calls == []  # no separate release, no separate version check
     assert await checkpointer.atake_lease(KEY, "next", 30) is None  # the thread is free
+
+
+class _RenewFailsOnce(InMemoryCheckpointer):
+    """A third-party backend whose first renewal raises its own error, not a StorageError."""
+
+    renewals = 0
+
+    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+        self.renewals += 1
+        if self.renewals == 1:
+            raise ConnectionResetError("one renewal failed")
+        return await super().arenew_lease(key, owner, seconds)
+
+
+async def test_a_renewal_failing_with_a_foreign_error_keeps_the_turn() -> None:
+    async def slow_reply(state: AgentState) -> Message:
+        await asyncio.sleep(0.3)  # long enough for a few beats of a 0.3 s lease
+        return Message.text_message("hi", role="assistant")
+
+    checkpointer = _RenewFailsOnce()
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", slow_reply)
+    graph.set_entry_point("reply")
+    app = graph.compile(checkpointer, lease_seconds=0.3)
+    await app.ainvoke({"messages": [Message.text_message("x")]}, {"thread_id": "t"})
+    assert checkpointer.renewals >= 2  # it kept beating after the failure
+    stored = await checkpointer.alist_messages(ThreadKey("t"))
+    assert [m.message.text() for m in stored] == ["x", "hi"]
+    holder, _ = await checkpointer.atake_thread(ThreadKey("t"), "next-run", 3)
+    assert holder is None  # given up with the last save
+
+
+async def test_cancelling_a_run_while_its_heartbeat_stops_cancels_it() -> None:
+    """The beat's own cancel is waited for; a cancel of the run meanwhile is not swallowed."""
+
+    class SlowRenewal(InMemoryCheckpointer):
+        async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.05)  # a driver cleaning its connection up on cancel
+                raise
+            return None
+
+    checkpointer, key = SlowRenewal(), ThreadKey("t")
+    await checkpointer.atake_thread(key, "owner", 3)
+    lease = ThreadLease(checkpointer, key, "owner", 0.03)
+    lease.start_heartbeat()
+    await asyncio.sleep(0.05)  # the beat is inside its renewal
+    went_on: list[str] = []
+
+    async def last_save() -> None:
+        await lease.stop_heartbeat()
+        went_on.append("saved")
+
+    task = asyncio.create_task(last_save())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert went_on == []
