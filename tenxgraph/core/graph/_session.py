@@ -162,7 +162,7 @@ class ThreadSession:
         """
         new = self._pending
         base = self.log_length
-        context = state.context  # read once: a model's attribute reads are not cheap
+        context = state.context  # looked up once
         window = self._extended_window(context, new, base)
         extended = window is not None
         if window is None:
@@ -286,7 +286,7 @@ def approx_bytes(message: Message) -> int:
     one level into nested objects only, so a thread of 10,000 short messages
     is estimated in a few milliseconds.
     """
-    fields = message.__dict__  # one attribute read through pydantic's __getattr__ hook
+    fields = message.__dict__  # one attribute lookup on the model, not one per field
     size = _MESSAGE_BYTES if fields["usages"] is None else _MESSAGE_BYTES + _USAGES_BYTES
     for block in fields["content"]:  # text blocks, by far the most common, take a short cut
         size += _BLOCK_BYTES + len(block.text) if type(block) is TextBlock else _block_bytes(block)

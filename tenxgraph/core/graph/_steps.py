@@ -273,10 +273,7 @@ class RunSteps(Generic[S]):
         session.record(added)
         lease = run.lease if last else None
         if lease is not None:
-            if lease.beating:
-                await lease.stop_heartbeat()
-            else:
-                lease.stop_timer()
+            await lease.stop_heartbeat()
         await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
         if lease is not None:
             lease.released = True

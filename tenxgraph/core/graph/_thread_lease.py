@@ -125,17 +125,6 @@ class ThreadLease:
                     return
             await asyncio.sleep(self._interval())
 
-    @property
-    def beating(self) -> bool:
-        """True once the heartbeat's task was started (the first beat came): stopping awaits it."""
-        return self._heartbeat is not None
-
-    def stop_timer(self) -> None:
-        """No first beat: enough to stop the heartbeat while ``beating`` is False (most runs)."""
-        if self._first_beat is not None:
-            self._first_beat.cancel()
-            self._first_beat = None
-
     async def stop_heartbeat(self) -> None:
         """No more renewals: the run is about to give the lease up.
 
@@ -143,7 +132,9 @@ class ThreadLease:
         the beat's own end nor swallows a cancel of the run itself meanwhile
         (suppressing ``CancelledError`` around ``await task`` could not tell the two).
         """
-        self.stop_timer()
+        if self._first_beat is not None:  # most runs end before the first beat
+            self._first_beat.cancel()
+            self._first_beat = None
         task, self._heartbeat = self._heartbeat, None
         if task is not None:
             task.cancel()
@@ -151,10 +142,7 @@ class ThreadLease:
 
     async def release(self) -> None:
         """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
-        if self._heartbeat is None:
-            self.stop_timer()  # no task to wait for: no coroutine either
-        else:
-            await self.stop_heartbeat()
+        await self.stop_heartbeat()
         if self.released:
             return
         self.released = True

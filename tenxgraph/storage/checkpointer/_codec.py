@@ -131,7 +131,7 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
                 f"thread {key.thread_id!r}: new_messages[{index}] is a "
                 f"{type(message).__name__}, not a Message"
             )
-        fields = message.__dict__  # one read through pydantic's __getattr__ hook, not four
+        fields = message.__dict__  # one attribute lookup on the model, not four
         if fields["delta"]:
             raise StateError(
                 f"thread {key.thread_id!r}: new_messages[{index}] is a streaming delta; "
