@@ -289,7 +289,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             except TenxGraphError as exc:
                 return Fail(START, exc)
         if run.new_input and run.session is not None:
-            run.state.execution_meta.__dict__["next_node"] = first  # see _steps._commit
+            run.state.execution_meta.set_next_node(first)
             await self._save(run, [], START)
         return Next(first)
 
@@ -416,8 +416,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         meta = state.execution_meta
         meta.set_status("completed" if status == "completed" else "stopped")
         if meta.next_node is not None or meta.interrupt_value is not None:  # often both None
-            fields = meta.__dict__  # see _steps._commit
-            fields["next_node"] = fields["interrupt_value"] = None
+            meta.clear_pause()
         if meta.stop_requested != (status == "stopped"):
             meta.stop_requested = status == "stopped"
         if run.session is not None:

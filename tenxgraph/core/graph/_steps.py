@@ -208,9 +208,7 @@ class RunSteps(Generic[S]):
         """Save a finished step, or queue it for the end's save when that comes next."""
         session = run.session
         assert session is not None  # only runs with a thread save
-        # written straight in, as ExecMeta.enter_node does: pydantic's __setattr__ (no
-        # validate_assignment on ExecMeta) only adds to the fields set, which nothing reads
-        run.state.execution_meta.__dict__["next_node"] = next_node
+        run.state.execution_meta.set_next_node(next_node)
         if self._ends_next(name, next_node, progress):
             session.record(applied.messages)  # saved with the end, just after
             return None

@@ -71,6 +71,15 @@ class ExecMeta(BaseModel):
         """Set ``status``, as the run loop does at a run's start and end, written straight in."""
         self.__dict__["status"] = status
 
+    def set_next_node(self, name: str | None) -> None:
+        """Set ``next_node``, as the run loop does before each save, written straight in."""
+        self.__dict__["next_node"] = name
+
+    def clear_pause(self) -> None:
+        """Clear ``next_node`` and ``interrupt_value`` at a run's end, written straight in."""
+        fields = self.__dict__
+        fields["next_node"] = fields["interrupt_value"] = None
+
 
 _set = object.__setattr__
 _META_DEFAULTS = ExecMeta().__dict__
