@@ -18,7 +18,7 @@ whose endpoint, as included, takes anything the short path does not fill
 (a query parameter, another dependency, one an including router adds) keeps
 FastAPI's handler alone. So does every route on a FastAPI or Starlette too old
 to have the telemetry and body limit the short path checks for (the server
-extra allows FastAPI 0.115), or without the private variable that says which
+extra allows releases without them), or without the private variable that says which
 inclusion a handler is built for: there the short path cannot tell whether
 FastAPI's handler would do more, so it stays off.
 """
@@ -43,7 +43,7 @@ from tenxgraph.server._context import Context, User, current_user, get_context
 try:
     from fastapi.telemetry import get_telemetry_data
     from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
-except ImportError:  # pragma: no cover - FastAPI 0.115 and others before these
+except ImportError:  # pragma: no cover - FastAPI and Starlette releases before these
     _CHECKS = False
 else:
     _CHECKS = True

@@ -121,7 +121,7 @@ def _include_routers(app: FastAPI) -> None:
 
     # Routes are matched in order, so the run routes, which every streamed run hits, come
     # first. Recent FastAPI (0.165 here) keeps each included router whole and tries them one
-    # by one; older FastAPI (0.115) copies their routes into the app's own list, in the same
+    # by one; older FastAPI copies their routes into the app's own list, in the same
     # order: first either way. No path of another router matches theirs, so the order
     # changes nothing else.
     app.include_router(runs_router)
