@@ -184,3 +184,19 @@ async def test_an_overlapping_window_is_refused_before_writing(checkpointer: Che
         await save(checkpointer, key, ThreadWrite(1, [], {}, [(0, 2), (1, 3)], "n", 2))
     stored = await checkpointer.aload(key)
     assert stored is not None and stored.version == 1
+
+
+@pytest.mark.parametrize(
+    "window",
+    [[(0, 1, 2)], [(0,)], [None], 5, [(0, 1), (1, 2, 3)], [(0, 10**5000)]],
+    ids=["triple", "single", "none", "not-a-list", "second-triple", "int-over-str-limit"],
+)
+async def test_a_window_of_another_shape_is_refused_before_writing(
+    checkpointer: Checkpointer, window: Any
+) -> None:
+    """A library error naming the thread, never a raw unpacking or int-to-text error."""
+    key = await create(checkpointer, "t1")
+    with pytest.raises(StateError, match=r"'t1'"):
+        await save(checkpointer, key, ThreadWrite(1, [], {}, window, "n", 2))
+    stored = await checkpointer.aload(key)
+    assert stored is not None and stored.version == 1

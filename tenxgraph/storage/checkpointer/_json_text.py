@@ -59,19 +59,31 @@ def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
 
 
 def window_json(key: ThreadKey, window: Window) -> str:
-    """A window as JSON; plain int pairs (every runtime window) are formatted directly."""
-    if len(window) == 1:  # a run's usual window: one range, no list and join
-        start, end = window[0]
-        if type(start) is int and type(end) is int:
-            return f"[[{start},{end}]]"
-    parts = []
-    for start, end in window:
-        if type(start) is not int or type(end) is not int:
-            break
-        parts.append(f"[{start},{end}]")
-    else:
-        return f"[{','.join(parts)}]"
-    return encode_json((key, "window"), [[start, end] for start, end in window])
+    """A window as JSON; plain int pairs (every runtime window) are formatted directly.
+
+    A window that is not a list of pairs, or holds an int too long to write as
+    text, raises ``StateError`` (the rest of the rule, ``window_problem``, is
+    checked against the log by the backend).
+    """
+    try:
+        if len(window) == 1:  # a run's usual window: one range, no list and join
+            start, end = window[0]
+            if type(start) is int and type(end) is int:
+                return f"[[{start},{end}]]"
+        parts = []
+        for start, end in window:
+            if type(start) is not int or type(end) is not int:
+                break
+            parts.append(f"[{start},{end}]")
+        else:
+            return f"[{','.join(parts)}]"
+        pairs = [[start, end] for start, end in window]
+    except (TypeError, ValueError):  # not pairs (unpacking), or an int over str()'s limit
+        raise StateError(
+            f"thread {key.thread_id!r}: the window is not a list of [start, end] ranges of "
+            "seqs (a range of another shape, or an int too long to write)"
+        ) from None
+    return encode_json((key, "window"), pairs)
 
 
 def _no_constant(word: str) -> None:
