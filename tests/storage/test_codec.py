@@ -8,7 +8,11 @@ import pytest
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError
-from tenxgraph.storage.checkpointer._codec import decode_window_messages, json_contains
+from tenxgraph.storage.checkpointer._codec import (
+    decode_window_messages,
+    json_contains,
+    window_problem,
+)
 from tenxgraph.storage.checkpointer.base import ThreadKey
 
 KEY = ThreadKey("t", "u")
@@ -49,3 +53,10 @@ def test_a_missing_row_is_named() -> None:
 )
 def test_containment_matches_jsonb(stored: Any, wanted: Any, expected: bool) -> None:
     assert json_contains(stored, wanted) is expected
+
+
+@pytest.mark.parametrize("window", [[None], [(0, 1, 2)], [(0,)], 5, [(0, 1), None]])
+def test_window_problem_names_a_window_of_another_shape(window: Any) -> None:
+    """A message, never a raw unpacking error, whatever the window's shape."""
+    problem = window_problem(window, 5)
+    assert problem is not None and "[start, end]" in problem

@@ -257,7 +257,10 @@ class ThreadSession:
         return self._seq_of
 
     def _remember_window(self, context: list[Message], window: Window) -> None:
-        """Hold ``window`` (a list of the session's own, never changed in place) for ``context``."""
+        """Hold ``window`` for ``context``: a list the session made and never changes in place.
+
+        A save hands the same list to the checkpointer, which only reads it.
+        """
         self._window = window
         self._window_list = context
         self._window_size = len(context)

@@ -244,7 +244,10 @@ def window_problem(window: Sequence[Sequence[Any]], log_length: int | None) -> s
     """
     if not isinstance(window, list | tuple):
         return f"the window is {_preview(window, 30)}, not a list of [start, end] ranges"
-    if len(window) == 1 and len(window[0]) == 2:  # a run's usual window: one expression
+    for index, pair in enumerate(window):
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            return f"window[{index}] = {_preview(pair, 30)} is not a [start, end] range"
+    if len(window) == 1:  # a run's usual window: one range, checked in one expression
         start, end = window[0]
         if (
             type(start) is int
@@ -253,9 +256,6 @@ def window_problem(window: Sequence[Sequence[Any]], log_length: int | None) -> s
             and (log_length is None or end <= log_length)
         ):
             return None
-    for index, pair in enumerate(window):
-        if not isinstance(pair, list | tuple) or len(pair) != 2:
-            return f"window[{index}] = {_preview(pair, 30)} is not a [start, end] range"
     for index, (start, end) in enumerate(window):
         if (
             type(start) is not int

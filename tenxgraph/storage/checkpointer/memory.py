@@ -249,8 +249,7 @@ class InMemoryCheckpointer(Checkpointer):
         now = time.time()
         version = write.expected_version + 1
         with self._lock:
-            if write.lease is not None:
-                self._check_lease(key, write.lease)
+            self._check_lease(key, write.lease)
             thread = self._get(key)
             if (
                 thread is None
