@@ -10,7 +10,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from tenxgraph.core.graph._drawing import describe_graph
+from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
@@ -175,7 +175,9 @@ class StateGraph(Generic[S]):
         """End the run after ``name`` (the same as ``add_edge(name, END)``)."""
         return self.add_edge(name, END)
 
-    get_graph = describe_graph  # the shape to draw, even of a graph compile would refuse
+    def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
+        """The shape to draw (``draw_mermaid``, ``draw_ascii``...), even of one compile refuses."""
+        return describe_graph(self, collapse_middleware=collapse_middleware)
 
     def compile(
         self,

@@ -32,7 +32,6 @@ from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import Branch, StateGraph
-    from tenxgraph.core.graph._compiled import CompiledGraph
 
 __all__ = ["ANY_NODE", "DrawnEdge", "DrawnNode", "GraphDescription", "describe_graph"]
 
@@ -140,16 +139,18 @@ class GraphDescription:
 
 
 def describe_graph(
-    graph: StateGraph[Any] | CompiledGraph[Any], *, collapse_middleware: bool = False
+    builder: StateGraph[Any],
+    *,
+    interrupt_before: Iterable[str] = (),
+    interrupt_after: Iterable[str] = (),
+    collapse_middleware: bool = False,
 ) -> GraphDescription:
-    """The shape of ``graph`` (built or not); see the module docstring for the decisions."""
-    from tenxgraph.core.graph._compiled import CompiledGraph
+    """The shape of ``builder``'s graph; see the module docstring for the decisions.
 
-    if isinstance(graph, CompiledGraph):
-        builder = graph.builder
-        before, after = graph.interrupt_before, graph.interrupt_after
-    else:
-        builder, before, after = graph, frozenset[str](), frozenset[str]()
+    ``StateGraph.get_graph`` and ``CompiledGraph.get_graph`` call it, the
+    compiled graph with the nodes it pauses before and after.
+    """
+    before, after = frozenset(interrupt_before), frozenset(interrupt_after)
     edges = _edges(builder)
     known = set(builder.nodes)
     nodes = [DrawnNode(START, "start")]

@@ -16,7 +16,7 @@ from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph import _turns as turns
-from tenxgraph.core.graph._drawing import describe_graph
+from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
@@ -50,7 +50,17 @@ class ThreadOperations(Generic[S]):
     context_manager: Any
     """The graph's ``BaseContextManager``, or None."""
 
-    get_graph = describe_graph  # the graph's shape to draw (draw_mermaid, draw_ascii...)
+    interrupt_before: frozenset[str]
+    interrupt_after: frozenset[str]
+
+    def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
+        """The graph's shape to draw (``draw_mermaid``, ``draw_ascii``...), pauses marked."""
+        return describe_graph(
+            self.builder,
+            interrupt_before=self.interrupt_before,
+            interrupt_after=self.interrupt_after,
+            collapse_middleware=collapse_middleware,
+        )
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from (``CompiledGraph`` provides it)."""
