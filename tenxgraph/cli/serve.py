@@ -138,7 +138,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     try:
         import uvicorn
 
-        from tenxgraph.server._from_env import app_from_env
+        from tenxgraph.server.app import app_from_env
     except ImportError as exc:
         raise CliError(
             f"tenxgraph serve needs the server extra: pip install 'tenxgraph[server]' ({exc})"

@@ -42,6 +42,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import CompiledGraph, StateGraph
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from tenxgraph.storage.checkpointer.base import Checkpointer
     from tenxgraph.storage.longterm.base import MemoryStore
 
-__all__ = ["app_from_env", "load_target"]
+__all__ = ["ServeSettings", "load_target", "settings_from_env"]
 
 PREFIX = "TENXGRAPH_SERVE_"
 DEFAULT_DB = "tenxgraph.sqlite"
@@ -169,10 +170,40 @@ def authenticate_from_env(environ: dict[str, str]) -> Authenticate:
     raise ConfigError("no API keys given (TENXGRAPH_API_KEYS) and no-auth not enabled")
 
 
-def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
-    """The app the ``TENXGRAPH_SERVE_*`` variables describe (``os.environ`` by default)."""
-    from tenxgraph.server.app import create_app
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """What the variables describe: the graph, ``create_app``'s options, what to attach."""
 
+    graph: CompiledGraph[Any]
+    options: dict[str, Any]
+    """Keyword arguments of ``create_app`` besides the graph."""
+    environ: dict[str, str]
+
+    def attach(self, app: FastAPI) -> None:
+        """Close the stores with the app, and install scale-out when Postgres is given."""
+        context = app.state.context
+        if self.graph.checkpointer is not None:
+            context.on_shutdown.append(self.graph.checkpointer.aclose)
+        env = self.environ
+        dsn = _env("POSTGRES", env)
+        if dsn is not None:
+            from tenxgraph.server._scale_out import install
+
+            install(
+                context,
+                dsn,
+                _env("REDIS", env),
+                prefix=_env("STREAM_PREFIX", env) or "tenxgraph:runs:",
+                consumers=_number("CONSUMERS", env, 4, int),
+                lease_seconds=_number("RUN_LEASE", env, 15.0, float),
+            )
+        memory = self.options["memory"]
+        if memory is not None:
+            context.on_shutdown.append(memory.aclose)
+
+
+def settings_from_env(environ: dict[str, str] | None = None) -> ServeSettings:
+    """Read the ``TENXGRAPH_SERVE_*`` variables (``os.environ`` by default), load the graph."""
     env = dict(os.environ if environ is None else environ)
     log_format = _env("LOG_FORMAT", env)
     if log_format not in (None, "text", "json"):
@@ -185,32 +216,13 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     if target is None:
         raise ConfigError(f"{PREFIX}GRAPH is not set: which module:graph should be served?")
     graph = _served_graph(load_target(target), env)
-    memory = _memory(env)
     max_body = _env("MAX_BODY", env)
-    options: dict[str, Any] = {} if max_body is None else {"max_body_bytes": int(max_body)}
-    app = create_app(
-        graph,
-        graph_id=_env("GRAPH_ID", env),
-        authenticate=authenticate_from_env(env),
-        memory=memory,
-        cors_origins=[o.strip() for o in (_env("CORS", env) or "").split(",") if o.strip()],
-        **options,
-    )
-    context = app.state.context
-    if graph.checkpointer is not None:
-        context.on_shutdown.append(graph.checkpointer.aclose)
-    dsn = _env("POSTGRES", env)
-    if dsn is not None:
-        from tenxgraph.server._scale_out import install
-
-        install(
-            context,
-            dsn,
-            _env("REDIS", env),
-            prefix=_env("STREAM_PREFIX", env) or "tenxgraph:runs:",
-            consumers=_number("CONSUMERS", env, 4, int),
-            lease_seconds=_number("RUN_LEASE", env, 15.0, float),
-        )
-    if memory is not None:
-        context.on_shutdown.append(memory.aclose)
-    return app
+    options: dict[str, Any] = {
+        "graph_id": _env("GRAPH_ID", env),
+        "authenticate": authenticate_from_env(env),
+        "memory": _memory(env),
+        "cors_origins": [o.strip() for o in (_env("CORS", env) or "").split(",") if o.strip()],
+    }
+    if max_body is not None:
+        options["max_body_bytes"] = int(max_body)
+    return ServeSettings(graph, options, env)

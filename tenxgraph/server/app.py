@@ -187,13 +187,17 @@ def _mount_web_page(app: FastAPI) -> None:
         return FileResponse(index)
 
 
-def app_from_env() -> FastAPI:
+def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     """The app ``tenxgraph serve`` describes in environment variables (for uvicorn workers).
 
     uvicorn starts each worker process from an import string, so the
     command's options travel as ``TENXGRAPH_SERVE_*`` variables (see
-    ``tenxgraph.cli.serve``), read here once per process.
+    ``tenxgraph.cli.serve``), read here once per process (from ``os.environ``
+    unless ``environ`` is given).
     """
-    from tenxgraph.server._from_env import app_from_env as build
+    from tenxgraph.server._from_env import settings_from_env
 
-    return build()
+    settings = settings_from_env(environ)
+    app = create_app(settings.graph, **settings.options)
+    settings.attach(app)
+    return app
