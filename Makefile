@@ -46,6 +46,7 @@ services:  ## start PostgreSQL and Redis when they are down
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo  ## the floors of docs/architecture.md (contracts in pyproject.toml)
 
 typecheck: install
 	$(PY) -m mypy

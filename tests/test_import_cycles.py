@@ -1,126 +1,148 @@
-"""No import cycles between tenxgraph's modules.
+"""No import cycles between tenxgraph's modules, and no reaching into another package's privates.
 
 A cycle works only while the import order happens to suit it and breaks on
 the next innocent import; it also means two modules cannot be understood
-apart. Module-level imports count (those under ``if TYPE_CHECKING:`` do
-not, nor imports inside functions). ``from package import name`` depends on
-``package.name`` when that is a module, else on the package.
-
-The layers of DESIGN.md ("Imports point downward only") are checked on the
-same graph: ``server`` over ``graph`` over ``llm`` and ``storage``, both
-over ``state``, and ``llm`` and ``storage`` apart.
+apart. Every import counts, those inside functions too (an import put in a
+function to dodge a cycle is still the cycle); for cycles, those under
+``if TYPE_CHECKING:`` do not, since they never run, while for reaching into
+privates they do (a type names its owner as surely as a call). The graph is
+grimp's, the library under import-linter, which checks the floors themselves
+(``lint-imports``, contracts in pyproject.toml).
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from pathlib import Path
+import grimp
+import pytest
 
-import tenxgraph
+ALLOWED_PRIVATE_IMPORTS = {
+    # The server's reach into the runtime's and the data model's privates, to go with the
+    # move of docs/architecture.md ("Where the move stands"). Entries leave, none arrive.
+    ("tenxgraph.server._run_stream", "tenxgraph.core.graph._events"),
+    ("tenxgraph.server._run_stream", "tenxgraph.core.graph._remote_tools"),
+    ("tenxgraph.server._shapes", "tenxgraph.core.graph._remote_tools"),
+    ("tenxgraph.server._shapes", "tenxgraph.core.state._remote_calls"),
+    ("tenxgraph.server._shapes", "tenxgraph.core.graph._history"),
+    ("tenxgraph.server._thread_queries", "tenxgraph.core.graph._history"),
+    ("tenxgraph.server._thread_writes", "tenxgraph.core.graph._thread_lease"),
+    ("tenxgraph.server._pg_queue", "tenxgraph.storage.sql._postgres"),
+    ("tenxgraph.server.remote_tools", "tenxgraph.core.state._remote_calls"),
+}
+"""(importer, private module) pairs of ``server`` not yet on a public path."""
 
-ROOT = Path(tenxgraph.__file__).parent
+KNOWN_CYCLES = [
+    # Each goes with a move of issue 31; the test says when one is gone.
+    ["tenxgraph.core.graph._remote_tools", "tenxgraph.core.graph._tool_node"],
+    [
+        "tenxgraph.core.state.agent_state",
+        "tenxgraph.core.state.message",
+        "tenxgraph.core.state.message_input",
+        "tenxgraph.core.state.reducers",
+        "tenxgraph.storage.checkpointer._json_text",
+        "tenxgraph.storage.checkpointer.base",
+        "tenxgraph.storage.checkpointer.state_codec",
+        "tenxgraph.storage.media.base",
+        "tenxgraph.storage.media.offload",
+        "tenxgraph.storage.media.resolve",
+    ],
+    ["tenxgraph.server._run_manager", "tenxgraph.server.remote_tools", "tenxgraph.server.runs"],
+]
+"""Cycles that exist today, sorted as ``cycles`` returns them. Entries leave, none arrive."""
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def import_graph(*, typing: bool) -> dict[str, set[str]]:
+    """Module -> modules it imports; with ``typing``, imports under TYPE_CHECKING too."""
+    built = grimp.build_graph("tenxgraph", cache_dir=None, exclude_type_checking_imports=not typing)
+    return {name: set(built.find_modules_directly_imported_by(name)) for name in built.modules}
 
 
-def imported(tree: ast.Module) -> Iterator[tuple[str, str | None]]:
-    """(module, name) pairs of the module-level tenxgraph imports."""
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tenxgraph"):
-            yield from ((str(node.module), alias.name) for alias in node.names)
-        elif isinstance(node, ast.Import):
-            yield from ((a.name, None) for a in node.names if a.name.startswith("tenxgraph"))
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph(typing=False)
 
 
-def import_graph() -> dict[str, set[str]]:
-    trees = {module_name(path): ast.parse(path.read_text()) for path in ROOT.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, tree in trees.items():
-        targets = set()
-        for module, member in imported(tree):
-            submodule = f"{module}.{member}"
-            targets.add(submodule if submodule in trees else module)
-        graph[name] = {target for target in targets if target in trees and target != name}
-    return graph
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import graph's cycles: each strongly connected set of two or more modules, sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
 
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle as a path (first module repeated at the end), or None."""
-    done: set[str] = set()
-
-    def visit(module: str, path: list[str]) -> list[str] | None:
-        if module in path:
-            return [*path[path.index(module) :], module]
-        if module in done:
-            return None
-        for target in sorted(graph[module]):
-            cycle = visit(target, [*path, module])
-            if cycle is not None:
-                return cycle
-        done.add(module)
-        return None
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            part = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(part) > 1:
+                found.append(sorted(part))
 
     for module in sorted(graph):
-        cycle = visit(module, [])
-        if cycle is not None:
-            return cycle
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def private_owner(module: str) -> str | None:
+    """The package a module is private to (``a.b._c.d`` -> ``a.b``), or None if it is public."""
+    parts = module.split(".")
+    for position, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:position])
     return None
 
 
-def test_no_module_imports_itself_through_others() -> None:
-    cycle = find_cycle(import_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-def test_the_graph_holds_the_real_imports() -> None:
-    graph = import_graph()
-    assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._compiled"]
-    compiled = graph["tenxgraph.core.graph._compiled"]
-    assert "tenxgraph.core.graph._builder" not in compiled  # imported for typing only
-
-
-FORBIDDEN = {
-    "tenxgraph.core.state": ("core.graph", "core.llm", "storage", "server"),
-    "tenxgraph.core.llm": ("core.graph", "storage", "server"),
-    "tenxgraph.storage": ("core.graph", "core.llm", "server"),
-    "tenxgraph.core.graph": ("server",),
-}
-"""Each layer and the packages (under ``tenxgraph.``) it must not import."""
-
-
-def layer_violations(graph: dict[str, set[str]]) -> list[str]:
-    """``module -> target`` for each import that points up or sideways between layers."""
-    found = []
-    for module, targets in sorted(graph.items()):
-        for layer, forbidden in FORBIDDEN.items():
-            if module != layer and not module.startswith(layer + "."):
-                continue
-            bad = [f"tenxgraph.{name}" for name in forbidden]
-            found += [
-                f"{module} -> {target}"
-                for target in sorted(targets)
-                if any(target == b or target.startswith(b + ".") for b in bad)
-            ]
+def private_imports(graph: dict[str, set[str]], importers: str) -> set[tuple[str, str]]:
+    """Imports by modules under ``importers`` of modules private to a package they are not in."""
+    found = set()
+    for module, targets in graph.items():
+        if module != importers and not module.startswith(importers + "."):
+            continue
+        for target in targets:
+            owner = private_owner(target)
+            if owner is not None and module != owner and not module.startswith(owner + "."):
+                found.add((module, target))
     return found
 
 
-def test_imports_point_downward() -> None:
-    violations = layer_violations(import_graph())
-    assert not violations, "imports against the layers:\n" + "\n".join(violations)
+def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> None:
+    found = cycles(graph)
+    new = [cycle for cycle in found if cycle not in KNOWN_CYCLES]
+    assert not new, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in new)
+    gone = [cycle for cycle in KNOWN_CYCLES if cycle not in found]
+    assert not gone, f"gone: remove them from KNOWN_CYCLES: {gone}"
 
 
-def test_the_layer_check_finds_an_upward_import() -> None:
-    graph = {"tenxgraph.core.llm.x": {"tenxgraph.storage.longterm.embedding"}}
-    assert layer_violations(graph) == [
-        "tenxgraph.core.llm.x -> tenxgraph.storage.longterm.embedding"
-    ]
-    assert layer_violations({"tenxgraph.storage.y": {"tenxgraph.core.state.z"}}) == []
+def test_the_graph_counts_imports_inside_functions(graph: dict[str, set[str]]) -> None:
+    assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._compiled"]
+    # StateGraph.compile imports CompiledGraph inside the method; the module top only for typing.
+    assert "tenxgraph.core.graph._compiled" in graph["tenxgraph.core.graph._builder"]
+
+
+def test_the_server_reaches_no_private_module_of_another_package() -> None:
+    found = private_imports(import_graph(typing=True), "tenxgraph.server")
+    assert found - ALLOWED_PRIVATE_IMPORTS == set(), "new private imports"
+    assert ALLOWED_PRIVATE_IMPORTS - found == set(), "gone: remove them from the allowed list"
 
 
 def test_the_check_finds_a_cycle() -> None:
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_check_finds_a_private_import() -> None:
+    graph = {
+        "tenxgraph.server.x": {"tenxgraph.core.graph._y", "tenxgraph.server._z"},
+        "tenxgraph.core.graph.w": {"tenxgraph.core.graph._y"},
+    }
+    assert private_imports(graph, "tenxgraph.server") == {
+        ("tenxgraph.server.x", "tenxgraph.core.graph._y")
+    }
+    assert private_owner("tenxgraph.core.graph._y.z") == "tenxgraph.core.graph"
+    assert private_owner("tenxgraph.core.__init__") is None
