@@ -28,7 +28,6 @@ from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
-from tenxgraph.server._run_route import RunStreamRoute
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadKey
@@ -215,23 +214,10 @@ async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool)
     return record.output
 
 
-_Endpoint = Callable[..., Awaitable[EventSourceResponse]]
-
-
-def _stream_route(path: str) -> Callable[[_Endpoint], _Endpoint]:
-    """``@router.post(path)`` with ``RunStreamRoute``: every streamed run comes this way."""
-
-    def register(endpoint: _Endpoint) -> _Endpoint:
-        router.add_api_route(path, endpoint, methods=["POST"], route_class_override=RunStreamRoute)
-        return endpoint
-
-    return register
-
-
 # --- stateless runs ------------------------------------------------------------------------
 
 
-@_stream_route("/runs/stream")
+@router.post("/runs/stream")
 async def stream_stateless(
     body: RunRequest, request: Request, context: Context, user: User
 ) -> EventSourceResponse:
@@ -293,7 +279,7 @@ async def cancel_many(
 # --- runs on a thread ----------------------------------------------------------------------
 
 
-@_stream_route("/threads/{thread_id}/runs/stream")
+@router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
     thread_id: str, body: RunRequest, request: Request, context: Context, user: User
 ) -> EventSourceResponse:
