@@ -248,6 +248,7 @@ def _kind_and_detail(node: Any) -> tuple[NodeKind, str]:
     if isinstance(node, ToolNode):
         names = list(node.tools)
         shown = ", ".join(names[:4]) + (f" +{len(names) - 4}" if len(names) > 4 else "")
+        shown = shown or "no tools (a call gets an error result)"
         return "tools", f"ToolNode: {shown}" + _wrapped(node.wrappers)
     if isinstance(node, HookNode):
         return "hook", f"{node.hook} of middleware {node.middleware.name}"

@@ -93,9 +93,10 @@ def create_agent(
     model_wrappers = [m.wrap_model_call for m in middleware if m.overrides("wrap_model_call")]
     tool_wrappers = [m.wrap_tool_call for m in middleware if m.overrides("wrap_tool_call")]
     graph.add_node(AGENT_NODE, Agent(model, tools=tools, wrappers=model_wrappers, **agent_options))
-    if tools:
-        graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=tool_wrappers))
-        graph.add_edge(TOOL_NODE, model_entry)
+    # Also without tools: a model may call one anyway, and its call is answered with an
+    # error result the model reads (as an unknown tool's is), never left unanswered.
+    graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=tool_wrappers))
+    graph.add_edge(TOOL_NODE, model_entry)
     path = [
         *chains["before_agent"],
         *chains["before_model"],
@@ -109,8 +110,7 @@ def create_agent(
     def after_loop(current: AgentState) -> str:
         return TOOL_NODE if tools_condition(current) == TOOL_NODE else finish
 
-    routes = {TOOL_NODE: TOOL_NODE, finish: finish} if tools else {finish: finish}
-    graph.add_conditional_edges(path[-1][0], after_loop, routes)
+    graph.add_conditional_edges(path[-1][0], after_loop, {TOOL_NODE: TOOL_NODE, finish: finish})
     for (name, _), (after, _) in pairwise(chains["after_agent"]):
         graph.add_edge(name, after)
     return graph.compile(checkpointer, recursion_limit=recursion_limit)

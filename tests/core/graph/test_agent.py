@@ -335,3 +335,19 @@ def test_invocation_state_is_returned_and_never_persisted() -> None:
     stored = checkpointer.get_state(config)
     assert stored is not None
     assert "r-42" not in stored.model_dump_json()
+
+
+def test_an_agent_without_tools_answers_a_call_its_model_makes_anyway() -> None:
+    model = ScriptedModel([ToolCallBlock(id="c1", name="lookup", args={"q": "x"}), "Sorry."])
+    app = create_agent(model, checkpointer=InMemoryCheckpointer())
+    result = app.invoke({"messages": [Message.text_message("hi")]}, {"thread_id": "t"})
+    model.assert_consumed()
+    [call, answer, final] = result["messages"]  # the turn's new messages
+    assert [block.id for block in call.tool_calls()] == ["c1"]
+    [block] = answer.tool_results()
+    assert (block.call_id, block.is_error) == ("c1", True)
+    assert "unknown tool 'lookup'" in str(block.output)
+    assert final.text() == "Sorry."
+    # The model was told: its second request holds the error result after the call.
+    second = model.requests[1].messages
+    assert second[-1].tool_results()[0].call_id == "c1"
