@@ -6,6 +6,7 @@ of its result) is in ``test_idempotency_kill.py``.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -22,7 +23,12 @@ from tenxgraph.core.graph import (
 )
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    ThreadKey,
+    ThreadWrite,
+)
 from tests.storage.conftest import MakeCheckpointer
 
 KEY_SHAPE = re.compile(r"[0-9a-f]{32}")
@@ -161,6 +167,36 @@ async def test_remote_calls_carry_their_key_in_every_pause() -> None:
     assert keys["r1"] != keys["r2"]
     pending = pending_remote_calls(await app.aget_state(config))
     assert {p.call.id: p.idempotency_key for p in pending} == keys
+
+    answer = {"tool_results": [remote_tool_result("r1", "Paris")]}
+    again = await app.ainvoke({"resume": answer}, config)
+    [entry] = again["interrupt"].value["calls"]
+    assert (entry["call"]["id"], entry["idempotency_key"]) == ("r2", keys["r2"])
+
+
+async def test_a_pause_saved_before_keys_existed_gets_them_when_it_pauses_again() -> None:
+    locate = RemoteTool("locate", "The user's location.")
+    calls = [ToolCallBlock(id=i, name="locate", args={}) for i in ("r1", "r2")]
+    checkpointer = InMemoryCheckpointer()
+    model = ScriptedModel([Message(role="assistant", content=calls), "done"])
+    app = create_agent(model, [locate], checkpointer=checkpointer)
+    config = {"thread_id": "old-pause"}
+    paused = await app.ainvoke({"messages": [("user", "where?")]}, config)
+    keys = {e["call"]["id"]: e["idempotency_key"] for e in paused["interrupt"].value["calls"]}
+
+    key = ThreadKey("old-pause")
+    stored = await checkpointer.aload(key)
+    assert stored is not None
+    values = copy.deepcopy(stored.values)
+    for entry in values["execution_meta"]["interrupt_value"]["calls"]:
+        del entry["idempotency_key"]
+    write = ThreadWrite(
+        stored.version, [], values, stored.window, "tools", 0,
+        expected_incarnation=stored.incarnation,
+    )  # fmt: skip
+    await checkpointer.asave(key, write)
+    old = pending_remote_calls(await app.aget_state(config))
+    assert [p.idempotency_key for p in old] == [None, None]
 
     answer = {"tool_results": [remote_tool_result("r1", "Paris")]}
     again = await app.ainvoke({"resume": answer}, config)
