@@ -370,6 +370,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             run_sync_inline=inline_sync,
             workers=self.workers,
             run_id=control.run_id,
+            stored_thread=session,
         )
         run = Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
         run.new_input = entry.new_turn and (bool(added) or "state" in input)

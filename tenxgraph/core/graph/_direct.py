@@ -11,6 +11,10 @@ context as the end of a run does, and saves all of it in one
 compare-and-swap write, or nothing. ``record=False`` reads the thread as it
 was last saved, runs the tool and writes nothing.
 
+The tool gets an idempotency key of its own, new for every direct call:
+nothing re-runs a direct call (one the process died in is not recorded),
+and an application that repeats a call repeats it on purpose.
+
 Arguments go through the same checks as a model's: arguments that are not
 a JSON object, or that fail the tool's schema, never run the tool and give
 a failed result (recorded like any other). Two things are refused with an
@@ -166,7 +170,8 @@ async def _run(
         run_id=f"direct-{uuid.uuid4().hex}",
     )
     try:
-        outcome = await execute_tool({tool.name: tool}, call, state, ctx)
+        key = ctx.tool_call_key(asked.message_id, call.id)  # the run id is new: a key of its own
+        outcome = await execute_tool({tool.name: tool}, call, state, ctx, key=key)
     except GraphInterrupt:
         raise ToolError(
             f"tool {tool.name!r} called interrupt(), which a direct call cannot pause for: there "

@@ -11,10 +11,11 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tenxgraph.core.graph._events import MessageEvent
 from tenxgraph.core.graph._interrupt import InterruptScope, _scope
+from tenxgraph.core.graph._tools import idempotency_key
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
@@ -22,8 +23,16 @@ from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.storage.checkpointer.base import ThreadKey
 
-__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress"]
+__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress", "StoredThreadRef"]
+
+
+class StoredThreadRef(Protocol):
+    """The stored thread a run holds: its key, and its incarnation as last loaded or saved."""
+
+    key: ThreadKey
+    incarnation: str
 
 
 @dataclass(slots=True)
@@ -43,6 +52,25 @@ class RunContext:
     """This run's id: the config's ``run_id`` when given, else a new random one."""
     workers: WorkerPool = field(default_factory=WorkerPool)
     """The graph's threads for sync user code, apart from the executor storage I/O uses."""
+    stored_thread: StoredThreadRef | None = None
+    """The stored thread the run holds (its session); None for a run without one."""
+
+    def tool_call_key(self, message_id: str | int, call_id: str) -> str:
+        """The idempotency key of call ``call_id`` of assistant message ``message_id``.
+
+        On a stored thread it names the thread (user, id, incarnation), the
+        message and the call: all stored before the call starts, so a retry
+        and a re-run after a crash get the same key, and a thread deleted and
+        created anew another. Without one (no checkpointer, a direct call) the
+        run's id stands in for the thread: nothing re-runs such a call.
+        """
+        thread = self.stored_thread
+        if thread is None:
+            return idempotency_key("run", self.run_id, message_id, call_id)
+        key = thread.key
+        return idempotency_key(
+            "thread", key.user_id, key.thread_id, thread.incarnation, message_id, call_id
+        )
 
     async def call(
         self,

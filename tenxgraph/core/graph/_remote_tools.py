@@ -10,7 +10,8 @@ must run, each with its deadline:
     {"type": "remote_tool_calls",
      "calls": [{"call": {"type": "remote_tool_call", "id": "c1", "name": "pick_file",
                          "args": {}, "tool_type": "remote"},
-                "deadline": "2026-12-01T10:00:00.000000Z", "timeout": 300.0}]}
+                "deadline": "2026-12-01T10:00:00.000000Z", "timeout": 300.0,
+                "idempotency_key": "3f1c..."}]}
 
 The client answers with ``invoke({"resume": {"tool_results": [{"call_id": "c1",
 "output": ..., "is_error": false}]}}, config)``. Decisions:
@@ -41,13 +42,16 @@ The client answers with ``invoke({"resume": {"tool_results": [{"call_id": "c1",
   client (the spec: "sent by the server to the client").
 - Remote calls are not passed through ``wrap_tool_call`` middleware and are
   never started by the runtime, so ``max_starts`` does not count them.
+- Each entry carries the call's idempotency key, the one a local tool would
+  get for that call: the same in every pause that lists the call, so a
+  client that passes it on is safe when the call reaches it twice.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -149,20 +153,27 @@ class PendingRemoteCall:
     """When the call is answered as timed out (UTC)."""
     timeout: float
     """The remote tool's timeout, in seconds."""
+    idempotency_key: str | None = None
+    """The call's idempotency key (see docs/tools.md); None only in a pause saved before
+    keys existed."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry of the interrupt value's ``calls``."""
-        return {
+        entry = {
             "call": self.call.model_dump(mode="json"),
             "deadline": self.deadline.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "timeout": self.timeout,
         }
+        if self.idempotency_key is not None:
+            entry["idempotency_key"] = self.idempotency_key
+        return entry
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PendingRemoteCall:
         """Read an entry written by ``as_json``."""
         deadline = datetime.fromisoformat(data["deadline"]).astimezone(UTC)
-        return cls(RemoteToolCallBlock.model_validate(data["call"]), deadline, data["timeout"])
+        call = RemoteToolCallBlock.model_validate(data["call"])
+        return cls(call, deadline, data["timeout"], data.get("idempotency_key"))
 
     def expired(self, now: datetime) -> bool:
         """True once the deadline has passed."""
@@ -264,13 +275,16 @@ def remote_pause(
     meta: ExecMeta,
     answers: list[Any],
     now: datetime | None = None,
+    *,
+    key_of: Callable[[str], str],
 ) -> RemoteToolsPause | None:
     """Settle what can be settled of ``calls`` (remote, unanswered); the pause for the rest.
 
     Bad arguments and passed deadlines become failed results in the tool
     ledger. Deadlines already given (the latest remote answer among the node's
     ``answers``) are kept; a call seen for the first time gets one from its
-    tool's timeout. None when nothing is left to wait for.
+    tool's timeout. ``key_of`` gives a call's idempotency key from its id.
+    None when nothing is left to wait for.
     """
     now = now or datetime.now(UTC)
     known = {entry.call.id: entry for entry in _known_deadlines(answers)}
@@ -282,11 +296,15 @@ def remote_pause(
         except ValueError as exc:
             meta.tool_ledger[call.id] = {"output": str(exc), "is_error": True, "update": {}}
             continue
+        key = key_of(call.id)
         entry = known.get(call.id) or PendingRemoteCall(
             RemoteToolCallBlock(id=call.id, name=call.name, args=args),
             now + timedelta(seconds=float(tool.timeout or 0)),
             float(tool.timeout or 0),
+            key,
         )
+        if entry.idempotency_key != key:  # a pause saved before keys existed
+            entry = replace(entry, idempotency_key=key)
         if entry.expired(now):
             meta.tool_ledger[call.id] = entry.timed_out()
         else:

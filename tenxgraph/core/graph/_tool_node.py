@@ -12,6 +12,13 @@ elsewhere in the step never runs it twice. Each start of a call is counted
 and saved before the call runs: a call whose runs died ``max_starts`` times
 (a tool that crashes its process) is answered with an error instead of being
 started again.
+
+Each call has an idempotency key (``RunContext.tool_call_key``), given to a
+tool that has an ``idempotency_key`` parameter: the same for every start of
+the call (a wrapper's retry, a re-run after a crash), so a tool that hands it
+to an external API makes the window between its return and the save of its
+result harmless. It follows the stored call, not the call a wrapper passes
+on, and remote calls carry it in the pause's value.
 """
 
 from __future__ import annotations
@@ -160,7 +167,9 @@ class ToolNode(Node):
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[SaveProgress | NodeOutput]:
         """Execute pending calls concurrently; yield one ordered update with all results."""
-        calls, refused = _last_calls(state.context)
+        asked = _last_request(state.context)
+        calls, refused = _calls_of(asked)
+        message_id = "" if asked is None else asked.message_id
         ledger = state.execution_meta.tool_ledger
         for call in calls:
             if call.id in refused and call.id not in ledger:
@@ -172,7 +181,7 @@ class ToolNode(Node):
         if pending:
             yield SaveProgress()  # the starts are durable before any call runs
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
-        async for progress in self._settle(pending, state, ctx, interrupts):
+        async for progress in self._settle(pending, message_id, state, ctx, interrupts):
             yield progress
         if interrupts:
             yield SaveProgress()
@@ -183,7 +192,13 @@ class ToolNode(Node):
         waiting = [call for call in calls if call.id in remote and call.id not in ledger]
         if waiting:  # the local calls are done: the client runs the rest (see _remote_tools)
             answers = ctx.interrupt_scope.answers
-            pause = remote_pause(waiting, self.tools, state.execution_meta, answers)
+            pause = remote_pause(
+                waiting,
+                self.tools,
+                state.execution_meta,
+                answers,
+                key_of=lambda call_id: ctx.tool_call_key(message_id, call_id),
+            )
             if pause is not None:
                 raise pause
         yield NodeOutput(Updates(_results(calls, state, ctx.id_generator)))
@@ -208,16 +223,25 @@ class ToolNode(Node):
     async def _settle(
         self,
         pending: list[ToolCallBlock],
+        message_id: str | int,
         state: AgentState,
         ctx: RunContext,
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]],
     ) -> AsyncIterator[SaveProgress]:
-        """Run ``pending`` concurrently into the ledger; collect the calls that interrupted."""
+        """Run ``pending`` (calls of message ``message_id``) concurrently into the ledger.
+
+        Collects the calls that interrupted. A call's idempotency key is made
+        from the stored call, so what a wrapper passes on keeps it.
+        """
         ledger = state.execution_meta.tool_ledger
 
         async def settle(call: ToolCallBlock, scope: InterruptScope) -> None:
+            key = ctx.tool_call_key(message_id, call.id)
+
             async def innermost(wanted: ToolCallBlock) -> ToolOutcome:
-                return await execute_tool(self.tools, wanted, state, ctx, scope, self.timeout)
+                return await execute_tool(
+                    self.tools, wanted, state, ctx, scope, self.timeout, key=key
+                )
 
             handler: Callable[[ToolCallBlock], Awaitable[ToolOutcome]] = innermost
             for wrapper in reversed(self.wrappers):
@@ -274,7 +298,8 @@ def close_interrupted_calls(
 
 def unanswered_calls(context: list[Message]) -> list[ToolCallBlock]:
     """The calls of the context's last tool group that have no result yet, in call order."""
-    calls, _ = _last_calls(context)
+    asked = _last_request(context)
+    calls = [] if asked is None else asked.tool_calls()
     if not calls:
         return []
     answered: set[str] = set()
@@ -311,8 +336,13 @@ async def execute_tool(
     ctx: RunContext,
     scope: InterruptScope | None = None,
     default_timeout: float | None = None,
+    *,
+    key: str,
 ) -> ToolOutcome:
-    """Run one call; every failure becomes an error outcome (only interrupts propagate)."""
+    """Run one call; every failure becomes an error outcome (only interrupts propagate).
+
+    ``key`` is the call's idempotency key, for a tool with an ``idempotency_key`` parameter.
+    """
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
@@ -326,6 +356,7 @@ async def execute_tool(
         "config": ctx.config,
         "tool_call_id": call.id,
         "invocation_state": ctx.invocation_state,
+        "idempotency_key": key,
     }
     kwargs.update({name: injected[name] for name in tool.injected})
     timeout = tool.timeout or default_timeout
@@ -354,14 +385,21 @@ def _around(
     return call
 
 
-def _last_calls(context: list[Message]) -> tuple[list[ToolCallBlock], dict[str, str]]:
-    """The last assistant message's calls, and the refusal text of those not to run."""
+def _last_request(context: list[Message]) -> Message | None:
+    """The assistant message the context's last tool group answers (None: no such group)."""
     for message in reversed(context):
         if message.role == "assistant":
-            return message.tool_calls(), invalid_tool_args(message)
+            return message
         if message.role != "tool":
             break
-    return [], {}
+    return None
+
+
+def _calls_of(asked: Message | None) -> tuple[list[ToolCallBlock], dict[str, str]]:
+    """The calls of ``asked``, and the refusal text of those not to run."""
+    if asked is None:
+        return [], {}
+    return asked.tool_calls(), invalid_tool_args(asked)
 
 
 def _model_output(value: Any) -> Any:

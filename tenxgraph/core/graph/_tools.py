@@ -2,13 +2,15 @@
 
 The schema comes from the type hints and the docstring (Google ``Args:`` or
 NumPy ``Parameters`` sections give argument descriptions). Parameters named
-``state``, ``config``, ``tool_call_id`` or ``invocation_state`` are injected
-by the runtime and never shown to the model.
+``state``, ``config``, ``tool_call_id``, ``invocation_state`` or
+``idempotency_key`` are injected by the runtime and never shown to the model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, get_type_hints, overload
@@ -18,10 +20,34 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from tenxgraph.core.llm.base import ToolSpec
 from tenxgraph.errors import ToolArgumentsError, ToolError
 
-__all__ = ["INJECTED_PARAMETERS", "Tool", "as_tools", "tool"]
+__all__ = [
+    "IDEMPOTENCY_KEY_LENGTH",
+    "INJECTED_PARAMETERS",
+    "Tool",
+    "as_tools",
+    "idempotency_key",
+    "tool",
+]
 
-INJECTED_PARAMETERS = frozenset({"state", "config", "tool_call_id", "invocation_state"})
+INJECTED_PARAMETERS = frozenset(
+    {"state", "config", "tool_call_id", "invocation_state", "idempotency_key"}
+)
 """Parameter names the runtime fills in; they are not part of the tool's schema."""
+
+IDEMPOTENCY_KEY_LENGTH = 32
+"""Characters in a tool call's idempotency key (lowercase hex, 128 bits)."""
+
+
+def idempotency_key(*names: str | int) -> str:
+    """The idempotency key of the tool call that ``names`` identify, in stored data only.
+
+    A hash, so the key is opaque, of fixed length (``IDEMPOTENCY_KEY_LENGTH``)
+    and safe in any header or field, whatever the ids hold; the names are
+    written as a JSON list first, so ``("a", "bc")`` and ``("ab", "c")``, or
+    ``1`` and ``"1"``, never give one key.
+    """
+    text = json.dumps(["tenxgraph tool call", *names], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:IDEMPOTENCY_KEY_LENGTH]
 
 
 class Tool:
