@@ -175,6 +175,12 @@ def test_a_message_streams_its_answer(page: WebDriver) -> None:
     assert _text(page, "status") == "Done."
 
 
+def test_the_inspector_asks_for_a_thread_before_one_is_chosen(page: WebDriver) -> None:
+    assert page.find_element(By.ID, "log-hint").text == "Choose a thread to see its log."
+    _say(page, "hello", "You said: hello.")
+    assert page.find_element(By.ID, "log-hint").text == "Highlighted: in the window."
+
+
 def test_threads_and_inspector(page: WebDriver, tmp_path: Path) -> None:
     _say(page, "hello", "You said: hello.")
     thread_id = page.execute_script("return location.hash.slice(1)")

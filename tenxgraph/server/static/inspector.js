@@ -32,7 +32,9 @@ export function renderInspector(inspected) {
   const { values = {}, window = [], log = null, logLength = null } = inspected ?? {};
   section("window", window.length, window.map((m) => line(m, false)));
   section("log", logLength ?? "?", (log ?? []).map((m) => line(m, m.inWindow)));
-  document.getElementById("log-hint").textContent = !log
+  document.getElementById("log-hint").textContent = !inspected
+    ? "Choose a thread to see its log."
+    : !log
     ? "This server does not serve the full log."
     : log.length < logLength
       ? `Highlighted: in the window. Showing the last ${log.length}.`
