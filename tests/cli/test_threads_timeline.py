@@ -23,7 +23,7 @@ def test_the_timeline_shows_turns_calls_summaries_window_and_checkpoints(
     assert body[:3] == [
         "== turn 1",
         "  user: Pick Lisbon",
-        "v checkpoint v1 after __start__ (step 0)",
+        "v checkpoint v1 after __start__ (step 0): the turn's input, +1 message",
     ]
     call = next(line for line in body if line.startswith("  -> tool"))
     assert call.startswith('  -> tool select_city("city": "Lisbon"): answered at seq 2 (')
@@ -32,7 +32,11 @@ def test_the_timeline_shows_turns_calls_summaries_window_and_checkpoints(
     assert "[ context window: seqs 6-7 (what the model sees next)" in body
     window = body.index("[ context window: seqs 6-7 (what the model sees next)")
     assert body[window + 1 : window + 3] == ["== turn 3", "  user: When should I go?"]
-    assert sum(line.startswith("v checkpoint") for line in body) == 13
+    checkpoints = [line for line in body if line.startswith("v checkpoint")]
+    assert len(checkpoints) == 13
+    # Each says what it recorded, so two checkpoints of one step read apart.
+    assert all(line.split("): ", 1)[1] for line in checkpoints)
+    assert len(set(checkpoints)) == 13
 
 
 def test_the_timeline_of_a_missing_thread_is_a_one_line_error(

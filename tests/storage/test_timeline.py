@@ -163,3 +163,34 @@ async def test_forks_show_on_both_threads(checkpointer: Checkpointer) -> None:
 async def test_a_missing_thread_is_an_error(checkpointer: Checkpointer) -> None:
     with pytest.raises(ThreadNotFoundError, match="no thread 'nope' for user 'default'"):
         await thread_timeline(checkpointer, ThreadKey("nope"))
+
+
+async def test_checkpoints_say_what_they_recorded_and_direct_calls_are_told_apart(
+    checkpointer: Checkpointer,
+) -> None:
+    from tenxgraph.core.graph._direct import DIRECT_CALL_KEY
+    from tenxgraph.storage.timeline._build import DIRECT_CALL_KEY as READ_KEY
+
+    assert READ_KEY == DIRECT_CALL_KEY  # the key the runtime writes is the one read here
+    model = ScriptedModel([ToolCallBlock(id="c1", name="lookup", args={"city": "Rome"}), "Sunny."])
+    app = create_agent(model, [lookup], checkpointer=checkpointer)
+    config = {"thread_id": "t"}
+    await app.ainvoke({"messages": [Message.text_message("Weather in Rome?")]}, config)
+    await app.acall_tool("lookup", {"city": "Oslo"}, config)
+    timeline = await thread_timeline(checkpointer, ThreadKey("t"))
+    said = [e.text for e in timeline.events if e.kind == "checkpoint"]
+    assert said == [
+        "checkpoint v1 after __start__ (step 0): the turn's input, +1 message",
+        "checkpoint v2 after agent (step 1): +1 message",
+        "checkpoint v3 after tools (step 2): 1 tool call started",
+        "checkpoint v4 after tools (step 2): 1 tool result kept",
+        "checkpoint v5 after tools (step 2): +1 message",
+        "checkpoint v6 after agent (step 3): +1 message, turn completed",
+        "checkpoint v7 after direct_tool_call (step 1): +2 messages",
+    ]
+    messages = [e.text for e in timeline.events if e.kind == "message"]
+    assert messages[1] == "assistant: asks for lookup"  # the model asked
+    assert messages[-2:] == [
+        "assistant (direct call): call_tool lookup",  # the application did
+        "tool (direct call): Oslo is sunny",
+    ]

@@ -39,6 +39,9 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadKey,
 )
 
+DIRECT_CALL_KEY = "direct_tool_call"
+"""``Message.metadata`` key the runtime sets on the messages of a direct ``call_tool``."""
+
 __all__ = ["ThreadTimeline", "TimelineEvent", "thread_timeline"]
 
 EventKind = Literal[
@@ -196,12 +199,17 @@ def _messages(log: Sequence[StoredMessage]) -> list[TimelineEvent]:
 def _message_event(item: StoredMessage) -> TimelineEvent:
     message = item.message
     text = message.text()
-    if not text and message.tool_calls():
-        text = "asks for " + ", ".join(call.name for call in message.tool_calls())
+    names = ", ".join(call.name for call in message.tool_calls())
+    direct = message.metadata.get(DIRECT_CALL_KEY) is True
+    if direct and message.tool_calls():  # the application called the tool, not the model
+        text = f"call_tool {names}"
+    elif not text and names:
+        text = "asks for " + names
+    who = f"{message.role} (direct call)" if direct else message.role
     return TimelineEvent(
         "message",
         item.seq,
-        f"{message.role}: {_preview(text) or '(no text)'}",
+        f"{who}: {_preview(text) or '(no text)'}",
         message.timestamp,
         data={"role": message.role, "message_id": message.message_id},
     )
@@ -273,12 +281,40 @@ def _checkpoints(checkpoints: Sequence[Checkpoint]) -> list[TimelineEvent]:
         TimelineEvent(
             "checkpoint",
             c.log_length - 1,
-            f"checkpoint v{c.version} after {c.node} (step {c.step})",
+            f"checkpoint v{c.version} after {c.node} (step {c.step}): {_recorded(before, c)}",
             c.created_at,
             data={"version": c.version, "node": c.node, "step": c.step},
         )
-        for c in checkpoints
+        for before, c in zip([None, *checkpoints], checkpoints, strict=False)
     ]
+
+
+def _recorded(before: Checkpoint | None, checkpoint: Checkpoint) -> str:
+    """What a checkpoint recorded that the one before it had not, in a few words."""
+    meta = checkpoint.values.get("execution_meta") or {}
+    earlier = (before.values.get("execution_meta") or {}) if before is not None else {}
+    added = checkpoint.log_length - (before.log_length if before is not None else 0)
+    what = [f"+{added} message{'s' if added != 1 else ''}"] if added > 0 else []
+    if checkpoint.node == "__start__":
+        what = ["the turn's input" + (f", {what[0]}" if what else "")]
+    starts = set(meta.get("tool_starts") or {}) - set(earlier.get("tool_starts") or {})
+    results = set(meta.get("tool_ledger") or {}) - set(earlier.get("tool_ledger") or {})
+    if starts:
+        what.append(f"{len(starts)} tool call{'s' if len(starts) != 1 else ''} started")
+    if results:
+        what.append(f"{len(results)} tool result{'s' if len(results) != 1 else ''} kept")
+    status = meta.get("status")
+    if status != earlier.get("status") and status in _ENDED:
+        what.append(_ENDED[status])
+    return ", ".join(what) or "state only"
+
+
+_ENDED = {
+    "completed": "turn completed",
+    "interrupted": "paused",
+    "error": "failed",
+    "stopped": "stopped",
+}
 
 
 def _forks(
