@@ -553,9 +553,7 @@ class DurableRunManager(RunManager):
             if await self._input_saved(claim):
                 run_input = None
         attempt = claim.attempts + (1 if request.get("held", True) else 0)
-        start_after: int | None = 0  # a first attempt published nothing: no Redis to ask
-        if self.events is not None and attempt > 1:
-            start_after = await self.events.last_event_id(claim.run_id)  # None: Redis is down
+        start_after = await self.events.start_after(claim.run_id, attempt) if self.events else 0
         self._resumes[claim.run_id] = (attempt, start_after)
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
         spec = RunSpec(

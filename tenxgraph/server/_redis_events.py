@@ -120,12 +120,21 @@ class RedisEvents:
         """False for ``retry_seconds`` after a call failed: callers skip Redis meanwhile."""
         return time.monotonic() >= self._skip_until
 
-    async def call(self, operation: Callable[[], Coroutine[Any, Any, T]], *, block: float = 0) -> T:
+    async def call(
+        self,
+        operation: Callable[[], Coroutine[Any, Any, T]],
+        *,
+        block: float = 0,
+        probe: bool = False,
+    ) -> T:
         """Run one Redis call within ``timeout`` (+ ``block``); ``StorageUnavailableError`` else.
 
-        The first failure of an outage is logged as a warning, the first
-        success after it as info.
+        While Redis is unavailable the call is not tried (a ``probe`` is: a
+        writer's catch-up). The first failure of an outage is logged as a
+        warning, the first success after it as info.
         """
+        if not (probe or self.available):
+            raise StorageUnavailableError("Redis (run streams) failed a moment ago")
         try:
             async with asyncio.timeout(self.timeout + block):
                 result = await operation()
@@ -152,9 +161,17 @@ class RedisEvents:
         except StorageUnavailableError:
             return None
 
-    async def newest(self, key: str) -> int:
+    async def start_after(self, run_id: str, attempt: int) -> int | None:
+        """The number attempt ``attempt`` of a run goes on from (None: Redis did not answer).
+
+        A first attempt published nothing, so Redis is not asked: a run
+        queued while Redis is down starts all the same.
+        """
+        return 0 if attempt <= 1 else await self.last_event_id(run_id)
+
+    async def newest(self, key: str, *, probe: bool = False) -> int:
         """The number of the newest entry of stream ``key`` (0: none); raises when Redis fails."""
-        entries = await self.call(lambda: self.client.xrevrange(key, count=1))
+        entries = await self.call(lambda: self.client.xrevrange(key, count=1), probe=probe)
         return _number(entries[0][0]) if entries else 0
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
@@ -208,6 +225,7 @@ class RedisStreamWriter(EventLog):
         self._pending: list[LoggedEvent] = []
         self._unsent: deque[LoggedEvent] = deque()
         """Events in memory here that Redis has not got yet (an outage); published in order."""
+        self._unsent_bytes = 0
         self._flusher: asyncio.Task[None] | None = None
         self._ending = False
         self._local = start_after is None
@@ -228,8 +246,13 @@ class RedisStreamWriter(EventLog):
         """
         self._handed_back = value
         if value:
-            self._local = True
-            self._unsent.clear()
+            self._stay_local()
+
+    def _stay_local(self) -> None:
+        """Publish nothing more: what Redis did not get stays in this worker's memory."""
+        self._local = True
+        self._unsent.clear()
+        self._unsent_bytes = 0
 
     @property
     def closed(self) -> bool:
@@ -297,8 +320,10 @@ class RedisStreamWriter(EventLog):
             return
         start = not self._unsent
         self._unsent.extend(batch)
-        while len(self._unsent) > self.limits.max_events:
-            self._unsent.popleft()  # followers elsewhere get EventsLostError for the gap
+        self._unsent_bytes += sum(len(logged.data) for logged in batch)
+        limits = self.limits
+        while len(self._unsent) > limits.max_events or self._unsent_bytes > limits.max_bytes:
+            self._unsent_bytes -= len(self._unsent.popleft().data)  # a gap: EventsLostError
         if start:
             self._redis.spawn(self._catch_up())
 
@@ -315,8 +340,7 @@ class RedisStreamWriter(EventLog):
                     self._redis.backlog_seconds,
                     len(self._unsent),
                 )
-                self._local = True
-                self._unsent.clear()
+                self._stay_local()
                 return
             try:
                 await self._send_unsent()
@@ -325,14 +349,14 @@ class RedisStreamWriter(EventLog):
 
     async def _send_unsent(self) -> None:
         """Publish the held events Redis lacks (a timed-out write may have landed in part)."""
-        top = await self._redis.newest(self._key)
+        top = await self._redis.newest(self._key, probe=True)
         while self._unsent and not self._local:
             while self._unsent and self._unsent[0].id <= top:
-                self._unsent.popleft()
+                self._unsent_bytes -= len(self._unsent.popleft().data)
             batch = [self._unsent[i] for i in range(min(CHUNK, len(self._unsent)))]
             if not batch:
                 return
-            await self._redis.call(partial(self._write, batch))
+            await self._redis.call(partial(self._write, batch), probe=True)
             top = batch[-1].id
 
     async def _write(self, batch: list[LoggedEvent]) -> None:
