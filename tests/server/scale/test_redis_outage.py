@@ -3,10 +3,12 @@
 The workers' Redis (run streams and thread cache) is a private one the test
 stops (killed, later started again on its port) or hangs (SIGSTOP, later
 SIGCONT) while background runs are created and followed through both
-workers. Checked: every run is created, runs and ends ``success``; every
+workers. Checked: every run is created, runs and ends ``success``, and
+``/ready`` stays 200 (runs go on: no balancer should drop the workers); every
 follower opened during the outage is answered 200 and its stream ends
 with ``end`` (the events, or an ``EventsUnavailable`` error first), none
-hangs; once Redis is back, each run's stream reads the same on both
+hangs (nor does the official ``langgraph-sdk`` client's ``join_stream``);
+once Redis is back, each run's stream reads the same on both
 workers, every event once and in order, ending with ``end``.
 """
 
@@ -52,6 +54,24 @@ class Follower(threading.Thread):
             self.failure = repr(exc)
 
 
+class SdkFollower(Follower):
+    """The same through the official ``langgraph-sdk`` client (``runs.join_stream``)."""
+
+    def run(self) -> None:
+        from langgraph_sdk import get_sync_client
+
+        _, thread, _, run_id, _ = self.path.split("/", 5)[1:]
+        client = get_sync_client(url=self.url, api_key=None, timeout=90)
+        try:
+            for part in client.runs.join_stream(thread, run_id):
+                self.events.append((part.id or "", part.event, part.data))
+            self.status = 200
+        except Exception as exc:  # any failure of the client is a finding
+            self.failure = repr(exc)
+        finally:
+            client.close()
+
+
 def _create_runs(urls: list[str], tag: str) -> list[tuple[str, str]]:
     """Background runs ``job-K``, round robin over the workers: (thread, run id)."""
     started = []
@@ -69,11 +89,15 @@ def _create_runs(urls: list[str], tag: str) -> list[tuple[str, str]]:
     return started
 
 
-def _follow_all(urls: list[str], started: list[tuple[str, str]]) -> list[Follower]:
+def _follow_all(
+    urls: list[str], started: list[tuple[str, str]], *, sdk: bool = False
+) -> list[Follower]:
+    kinds: list[type[Follower]] = [Follower, SdkFollower] if sdk else [Follower]
     followers = [
-        Follower(url, f"/threads/{thread}/runs/{run_id}/stream")
+        kind(url, f"/threads/{thread}/runs/{run_id}/stream")
         for thread, run_id in started
         for url in urls
+        for kind in kinds
     ]
     for follower in followers:
         follower.start()
@@ -99,7 +123,8 @@ def test_runs_created_while_redis_is_out_finish_and_every_stream_ends(
             private_redis.pause()
         out_at = time.monotonic()
         started = _create_runs(urls, cluster.tag)
-        during = _follow_all(urls, started)
+        during = _follow_all(urls, started, sdk=True)
+        ready = [httpx.get(f"{url}/ready", timeout=30).status_code for url in urls]
         time.sleep(max(0.0, out_at + OUTAGE_SECONDS - time.monotonic()))
         if fault == "stopped":
             private_redis.start()
@@ -110,6 +135,7 @@ def test_runs_created_while_redis_is_out_finish_and_every_stream_ends(
         after = _joined(_follow_all(urls, started))
 
     problems = _problems(statuses, during, after)
+    problems += [f"/ready answered {code} while Redis was out" for code in ready if code != 200]
     assert problems == [], "\n".join(problems)
 
 
