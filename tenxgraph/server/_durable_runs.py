@@ -103,7 +103,7 @@ class DurableRunManager(RunManager):
         self._adds: dict[str, asyncio.Task[None]] = {}
         self._rows: set[str] = set()
         """Held runs whose row is in the table (the heartbeat extends these)."""
-        self._resumes: dict[str, tuple[int, int]] = {}
+        self._resumes: dict[str, tuple[int, int | None]] = {}
         """Claimed runs being started: run id -> (attempt, last event id published)."""
         self._remote: OrderedDict[str, RunRecord] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
@@ -552,8 +552,8 @@ class DurableRunManager(RunManager):
                 return None
             if await self._input_saved(claim):
                 run_input = None
-        start_after = await self.events.last_event_id(claim.run_id) if self.events else 0
         attempt = claim.attempts + (1 if request.get("held", True) else 0)
+        start_after = await self.events.start_after(claim.run_id, attempt) if self.events else 0
         self._resumes[claim.run_id] = (attempt, start_after)
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
         spec = RunSpec(

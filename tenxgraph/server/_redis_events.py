@@ -16,28 +16,49 @@ number twice.
 Bounds: each stream is trimmed to about ``max_events`` entries
 (``XADD MAXLEN ~``) and expires ``ttl_seconds`` after its run ended. A
 reader resuming before the oldest entry kept gets ``EventsLostError``, as
-with the in-memory log. Redis is the transport of followers on other
-workers, not the record: the run's outcome is in Postgres and the thread's
-state has everything the events said, so a Redis outage only costs those
-followers their live events (logged once per run).
+with the in-memory log.
+
+**Redis is a transport, not the record**, so it is never waited on: the
+run's outcome is in Postgres and the thread's state has everything the
+events said. Every Redis call is bounded by ``timeout``; one that fails
+marks Redis unavailable for ``retry_seconds`` (others skip it meanwhile,
+logged once per outage). Then:
+
+- the running worker puts its events in memory at once (its own readers go
+  on) and keeps those Redis did not get; every ``retry_seconds`` it tries
+  again, and once Redis answers it publishes them, same numbers, in order,
+  ``end`` included (for up to ``backlog_seconds``, and the newest
+  ``max_events`` of them);
+- a follower on another worker keeps its stream open (heartbeats) and
+  reads on from where it was once Redis answers; when the run ended (its
+  row says so) and no ``end`` came within ``settle_seconds``, it is told:
+  an ``error`` event ``EventsUnavailable``, then ``end``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from functools import partial
+from typing import Any, TypeVar
 
-from tenxgraph.errors import EventsLostError, StateError
+from tenxgraph.errors import EventsLostError, StateError, StorageUnavailableError
 from tenxgraph.server._event_log import EventLog, EventLogLimits, Heartbeat, LoggedEvent
 
 __all__ = ["RedisEvents", "RedisStreamReader", "RedisStreamWriter"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
+T = TypeVar("T")
+
 BLOCK_MS = 1000
 """How long one ``XREAD BLOCK`` waits before a follower checks whether the run ended."""
+CHUNK = 500
+"""Events per pipeline when a writer publishes what an outage held back."""
 
 
 def _number(entry_id: bytes | str) -> int:
@@ -53,7 +74,7 @@ def _event(entry_id: bytes | str, fields: dict[Any, Any]) -> LoggedEvent:
 
 
 class RedisEvents:
-    """The Redis client and settings the run streams of one server share."""
+    """The Redis client and settings the run streams of one server share, and Redis's health."""
 
     def __init__(
         self,
@@ -61,40 +82,127 @@ class RedisEvents:
         *,
         prefix: str = "tenxgraph:runs:",
         ttl_seconds: int = 86_400,
-        timeout: float = 5.0,
+        timeout: float = 1.0,
+        retry_seconds: float = 1.0,
+        backlog_seconds: float = 600.0,
+        settle_seconds: float = 5.0,
     ) -> None:
-        """Connect to ``url`` (lazily); keys start with ``prefix``."""
+        """Connect to ``url`` (lazily); keys start with ``prefix``.
+
+        ``timeout`` bounds each call (an ``XREAD BLOCK`` gets its block on
+        top); after a failure Redis is skipped for ``retry_seconds``.
+        """
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
 
         self.prefix, self.ttl_seconds = prefix, ttl_seconds
+        self.timeout, self.retry_seconds = timeout, retry_seconds
+        self.backlog_seconds, self.settle_seconds = backlog_seconds, settle_seconds
         self.client: Any = aioredis.Redis.from_url(
-            url, socket_timeout=timeout + BLOCK_MS / 1000, socket_connect_timeout=timeout
+            url,
+            socket_timeout=timeout + BLOCK_MS / 1000,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),  # a failure is reported at once; callers retry later
         )
+        self._errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
+        self._skip_until = 0.0
+        self._failing = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def key(self, run_id: str) -> str:
         """The stream of run ``run_id``."""
         return f"{self.prefix}{run_id}"
 
-    async def last_event_id(self, run_id: str) -> int:
-        """The number of the run's latest event in Redis (0: none)."""
-        entries = await self.client.xrevrange(self.key(run_id), count=1)
+    @property
+    def available(self) -> bool:
+        """False for ``retry_seconds`` after a call failed: callers skip Redis meanwhile."""
+        return time.monotonic() >= self._skip_until
+
+    async def call(
+        self,
+        operation: Callable[[], Coroutine[Any, Any, T]],
+        *,
+        block: float = 0,
+        probe: bool = False,
+    ) -> T:
+        """Run one Redis call within ``timeout`` (+ ``block``); ``StorageUnavailableError`` else.
+
+        While Redis is unavailable the call is not tried (a ``probe`` is: a
+        writer's catch-up). The first failure of an outage is logged as a
+        warning, the first success after it as info.
+        """
+        if not (probe or self.available):
+            raise StorageUnavailableError("Redis (run streams) failed a moment ago")
+        try:
+            async with asyncio.timeout(self.timeout + block):
+                result = await operation()
+        except self._errors as exc:
+            self._skip_until = time.monotonic() + self.retry_seconds
+            reason = str(exc) or f"no answer within {self.timeout + block:g}s"
+            if not self._failing:
+                self._failing = True
+                logger.warning(
+                    "run streams: Redis failed (%s); runs go on, their events are kept here "
+                    "and published once it answers",
+                    reason,
+                )
+            raise StorageUnavailableError(f"Redis (run streams): {reason}") from exc
+        if self._failing:
+            self._failing = False
+            logger.info("run streams: Redis answers again")
+        return result
+
+    async def last_event_id(self, run_id: str) -> int | None:
+        """The number of the run's latest event in Redis (0: none; None: Redis did not answer)."""
+        try:
+            return await self.newest(self.key(run_id))
+        except StorageUnavailableError:
+            return None
+
+    async def start_after(self, run_id: str, attempt: int) -> int | None:
+        """The number attempt ``attempt`` of a run goes on from (None: Redis did not answer).
+
+        A first attempt published nothing, so Redis is not asked: a run
+        queued while Redis is down starts all the same.
+        """
+        return 0 if attempt <= 1 else await self.last_event_id(run_id)
+
+    async def newest(self, key: str, *, probe: bool = False) -> int:
+        """The number of the newest entry of stream ``key`` (0: none); raises when Redis fails."""
+        entries = await self.call(lambda: self.client.xrevrange(key, count=1), probe=probe)
         return _number(entries[0][0]) if entries else 0
 
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run a writer's catch-up in the background (``aclose`` stops it)."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def ping(self) -> None:
-        """One round trip (readiness)."""
-        await self.client.ping()
+        """One round trip."""
+        await self.call(self.client.ping)
 
     async def aclose(self) -> None:
-        """Close the connections."""
-        await self.client.aclose()
+        """Stop the catch-ups (their events stay unpublished) and close the connections."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+        try:
+            await self.client.aclose()
+        except self._errors as exc:
+            logger.debug("run streams: closing the Redis client: %s", exc)
 
 
 class RedisStreamWriter(EventLog):
     """The running worker's log: each event goes to the run's Redis Stream, then into memory.
 
-    Readers on this worker (the in-memory log) only see events already in
-    Redis, so a client that reconnects elsewhere never holds an event number
-    Redis did not get, even when this worker dies a moment later.
+    While Redis answers, readers on this worker (the in-memory log) only see
+    events already in Redis, so a client that reconnects elsewhere never
+    holds an event number Redis did not get. While it does not, events go
+    into memory at once and wait in ``_unsent`` for Redis (see the module).
     """
 
     def __init__(
@@ -103,19 +211,48 @@ class RedisStreamWriter(EventLog):
         run_id: str,
         limits: EventLogLimits | None = None,
         *,
-        start_after: int = 0,
+        start_after: int | None = 0,
     ) -> None:
-        """Number events after ``start_after`` (the last one an earlier attempt published)."""
+        """Number events after ``start_after`` (the last one an earlier attempt published).
+
+        None: Redis could not say (it is down while a resumed run starts).
+        This attempt's events then stay on this worker, numbered from 1:
+        followers elsewhere are told they are unavailable once the run ended.
+        """
         super().__init__(limits)
         self._redis, self._key = events, events.key(run_id)
-        self._last = self._next = self._start_after = start_after
+        self._last = self._next = self._start_after = start_after or 0
         self._pending: list[LoggedEvent] = []
+        self._unsent: deque[LoggedEvent] = deque()
+        """Events in memory here that Redis has not got yet (an outage); published in order."""
+        self._unsent_bytes = 0
         self._flusher: asyncio.Task[None] | None = None
         self._ending = False
-        self._failed = False
-        self.hand_back = False
-        """Set when this worker gives the run up unfinished: its ``end`` stays local, so
-        followers elsewhere go on with the next attempt's events."""
+        self._local = start_after is None
+        """True when this attempt publishes nothing more (numbering unknown, handed back)."""
+        self._handed_back = False
+
+    @property
+    def hand_back(self) -> bool:
+        """True once this worker gave the run up unfinished (see ``_durable_runs._give_up``)."""
+        return self._handed_back
+
+    @hand_back.setter
+    def hand_back(self, value: bool) -> None:
+        """Giving the run up: nothing more is published (not its ``end``, not a backlog).
+
+        Followers elsewhere go on with the next attempt's events, numbered
+        after what Redis holds.
+        """
+        self._handed_back = value
+        if value:
+            self._stay_local()
+
+    def _stay_local(self) -> None:
+        """Publish nothing more: what Redis did not get stays in this worker's memory."""
+        self._local = True
+        self._unsent.clear()
+        self._unsent_bytes = 0
 
     @property
     def closed(self) -> bool:
@@ -126,6 +263,12 @@ class RedisStreamWriter(EventLog):
         """Number the event and queue it: Redis first, then this worker's readers."""
         if self._ending:
             raise StateError(f"the run's stream has ended; cannot add event {event!r}")
+        idle = self._flusher is None or self._flusher.done()
+        if (self._local or self._unsent) and idle:  # Redis is behind: readers here go on
+            logged = super().append(event, data)
+            self._next = logged.id
+            self._hold([logged])
+            return logged
         self._next += 1
         logged = LoggedEvent(self._next, event, data)
         self._pending.append(logged)
@@ -133,7 +276,7 @@ class RedisStreamWriter(EventLog):
         return logged
 
     def close(self) -> None:
-        """End the log once what is queued was published."""
+        """End the log once what is queued was published (or held back for Redis)."""
         if not self._ending:
             self._ending = True
             self._kick()
@@ -143,7 +286,10 @@ class RedisStreamWriter(EventLog):
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     async def flushed(self) -> None:
-        """Wait until every event appended so far is in Redis (or given up on) and here."""
+        """Wait until every event appended so far is here, and in Redis or held for it.
+
+        Bounded by one Redis ``timeout``: an outage is not waited out.
+        """
         while self._flusher is not None and not self._flusher.done():
             await self._flusher
 
@@ -151,17 +297,67 @@ class RedisStreamWriter(EventLog):
         await asyncio.sleep(0)  # gather what the run adds in this turn of the loop
         while self._pending:
             batch, self._pending = self._pending, []
-            published = [e for e in batch if not (self.hand_back and e.event == "end")]
-            if published and not self._failed:
-                try:
-                    await self._write(published)
-                except Exception as exc:  # followers elsewhere lose live events; the run goes on
-                    logger.warning("run stream %s: Redis write failed: %s", self._key, exc)
-                    self._failed = True
+            if self._local or self._unsent or not await self._publish(batch):
+                self._hold(batch)
             for logged in batch:
                 super().append(logged.event, logged.data)
         if self._ending:
             super().close()
+
+    async def _publish(self, batch: list[LoggedEvent]) -> bool:
+        """Write ``batch`` to Redis; False (not waiting) when Redis is unavailable."""
+        if not self._redis.available:
+            return False
+        try:
+            await self._redis.call(lambda: self._write(batch))
+        except StorageUnavailableError:
+            return False
+        return True
+
+    def _hold(self, batch: list[LoggedEvent]) -> None:
+        """Keep events Redis did not get, the newest ``max_events``; start the catch-up."""
+        if self._local:
+            return
+        start = not self._unsent
+        self._unsent.extend(batch)
+        self._unsent_bytes += sum(len(logged.data) for logged in batch)
+        limits = self.limits
+        while len(self._unsent) > limits.max_events or self._unsent_bytes > limits.max_bytes:
+            self._unsent_bytes -= len(self._unsent.popleft().data)  # a gap: EventsLostError
+        if start:
+            self._redis.spawn(self._catch_up())
+
+    async def _catch_up(self) -> None:
+        """Every ``retry_seconds``, publish what Redis did not get, until it has all of it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._redis.backlog_seconds
+        while self._unsent and not self._local:
+            await asyncio.sleep(self._redis.retry_seconds)
+            if loop.time() > deadline:
+                logger.warning(
+                    "run stream %s: Redis did not answer for %gs; %d events stay on this worker",
+                    self._key,
+                    self._redis.backlog_seconds,
+                    len(self._unsent),
+                )
+                self._stay_local()
+                return
+            try:
+                await self._send_unsent()
+            except StorageUnavailableError:
+                continue
+
+    async def _send_unsent(self) -> None:
+        """Publish the held events Redis lacks (a timed-out write may have landed in part)."""
+        top = await self._redis.newest(self._key, probe=True)
+        while self._unsent and not self._local:
+            while self._unsent and self._unsent[0].id <= top:
+                self._unsent_bytes -= len(self._unsent.popleft().data)
+            batch = [self._unsent[i] for i in range(min(CHUNK, len(self._unsent)))]
+            if not batch:
+                return
+            await self._redis.call(partial(self._write, batch), probe=True)
+            top = batch[-1].id
 
     async def _write(self, batch: list[LoggedEvent]) -> None:
         pipe = self._redis.client.pipeline(transaction=False)
@@ -207,16 +403,32 @@ class RedisStreamReader(EventLog):
         """Read ``key``; ``ended()`` is asked when the stream is quiet.
 
         It tells whether the run ended: a run cancelled before it started has
-        no ``end`` event.
+        no ``end`` event, and neither has one whose worker could not publish
+        it (see the module).
         """
         super().__init__()
         self._redis, self._key, self._ended = events, key, ended
         self._first = 1
+        self._down = False
 
     async def prepare(self) -> None:
-        """Read the oldest entry kept, so ``check_resume`` can answer without a round trip."""
-        first = await self._redis.client.xrange(self._key, count=1)
-        newest = await self._redis.client.xrevrange(self._key, count=1)
+        """Read the oldest and newest entries kept, so ``check_resume`` answers without a trip.
+
+        Redis not answering is no error here: the follower waits for it (see ``follow``).
+        """
+        client = self._redis.client
+
+        async def ends() -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            pipe.xrange(self._key, count=1)
+            pipe.xrevrange(self._key, count=1)
+            return list(await pipe.execute())
+
+        try:
+            first, newest = await self._redis.call(ends)
+        except StorageUnavailableError:
+            self._down = True
+            return
         self._first = _number(first[0][0]) if first else 1
         self._last = _number(newest[0][0]) if newest else 0
 
@@ -226,8 +438,16 @@ class RedisStreamReader(EventLog):
         return self._first
 
     async def read_range(self, after: int, until: int) -> AsyncIterator[list[LoggedEvent]]:
-        """The events numbered ``after + 1`` to ``until``, checked for a gap."""
-        entries = await self._redis.client.xrange(self._key, min=f"0-{after + 1}", max=f"0-{until}")
+        """The events numbered ``after + 1`` to ``until``, checked for a gap.
+
+        Raises ``EventsLostError`` when they are not all there, or Redis does not answer.
+        """
+        try:
+            entries = await self._redis.call(
+                lambda: self._redis.client.xrange(self._key, min=f"0-{after + 1}", max=f"0-{until}")
+            )
+        except StorageUnavailableError:
+            raise EventsLostError(after, until + 1) from None
         batch = [_event(entry_id, fields) for entry_id, fields in entries]
         if (batch[0].id if batch else until + 1) != after + 1 and after < until:
             raise EventsLostError(after, batch[0].id if batch else until + 1)
@@ -240,26 +460,65 @@ class RedisStreamReader(EventLog):
         """Every event after ``after``, waiting for new ones until the ``end`` event.
 
         A ``heartbeat``'s empty batch comes between reads (each waits at most
-        ``BLOCK_MS``), so up to that much late.
+        ``BLOCK_MS``, or ``retry_seconds`` while Redis fails), so up to that
+        much late. Once the run ended, an ``end`` that does not come within
+        ``settle_seconds`` is replaced by an ``error`` event
+        (``EventsUnavailable``) and an ``end``, numbered on but stored nowhere.
         """
         self.check_resume(after)
         beat = Heartbeat(heartbeat)
-        cursor = after
+        loop = asyncio.get_running_loop()
+        cursor, ended_at = after, None
         while True:
             if beat.due():
                 yield []
-            answer = await self._redis.client.xread({self._key: f"0-{cursor}"}, block=BLOCK_MS)
-            if not answer:
-                if self._ended is not None and await self._ended():
-                    answer = await self._redis.client.xread({self._key: f"0-{cursor}"})
-                    if not answer:
-                        return
-                else:
-                    continue
-            batch = [_event(entry_id, fields) for entry_id, fields in answer[0][1]]
-            if batch[0].id != cursor + 1:
-                raise EventsLostError(cursor, batch[0].id)
-            yield batch
-            cursor = batch[-1].id
-            if batch[-1].event == "end":
+            batch = await self._read(cursor)
+            if batch:
+                if batch[0].id != cursor + 1:
+                    raise EventsLostError(cursor, batch[0].id)
+                yield batch
+                cursor = batch[-1].id
+                if batch[-1].event == "end":
+                    return
+                ended_at = None if ended_at is None else loop.time()  # still coming: wait on
+            elif ended_at is None:
+                ended_at = loop.time() if await self._has_ended() else None
+            elif loop.time() - ended_at >= self._redis.settle_seconds:
+                yield self._unavailable(cursor)
                 return
+
+    async def _read(self, cursor: int) -> list[LoggedEvent]:
+        """The events after ``cursor`` (waiting up to ``BLOCK_MS``); none while Redis fails."""
+        if not self._redis.available:
+            self._down = True
+            await asyncio.sleep(self._redis.retry_seconds)
+            return []
+        try:
+            answer = await self._redis.call(
+                lambda: self._redis.client.xread({self._key: f"0-{cursor}"}, block=BLOCK_MS),
+                block=BLOCK_MS / 1000,
+            )
+        except StorageUnavailableError:
+            self._down = True
+            return []
+        self._down = False
+        return [_event(entry_id, fields) for entry_id, fields in answer[0][1]] if answer else []
+
+    async def _has_ended(self) -> bool:
+        if self._ended is None:
+            return False
+        try:
+            return await self._ended()
+        except Exception as exc:  # the run table does not answer either: ask again later
+            logger.debug("run stream %s: cannot tell whether the run ended: %s", self._key, exc)
+            return False
+
+    def _unavailable(self, cursor: int) -> list[LoggedEvent]:
+        """What a follower is told when the run ended and its stream has no ``end``."""
+        why = "Redis does not answer" if self._down else "its worker could not publish them"
+        message = (
+            f"the run ended, but its events after {cursor} are not available ({why}); "
+            "its outcome is the run's (GET .../runs/{run_id}), its result the thread's state"
+        )
+        data = json.dumps({"error": "EventsUnavailable", "message": message})
+        return [LoggedEvent(cursor + 1, "error", data), LoggedEvent(cursor + 2, "end", "null")]

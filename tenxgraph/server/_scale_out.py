@@ -49,9 +49,9 @@ def install(
         poll_seconds=poll_seconds,
     )
     context.state["runs"] = manager
+    # Redis is no readiness check: runs go on without it (see RedisEvents), and a balancer
+    # that took every worker out while it is down would stop them all.
     context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))
-    if events is not None:
-        context.state["ready_checks"].append(("run streams (redis)", events.ping))
     manager.on_ended = metrics_of(context).observe
     context.on_startup.append(manager.open)
     context.on_shutdown.append(manager.aclose)

@@ -36,7 +36,11 @@ def free_port() -> int:
 class Cluster:
     """Workers sharing one database; use as a context manager."""
 
-    def __init__(self, workdir: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *, env: dict[str, str] | None = None, redis_url: str = REDIS_URL
+    ) -> None:
+        """``redis_url``: the shared Redis by default, or a private one a test stops."""
+        self.redis_url = redis_url
         self.name = f"tg_scale_{uuid.uuid4().hex[:10]}"
         self.dsn = PG_ADMIN.rsplit("/", 1)[0] + f"/{self.name}"
         self.prefix = f"{self.name}:"
@@ -80,6 +84,8 @@ class Cluster:
 
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        if self.redis_url != REDIS_URL:  # a private Redis: it goes with its test
+            return
         client = redis.Redis.from_url(REDIS_URL)
         try:
             for pattern in (f"{self.prefix}*", f"tenxgraph:*:default:{self.tag}-*"):
@@ -95,7 +101,7 @@ class Cluster:
         for _ in range(count):
             port = free_port()
             command = [str(TENXGRAPH), "serve", "scale_graph:graph", "--postgres", self.dsn]
-            command += ["--redis", REDIS_URL, "--host", "127.0.0.1", "--port", str(port)]
+            command += ["--redis", self.redis_url, "--host", "127.0.0.1", "--port", str(port)]
             with (self.workdir / f"worker-{port}.log").open("wb") as log:
                 process = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
             url = f"http://127.0.0.1:{port}"

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.storage.servers import PrivateRedis
+
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -36,3 +38,12 @@ def prefix() -> Iterator[str]:
             client.delete(*keys)
     finally:
         client.close()
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A Redis of the test's own on a spare port, to stop, hang or restart (not the shared one)."""
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.kill()

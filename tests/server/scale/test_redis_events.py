@@ -1,14 +1,21 @@
-"""Run streams through the real Redis: SSE ids as entry ids, resume from any id, two attempts."""
+"""Run streams through the real Redis: SSE ids as entry ids, resume from any id, two attempts.
+
+And through a private Redis that is stopped or hung: the writer's own
+readers go on, Redis gets every event once it is back, and a follower
+elsewhere is told when the run ended and its events did not come.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from tenxgraph.errors import EventsLostError
 from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._redis_events import RedisEvents, RedisStreamReader, RedisStreamWriter
+from tests.storage.servers import PrivateRedis
 
 from .conftest import REDIS_URL
 
@@ -71,7 +78,7 @@ async def test_a_resume_before_the_oldest_kept_event_is_refused(prefix: str) -> 
 
 
 async def test_a_run_that_ended_without_events_ends_its_followers(prefix: str) -> None:
-    events = RedisEvents(REDIS_URL, prefix=prefix)
+    events = RedisEvents(REDIS_URL, prefix=prefix, settle_seconds=0.3)
     ended = asyncio.Event()
 
     async def is_ended() -> bool:
@@ -82,6 +89,64 @@ async def test_a_run_that_ended_without_events_ends_its_followers(prefix: str) -
         follower = asyncio.create_task(_read(reader, 0))
         await asyncio.sleep(0.1)
         ended.set()
-        assert await asyncio.wait_for(follower, 5) == []
+        got = await asyncio.wait_for(follower, 5)
+        assert [(n, e) for n, e, _ in got] == [(1, "error"), (2, "end")]
+        assert json.loads(got[0][2])["error"] == "EventsUnavailable"
     finally:
+        await events.aclose()
+
+
+async def test_events_written_while_redis_is_down_reach_it_once_it_is_back(
+    private_redis: PrivateRedis,
+) -> None:
+    events = RedisEvents(private_redis.url, prefix="out:", retry_seconds=0.2)
+    try:
+        private_redis.kill()
+        writer = RedisStreamWriter(events, "r")
+        for i in range(3):
+            writer.append("values", str(i))
+        await asyncio.wait_for(writer.flushed(), 5)  # a refused write is not waited on
+        writer.append("end", "null")
+        writer.close()
+        local = [(e.id, e.event) async for batch in writer.follow(0) for e in batch]
+        assert local == [(1, "values"), (2, "values"), (3, "values"), (4, "end")]
+        private_redis.start()
+        reader = RedisStreamReader(events, events.key("r"))
+        await reader.prepare()
+        got = await asyncio.wait_for(_read(reader, 0), 10)
+        assert got == [
+            (1, "values", "0"),
+            (2, "values", "1"),
+            (3, "values", "2"),
+            (4, "end", "null"),
+        ]
+    finally:
+        await events.aclose()
+
+
+async def test_a_follower_of_a_hung_redis_is_told_once_the_run_ended(
+    private_redis: PrivateRedis,
+) -> None:
+    events = RedisEvents(private_redis.url, prefix="hung:", timeout=0.3, settle_seconds=0.5)
+    ended = asyncio.Event()
+
+    async def is_ended() -> bool:
+        return ended.is_set()
+
+    try:
+        writer = RedisStreamWriter(events, "r")
+        writer.append("values", "0")
+        await writer.flushed()
+        private_redis.pause()
+        reader = RedisStreamReader(events, events.key("r"), ended=is_ended)
+        await asyncio.wait_for(reader.prepare(), 5)
+        follower = asyncio.create_task(_read(reader, 0))
+        await asyncio.sleep(1.0)
+        assert not follower.done()  # the run goes on: the follower waits for Redis
+        ended.set()
+        got = await asyncio.wait_for(follower, 10)
+        assert [(n, e) for n, e, _ in got] == [(1, "error"), (2, "end")]
+        assert "Redis does not answer" in json.loads(got[0][2])["message"]
+    finally:
+        private_redis.resume()
         await events.aclose()
