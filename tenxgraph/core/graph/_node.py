@@ -7,6 +7,7 @@ with its return value. One protocol serves plain functions, Agents and ToolNodes
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -81,6 +82,7 @@ class RunContext:
         is_async: bool | None = None,
         scope: InterruptScope | None = None,
         concurrent: bool = False,
+        run_limit: float | None = None,
     ) -> Any:
         """Call sync or async user code the right way, with ``interrupt`` answers in scope.
 
@@ -88,6 +90,8 @@ class RunContext:
         when the loop belongs to a sync ``invoke`` and nothing else must run
         meanwhile (``concurrent=False``). ``is_async`` skips the check when the
         caller already knows; ``scope`` replaces the node's interrupt answers.
+        ``run_limit`` (seconds of running; a sync call's clock starts on its
+        thread) raises ``TimeoutError``; a sync call run inline has none.
         """
         if is_async is None:
             is_async = inspect.iscoroutinefunction(function)
@@ -95,14 +99,19 @@ class RunContext:
         if is_async:
             token = _scope.set(scope or self.interrupt_scope)
             try:
-                return await function(*args, **kwargs)
+                async with asyncio.timeout(run_limit):
+                    return await function(*args, **kwargs)
             finally:
                 _scope.reset(token)
         if self.run_sync_inline and not concurrent:
             result = self.call_here(function, args, kwargs, scope)
         else:
-            result = await self.workers.run(self.call_here, function, args, kwargs, scope)
-        return await result if inspect.isawaitable(result) else result
+            run = self.workers.run
+            result = await run(self.call_here, function, args, kwargs, scope, run_limit=run_limit)
+        if not inspect.isawaitable(result):
+            return result
+        async with asyncio.timeout(run_limit):
+            return await result
 
     def call_here(
         self,

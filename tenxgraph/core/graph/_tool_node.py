@@ -361,10 +361,15 @@ async def execute_tool(
     kwargs.update({name: injected[name] for name in tool.injected})
     timeout = tool.timeout or default_timeout
     try:
-        running = ctx.call(
-            tool.function, (), kwargs, is_async=tool.is_async, scope=scope, concurrent=True
+        value = await ctx.call(
+            tool.function,
+            (),
+            kwargs,
+            is_async=tool.is_async,
+            scope=scope,
+            concurrent=True,
+            run_limit=timeout or None,
         )
-        value = await asyncio.wait_for(running, timeout) if timeout else await running
     except GraphInterrupt:
         raise
     except TimeoutError:

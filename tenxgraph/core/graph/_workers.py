@@ -10,9 +10,15 @@ So each compiled graph runs user code on its own ``WorkerPool``: at most
 up (a timeout or a cancelled run) while it was running counts as *stuck*
 until it returns; ``stuck`` and ``threads`` are visible on the pool. When
 every thread is held by a stuck call, a new call fails at once with
-``WorkersExhaustedError`` instead of queueing behind them forever. The
-threads are daemons, so a tool that never returns does not keep the process
-alive at exit.
+``WorkersExhaustedError`` instead of queueing behind them forever, and so do
+the calls still queued when the last thread becomes stuck. The threads are
+daemons, so a tool that never returns does not keep the process alive at
+exit.
+
+A call's ``run_limit`` counts from the moment a thread starts it, not from
+when it was queued: on a busy machine a new thread may take a while to be
+scheduled, and a call that never ran must not be reported as having run
+out of time (nor be dropped uncounted while its thread starts).
 """
 
 from __future__ import annotations
@@ -33,15 +39,30 @@ __all__ = ["WorkerPool"]
 class _Job:
     """One call: queued, then running, then done; ``abandoned`` once its caller gave up."""
 
-    __slots__ = ("abandoned", "args", "context", "done", "function", "future", "started")
+    __slots__ = (
+        "abandoned",
+        "args",
+        "began",
+        "context",
+        "done",
+        "function",
+        "future",
+        "started",
+    )
 
     def __init__(
-        self, function: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        future: asyncio.Future[Any],
+        began: asyncio.Future[None] | None = None,
     ) -> None:
         self.function = function
         self.args = args
         self.context = contextvars.copy_context()
         self.future = future
+        self.began = began
+        """Set when a thread starts the call (only for a call with a timeout)."""
         self.started = False
         self.done = False
         self.abandoned = False
@@ -70,14 +91,27 @@ class WorkerPool:
         """Calls still running although their caller gave up on them (e.g. timed out)."""
         return self._stuck
 
-    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Call ``function(*args)`` on a pool thread and wait for it, with the caller's context."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        job = _Job(function, args, future)
+    async def run(
+        self, function: Callable[..., Any], *args: Any, run_limit: float | None = None
+    ) -> Any:
+        """Call ``function(*args)`` on a pool thread and wait for it, with the caller's context.
+
+        With ``run_limit``, ``TimeoutError`` once the call ran that many
+        seconds, counted from its start on a thread (a caller's own
+        ``asyncio.timeout`` would count the wait in the queue too); the call
+        goes on, stuck.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        job = _Job(function, args, future, None if run_limit is None else loop.create_future())
         self._submit(job)
         try:
-            return await future
-        except asyncio.CancelledError:
+            if job.began is None:
+                return await future
+            await asyncio.wait((job.began, future), return_when=asyncio.FIRST_COMPLETED)
+            async with asyncio.timeout(run_limit):
+                return await future
+        except (asyncio.CancelledError, TimeoutError):
             self._abandon(job)
             raise
 
@@ -103,8 +137,32 @@ class WorkerPool:
             if job.started and not job.done:
                 job.abandoned = True
                 self._stuck += 1
+                if self._stuck >= self.max_threads:
+                    self._fail_queued()
             elif not job.started:
                 job.done = True  # still queued: the thread that takes it skips it
+
+    def _fail_queued(self) -> None:
+        """Every thread is stuck: the queued calls would wait forever, so they fail now.
+
+        Called with the lock held. No thread waits on the queue then (each
+        is in a stuck call), so the queue is drained without a race.
+        """
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if job.done:
+                continue
+            job.done = True
+            failure = WorkersExhaustedError(
+                f"all {self.max_threads} worker threads became held by calls that timed out "
+                "or were cancelled while this call waited for one; raise the graph's "
+                "tool_threads or make those tools return"
+            )
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                job.future.get_loop().call_soon_threadsafe(_settle, job.future, (False, failure))
 
     def _work(self) -> None:
         while True:
@@ -113,6 +171,9 @@ class WorkerPool:
                 skip = job.done
                 job.started = True
             if not skip:
+                if job.began is not None:
+                    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                        job.began.get_loop().call_soon_threadsafe(_settle, job.began, (True, None))
                 self._execute(job)
             with self._lock:
                 self._idle += 1

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tenxgraph.core.graph import StateGraph, ToolNode
+from tenxgraph.core.graph import StateGraph, ToolNode, tool
+from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
-from tenxgraph.errors import GraphBuildError
+from tenxgraph.errors import GraphBuildError, WorkersExhaustedError
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
 
 GUARD = 60.0
@@ -65,6 +67,44 @@ def test_timed_out_tools_do_not_hold_up_saves(tmp_path: Path, release: threading
 
     asyncio.run(turns())
     assert app.workers.stuck == 12
+
+
+def test_a_timeout_counts_from_the_start_of_the_call_not_from_its_wait_for_a_thread(
+    tmp_path: Path,
+) -> None:
+    @tool(timeout=5.0)
+    def slow() -> str:
+        """Holds the only thread for a while, well within its own timeout."""
+        time.sleep(0.5)
+        return "slow done"
+
+    def quick() -> str:
+        """Returns at once once a thread takes it (the node's timeout: 0.1 s)."""
+        return "quick done"
+
+    app = tool_graph([slow, quick], SqliteCheckpointer(tmp_path / "t.sqlite"), tool_threads=1)
+    both = Message(
+        role="assistant",
+        content=[ToolCallBlock(id="s", name="slow"), ToolCallBlock(id="q", name="quick")],
+    )
+    state = app.invoke({"messages": [both]}, {"thread_id": "t"})["state"]
+    # quick waited ~0.5 s for the thread, then ran: not "timed out" without having run.
+    assert results(state) == ["slow done", "quick done"]
+    assert app.workers.stuck == 0
+
+
+async def test_calls_queued_when_the_last_thread_gets_stuck_fail_instead_of_waiting(
+    release: threading.Event,
+) -> None:
+    pool = WorkerPool(max_threads=1)
+    stuck = asyncio.ensure_future(pool.run(release.wait, run_limit=0.1))
+    await asyncio.sleep(0)  # queued first
+    queued = asyncio.ensure_future(pool.run(lambda: "never ran"))
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(stuck, GUARD)
+    with pytest.raises(WorkersExhaustedError, match="became held by calls that timed out"):
+        await asyncio.wait_for(queued, GUARD)
+    assert pool.stuck == 1
 
 
 def test_all_threads_stuck_is_reported_without_waiting(
