@@ -14,8 +14,9 @@ primitives are safe across threads (SQLite and Postgres through their
 database objects, ``InMemoryStore`` under its lock).
 
 The thread starts with the store's first call (``ensure``, also after an
-``aclose``) and ``aclose`` stops it, waiting for a sweep in progress. A
-sweep that fails (a database down) is logged and the next one tried.
+``aclose``) and ``aclose`` stops it, waiting for a sweep in progress; it
+holds the store weakly, so a store dropped without ``aclose`` ends it too.
+A sweep that fails (a database down) is logged and the next one tried.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 from tenxgraph.errors import ConfigError
@@ -45,11 +47,9 @@ class Sweeper:
             raise ConfigError(f"sweep_interval must be seconds > 0 or None, got {interval!r}")
         if type(limit) is not int or not 1 <= limit <= 1 << 20:
             raise ConfigError(f"sweep_limit must be an int from 1 to {1 << 20}, got {limit!r}")
-        self.store = store
+        self._store = weakref.ref(store)
         self.interval = interval
         self.limit = limit
-        self.sweeps = 0
-        """Sweeps run (tests and monitoring)."""
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._guard = threading.Lock()
@@ -62,22 +62,12 @@ class Sweeper:
             if self._thread is None:
                 self._stop = threading.Event()
                 self._thread = threading.Thread(
-                    target=self._run, args=(self._stop,), name="tenxgraph-memory-sweeper"
+                    target=_sweep,
+                    args=(self._store, self._stop, self.interval, self.limit),
+                    name="tenxgraph-memory-sweeper",
                 )
                 self._thread.daemon = True
                 self._thread.start()
-
-    def _run(self, stop: threading.Event) -> None:
-        assert self.interval is not None
-        wait = self.interval
-        while not stop.wait(wait):
-            try:
-                deleted = asyncio.run(self.store.asweep_expired(self.limit))
-            except Exception:
-                _log.warning("memory store sweep failed; the next one is tried", exc_info=True)
-                deleted = 0
-            self.sweeps += 1
-            wait = 0.0 if deleted >= self.limit else self.interval
 
     async def astop(self) -> None:
         """Stop the thread and wait for a sweep in progress to end."""
@@ -86,3 +76,21 @@ class Sweeper:
             self._stop.set()
         if thread is not None and thread is not threading.current_thread():
             await asyncio.to_thread(thread.join)
+
+
+def _sweep(
+    store: weakref.ref[MemoryStore], stop: threading.Event, interval: float, limit: int
+) -> None:
+    """The thread: a bounded sweep every ``interval`` until stopped or the store is gone."""
+    wait = interval
+    while not stop.wait(wait):
+        alive = store()
+        if alive is None:
+            return
+        try:
+            deleted = asyncio.run(alive.asweep_expired(limit))
+        except Exception:
+            _log.warning("memory store sweep failed; the next one is tried", exc_info=True)
+            deleted = 0
+        del alive
+        wait = 0.0 if deleted >= limit else interval
