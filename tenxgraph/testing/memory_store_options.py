@@ -94,6 +94,7 @@ class StoreOptionsContract:
         assert await found(store, filter={"meta.stars": {"$ne": 4}}) == ["b", "c", "d"]
         assert await found(store, filter={"meta": "flat"}) == ["c"]
         assert await found(store, filter={"meta.stars.x": 4}) == []
+        assert await found(store, filter={"tags.0": "tea"}) == []  # paths walk objects only
         assert await found(store, filter={"tags": "tea"}) == ["a", "c"]  # not d's inner list
         assert await found(store, filter={"tags": {"$ne": "tea"}}) == ["b", "d"]
         assert await found(store, filter={"tags": {"$gt": "d"}}) == ["a", "c"]

@@ -184,18 +184,23 @@ def postgres_where(conditions: tuple[Condition, ...]) -> tuple[str, list[Any]]:
     """Postgres conditions (`` AND ...`` on the ``jsonb`` column ``value``) and parameters.
 
     A node that is not a list is wrapped in one, so lists and scalars share
-    one test; a missing path (SQL NULL) is never wrapped.
+    one test; a missing path (SQL NULL) is never wrapped. ``#>`` takes a
+    part of digits as a list index, so such a part's parent must be an
+    object (paths walk objects only, as everywhere else).
     """
     where, params = "", []
     for path, operator, operand in conditions:
         test, extra = _postgres_test("$eq" if operator == "$ne" else operator, operand)
+        parents = [path[:at] for at in range(1, len(path)) if path[at].lstrip("-").isdigit()]
+        guards = "".join("jsonb_typeof(value #> %s::text[]) = 'object' AND " for _ in parents)
         found = (
-            "(value #> %s::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements("
+            f"({guards}value #> %s::text[] IS NOT NULL AND EXISTS (SELECT 1 FROM "
+            "jsonb_array_elements("
             "CASE jsonb_typeof(value #> %s::text[]) WHEN 'array' THEN value #> %s::text[] "
             f"ELSE jsonb_build_array(value #> %s::text[]) END) AS e (v) WHERE {test}))"
         )
         where += f" AND NOT {found}" if operator == "$ne" else f" AND {found}"
-        params += [list(path)] * 4 + extra
+        params += [list(parent) for parent in parents] + [list(path)] * 4 + extra
     return where, params
 
 
