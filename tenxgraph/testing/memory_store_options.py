@@ -119,6 +119,7 @@ class StoreOptionsContract:
             ({"n": ["a"]}, "filter 'n': \\$eq needs a JSON scalar"),
             ({"n": {}}, "filter 'n': an empty dict"),
             ({"n": {"$lt": math.inf}}, "filter 'n': \\$lt needs a finite number"),
+            ({"n": 1 << 63}, "filter 'n': \\$eq needs an int within 64 bits"),
             ({"a..b": 1}, "'a..b' has an empty part"),
             ({"": 1}, "a filter path must be a non-empty str"),
             ({'a"b': 1}, "must not contain"),

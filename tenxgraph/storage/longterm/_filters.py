@@ -74,6 +74,8 @@ def _scalar(path: str, operator: str, operand: object) -> Scalar:
         )
     if isinstance(operand, float) and not math.isfinite(operand):
         raise ConfigError(f"filter {path!r}: {operator} needs a finite number, got {operand}")
+    if isinstance(operand, int) and not -(1 << 63) <= operand < 1 << 63:
+        raise ConfigError(f"filter {path!r}: {operator} needs an int within 64 bits, got {operand}")
     if operator in _ORDER and (operand is None or isinstance(operand, bool)):
         raise ConfigError(f"filter {path!r}: {operator} compares numbers or strings, got {operand}")
     return operand
