@@ -17,13 +17,15 @@ decisions should not. A memory store keeps them as items:
   ``("users", "prefs")``, never ``("users2",)``). With a query, only items
   matching at least one of its words, best first, with a ``score`` (higher
   is better; comparable within one search only). Lexical search indexes a
-  value's string leaves, not its field names; SQLite and Postgres stem
-  English words (SQLite's porter stemmer, Postgres' ``english``
+  value's string leaves (those a put's ``index`` chose), not its field
+  names; SQLite and Postgres stem English words (SQLite's porter stemmer, Postgres' ``english``
   configuration, which also drops stop words), the in-memory store does
   not. Without a query: most recently updated first.
-- **Expiring.** ``ttl`` (seconds, per put or the store's ``default_ttl``)
-  makes an item invisible once it is over; ``purge_expired`` deletes
-  expired rows for good.
+- **Expiring.** ``ttl`` (seconds per put; none given: the store's
+  ``default_ttl``; None: never) makes an item invisible once it is over;
+  ``purge_expired`` deletes expired rows for good, ``sweep_expired`` a
+  bounded number of them, as the optional sweeper thread does
+  (``_sweeper``).
 
 The public methods are written once here; a backend implements small
 primitives on checked arguments. ``tenxgraph.testing.memory_stores`` holds
@@ -63,7 +65,7 @@ from tenxgraph.storage.longterm._sweeper import Sweeper
 if TYPE_CHECKING:
     from tenxgraph.storage.longterm.embedding import Embedder
 
-__all__ = ["DEFAULT_TTL", "TTL", "MemoryItem", "MemoryStore", "Row", "SearchRequest"]
+__all__ = ["DEFAULT_TTL", "TTL", "Index", "MemoryItem", "MemoryStore", "Row", "SearchRequest"]
 
 Namespace = tuple[str, ...]
 
