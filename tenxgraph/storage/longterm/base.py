@@ -18,9 +18,9 @@ decisions should not. A memory store keeps them as items:
   matching at least one of its words, best first, with a ``score`` (higher
   is better; comparable within one search only). Lexical search indexes a
   value's string leaves (those a put's ``index`` chose), not its field
-  names; SQLite and Postgres stem English words (SQLite's porter stemmer, Postgres' ``english``
-  configuration, which also drops stop words), the in-memory store does
-  not. Without a query: most recently updated first.
+  names; SQLite and Postgres stem English words (SQLite's porter stemmer,
+  Postgres' ``english`` configuration, which also drops stop words), the
+  in-memory store does not. Without a query: most recently updated first.
 - **Expiring.** ``ttl`` (seconds per put; none given: the store's
   ``default_ttl``; None: never) makes an item invisible once it is over;
   ``purge_expired`` deletes expired rows for good, ``sweep_expired`` a
