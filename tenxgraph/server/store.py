@@ -4,8 +4,10 @@ Every item belongs to the caller: the store's tenant is the caller's user
 id, so two users may use the same namespaces and never see each other's
 items. Namespaces travel as lists of labels (``["users", "prefs"]``; in
 ``GET`` query strings joined by dots). A ``ttl`` is in minutes, as in
-LangGraph. The store indexes every string of a value for search, so the
-``index`` field of a put is accepted and has no effect. Reading an item
+LangGraph; omitted or null, the store's ``default_ttl`` applies. A put's
+``index`` (``false`` or field paths) chooses what a query finds; filters
+take LangGraph's operators and namespace listings its ``"*"`` and
+``suffix`` (see docs/memory.md). Reading an item
 (``get``, ``search``) restarts its ttl unless the request says
 ``refresh_ttl: false`` (the store's ``refresh_on_read``, on by default, as in
 LangGraph). A server made
@@ -14,7 +16,7 @@ without a memory store answers these routes with 404.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._shapes import iso_time
 from tenxgraph.server.http_errors import bad_request, not_found
-from tenxgraph.storage.longterm.base import MemoryItem, MemoryStore
+from tenxgraph.storage.longterm.base import DEFAULT_TTL, MemoryItem, MemoryStore
 
 __all__ = ["router"]
 
@@ -41,8 +43,8 @@ class PutItem(_Body):
     namespace: list[str]
     key: str
     value: Json
-    index: Any = None
-    """Accepted for LangGraph clients; every string of a value is indexed anyway."""
+    index: Literal[False] | list[str] | None = None
+    """What a query finds: null every string of the value, false nothing, or field paths."""
     ttl: float | None = Field(None, gt=0)
     """Minutes the item lives (default: the store's ``default_ttl``)."""
 
@@ -98,8 +100,10 @@ def item_json(item: MemoryItem) -> Json:
 @router.put("/store/items", status_code=204)
 async def put_item(body: PutItem, context: Context, user: User) -> Response:
     """Store a value under a namespace and key, replacing any value there."""
-    ttl = None if body.ttl is None else body.ttl * 60
-    await _store(context).aput(tuple(body.namespace), body.key, body.value, user_id=user, ttl=ttl)
+    ttl = DEFAULT_TTL if body.ttl is None else body.ttl * 60
+    await _store(context).aput(
+        tuple(body.namespace), body.key, body.value, user_id=user, ttl=ttl, index=body.index
+    )
     return Response(status_code=204)
 
 
@@ -146,18 +150,13 @@ async def search_items(body: SearchItems, context: Context, user: User) -> Json:
 
 @router.post("/store/namespaces")
 async def list_namespaces(body: ListNamespaces, context: Context, user: User) -> Json:
-    """The caller's namespaces under ``prefix`` (ending in ``suffix``), sorted."""
-    store = _store(context)
-    prefix = tuple(body.prefix or ())
-    if body.suffix:
-        found = await store.alist_namespaces(
-            prefix, max_depth=body.max_depth, limit=1000, user_id=user
-        )
-        suffix = tuple(body.suffix)
-        found = [ns for ns in found if ns[len(ns) - len(suffix) :] == suffix]
-        found = found[body.offset : body.offset + body.limit]
-    else:
-        found = await store.alist_namespaces(
-            prefix, max_depth=body.max_depth, limit=body.limit, offset=body.offset, user_id=user
-        )
+    """The caller's namespaces under ``prefix`` ending in ``suffix`` (``"*"``: any part)."""
+    found = await _store(context).alist_namespaces(
+        tuple(body.prefix or ()),
+        suffix=tuple(body.suffix or ()),
+        max_depth=body.max_depth,
+        limit=body.limit,
+        offset=body.offset,
+        user_id=user,
+    )
     return {"namespaces": [list(ns) for ns in found]}

@@ -18,8 +18,9 @@ fixture returning a factory ``(**options) -> MemoryStore`` for your backend::
                 await store.aclose()
 
 The storage must start empty. The options the suite passes are
-``default_ttl``, ``max_value_bytes``, ``embedder``, ``vector_scan`` and
-``refresh_on_read``, the ``MemoryStore`` constructor's (vector tests use ``HashingEmbedder``, which
+``default_ttl``, ``max_value_bytes``, ``embedder``, ``vector_scan``,
+``refresh_on_read``, ``sweep_interval`` and ``sweep_limit``, the
+``MemoryStore`` constructor's (vector tests use ``HashingEmbedder``, which
 needs no model).
 The words the suite searches for are plain English words that no stemmer
 or stop-word list changes the meaning of, so stemming backends pass too.
@@ -38,6 +39,7 @@ from tenxgraph import _sync
 from tenxgraph.errors import ConfigError, InvalidIdError
 from tenxgraph.storage.longterm import MemoryItem, MemoryStore
 from tenxgraph.storage.longterm.embedding import Embedder, HashingEmbedder
+from tenxgraph.testing.memory_store_options import StoreOptionsContract
 
 __all__ = ["MakeMemoryStore", "MemoryStoreContract"]
 
@@ -172,7 +174,7 @@ class VectorSearchContract:
         assert await store.asearch() == []
 
 
-class MemoryStoreContract(VectorSearchContract):
+class MemoryStoreContract(StoreOptionsContract, VectorSearchContract):
     """What every memory store does, as pytest test methods.
 
     The subclass provides the ``make_memory_store`` fixture; the suite's
@@ -448,7 +450,7 @@ class MemoryStoreContract(VectorSearchContract):
         with pytest.raises(ConfigError, match="limit must be an int"):
             await store.asearch(limit=1001)
         with pytest.raises(ConfigError, match="JSON scalar"):
-            await store.asearch(filter={"tags": ["a"]})  # type: ignore[dict-item]
+            await store.asearch(filter={"tags": ["a"]})
         with pytest.raises(InvalidIdError, match="user_id must not be empty"):
             await store.asearch(user_id="")
         with pytest.raises(ConfigError, match="ttl must be"):

@@ -68,6 +68,29 @@ def test_sdk_put_get_search_namespaces_delete(sdk: Callable[[str], Any]) -> None
     store.delete_item(["users", "prefs"], "color")  # idempotent
 
 
+def test_sdk_wildcards_filters_and_index(sdk: Callable[[str], Any]) -> None:
+    """LangGraph's "*" parts, suffix paging, filter operators and a put's index pass through."""
+    store = sdk("ka")
+    store.put_item(["users", "ana", "prefs"], "a", {"text": "green tea", "meta": {"stars": 4}})
+    store.put_item(
+        ["users", "bob", "prefs"], "b", {"text": "green", "meta": {"stars": 2}}, index=False
+    )
+    store.put_item(
+        ["users", "bob", "notes"], "c", {"title": "lisbon", "text": "green"}, index=["title"]
+    )
+
+    def keys(**search: Any) -> list[str]:
+        return sorted(item["key"] for item in store.search_items(["users"], **search)["items"])
+
+    prefs = [["users", "ana", "prefs"], ["users", "bob", "prefs"]]
+    assert store.list_namespaces(prefix=["users", "*", "prefs"])["namespaces"] == prefs
+    assert store.list_namespaces(suffix=["prefs"], limit=1, offset=1)["namespaces"] == prefs[1:]
+    assert keys(filter={"meta.stars": {"$gte": 3}}) == ["a"]
+    assert keys(filter={"meta.stars": {"$ne": 4}}) == ["b", "c"]
+    assert keys(query="green") == ["a"]  # b is not indexed, c only by its title
+    assert keys(query="lisbon") == ["c"]
+
+
 def test_items_are_per_user(sdk: Callable[[str], Any]) -> None:
     alice, bob = sdk("ka"), sdk("kb")
     alice.put_item(["prefs"], "k", {"text": "alice's"})
@@ -102,6 +125,18 @@ def test_bad_store_input_is_a_clear_4xx(alice: httpx.Client) -> None:
         (alice.get("/store/items", params={"key": "k"}), 422, "namespace"),
         (alice.post("/store/items/search", json={"limit": 100000}), 422, "limit"),
         (alice.post("/store/items/search", json={"filter": {"a": [1]}}), None, "filter"),
+        (
+            alice.post("/store/items/search", json={"filter": {"a": {"$in": [1]}}}),
+            None,
+            "unknown operator '$in'",
+        ),
+        (
+            alice.put(
+                "/store/items", json={"namespace": ["a"], "key": "k", "value": {}, "index": ["."]}
+            ),
+            None,
+            "index path",
+        ),
     ]
     for response, status, words in cases:
         assert 400 <= response.status_code < 500, (response.request.url, response.text)

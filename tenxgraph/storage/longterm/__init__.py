@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "DEFAULT_TTL",
     "Embedder",
     "HashingEmbedder",
     "InMemoryStore",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from tenxgraph.storage.longterm.base import MemoryItem, MemoryStore
+    from tenxgraph.storage.longterm.base import DEFAULT_TTL, MemoryItem, MemoryStore
     from tenxgraph.storage.longterm.embedding import Embedder, HashingEmbedder
     from tenxgraph.storage.longterm.memory import InMemoryStore
     from tenxgraph.storage.longterm.postgres import PgMemoryStore
@@ -36,7 +37,7 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "tenxgraph.storage.longterm.base": ("MemoryItem", "MemoryStore"),
+            "tenxgraph.storage.longterm.base": ("DEFAULT_TTL", "MemoryItem", "MemoryStore"),
             "tenxgraph.storage.longterm.embedding": ("Embedder", "HashingEmbedder"),
             "tenxgraph.storage.longterm.memory": ("InMemoryStore",),
             "tenxgraph.storage.longterm.postgres": ("PgMemoryStore",),

@@ -14,8 +14,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tenxgraph.errors import ConfigError, InvalidIdError
+from tenxgraph.storage.longterm._filters import check_path, resolve
 
 __all__ = [
+    "MAX_INDEX_FIELDS",
     "MAX_KEY_LENGTH",
     "MAX_LIMIT",
     "MAX_NAMESPACE_DEPTH",
@@ -24,8 +26,7 @@ __all__ = [
     "MAX_VALUE_BYTES",
     "SEPARATOR",
     "STOP_WORDS",
-    "Scalar",
-    "check_filter",
+    "check_index",
     "check_key",
     "check_limit",
     "check_namespace",
@@ -33,7 +34,6 @@ __all__ = [
     "check_ttl",
     "encode_value",
     "join_namespace",
-    "matches",
     "search_text",
     "split_namespace",
     "terms",
@@ -60,6 +60,9 @@ MAX_QUERY_LENGTH = 2_000
 
 MAX_LIMIT = 1_000
 """The most results one search or listing returns."""
+
+MAX_INDEX_FIELDS = 64
+"""The most paths one put may name in ``index=``."""
 
 _WORD = re.compile(r"\w+")
 
@@ -158,13 +161,34 @@ def encode_value(value: object, max_bytes: int = MAX_VALUE_BYTES) -> str:
     return text
 
 
-def search_text(value: Mapping[str, Any]) -> str:
-    """What lexical search indexes of a value: its string leaves, one per line.
+def search_text(value: Mapping[str, Any], fields: tuple[tuple[str, ...], ...] | None = None) -> str:
+    """What a query searches of a value: its string leaves, one per line.
 
     Keys are not indexed (``{"food": "pizza"}`` is found by "pizza", not by
-    "food"), so field names do not make every item match.
+    "food"), so field names do not make every item match. ``fields`` (a
+    put's checked ``index=``) keeps the leaves under those paths only, in
+    their order; ``()`` keeps nothing.
     """
-    return "\n".join(_strings(value))
+    if fields is None:
+        return "\n".join(_strings(value))
+    return "\n".join(text for path in fields for text in _strings(resolve(value, path)))
+
+
+def check_index(index: object) -> tuple[tuple[str, ...], ...] | None:
+    """A put's ``index=``: None (the whole value), ``()`` (``False``: nothing) or the paths.
+
+    ``ConfigError`` for anything else: ``True``, a str, a list holding a
+    bad path, more than ``MAX_INDEX_FIELDS`` paths.
+    """
+    if index is None:
+        return None
+    if index is False:
+        return ()
+    if isinstance(index, str) or not isinstance(index, list | tuple):
+        raise ConfigError(f"index must be None, False or a list of field paths, got {index!r:.60}")
+    if len(index) > MAX_INDEX_FIELDS:
+        raise ConfigError(f"index has {len(index)} paths, over the limit of {MAX_INDEX_FIELDS}")
+    return tuple(() if path == "$" else check_path(path, "an index path") for path in index)
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -213,47 +237,6 @@ def check_query(query: object) -> list[str] | None:
 def terms(text: str) -> list[str]:
     """The distinct lowercase words of ``text``, in order of first appearance."""
     return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
-
-
-Scalar = str | int | float | bool | None
-
-
-def check_filter(filter: object) -> dict[str, Scalar]:
-    """A filter: top-level value fields and the JSON scalars they must equal.
-
-    ``ConfigError`` for anything else (nested values, non-str field names,
-    NaN). Numbers compare as numbers; ``True`` never equals ``1``.
-    """
-    if filter is None:
-        return {}
-    if not isinstance(filter, Mapping):
-        raise ConfigError(f"filter must be a dict of field -> value, got {type(filter).__name__}")
-    checked: dict[str, Scalar] = {}
-    for field, wanted in filter.items():
-        if type(field) is not str or not field or "\x00" in field:
-            raise ConfigError(f"filter field names must be non-empty str, got {field!r:.60}")
-        if wanted is not None and not isinstance(wanted, str | int | float | bool):
-            raise ConfigError(
-                f"filter field {field!r} must be a JSON scalar (str, number, bool, None), "
-                f"got {type(wanted).__name__}"
-            )
-        if isinstance(wanted, float) and not math.isfinite(wanted):
-            raise ConfigError(f"filter field {field!r} must be a finite number, got {wanted}")
-        checked[field] = wanted
-    return checked
-
-
-def matches(value: Mapping[str, Any], filter: Mapping[str, Scalar]) -> bool:
-    """Whether every filtered field of ``value`` equals its wanted scalar (bools apart)."""
-    for field, wanted in filter.items():
-        if field not in value:
-            return False
-        got = value[field]
-        if isinstance(got, bool) != isinstance(wanted, bool) or got != wanted:
-            return False
-        if isinstance(got, str | None) != isinstance(wanted, str | None):
-            return False
-    return True
 
 
 def check_limit(name: str, value: object, *, most: int = MAX_LIMIT) -> int:

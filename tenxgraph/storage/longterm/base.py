@@ -17,13 +17,15 @@ decisions should not. A memory store keeps them as items:
   ``("users", "prefs")``, never ``("users2",)``). With a query, only items
   matching at least one of its words, best first, with a ``score`` (higher
   is better; comparable within one search only). Lexical search indexes a
-  value's string leaves, not its field names; SQLite and Postgres stem
-  English words (SQLite's porter stemmer, Postgres' ``english``
-  configuration, which also drops stop words), the in-memory store does
-  not. Without a query: most recently updated first.
-- **Expiring.** ``ttl`` (seconds, per put or the store's ``default_ttl``)
-  makes an item invisible once it is over; ``purge_expired`` deletes
-  expired rows for good.
+  value's string leaves (those a put's ``index`` chose), not its field
+  names; SQLite and Postgres stem English words (SQLite's porter stemmer,
+  Postgres' ``english`` configuration, which also drops stop words), the
+  in-memory store does not. Without a query: most recently updated first.
+- **Expiring.** ``ttl`` (seconds per put; none given: the store's
+  ``default_ttl``; None: never) makes an item invisible once it is over;
+  ``purge_expired`` deletes expired rows for good, ``sweep_expired`` a
+  bounded number of them, as the optional sweeper thread does
+  (``_sweeper``).
 
 The public methods are written once here; a backend implements small
 primitives on checked arguments. ``tenxgraph.testing.memory_stores`` holds
@@ -36,9 +38,10 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from tenxgraph._sync import run_sync
 from tenxgraph.errors import ConfigError
@@ -46,8 +49,7 @@ from tenxgraph.storage._closing import Closing
 from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.longterm._checks import (
     MAX_VALUE_BYTES,
-    Scalar,
-    check_filter,
+    check_index,
     check_key,
     check_limit,
     check_namespace,
@@ -57,13 +59,32 @@ from tenxgraph.storage.longterm._checks import (
     search_text,
     split_namespace,
 )
+from tenxgraph.storage.longterm._filters import Condition, check_filter
+from tenxgraph.storage.longterm._sweeper import Sweeper
 
 if TYPE_CHECKING:
     from tenxgraph.storage.longterm.embedding import Embedder
 
-__all__ = ["MemoryItem", "MemoryStore", "Row", "SearchRequest"]
+__all__ = ["DEFAULT_TTL", "TTL", "Index", "MemoryItem", "MemoryStore", "Row", "SearchRequest"]
 
 Namespace = tuple[str, ...]
+
+
+class _Default(Enum):
+    DEFAULT_TTL = "the store's default_ttl"
+
+    def __repr__(self) -> str:
+        return "DEFAULT_TTL"
+
+
+DEFAULT_TTL: Final = _Default.DEFAULT_TTL
+"""``put(..., ttl=DEFAULT_TTL)`` (the default): the item lives the store's ``default_ttl``."""
+
+TTL = float | None | Literal[_Default.DEFAULT_TTL]
+"""A put's ttl: seconds, None (never expires) or ``DEFAULT_TTL``."""
+
+Index = Literal[False] | Sequence[str] | None
+"""A put's ``index``: None (every string of the value), False (nothing) or field paths."""
 
 SearchMode = Literal["auto", "lexical", "vector", "hybrid"]
 """How a query is matched: ``auto`` is ``hybrid`` with an embedder, else ``lexical``."""
@@ -103,7 +124,8 @@ class SearchRequest:
     """The stored text of the namespace prefix (``""``: every namespace)."""
     terms: list[str] | None
     """The query's distinct lowercase words (None: no query; empty: matches nothing)."""
-    filter: dict[str, Scalar]
+    filter: tuple[Condition, ...]
+    """The checked conditions (``_filters``), all of which must hold."""
     limit: int
     offset: int
     now: float
@@ -123,6 +145,13 @@ def _check_refresh(refresh: object) -> None:
         raise ConfigError(f"refresh_ttl must be True, False or None, got {refresh!r}")
 
 
+def _fits(namespace: Namespace, pattern: Namespace) -> bool:
+    """Whether ``namespace`` starts with ``pattern``, a ``"*"`` part matching any part."""
+    if len(namespace) < len(pattern):
+        return False
+    return all(want in ("*", part) for want, part in zip(pattern, namespace, strict=False))
+
+
 def under(namespace: str, prefix: str) -> bool:
     """Whether the stored namespace is the prefix or below it (whole parts only)."""
     return not prefix or namespace == prefix or namespace.startswith(prefix + "/")
@@ -139,8 +168,15 @@ class MemoryStore(Closing, ABC):
         embedder: Embedder | None = None,
         vector_scan: int = 20_000,
         refresh_on_read: bool = True,
+        sweep_interval: float | None = None,
+        sweep_limit: int = 1_000,
     ) -> None:
         """``default_ttl``: seconds an item lives when ``put`` gives no ttl (None: for ever).
+
+        ``sweep_interval`` (seconds; None: no sweeper): a background thread,
+        started by the store's first call and stopped by ``aclose``, deletes
+        expired items every so often, at most ``sweep_limit`` per sweep (see
+        ``_sweeper``).
 
         ``refresh_on_read``: a ``get`` or ``search`` that returns an item with
         a ttl starts its ttl again (``expires_at`` = now + its ttl), so a
@@ -157,6 +193,7 @@ class MemoryStore(Closing, ABC):
         if not isinstance(refresh_on_read, bool):
             raise ConfigError(f"refresh_on_read must be True or False, got {refresh_on_read!r}")
         self.refresh_on_read = refresh_on_read
+        self._sweeper = Sweeper(self, sweep_interval, sweep_limit)
 
     async def aput(
         self,
@@ -165,21 +202,28 @@ class MemoryStore(Closing, ABC):
         value: Mapping[str, Any],
         *,
         user_id: str = DEFAULT_USER,
-        ttl: float | None = None,
+        ttl: TTL = DEFAULT_TTL,
+        index: Index = None,
     ) -> MemoryItem:
         """Store ``value`` under ``namespace`` and ``key`` for ``user_id``, replacing any value.
 
-        ``ttl`` (seconds) overrides the store's ``default_ttl``. Returns the
-        item as stored.
+        ``ttl``: seconds the item lives, None for ever, ``DEFAULT_TTL`` (the
+        default) the store's ``default_ttl``. ``index``: what a query
+        searches, lexically and by vector: None every string of the value,
+        False nothing (the item is still got, listed and filtered), a list
+        of field paths (``"title"``, ``"meta.note"``, ``"$"`` the whole value)
+        the strings under them. Returns the item as stored.
         """
         check_id("user_id", user_id)
         ns, key = check_namespace(namespace), check_key(key)
         text = encode_value(value, self.max_value_bytes)
-        seconds = check_ttl(ttl) if ttl is not None else self.default_ttl
+        seconds = self.default_ttl if ttl is DEFAULT_TTL else check_ttl(ttl)
+        fields = check_index(index)
+        self._sweeper.ensure()
         now = time.time()
         expires = None if seconds is None else now + seconds
         decoded = json.loads(text)
-        indexed = search_text(decoded)
+        indexed = search_text(decoded, fields)
         vector = await self._embed(indexed)
         created = await self._put(user_id, ns, key, text, indexed, now, expires, vector)
         return MemoryItem(split_namespace(ns), key, decoded, created, now, expires)
@@ -199,10 +243,11 @@ class MemoryStore(Closing, ABC):
         value: Mapping[str, Any],
         *,
         user_id: str = DEFAULT_USER,
-        ttl: float | None = None,
+        ttl: TTL = DEFAULT_TTL,
+        index: Index = None,
     ) -> MemoryItem:
         """Sync ``aput``."""
-        return run_sync(self.aput(namespace, key, value, user_id=user_id, ttl=ttl))
+        return run_sync(self.aput(namespace, key, value, user_id=user_id, ttl=ttl, index=index))
 
     async def aget(
         self,
@@ -220,6 +265,7 @@ class MemoryStore(Closing, ABC):
         check_id("user_id", user_id)
         ns, key = check_namespace(namespace), check_key(key)
         _check_refresh(refresh_ttl)
+        self._sweeper.ensure()
         now = time.time()
         row = await self._get(user_id, ns, key, now)
         if row is None:
@@ -266,7 +312,7 @@ class MemoryStore(Closing, ABC):
         namespace_prefix: Namespace = (),
         *,
         query: str | None = None,
-        filter: Mapping[str, Scalar] | None = None,
+        filter: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         user_id: str = DEFAULT_USER,
@@ -275,8 +321,10 @@ class MemoryStore(Closing, ABC):
     ) -> list[MemoryItem]:
         """``user_id``'s items under the prefix: matching ``query`` best first, else newest first.
 
-        ``filter`` keeps items whose top-level fields equal the given JSON
-        scalars. ``limit`` (at most 1,000) and ``offset`` page the results.
+        ``filter`` keeps items whose fields (dotted paths into nested objects)
+        pass conditions: a JSON scalar to equal, or operators ``$eq``, ``$ne``,
+        ``$gt``, ``$gte``, ``$lt``, ``$lte`` (``_filters``). ``limit`` (at
+        most 1,000) and ``offset`` page the results.
         ``mode`` (with a query): ``lexical`` (words), ``vector`` (the
         embedder's nearest), ``hybrid`` (both, fused), ``auto`` (hybrid with
         an embedder, else lexical). ``refresh_ttl`` (None: the store's
@@ -295,6 +343,7 @@ class MemoryStore(Closing, ABC):
             query,
         )
         chosen = self._mode(mode) if query is not None else "lexical"
+        self._sweeper.ensure()
         if request.limit == 0 or (request.terms == [] and chosen == "lexical"):
             return []
         if chosen == "lexical":
@@ -320,7 +369,7 @@ class MemoryStore(Closing, ABC):
         namespace_prefix: Namespace = (),
         *,
         query: str | None = None,
-        filter: Mapping[str, Scalar] | None = None,
+        filter: Mapping[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         user_id: str = DEFAULT_USER,
@@ -345,31 +394,42 @@ class MemoryStore(Closing, ABC):
         self,
         prefix: Namespace = (),
         *,
+        suffix: Namespace = (),
         max_depth: int | None = None,
         limit: int = 100,
         offset: int = 0,
         user_id: str = DEFAULT_USER,
     ) -> list[Namespace]:
-        """``user_id``'s namespaces under ``prefix`` that hold live items, sorted.
+        """``user_id``'s namespaces with live items, starting with ``prefix``, ending ``suffix``.
 
-        ``max_depth`` cuts longer namespaces to that many parts (merging the
-        ones that become equal), so ``max_depth=1`` lists the top level.
+        Sorted. A ``"*"`` part of ``prefix`` or ``suffix`` matches any one part
+        (``("users", "*", "prefs")``). ``max_depth`` then cuts longer
+        namespaces to that many parts (merging the ones that become equal),
+        so ``max_depth=1`` lists the top level; ``limit`` and ``offset`` page
+        the result.
         """
         check_id("user_id", user_id)
-        ns = check_namespace(prefix, name="prefix", empty=True)
+        head = split_namespace(check_namespace(prefix, name="prefix", empty=True))
+        tail = split_namespace(check_namespace(suffix, name="suffix", empty=True))
         if max_depth is not None:
             check_limit("max_depth", max_depth, most=64)
         check_limit("limit", limit)
         check_limit("offset", offset, most=1 << 31)
-        found = {split_namespace(text) for text in await self._namespaces(user_id, ns, time.time())}
-        if max_depth is not None:
-            found = {namespace[:max_depth] for namespace in found}
+        self._sweeper.ensure()
+        literal = head[: head.index("*")] if "*" in head else head
+        stored = await self._namespaces(user_id, "/".join(literal), time.time())
+        found = {
+            namespace[:max_depth] if max_depth is not None else namespace
+            for namespace in map(split_namespace, stored)
+            if _fits(namespace, head) and _fits(namespace[::-1], tail[::-1])
+        }
         return sorted(found)[offset : offset + limit]
 
     def list_namespaces(
         self,
         prefix: Namespace = (),
         *,
+        suffix: Namespace = (),
         max_depth: int | None = None,
         limit: int = 100,
         offset: int = 0,
@@ -378,7 +438,12 @@ class MemoryStore(Closing, ABC):
         """Sync ``alist_namespaces``."""
         return run_sync(
             self.alist_namespaces(
-                prefix, max_depth=max_depth, limit=limit, offset=offset, user_id=user_id
+                prefix,
+                suffix=suffix,
+                max_depth=max_depth,
+                limit=limit,
+                offset=offset,
+                user_id=user_id,
             )
         )
 
@@ -395,14 +460,27 @@ class MemoryStore(Closing, ABC):
 
         Expired items are invisible already; this reclaims their space.
         """
-        return await self._purge(time.time())
+        return await self._purge(time.time(), None)
 
     def purge_expired(self) -> int:
         """Sync ``apurge_expired``."""
         return run_sync(self.apurge_expired())
 
+    async def asweep_expired(self, limit: int = 1_000) -> int:
+        """Delete at most ``limit`` expired items (any tenant's); return how many.
+
+        ``apurge_expired`` bounded: what the background sweeper runs, so one
+        sweep's work (and its write transaction) stays small.
+        """
+        return await self._purge(time.time(), check_limit("limit", limit, most=1 << 20))
+
+    def sweep_expired(self, limit: int = 1_000) -> int:
+        """Sync ``asweep_expired``."""
+        return run_sync(self.asweep_expired(limit))
+
     async def aclose(self) -> None:
-        """Release connections; a later call opens them again."""
+        """Stop the sweeper and release connections; a later call opens them again."""
+        await self._sweeper.astop()
 
     @property
     def vector_index(self) -> str | None:
@@ -482,5 +560,5 @@ class MemoryStore(Closing, ABC):
         """The user_ids with at least one row."""
 
     @abstractmethod
-    async def _purge(self, now: float) -> int:
-        """Delete the items expired at ``now``; how many."""
+    async def _purge(self, now: float, limit: int | None) -> int:
+        """Delete the items expired at ``now`` (at most ``limit``, None: all); how many."""

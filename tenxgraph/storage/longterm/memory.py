@@ -3,8 +3,9 @@
 Nothing survives the process. Lexical search scores with BM25 (k1 = 1.2,
 b = 0.75) over the items under the searched prefix, on lowercase words
 without stemming; the index is the words of each item, kept beside it.
-Every call runs on the caller's loop under no lock: each primitive finishes
-without awaiting, so calls never interleave.
+Every call runs on the caller's loop; each primitive finishes without
+awaiting, so calls never interleave, and holds a thread lock, so the
+sweeper's thread (``sweep_interval=``) never interleaves with them either.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
 
-from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, matches
+from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES
+from tenxgraph.storage.longterm._filters import matches
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest, under
 from tenxgraph.storage.longterm.embedding import Embedder
 
@@ -48,6 +51,8 @@ class InMemoryStore(MemoryStore):
         embedder: Embedder | None = None,
         vector_scan: int = 20_000,
         refresh_on_read: bool = True,
+        sweep_interval: float | None = None,
+        sweep_limit: int = 1_000,
     ) -> None:
         """An empty store (see ``MemoryStore`` for the options)."""
         super().__init__(
@@ -56,8 +61,11 @@ class InMemoryStore(MemoryStore):
             embedder=embedder,
             vector_scan=vector_scan,
             refresh_on_read=refresh_on_read,
+            sweep_interval=sweep_interval,
+            sweep_limit=sweep_limit,
         )
         self._items: dict[tuple[str, str, str], _Stored] = {}
+        self._lock = threading.Lock()
 
     async def _put(
         self,
@@ -70,50 +78,56 @@ class InMemoryStore(MemoryStore):
         expires_at: float | None,
         vector: bytes | None,
     ) -> float:
-        old = self._items.get((user_id, namespace, key))
-        created = old.created_at if old is not None and old.live(now) else now
-        words = terms_with_counts(text)
-        ttl = None if expires_at is None else expires_at - now
-        self._items[(user_id, namespace, key)] = _Stored(
-            value, words, sum(words.values()), created, now, expires_at, vector, ttl
-        )
-        return created
+        with self._lock:
+            old = self._items.get((user_id, namespace, key))
+            created = old.created_at if old is not None and old.live(now) else now
+            words = terms_with_counts(text)
+            ttl = None if expires_at is None else expires_at - now
+            self._items[(user_id, namespace, key)] = _Stored(
+                value, words, sum(words.values()), created, now, expires_at, vector, ttl
+            )
+            return created
 
     async def _refresh(
         self, user_id: str, items: list[tuple[str, str]], now: float
     ) -> dict[tuple[str, str], float]:
-        expiries: dict[tuple[str, str], float] = {}
-        for namespace, key in items:
-            stored = self._items.get((user_id, namespace, key))
-            if stored is not None and stored.live(now) and stored.ttl is not None:
-                stored.expires_at = expiries[(namespace, key)] = now + stored.ttl
-        return expiries
+        with self._lock:
+            expiries: dict[tuple[str, str], float] = {}
+            for namespace, key in items:
+                stored = self._items.get((user_id, namespace, key))
+                if stored is not None and stored.live(now) and stored.ttl is not None:
+                    stored.expires_at = expiries[(namespace, key)] = now + stored.ttl
+            return expiries
 
     async def _get(self, user_id: str, namespace: str, key: str, now: float) -> Row | None:
-        stored = self._items.get((user_id, namespace, key))
-        if stored is None or not stored.live(now):
-            return None
-        return _row(namespace, key, stored, None)
+        with self._lock:
+            stored = self._items.get((user_id, namespace, key))
+            if stored is None or not stored.live(now):
+                return None
+            return _row(namespace, key, stored, None)
 
     async def _delete(self, user_id: str, namespace: str, key: str, now: float) -> bool:
-        stored = self._items.pop((user_id, namespace, key), None)
-        return stored is not None and stored.live(now)
+        with self._lock:
+            stored = self._items.pop((user_id, namespace, key), None)
+            return stored is not None and stored.live(now)
 
     async def _search(self, request: SearchRequest) -> list[Row]:
-        found = self._found(request)
-        if request.terms is None:
-            found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
-            rows = [_row(namespace, key, stored, None) for namespace, key, stored in found]
-        else:
-            scored = _bm25(found, request.terms)
-            scored.sort(key=lambda item: (-item[0], -item[3].updated_at, item[1], item[2]))
-            rows = [_row(ns, key, stored, score) for score, ns, key, stored in scored]
-        return rows[request.offset : request.offset + request.limit]
+        with self._lock:
+            found = self._found(request)
+            if request.terms is None:
+                found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
+                rows = [_row(namespace, key, stored, None) for namespace, key, stored in found]
+            else:
+                scored = _bm25(found, request.terms)
+                scored.sort(key=lambda item: (-item[0], -item[3].updated_at, item[1], item[2]))
+                rows = [_row(ns, key, stored, score) for score, ns, key, stored in scored]
+            return rows[request.offset : request.offset + request.limit]
 
     async def _vectors(self, request: SearchRequest, scan: int) -> list[tuple[str, str, bytes]]:
-        found = [item for item in self._found(request) if item[2].vector is not None]
-        found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
-        return [(ns, key, stored.vector) for ns, key, stored in found[:scan] if stored.vector]
+        with self._lock:
+            found = [item for item in self._found(request) if item[2].vector is not None]
+            found.sort(key=lambda item: (-item[2].updated_at, item[0], item[1]))
+            return [(ns, key, stored.vector) for ns, key, stored in found[:scan] if stored.vector]
 
     def _found(self, request: SearchRequest) -> list[tuple[str, str, _Stored]]:
         """The tenant's live items under the prefix that pass the filter."""
@@ -127,22 +141,26 @@ class InMemoryStore(MemoryStore):
         ]
 
     async def _namespaces(self, user_id: str, prefix: str, now: float) -> list[str]:
-        return list(
-            {
-                namespace
-                for (owner, namespace, _), stored in self._items.items()
-                if owner == user_id and under(namespace, prefix) and stored.live(now)
-            }
-        )
+        with self._lock:
+            return list(
+                {
+                    namespace
+                    for (owner, namespace, _), stored in self._items.items()
+                    if owner == user_id and under(namespace, prefix) and stored.live(now)
+                }
+            )
 
     async def _tenants(self) -> list[str]:
-        return list({user_id for user_id, _, _ in self._items})
+        with self._lock:
+            return list({user_id for user_id, _, _ in self._items})
 
-    async def _purge(self, now: float) -> int:
-        expired = [name for name, stored in self._items.items() if not stored.live(now)]
-        for name in expired:
-            del self._items[name]
-        return len(expired)
+    async def _purge(self, now: float, limit: int | None) -> int:
+        with self._lock:
+            expired = [name for name, stored in self._items.items() if not stored.live(now)]
+            expired = expired[:limit]
+            for name in expired:
+                del self._items[name]
+            return len(expired)
 
 
 def terms_with_counts(text: str) -> Counter[str]:

@@ -11,8 +11,9 @@ alone matches nothing.
 
 The namespace column uses the ``C`` collation, so a prefix is a range
 (``ns = p OR (ns >= 'p/' AND ns < 'p0')``) the primary key's index serves,
-whatever the database's collation. Filters compare ``value -> field`` with
-the wanted scalar as ``jsonb`` (numbers as numbers, ``true`` apart from 1).
+whatever the database's collation. Filters compare the ``jsonb`` at the
+filtered path (``_filters.postgres_where``: numbers as numbers, ``true``
+apart from 1, strings ordered by code point).
 
 Connections, the schema, migrations and the private I/O loop are
 ``tenxgraph.storage.sql.PgDatabase``'s; the same DSN and schema may serve
@@ -21,13 +22,13 @@ the checkpointer and the media store too (their components are apart).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.errors import ConfigError
 from tenxgraph.storage.longterm import _pgvector as pgvector
-from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES
+from tenxgraph.storage.longterm._filters import postgres_where as filters
 from tenxgraph.storage.longterm.base import MemoryStore, Row, SearchRequest
 from tenxgraph.storage.longterm.embedding import Embedder
 from tenxgraph.storage.sql import Component
@@ -105,6 +106,8 @@ class PgMemoryStore(MemoryStore):
         pool_size: int = 10,
         vector_index: bool | None = None,
         refresh_on_read: bool = True,
+        sweep_interval: float | None = None,
+        sweep_limit: int = 1_000,
     ) -> None:
         """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
@@ -117,12 +120,19 @@ class PgMemoryStore(MemoryStore):
         """
         if vector_index and embedder is None:
             raise ConfigError("vector_index=True needs an embedder")
+        if sweep_interval is not None and not isinstance(conninfo, str):
+            raise ConfigError(
+                "sweep_interval needs a DSN: a pool you pass in belongs to your event loop, "
+                "and the sweeper runs in a thread of its own"
+            )
         super().__init__(
             default_ttl=default_ttl,
             max_value_bytes=max_value_bytes,
             embedder=embedder,
             vector_scan=vector_scan,
             refresh_on_read=refresh_on_read,
+            sweep_interval=sweep_interval,
+            sweep_limit=sweep_limit,
         )
         self._db = PgDatabase(
             conninfo,
@@ -326,16 +336,18 @@ class PgMemoryStore(MemoryStore):
         rows = await self._query("SELECT DISTINCT user_id FROM {s}.memory_items", ())
         return [row[0] for row in rows]
 
-    async def _purge(self, now: float) -> int:
+    async def _purge(self, now: float, limit: int | None) -> int:
         rows = await self._query(
-            "WITH gone AS (DELETE FROM {s}.memory_items WHERE expires_at <= %s RETURNING 1) "
-            "SELECT count(*) FROM gone",
-            (now,),
+            "WITH gone AS (DELETE FROM {s}.memory_items WHERE (user_id, namespace, key) IN "
+            "(SELECT user_id, namespace, key FROM {s}.memory_items WHERE expires_at <= %s "
+            "LIMIT %s) RETURNING 1) SELECT count(*) FROM gone",
+            (now, limit),
         )
         return int(rows[0][0])
 
     async def aclose(self) -> None:
-        """Close the pool if it is owned (a later call opens a new one)."""
+        """Stop the sweeper, close the pool if it is owned (a later call opens a new one)."""
+        await super().aclose()
         await self._db.aclose()
 
 
@@ -346,13 +358,4 @@ def scope(prefix: str, now: float) -> tuple[str, list[Any]]:
     if prefix:
         where += " AND (namespace = %s OR (namespace >= %s AND namespace < %s))"
         params += [prefix, prefix + "/", prefix + "0"]
-    return where, params
-
-
-def filters(wanted: dict[str, Scalar]) -> tuple[str, list[Any]]:
-    """SQL conditions and parameters: each top-level field equals its scalar, as ``jsonb``."""
-    where, params = "", []
-    for field, value in wanted.items():
-        where += " AND value -> %s = %s::jsonb"
-        params += [field, json.dumps(value)]
     return where, params

@@ -25,7 +25,7 @@ With an embedder and the extra ``vectors``, vectors are also kept in a
 Namespace prefixes are range conditions on the stored text (``ns = p OR
 (ns >= 'p/' AND ns < 'p0')``, ``0`` following ``/``), so the unique index
 on ``(user_id, namespace, key)`` serves them. Filters use ``json_each``
-on the top-level fields, comparing JSON types as the contract says.
+at the filtered path (``_filters.sqlite_where``), comparing JSON types as the contract says.
 
 Short calls (get, put, delete) run inline when nothing has to wait (see
 ``tenxgraph.storage.sql.SqliteDatabase``); searches, listings and purges,
@@ -44,7 +44,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from tenxgraph.errors import ConfigError
 from tenxgraph.storage.longterm import _sqlite_scopes as scopes
-from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES, Scalar
+from tenxgraph.storage.longterm._checks import MAX_VALUE_BYTES
+from tenxgraph.storage.longterm._filters import sqlite_where as filters
 from tenxgraph.storage.longterm._hybrid import best_first
 from tenxgraph.storage.longterm._sqlite_scopes import scope_token, scope_tokens
 from tenxgraph.storage.longterm._sqlite_vec import (
@@ -115,6 +116,8 @@ class SqliteMemoryStore(MemoryStore):
         timeout: float = 30.0,
         vector_index: bool | None = None,
         refresh_on_read: bool = True,
+        sweep_interval: float | None = None,
+        sweep_limit: int = 1_000,
     ) -> None:
         """Use (and create on first use) the database at ``path``.
 
@@ -130,6 +133,8 @@ class SqliteMemoryStore(MemoryStore):
             embedder=embedder,
             vector_scan=vector_scan,
             refresh_on_read=refresh_on_read,
+            sweep_interval=sweep_interval,
+            sweep_limit=sweep_limit,
         )
         self._db = SqliteDatabase(path, components=[MEMORY], timeout=timeout)
         self.path = self._db.path
@@ -245,14 +250,15 @@ class SqliteMemoryStore(MemoryStore):
     async def _tenants(self) -> list[str]:
         return await asyncio.to_thread(self._db.run, _tenants)
 
-    async def _purge(self, now: float) -> int:
-        gone = await asyncio.to_thread(self._db.run, _purge, now)
+    async def _purge(self, now: float, limit: int | None) -> int:
+        gone = await asyncio.to_thread(self._db.run, _purge, now, limit)
         if self._index is not None and gone:
             await asyncio.to_thread(self._indexed, self._index.remove, gone)
         return len(gone)
 
     async def aclose(self) -> None:
-        """Close the connection and the vector index (a later call opens them again)."""
+        """Stop the sweeper, close the connection and the vector index (a later call reopens)."""
+        await super().aclose()
         await asyncio.to_thread(self._db.close)
         if self._index is not None:
             await asyncio.to_thread(self._index.close)
@@ -353,24 +359,6 @@ def scope(prefix: str, now: float) -> tuple[str, list[Any]]:
     return where, params
 
 
-def filters(wanted: dict[str, Scalar]) -> tuple[str, list[Any]]:
-    """SQL conditions (on ``i``) and parameters: each top-level field equals its scalar."""
-    where, params = "", []
-    extra: list[Any]
-    for field, value in wanted.items():
-        if value is None:
-            test, extra = "type = 'null'", []
-        elif isinstance(value, bool):
-            test, extra = "type = ?", ["true" if value else "false"]
-        elif isinstance(value, str):
-            test, extra = "type = 'text' AND atom = ?", [value]
-        else:
-            test, extra = "type IN ('integer', 'real') AND atom = ?", [value]
-        where += f" AND EXISTS (SELECT 1 FROM json_each(i.value) WHERE key = ? AND {test})"
-        params += [field, *extra]
-    return where, params
-
-
 def _search(conn: sqlite3.Connection, request: SearchRequest) -> list[Row]:
     where, params = scope(request.prefix, request.now)
     more, extra = filters(request.filter)
@@ -458,13 +446,13 @@ def _tenants(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT DISTINCT user_id FROM memory_items")]
 
 
-def _purge(conn: sqlite3.Connection, now: float) -> list[tuple[int, float]]:
-    """``(rowid, updated_at)`` of the expired rows deleted."""
+def _purge(conn: sqlite3.Connection, now: float, limit: int | None) -> list[tuple[int, float]]:
+    """``(rowid, updated_at)`` of the expired rows deleted (at most ``limit``, None: all)."""
     with transaction(conn, "IMMEDIATE"):
         gone = conn.execute(
-            "DELETE FROM memory_items WHERE expires_at <= ? "
-            "RETURNING id, updated_at, user_id, namespace",
-            (now,),
+            "DELETE FROM memory_items WHERE id IN (SELECT id FROM memory_items "
+            "WHERE expires_at <= ? LIMIT ?) RETURNING id, updated_at, user_id, namespace",
+            (now, -1 if limit is None else limit),
         ).fetchall()
         conn.executemany("DELETE FROM memory_fts WHERE rowid = ?", [(row[0],) for row in gone])
         scopes.purged(conn, [(row[2], row[3]) for row in gone])
