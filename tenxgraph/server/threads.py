@@ -193,8 +193,8 @@ async def patch_thread(
 
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread(thread_id: str, context: Context, user: User) -> Response:
-    """Delete the thread, its whole log and its checkpoints."""
-    if not await context.checkpointer.adelete_thread(_key(thread_id, user)):
+    """Delete the thread, its whole log and its checkpoints; 409 while a run holds it."""
+    if not await context.graph.adelete_thread(thread_config(thread_id, user)):
         not_found(f"thread {thread_id!r}")
     return Response(status_code=204)
 

@@ -6,6 +6,10 @@
   fixture returning a factory ``(**options) -> Checkpointer`` for your
   backend; pytest then runs every test of the contract against it (see that
   module for an example).
+- ``ThreadLeasesContract`` (``tenxgraph.testing.thread_leases``): the
+  conformance suite of the ``ThreadLeases`` contract (leases and the fence
+  they put on saves), for a checkpointer that offers leases too; same
+  ``make_checkpointer`` fixture as ``CheckpointerContract``.
 - ``MediaStoreContract`` (``tenxgraph.testing.media_stores``): the media
   store conformance suite, used the same way with a ``make_media_store``
   fixture returning ``(**options) -> MediaStore``.
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     from tenxgraph.testing.media_stores import MakeMediaStore, MediaStoreContract
     from tenxgraph.testing.memory_stores import MakeMemoryStore, MemoryStoreContract
     from tenxgraph.testing.replay import ReplayServer, chat_chunk
+    from tenxgraph.testing.thread_leases import ThreadLeasesContract
 
 __all__ = [
     "ChatModelContract",
@@ -49,6 +54,7 @@ __all__ = [
     "MediaStoreContract",
     "MemoryStoreContract",
     "ReplayServer",
+    "ThreadLeasesContract",
     "chat_chunk",
 ]
 
@@ -61,17 +67,18 @@ _LAZY = {
     "MakeMemoryStore": "tenxgraph.testing.memory_stores",
     "MemoryStoreContract": "tenxgraph.testing.memory_stores",
     "ReplayServer": "tenxgraph.testing.replay",
+    "ThreadLeasesContract": "tenxgraph.testing.thread_leases",
     "chat_chunk": "tenxgraph.testing.replay",
 }
 _SUITES = (
     "tenxgraph.testing.chat_models",
     "tenxgraph.testing.checkpointers",
     "tenxgraph.testing._checkpointer_base",
-    "tenxgraph.testing._checkpointer_leases",
     "tenxgraph.testing._checkpointer_rewind",
     "tenxgraph.testing._checkpointer_threads",
     "tenxgraph.testing.media_stores",
     "tenxgraph.testing.memory_stores",
+    "tenxgraph.testing._thread_leases",
 )
 """Modules whose ``assert`` statements pytest should rewrite, for its detailed failure reports."""
 

@@ -3,8 +3,8 @@
 ``arewind`` is the one operation that removes log entries: it cuts the log
 back to the checkpoint's length, deletes the later checkpoints and makes the
 checkpoint's state the thread's, as a new version, so a writer still holding
-a discarded version conflicts. It is compare-and-swap on the stamp, and
-fenced by a lease like a save.
+a discarded version conflicts. It is compare-and-swap on the stamp; its
+lease fence is tested with the other fences, in ``ThreadLeasesContract``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import ConflictError, StateError, ThreadBusyError
+from tenxgraph.errors import ConflictError, StateError
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     ThreadKey,
@@ -202,21 +202,3 @@ class RewindContract(ContractBase):
         checkpoints = await checkpointer.alist_checkpoints(KEY)
         assert [c.version for c in checkpoints] in ([4], [4, 3])  # retention may keep one more
         assert checkpoints[0].node == "__rollback__"
-
-    async def test_a_rewind_under_a_lost_lease_changes_nothing(
-        self, checkpointer: Checkpointer
-    ) -> None:
-        assert await checkpointer.atake_lease(KEY, "run-a", 30) is None
-        stamp = await three_turns(checkpointer, lease="run-a")
-        before = await snapshot(checkpointer)
-        with pytest.raises(ThreadBusyError):
-            await checkpointer.arewind(KEY, stamp, 1, lease="run-b")
-        assert await snapshot(checkpointer) == before
-        rewound = await checkpointer.arewind(KEY, stamp, 1, lease="run-a")
-        assert rewound == (stamp.incarnation, 4)
-        await checkpointer.arelease_lease(KEY, "run-a")
-        before = await snapshot(checkpointer)
-        with pytest.raises(ThreadBusyError):  # released: no lease row at all
-            await checkpointer.arewind(KEY, rewound, 0, lease="run-a")
-        assert await snapshot(checkpointer) == before
-        assert await checkpointer.arewind(KEY, rewound, 0) is None  # unfenced

@@ -20,22 +20,24 @@ Checkpointer`` for your backend::
 
 Every checkpointer one test makes must share that test's storage, and the
 storage must start empty. The one option the suite passes is
-``keep_checkpoints`` (retention; ``0`` must raise ``ValueError``). Some
-tests sleep through short leases (about half a second each).
+``keep_checkpoints`` (retention; ``0`` must raise ``ValueError``).
+
+Leases are a contract of their own (``ThreadLeases``), with their own suite
+(``tenxgraph.testing.thread_leases.ThreadLeasesContract``) for backends that
+offer them: this suite needs only the ``Checkpointer`` methods.
 """
 
 from __future__ import annotations
 
 from tenxgraph.testing._checkpointer_base import MakeCheckpointer
-from tenxgraph.testing._checkpointer_leases import LeaseContract
 from tenxgraph.testing._checkpointer_rewind import RewindContract
 from tenxgraph.testing._checkpointer_threads import ThreadContract
 
 __all__ = ["CheckpointerContract", "MakeCheckpointer"]
 
 
-class CheckpointerContract(ThreadContract, LeaseContract, RewindContract):
-    """What every checkpointer does: threads, leases and rewind, as pytest test methods.
+class CheckpointerContract(ThreadContract, RewindContract):
+    """What every checkpointer does: threads and rewind, as pytest test methods.
 
     The subclass provides the ``make_checkpointer`` fixture; the suite's
     ``checkpointer`` fixture is ``make_checkpointer()``.

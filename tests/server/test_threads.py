@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +230,45 @@ def test_a_paused_thread_shows_its_interrupt(serve: Serve, tmp_path: Path) -> No
         assert resumed["values"]["messages"][-1]["content"][0]["text"] == "Deploy: yes"
         assert client.get("/threads/p/state").json()["next"] == []
     saver.close()
+
+
+def test_deleting_a_thread_a_run_holds_answers_409(serve: Serve, tmp_path: Path) -> None:
+    """A run outside the server holds the thread: DELETE refuses, and the run saves normally."""
+    db = tmp_path / "busy.sqlite"
+    started, gate = threading.Event(), threading.Event()
+
+    def reply(state: AgentState) -> Message:
+        started.set()
+        gate.wait(30)
+        return Message.text_message("done", role="assistant")
+
+    def busy_graph(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+        builder = StateGraph(AgentState)
+        builder.add_node("reply", reply)
+        builder.set_entry_point("reply")
+        return builder.compile(checkpointer)
+
+    saver = SqliteCheckpointer(str(db))
+    config = {"thread_id": "b", "user_id": "default"}
+    writer = busy_graph(saver)
+    run = threading.Thread(  # a loop of its own, closed when the run ends
+        target=asyncio.run, args=(writer.ainvoke({"messages": [("user", "hi")]}, config),)
+    )
+    url = serve(graph=lambda _: busy_graph(SqliteCheckpointer(str(db))))
+    run.start()
+    try:
+        assert started.wait(30)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            refused = client.delete("/threads/b")
+            assert refused.status_code == 409, refused.text
+            assert "thread 'b' is busy" in refused.json()["detail"]
+            gate.set()
+            run.join(30)
+            messages = client.get("/threads/b").json()["values"]["messages"]
+            assert [m["content"][0]["text"] for m in messages] == ["hi", "done"]
+            assert client.delete("/threads/b").status_code == 204
+            assert client.get("/threads/b").status_code == 404
+    finally:
+        gate.set()
+        run.join(30)
+        saver.close()

@@ -1,7 +1,7 @@
 """Leases on Postgres: what only the Postgres backend does (the contract is in tenxgraph.testing).
 
 A take and a save fenced by the lease lock the same lease row, so each waits
-for the other (``tenxgraph.testing.checkpointers`` holds the lease tests
+for the other (``tenxgraph.testing.thread_leases`` holds the lease tests
 every backend passes).
 """
 
@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.testing._checkpointer_leases import EXPIRED, KEY, LONG, SHORT, turn
+from tenxgraph.testing._thread_leases import EXPIRED, KEY, LONG, SHORT, turn
 from tests.storage.conftest import PG_DSN, drop_schema
 
 

@@ -14,7 +14,7 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
-from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy
+from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy, missing_leases
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -204,7 +204,9 @@ class StateGraph(Generic[S]):
         routers on, apart from storage I/O; a sync call that timed out holds
         its thread until it returns.
 
-        One run holds a thread at a time (docs: persistence-and-threads.md):
+        One run holds a thread at a time (docs: persistence-and-threads.md),
+        through a lease taken from the checkpointer, which must implement the
+        ``ThreadLeases`` contract too (every tenxgraph backend does):
         ``lease_seconds`` is the longest a dead run blocks its thread;
         ``multitask_strategy`` is what a run does when another holds its
         thread (``reject``, ``enqueue``, ``interrupt`` or ``rollback``; a run's
@@ -221,6 +223,8 @@ class StateGraph(Generic[S]):
             raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
         if checkpointer is None:
             check_remote_tools_resumable(self.nodes)
+        elif (problem := missing_leases(checkpointer)) is not None:
+            raise GraphBuildError(problem)
         if recursion_limit < 1:
             raise GraphBuildError("recursion_limit must be at least 1")
         if tool_threads < 1:

@@ -13,6 +13,11 @@ anything is written, ``enqueue`` waits for the thread, ``interrupt`` asks the
 holder to stop at its next step (keeping its turn so far) and waits,
 ``rollback`` asks it to stop and then discards its unfinished turn. Waits are
 bounded by ``busy_timeout``.
+
+The lease rows are the graph's checkpointer's: it must implement the
+``ThreadLeases`` contract beside ``Checkpointer`` (``compile`` refuses one
+that does not, see ``lease_table``), so a save fenced by a lease is checked
+in the save's own transaction.
 """
 
 from __future__ import annotations
@@ -28,8 +33,16 @@ from typing import Any, Literal, get_args
 from tenxgraph.core.graph import _turns as turns
 from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
+from tenxgraph.storage.leases import ThreadLeases
 
-__all__ = ["LeasePolicy", "MultitaskStrategy", "ThreadLease", "take_thread"]
+__all__ = [
+    "LeasePolicy",
+    "MultitaskStrategy",
+    "ThreadLease",
+    "lease_table",
+    "missing_leases",
+    "take_thread",
+]
 
 logger = logging.getLogger("tenxgraph.runs")
 
@@ -73,11 +86,34 @@ class LeasePolicy:
         return LeasePolicy(self.lease_seconds, strategy, timeout)
 
 
+def missing_leases(checkpointer: Checkpointer) -> str | None:
+    """Why ``checkpointer`` cannot hold a graph's threads, or None when it can."""
+    if isinstance(checkpointer, ThreadLeases):
+        return None
+    return (
+        f"the checkpointer {type(checkpointer).__name__} does not implement ThreadLeases "
+        "(tenxgraph.storage.ThreadLeases: atake_lease, arenew_lease, arelease_lease, "
+        "arequest_stop, aversion), and a graph's runs hold their thread through its leases; "
+        "implement that contract on the backend too (tenxgraph.testing.ThreadLeasesContract "
+        "checks it), or use the graph without a checkpointer"
+    )
+
+
+def lease_table(checkpointer: Checkpointer) -> ThreadLeases:
+    """``checkpointer`` as the ``ThreadLeases`` runs take their leases from (else ConfigError)."""
+    if isinstance(checkpointer, ThreadLeases):
+        return checkpointer
+    raise ConfigError(str(missing_leases(checkpointer)))
+
+
 class ThreadLease:
     """A held lease: its heartbeat, the stop requests it brings, and its release."""
 
     def __init__(self, checkpointer: Checkpointer, key: ThreadKey, owner: str, seconds: float):
         self.checkpointer = checkpointer
+        """Where the thread is saved (every save of the holder names ``owner``)."""
+        self.thread_leases = lease_table(checkpointer)
+        """Where the lease is held: the checkpointer itself, as a ``ThreadLeases``."""
         self.key = key
         self.owner = owner
         """Who holds it: the run id and a random suffix (passed to every fenced save)."""
@@ -111,7 +147,7 @@ class ThreadLease:
     async def _beat(self) -> None:
         while True:
             try:
-                request = await self.checkpointer.arenew_lease(self.key, self.owner, self.seconds)
+                request = await self.thread_leases.arenew_lease(self.key, self.owner, self.seconds)
             except ThreadBusyError:
                 request = "lost"
             except Exception as exc:  # the next save reports a real failure; keep trying
@@ -147,7 +183,7 @@ class ThreadLease:
             return
         self.released = True
         try:
-            await self.checkpointer.arelease_lease(self.key, self.owner)
+            await self.thread_leases.arelease_lease(self.key, self.owner)
         except StorageError as exc:
             logger.warning(
                 "lease of thread %r not released (it expires in %s s): %s",
@@ -169,7 +205,7 @@ async def take_thread(
     """
     owner = f"{run_id}/{secrets.token_hex(4)}"
     lease = ThreadLease(checkpointer, key, owner, policy.lease_seconds)
-    holder, lease.stamp = await checkpointer.atake_thread(key, owner, policy.lease_seconds)
+    holder, lease.stamp = await lease.thread_leases.atake_thread(key, owner, policy.lease_seconds)
     if holder is None:
         return lease
     await _wait_for(lease, holder, policy)
@@ -193,7 +229,7 @@ async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> Non
             "for it, or 'interrupt' or 'rollback' to stop it",
         )
     if policy.strategy in ("interrupt", "rollback"):
-        await lease.checkpointer.arequest_stop(key, policy.strategy)
+        await lease.thread_leases.arequest_stop(key, policy.strategy)
     deadline = time.monotonic() + policy.busy_timeout
     delay = _FIRST_POLL
     waiting_for: str | None = holder
@@ -206,6 +242,6 @@ async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> Non
             )
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, _LAST_POLL)
-        waiting_for, lease.stamp = await lease.checkpointer.atake_thread(
+        waiting_for, lease.stamp = await lease.thread_leases.atake_thread(
             key, lease.owner, lease.seconds
         )

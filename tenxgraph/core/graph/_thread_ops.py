@@ -207,11 +207,36 @@ class ThreadOperations(Generic[S]):
         """Sync ``arollback``."""
         return run_sync(self.arollback(config))
 
+    async def adelete_thread(self, config: Mapping[str, Any]) -> bool:
+        """Delete the thread, its whole log and its checkpoints; False if it did not exist.
+
+        It holds the thread's lease while it deletes, as a run does, so it
+        never deletes under a running run: while one holds the thread it
+        raises ``ThreadBusyError`` naming the thread, and the run goes on and
+        saves normally. That is the ``reject`` strategy whatever the graph's
+        ``multitask_strategy`` (a delete is never queued behind a run by
+        surprise); a ``multitask_strategy`` in ``config`` asks for another
+        (``enqueue`` waits for the run to end, ``interrupt`` or ``rollback``
+        stops it first), bounded by ``busy_timeout``.
+        """
+        strict = LeasePolicy(self.leases.lease_seconds, "reject", self.leases.busy_timeout)
+        async with self._holding(config, strict) as lease:
+            return await lease.checkpointer.adelete_thread(lease.key)
+
+    def delete_thread(self, config: Mapping[str, Any]) -> bool:
+        """Sync ``adelete_thread``."""
+        return run_sync(self.adelete_thread(config))
+
     @asynccontextmanager
-    async def _holding(self, config: Mapping[str, Any]) -> AsyncIterator[ThreadLease]:
-        """Hold the thread's lease while an operation writes it, as a run does."""
+    async def _holding(
+        self, config: Mapping[str, Any], policy: LeasePolicy | None = None
+    ) -> AsyncIterator[ThreadLease]:
+        """Hold the thread's lease while an operation writes it, as a run does.
+
+        ``policy`` (the graph's by default) with the config's strategy and wait.
+        """
         key = history.thread_key(config)
-        policy = self.leases.for_run(run_config(config))
+        policy = (policy or self.leases).for_run(run_config(config))
         lease = await take_thread(self._require_checkpointer(), key, uuid.uuid4().hex, policy)
         try:
             yield lease

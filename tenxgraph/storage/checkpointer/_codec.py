@@ -38,7 +38,6 @@ from tenxgraph.errors import (
 )
 from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
 from tenxgraph.storage.checkpointer.base import (
-    STOP_REQUESTS,
     Checkpoint,
     StoredMessage,
     StoredThread,
@@ -48,6 +47,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
 )
+from tenxgraph.storage.leases import STOP_REQUESTS
 
 __all__ = [
     "EncodedWrite",

@@ -16,14 +16,12 @@ raises ``ConflictError`` and writes nothing, so a writer that still holds a
 deleted thread never writes over its successor, whatever version that has
 reached. Stored data is JSON only (invariant 3).
 
-One run holds a thread at a time through its *lease*: a row naming the
-holder (``owner``) and an expiry, taken before the run reads the thread,
-extended by a heartbeat, and released at the run's end. A holder that dies
-stops extending it, so the thread is free again once it expires. A save made
-under a lease (``ThreadWrite.lease``) is refused unless that lease is still
-its owner's, so a run that lost its lease (it stalled past the expiry and
-another run took the thread) writes nothing more. Leases exist for threads
-that have no state yet (a new thread's first run holds one too).
+Who runs on a thread is not part of this contract: leases are the
+``ThreadLeases`` contract (``tenxgraph.storage.leases``), a capability a
+backend may add. The fields of a save that name a lease (``ThreadWrite.lease``
+and ``release_lease``, ``arewind``'s ``lease``) are honoured by backends that
+are also ``ThreadLeases``, in the save's own transaction, and ignored by
+those that are not.
 
 Sync callers use the ``get_state``-style wrappers of ``SyncCheckpointerMixin``;
 backends implement only the async methods.
@@ -46,7 +44,6 @@ __all__ = [
     "DEFAULT_USER",
     "LEGACY_INCARNATION",
     "MAX_ID_LENGTH",
-    "STOP_REQUESTS",
     "Checkpoint",
     "Checkpointer",
     "StoredMessage",
@@ -74,11 +71,6 @@ Postgres refuses index entries over about 2,700 bytes, and the keys index
 so both ids together always fit. 256 holds a UUID, a URL-safe slug or an
 e-mail address (at most 254 characters).
 """
-
-STOP_REQUESTS = frozenset({"interrupt", "rollback"})
-"""What a waiting run may ask of a thread's lease holder (``arequest_stop``): stop at the
-next step and keep the turn so far (``interrupt``), or stop and have the waiting run discard
-the unfinished turn (``rollback``)."""
 
 Window = list[tuple[int, int]]
 """Half-open ranges of log seqs, in order, that make up ``state.context``."""
@@ -268,13 +260,14 @@ class ThreadWrite:
     stamp the previous save returned); required unless ``expected_version`` is 0,
     when it must be None or "" (creating a thread makes a new incarnation)."""
     lease: str | None = None
-    """The owner of the lease this write is made under; when set, the save raises
-    ``ThreadBusyError`` and writes nothing unless the thread's lease is still this
-    owner's (expired but not taken by anyone else counts as still held)."""
+    """The owner of the lease this write is made under; when set, a backend that is also a
+    ``ThreadLeases`` raises ``ThreadBusyError`` and writes nothing unless the thread's lease
+    is still this owner's (expired but not taken by anyone else counts as still held),
+    checked in the save's own transaction. A backend without leases ignores it."""
     release_lease: bool = False
-    """With ``lease``: give the lease up with this write, as ``arelease_lease`` would (a
-    run's last save), saving the runtime a round trip; nothing is released if the write
-    fails."""
+    """With ``lease``: give the lease up with this write, as ``ThreadLeases.arelease_lease``
+    would (a run's last save), saving the runtime a round trip; nothing is released if the
+    write fails. Ignored, like ``lease``, by a backend without leases."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +370,13 @@ class Checkpointer(Closing, ABC):
 
     @abstractmethod
     async def adelete_thread(self, key: ThreadKey) -> bool:
-        """Delete a thread and everything of it; False if it did not exist."""
+        """Delete a thread and everything of it; False if it did not exist.
+
+        Unfenced: it deletes whoever holds the thread's lease (a run that
+        holds it then fails its next save with ``ConflictError``). A graph's
+        ``adelete_thread`` takes the thread's lease first and refuses while a
+        run holds it; use that one beside running graphs.
+        """
 
     @abstractmethod
     async def alist_checkpoints(
@@ -403,52 +402,8 @@ class Checkpointer(Closing, ABC):
         deletes the thread and returns None. This is the one operation that
         removes log entries: it exists to discard a turn that did not finish.
         Raises ``StateError`` when the checkpoint is no longer kept
-        (``keep_checkpoints``). ``lease`` fences it like ``ThreadWrite.lease``.
-        """
-
-    @abstractmethod
-    async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
-        """Take the thread's lease for ``owner`` for ``seconds``, unless someone else holds it.
-
-        Returns None when ``owner`` holds it now (taken because it was free
-        or expired, or already ``owner``'s: then extended), else the current
-        holder's owner string. Taking it clears any stop request.
-        """
-
-    async def atake_thread(
-        self, key: ThreadKey, owner: str, seconds: float
-    ) -> tuple[str | None, ThreadStamp | None]:
-        """``atake_lease``, and when the lease is taken, the thread's current stamp too.
-
-        Returns ``(holder, None)`` when someone else holds the lease, else
-        ``(None, stamp)`` (the stamp None for a thread that does not exist).
-        A runtime that keeps threads warm learns with one call whether its
-        copy is current; backends override this default (two calls) to
-        answer in one round trip.
-        """
-        holder = await self.atake_lease(key, owner, seconds)
-        return holder, (await self.aversion(key) if holder is None else None)
-
-    @abstractmethod
-    async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
-        """Extend ``owner``'s lease to ``seconds`` from now (the heartbeat).
-
-        Returns the stop request a waiting run made (one of ``STOP_REQUESTS``)
-        or None. Raises ``ThreadBusyError`` when ``owner`` no longer holds the
-        lease (released, or expired and taken by another run).
-        """
-
-    @abstractmethod
-    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
-        """Give the lease up, if ``owner`` still holds it (else do nothing)."""
-
-    @abstractmethod
-    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
-        """Ask the holder of the unexpired lease to stop (``request`` in ``STOP_REQUESTS``).
-
-        Returns the holder's owner string, or None when no one holds the
-        lease (nothing to stop). The holder sees the request at its next
-        ``arenew_lease``.
+        (``keep_checkpoints``). ``lease`` fences it like ``ThreadWrite.lease`` (on a
+        backend that is also a ``ThreadLeases``).
         """
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:

@@ -58,6 +58,7 @@ from tenxgraph.storage.checkpointer.base import (
     Window,
     check_id,
 )
+from tenxgraph.storage.leases import ThreadLeases
 
 if TYPE_CHECKING:
     from tenxgraph.storage.media.base import MediaStore
@@ -181,8 +182,8 @@ def _trailing_open(checkpoints: deque[_Checkpoint | _Sealed]) -> int:
     return count
 
 
-class InMemoryCheckpointer(Checkpointer):
-    """Threads in memory, with the same semantics as the durable backends."""
+class InMemoryCheckpointer(Checkpointer, ThreadLeases):
+    """Threads and their leases in memory, with the same semantics as the durable backends."""
 
     def __init__(
         self,

@@ -77,6 +77,7 @@ from tenxgraph.storage.checkpointer.base import (
     check_id,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
+from tenxgraph.storage.leases import ThreadLeases
 from tenxgraph.storage.sql import Component
 from tenxgraph.storage.sql._pg_pool import on_io_loop
 from tenxgraph.storage.sql._postgres import PgDatabase
@@ -102,8 +103,8 @@ class _Loaded:
     entry: CachedThread
 
 
-class PgCheckpointer(Checkpointer):
-    """Durable threads in PostgreSQL; ``redis`` adds a verified hot cache of loaded threads."""
+class PgCheckpointer(Checkpointer, ThreadLeases):
+    """Durable threads and leases in PostgreSQL; ``redis`` adds a hot cache of loaded threads."""
 
     def __init__(
         self,

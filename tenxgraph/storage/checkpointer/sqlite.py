@@ -64,6 +64,7 @@ from tenxgraph.storage.checkpointer.base import (
     Window,
     check_id,
 )
+from tenxgraph.storage.leases import ThreadLeases
 from tenxgraph.storage.sql import SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
 
@@ -122,8 +123,8 @@ _UPDATE_THREAD_FENCED = (
 """The save's CAS when a lease fences it: a lost lease fails it as a lost race does."""
 
 
-class SqliteCheckpointer(Checkpointer):
-    """Durable threads in one SQLite file, safe across threads and processes."""
+class SqliteCheckpointer(Checkpointer, ThreadLeases):
+    """Durable threads and their leases in one SQLite file, safe across threads and processes."""
 
     def __init__(
         self,

@@ -153,6 +153,40 @@ async def test_the_input_is_stored_before_the_first_node_runs(checkpointer: Chec
     await run
 
 
+async def test_deleting_a_thread_a_run_holds_is_refused_and_the_run_saves(
+    checkpointer: Checkpointer,
+) -> None:
+    """The graph's strategy (enqueue here) is not a delete's: it rejects unless asked to wait."""
+    app, node = gated_app(checkpointer, multitask_strategy="enqueue")
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    with pytest.raises(ThreadBusyError, match="thread 'busy' is busy") as raised:
+        await app.adelete_thread(CONFIG)
+    assert raised.value.thread_id == "busy"
+    node.gate.set()
+    result = await first
+    assert result["state"].execution_meta.status == "completed"
+    assert await log(checkpointer) == ["A", "reply to A"]
+    assert await app.adelete_thread(CONFIG) is True  # free now: deleted
+    assert await checkpointer.aload(KEY) is None
+    assert await app.adelete_thread(CONFIG) is False
+
+
+async def test_a_delete_asked_to_wait_deletes_once_the_run_has_saved(
+    checkpointer: Checkpointer,
+) -> None:
+    app, node = gated_app(checkpointer)
+    first = asyncio.create_task(app.ainvoke(said("A"), CONFIG))
+    await node.started.wait()
+    delete = asyncio.create_task(app.adelete_thread({**CONFIG, "multitask_strategy": "enqueue"}))
+    await asyncio.sleep(0.1)
+    assert not delete.done()
+    node.gate.set()
+    assert (await first)["state"].execution_meta.status == "completed"
+    assert await delete is True
+    assert await checkpointer.aload(KEY) is None
+
+
 def failing_app(checkpointer: Checkpointer, failures: list[str]) -> CompiledGraph[Any]:
     def reply(state: AgentState) -> Message:
         if failures:
