@@ -16,8 +16,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from tenxgraph.core.graph import CompiledGraph
-from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.errors import ThreadNotFoundError
+from tenxgraph.runs import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 

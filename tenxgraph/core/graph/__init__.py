@@ -87,9 +87,9 @@ if TYPE_CHECKING:
     )
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
-    from tenxgraph.core.graph._thread_lease import MultitaskStrategy
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
+    from tenxgraph.runs import MultitaskStrategy
 else:
     from tenxgraph.utils._lazy import lazy_exports
 
@@ -141,7 +141,7 @@ else:
             ),
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
-            "tenxgraph.core.graph._thread_lease": ("MultitaskStrategy",),
+            "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (
                 "ToolNode",
                 "ToolOutcome",

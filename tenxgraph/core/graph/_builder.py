@@ -14,13 +14,13 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
-from tenxgraph.core.graph._thread_lease import LeasePolicy, MultitaskStrategy, missing_leases
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
 from tenxgraph.errors import ConfigError, GraphBuildError, NodeError
+from tenxgraph.runs import LeasePolicy, MultitaskStrategy, missing_leases
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:

@@ -40,9 +40,7 @@ from tenxgraph.core.graph._run_control import (
 )
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._steps import COMPLETED, Run, RunSteps
-from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._thread_ops import ThreadOperations
-from tenxgraph.core.graph._turns import discard_unfinished
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -54,6 +52,7 @@ from tenxgraph.errors import (
     TenxGraphError,
     UnstorableStateError,
 )
+from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 from tenxgraph.utils.constants import END, START
 

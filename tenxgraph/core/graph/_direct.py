@@ -37,7 +37,6 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope, runn
 from tenxgraph.core.graph._node import RunContext
 from tenxgraph.core.graph._remote_tools import RemoteTool
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.core.graph._thread_lease import take_thread
 from tenxgraph.core.graph._tool_node import ToolOutcome, close_interrupted_calls, execute_tool
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
@@ -49,6 +48,7 @@ from tenxgraph.core.state.tool_arguments import (
     tool_call,
 )
 from tenxgraph.errors import ConfigError, StateError, ToolError, UsageError
+from tenxgraph.runs import take_thread
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 
 if TYPE_CHECKING:

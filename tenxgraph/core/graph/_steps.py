@@ -21,7 +21,6 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.core.graph._thread_lease import ThreadLease
 from tenxgraph.core.graph._updates import Applied, StateSchema
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
@@ -32,6 +31,7 @@ from tenxgraph.errors import (
     TenxGraphError,
     UnstorableStateError,
 )
+from tenxgraph.runs import ThreadLease
 from tenxgraph.utils.constants import END
 
 if TYPE_CHECKING:

@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
-from tenxgraph.core.graph import _turns as turns
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
-from tenxgraph.core.graph._thread_lease import LeasePolicy, ThreadLease, take_thread
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
+from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
 
 if TYPE_CHECKING:
@@ -201,7 +200,7 @@ class ThreadOperations(Generic[S]):
         Use it to drop a failed turn before sending the input again.
         """
         async with self._holding(config) as lease:
-            return await turns.discard_unfinished(lease.checkpointer, lease.key, lease.owner)
+            return await discard_unfinished(lease.checkpointer, lease.key, lease.owner)
 
     def rollback(self, config: Mapping[str, Any]) -> bool:
         """Sync ``arollback``."""

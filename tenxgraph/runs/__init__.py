@@ -1,0 +1,52 @@
+"""Threads and runs: the floor between storage and the runtime (docs/architecture.md).
+
+A run holds its thread through the thread's lease (``ThreadLease``, taken by
+``take_thread`` according to a ``LeasePolicy`` and the run's
+``MultitaskStrategy``), and a turn that did not finish is discarded whole
+(``discard_unfinished``). This package uses storage and the state model,
+never the runtime: ``tenxgraph.core.graph`` and the server build on it. The
+run registry and the durable run queue come here next (see the architecture
+page). Exports are imported on first access.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+__all__ = [
+    "LeasePolicy",
+    "MultitaskStrategy",
+    "ThreadLease",
+    "discard_unfinished",
+    "lease_table",
+    "missing_leases",
+    "take_thread",
+]
+
+if TYPE_CHECKING:
+    from tenxgraph.runs._leases import (
+        LeasePolicy,
+        MultitaskStrategy,
+        ThreadLease,
+        lease_table,
+        missing_leases,
+        take_thread,
+    )
+    from tenxgraph.runs._turns import discard_unfinished
+else:
+    from tenxgraph.utils._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "tenxgraph.runs._leases": (
+                "LeasePolicy",
+                "MultitaskStrategy",
+                "ThreadLease",
+                "lease_table",
+                "missing_leases",
+                "take_thread",
+            ),
+            "tenxgraph.runs._turns": ("discard_unfinished",),
+        },
+    )
