@@ -119,14 +119,32 @@ async def test_a_stored_id_over_the_limit_is_skipped_by_the_listing(
     assert "thread_id is 300 characters long, over the limit of 256" in record.getMessage()
 
 
+@pytest.mark.parametrize(("column", "value", "reason"), DAMAGED_ROWS)
 async def test_loading_a_damaged_thread_still_raises(
-    checkpointer: Checkpointer, damage: Damage
+    checkpointer: Checkpointer, damage: Damage, column: str, value: str, reason: str
 ) -> None:
     """Only listings skip: reading the thread itself names the damage."""
+    if not damage.can_hold(column, value):
+        pytest.skip(f"this backend cannot hold {value!r} in {column!r}")
     key = await create(checkpointer, "t1")
-    await damage.thread(key, "metadata", "[1, 2]")
-    with pytest.raises(CorruptRecordError, match=r"'t1'.*'metadata' holds a list"):
+    await damage.thread(key, column, value)
+    with pytest.raises(CorruptRecordError, match=rf"'t1'.*{reason}"):
         await checkpointer.aload(key)
+
+
+async def test_a_damaged_version_is_named_by_every_read_of_it(
+    checkpointer: Checkpointer, damage: Damage
+) -> None:
+    """The stamp a run checks first, the lease take, and the load all name the column."""
+    if damage.backend == "memory" or not damage.can_hold("version", "seven"):
+        pytest.skip(f"{damage.backend} cannot store 'seven' in 'version'")
+    key = await create(checkpointer, "t1")
+    await damage.thread(key, "version", "seven")
+    reason = r"'t1' \(user 'alice'\): column 'version' holds 'seven', expected an int >= 1"
+    with pytest.raises(CorruptRecordError, match=reason):
+        await checkpointer.aversion(key)
+    with pytest.raises(CorruptRecordError, match=reason):
+        await checkpointer.atake_thread(key, "run-a", 5.0)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

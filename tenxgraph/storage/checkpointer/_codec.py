@@ -385,7 +385,7 @@ def decode_thread(
     version, log_length, values, _, metadata, incarnation = row
     return StoredThread(
         key=key,
-        version=version,
+        version=decode_version(key, version),
         log_length=log_length,
         values=decode_json_object(key, "values", values),
         window=window,
@@ -403,9 +403,19 @@ def decode_message_page(key: ThreadKey, rows: Sequence[tuple[int, Body]]) -> lis
     return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
 
 
-def stamp_of(row: Sequence[Any] | None) -> ThreadStamp | None:
+def stamp_of(key: ThreadKey, row: Sequence[Any] | None) -> ThreadStamp | None:
     """An ``(incarnation, version)`` row as a stamp; None for no row."""
-    return None if row is None else ThreadStamp(str(row[0]), int(row[1]))
+    return None if row is None else ThreadStamp(str(row[0]), decode_version(key, row[1]))
+
+
+def decode_version(key: ThreadKey, stored: Any) -> int:
+    """A state row's version, checked: an int of at least 1 (a save makes it), else corrupt."""
+    if type(stored) is not int or stored < 1:
+        raise CorruptRecordError(
+            f"thread {key.thread_id!r} (user {key.user_id!r}): column 'version' holds "
+            f"{_preview(stored)}, expected an int >= 1"
+        )
+    return stored
 
 
 def thread_not_found(key: ThreadKey) -> ThreadNotFoundError:

@@ -162,7 +162,7 @@ async def rewind(
         "WHERE user_id = %s AND thread_id = %s FOR UPDATE",
         where,
     )
-    found = stamp_of(await cursor.fetchone())
+    found = stamp_of(key, await cursor.fetchone())
     if found != stamp:
         raise rewind_conflict(key, stamp, found)
     if to_version == 0:

@@ -122,7 +122,7 @@ def rewind(
         "SELECT incarnation, version, id FROM threads WHERE user_id = ? AND thread_id = ?",
         (key.user_id, key.thread_id),
     ).fetchone()
-    found = stamp_of(row)
+    found = stamp_of(key, row)
     if found != stamp:
         raise rewind_conflict(key, stamp, found)
     tid = row[2]

@@ -31,6 +31,7 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_checkpoint,
     decode_json_object,
     decode_messages,
+    decode_version,
     decode_window,
     encode_write,
     lease_lost,
@@ -226,7 +227,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             seqs, bodies = _window_rows(thread.log, window)
         return StoredThread(
             key=key,
-            version=version,
+            version=decode_version(key, version),
             log_length=log_length,
             values=decode_json_object(key, "values", values),
             window=window,

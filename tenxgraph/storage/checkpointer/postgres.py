@@ -194,7 +194,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
                 "WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
-            return stamp_of(await cursor.fetchone())
+            return stamp_of(key, await cursor.fetchone())
 
     async def _load(self, key: ThreadKey) -> _Loaded | None:
         async with self._db.connection(snapshot=True) as conn:
@@ -352,7 +352,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
                 "WHERE user_id = %s AND thread_id = %s",
                 (key.user_id, key.thread_id),
             )
-            return None, stamp_of(await cursor.fetchone())
+            return None, stamp_of(key, await cursor.fetchone())
 
     @on_io_loop
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:

@@ -490,7 +490,7 @@ def _take_thread(
         (key.user_id, key.thread_id, owner, now + seconds, now),
     ).fetchall()
     if taken:
-        return None, None if taken[0][0] is None else stamp_of(taken[0])
+        return None, None if taken[0][0] is None else stamp_of(key, taken[0])
     with transaction(conn, "IMMEDIATE"):
         holder = leases.take(conn, key, owner, seconds)
         return holder, None if holder is not None else _stamp(conn, key)
@@ -498,10 +498,11 @@ def _take_thread(
 
 def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
     return stamp_of(
+        key,
         conn.execute(
             "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?",
             (key.user_id, key.thread_id),
-        ).fetchone()
+        ).fetchone(),
     )
 
 
