@@ -113,7 +113,9 @@ async def test_a_save_that_meets_a_short_outage_waits_and_the_run_completes(
     app = gated_app(checkpointer, gate)
     config = {"thread_id": "in-flight"}
     task = await outage_at_node_end(private_postgres, gate, app.ainvoke(said("go"), config), OUTAGE)
+    back = time.monotonic()
     result = await asyncio.wait_for(task, 60)
+    print(f"\nrun ended {time.monotonic() - back:.3f}s after Postgres was back ({OUTAGE:g}s down)")
     assert [m.text() for m in result["state"].context] == ["go", "worked", "after"]
     assert result["state"].execution_meta.status == "completed"
     assert await stored_texts(checkpointer, "in-flight") == ["go", "worked", "after"]
