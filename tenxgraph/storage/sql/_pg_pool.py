@@ -183,9 +183,10 @@ class PgConnections:
         for each of its last writes. A server never reached (a wrong DSN, a
         server not started) fails at once: that is a configuration error.
         Each attempt is itself bounded (``connect_timeout`` per connection),
-        so a call waits at most ``outage_timeout`` plus one attempt.
+        so a call waits at most ``outage_timeout`` plus one attempt, counted
+        from its first failure even when other calls get through meanwhile.
         """
-        lost, delay = False, _FIRST_RETRY
+        lost, delay, first = False, _FIRST_RETRY, None
         while True:
             try:
                 return await attempt(lost)
@@ -195,7 +196,10 @@ class PgConnections:
                 if isinstance(exc, ConnectionLost) and not resend:
                     raise
                 now = time.monotonic()
-                since = self._down_since if self._down_since is not None else now
+                if self._down_since is None:  # an outage no probe saw yet starts now
+                    self._down_since = now
+                first = now if first is None else first  # the server may answer others
+                since = min(self._down_since, first)  # meanwhile: the call's own bound
                 left = since + outage_timeout - now
                 if left <= 0:
                     raise PostgresUnreachable(
