@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.graph import RunResult, StateGraph, UpdateEvent
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.errors import NodeError, StorageUnavailableError
 from tenxgraph.storage.checkpointer import PgCheckpointer, ThreadKey
@@ -127,6 +127,31 @@ async def test_a_save_that_meets_a_short_outage_waits_and_the_run_completes(
     again = await asyncio.wait_for(app.ainvoke(said("again"), config), 30)  # 'reject'
     assert again["state"].execution_meta.status == "completed"
     assert time.monotonic() - started_at < 10
+
+
+async def test_a_streamed_run_across_an_outage_streams_what_is_stored(
+    store: Callable[..., PgCheckpointer], private_postgres: PrivatePostgres
+) -> None:
+    checkpointer = store()
+    gate = Gate()
+    app = gated_app(checkpointer, gate)
+    config = {"thread_id": "streamed"}
+
+    async def follow() -> list[Any]:
+        return [event async for event in app.astream(said("go"), config)]
+
+    task = await outage_at_node_end(private_postgres, gate, follow(), OUTAGE)
+    events = await asyncio.wait_for(task, 60)
+    updates = [e.node for e in events if isinstance(e, UpdateEvent)]
+    assert updates == ["work", "after"]  # each step once, none lost to the wait
+    last = events[-1]
+    assert isinstance(last, RunResult)
+    assert last.state.execution_meta.status == "completed"
+    assert ["go", *(m.text() for m in last.messages)] == await stored_texts(
+        checkpointer, "streamed"
+    )
+    saved = await gated_app(store(), Gate()).aget_state(config)
+    assert saved.execution_meta.status == "completed"
 
 
 async def test_a_node_failing_during_an_outage_saves_its_error_and_frees_the_thread(
