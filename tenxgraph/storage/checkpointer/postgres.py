@@ -18,15 +18,25 @@ the work runs and why). Faults: see ``sql/_pg_pool`` (checked connections,
 one ``StorageUnavailableError`` within ``connect_timeout`` while the server
 is down, recovery without user action) and ``redis_cache`` (timeouts and a
 cool-down after a Redis failure).
+
+An outage shorter than ``outage_timeout`` delays what a run depends on
+(loads, saves, the lease calls, rewinds); it does not fail them. Those calls
+are decorated ``@_retried``: run again with backoff while Postgres is
+unreachable. A save whose connection broke after it was sent may have
+committed: its next attempt first looks for the write it made (the
+checkpoint of the version it claimed, with its values and its messages' ids)
+and returns that, so a retry never appends the messages twice. A rewind
+whose connection broke then is not run again (its outcome cannot be told).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
@@ -95,6 +105,19 @@ THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
 """The thread tables; ``schema_version`` recorded them before ``schema_versions``."""
 
 R = TypeVar("R")
+P = ParamSpec("P")
+
+
+def _retried(
+    method: Callable[Concatenate[PgCheckpointer, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[PgCheckpointer, P], Coroutine[Any, Any, R]]:
+    """Run an idempotent method again through an outage shorter than ``outage_timeout``."""
+
+    async def retried(self: PgCheckpointer, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._db.retrying(lambda lost: method(self, *args, **kwargs))
+
+    functools.update_wrapper(retried, method)
+    return retried
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +137,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         keep_checkpoints: int | None = None,
         schema: str = "tenxgraph",
         connect_timeout: float = 5.0,
+        outage_timeout: float = 30.0,
         pool_min_size: int = 1,
         pool_size: int = 10,
         media: MediaStore | MediaPolicy | None = None,
@@ -124,7 +148,10 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         configured ``RedisThreadCache``. ``keep_checkpoints`` keeps only the
         newest N checkpoints per thread. ``schema`` holds the tables.
         ``connect_timeout`` (seconds) bounds each wait for a connection, new
-        or pooled: past it a call raises ``StorageUnavailableError``. The
+        or pooled: past it a call raises ``StorageUnavailableError``.
+        ``outage_timeout`` (seconds; 0 turns it off) is how long loads, saves
+        and lease calls wait for a Postgres that went away before they raise
+        ``StorageUnavailableError``: a shorter outage only delays a run. The
         owned pool keeps ``pool_min_size`` to ``pool_size`` connections.
         ``media``: a media store (or ``MediaPolicy``) that large inline media
         move to on save (a ``PgMediaStore`` may share the schema).
@@ -140,6 +167,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             components=[THREADS],
             schema=schema,
             connect_timeout=connect_timeout,
+            outage_timeout=outage_timeout,
             pool_min_size=pool_min_size,
             pool_size=pool_size,
             private_loop=owns_redis,
@@ -162,6 +190,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         return await self._db.run(coroutine)
 
     @on_io_loop
+    @_retried
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """The state row and window messages, from Redis when it matches Postgres' stamp."""
         if self._cache is None or not self._cache.available:
@@ -183,6 +212,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         return loaded.thread
 
     @on_io_loop
+    @_retried
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's stamp from Postgres (the source of truth): one one-row query."""
         return await self._identity(key)
@@ -252,7 +282,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
     async def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
         encoded = encode_write(key, write)
         try:
-            base = await self._write(key, write, encoded)
+            base = await self._db.retrying(lambda lost: self._write(key, write, encoded, lost))
         except ConflictError:
             if self._cache is not None:
                 await self._cache.evict(key)
@@ -261,12 +291,16 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             await self._cache.after_save(key, write, encoded, base)
         return ThreadStamp(encoded.incarnation, write.expected_version + 1)
 
-    async def _write(self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite) -> int:
+    async def _write(
+        self, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite, lost: bool
+    ) -> int:
         """Apply the write as one statement; return the log length before it.
 
         One statement is one transaction and one round trip: the ``claimed``
         CTE is the compare-and-swap, and the inserts read from it, so when it
-        claims nothing they write nothing.
+        claims nothing they write nothing. ``lost``: an earlier attempt's
+        connection broke after sending it, so it may have committed; if it
+        did, its result is returned (and the lease released if asked).
         """
         added = len(encoded.messages)
         reach = window_reach(key, write.window)
@@ -295,8 +329,10 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         }
         statement = self._create_statement if write.expected_version == 0 else self._save_statement
         async with self._db.connection() as conn:
-            cursor = await conn.execute(statement, params)
-            row = await cursor.fetchone()
+            row = await self._landed(conn, params) if lost else None
+            if row is None:
+                cursor = await conn.execute(statement, params)
+                row = await cursor.fetchone()
             if row is not None:
                 if write.release_lease and write.lease is not None:  # the next query, same hop
                     await _pg_leases.release(conn, self._s, key, write.lease)
@@ -320,25 +356,56 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, write.window, int(found[2]) + added)  # the window did not fit
         raise conflict(key, write, encoded.incarnation, stamp)
 
+    async def _landed(
+        self, conn: AsyncConnection[Any], params: dict[str, Any]
+    ) -> tuple[int] | None:
+        """``(base,)`` when the write of ``params`` is stored (an attempt whose reply was lost).
+
+        Its checkpoint (the version it claimed, with its node, step, values
+        and window) and the messages just before that checkpoint's log length
+        (its messages' ids, in order) identify it; a thread re-created since
+        has another incarnation.
+        """
+        cursor = await conn.execute(
+            f"SELECT c.log_length - %(added)s FROM {self._s}.checkpoints AS c "
+            f"JOIN {self._s}.threads AS t USING (user_id, thread_id) "
+            "WHERE c.user_id = %(user)s AND c.thread_id = %(thread)s AND c.version = %(version)s "
+            "AND t.incarnation = %(incarnation)s AND c.node = %(node)s AND c.step = %(step)s "
+            'AND c."values" = %(values)s::jsonb AND c."window" = %(window)s::jsonb '
+            f"AND ARRAY(SELECT m.message_id FROM {self._s}.messages AS m "
+            "WHERE m.user_id = %(user)s AND m.thread_id = %(thread)s "
+            "AND m.seq >= c.log_length - %(added)s AND m.seq < c.log_length ORDER BY m.seq) "
+            "= %(message_ids)s::text[]",
+            params,
+        )
+        row = await cursor.fetchone()
+        return None if row is None else (int(row[0]),)
+
     @on_io_loop
     async def arewind(
         self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
     ) -> ThreadStamp | None:
         """One transaction: lock the thread row, check the stamp (and lease), cut, then evict."""
-        try:
+
+        async def attempt(lost: bool) -> ThreadStamp | None:
             async with self._db.connection(transaction=True) as conn:
                 return await _pg_leases.rewind(conn, self._s, key, stamp, to_version, lease)
+
+        try:
+            return await self._db.retrying(attempt, resend=False)
         finally:
             if self._cache is not None:
                 await self._cache.evict(key)
 
     @on_io_loop
+    @_retried
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Take the lease if free, expired or ``owner``'s (database clock); else the holder."""
         async with self._db.connection() as conn:
             return await _pg_leases.take(conn, self._s, key, owner, seconds)
 
     @on_io_loop
+    @_retried
     async def atake_thread(
         self, key: ThreadKey, owner: str, seconds: float
     ) -> tuple[str | None, ThreadStamp | None]:
@@ -355,18 +422,21 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             return None, stamp_of(key, await cursor.fetchone())
 
     @on_io_loop
+    @_retried
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend ``owner``'s lease; return the stop request made of it, if any."""
         async with self._db.connection() as conn:
             return await _pg_leases.renew(conn, self._s, key, owner, seconds)
 
     @on_io_loop
+    @_retried
     async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
         """Drop the lease if ``owner`` still holds it."""
         async with self._db.connection() as conn:
             await _pg_leases.release(conn, self._s, key, owner)
 
     @on_io_loop
+    @_retried
     async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
         """Mark the unexpired lease with ``request``; return its holder (None: no one)."""
         check_stop_request(request)
@@ -453,6 +523,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         return deleted
 
     @on_io_loop
+    @_retried
     async def alist_checkpoints(
         self, key: ThreadKey, *, limit: int | None = None
     ) -> Sequence[Checkpoint]:
@@ -469,6 +540,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         return [decode_checkpoint(key, *row) for row in rows]
 
     @on_io_loop
+    @_retried
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
         async with self._db.connection(snapshot=True) as conn:

@@ -18,6 +18,15 @@ The first use probes too, so a wrong DSN fails in one line, never reaching
 the pool. A caller's own pool is used as given: no probe, no replacement,
 only the same error mapping.
 
+Outages are classified here, in one place (``is_outage``): a server that
+refuses or does not answer (``PostgresUnreachable``: nothing of the call
+reached it) and a connection that broke under a call, by a reset or an
+administrator's shutdown (``ConnectionLost``: what it sent may have been
+applied). A busy pool while the server answers, a constraint violation or a
+conflict is never an outage. ``PgConnections.retrying`` runs a call again,
+with backoff, while an outage is younger than the store's bound (see
+``retrying`` for the decisions).
+
 ``IoLoop`` is a private event loop in a daemon thread. A store that owns
 all its connections runs its database work there, whatever loop or thread
 calls it (see ``_postgres.py`` for why). Loops still running at
@@ -33,6 +42,7 @@ import functools
 import logging
 import math
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -44,7 +54,14 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["IoLoop", "PgConnections", "on_io_loop"]
+__all__ = [
+    "ConnectionLost",
+    "IoLoop",
+    "PgConnections",
+    "PostgresUnreachable",
+    "is_outage",
+    "on_io_loop",
+]
 
 logger = logging.getLogger("tenxgraph.storage.checkpointer.postgres")
 """The name users configure (documented in docs/persistence-and-threads.md); kept as it was."""
@@ -58,6 +75,35 @@ class _Runner(Protocol):
 
 
 S = TypeVar("S", bound=_Runner)
+
+_FIRST_RETRY, _LAST_RETRY = 0.05, 1.0
+"""Seconds between attempts of a call during an outage: doubling from the first to the last."""
+
+_SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03"})
+"""admin_shutdown, crash_shutdown, cannot_connect_now: the server is going or not back yet."""
+
+
+class PostgresUnreachable(StorageUnavailableError):
+    """The server refused or did not answer a connection: nothing of the call reached it."""
+
+
+class ConnectionLost(StorageUnavailableError):
+    """A connection broke during a call: what it sent may or may not have been applied."""
+
+
+def is_outage(error: BaseException) -> bool:
+    """True for the failures an outage causes, which a call may retry.
+
+    Never a busy pool while the server answers, a constraint violation, a
+    conflict or any other error the server returned on a live connection.
+    """
+    return isinstance(error, (PostgresUnreachable, ConnectionLost))
+
+
+def _broke(conn: AsyncConnection[Any], error: Exception) -> bool:
+    """True when ``error`` ended ``conn`` (reset, shutdown), not when the server refused a query."""
+    state = getattr(error, "sqlstate", None) or ""
+    return conn.broken or state in _SHUTDOWN_STATES or state.startswith("08")
 
 
 def on_io_loop(
@@ -91,6 +137,10 @@ class PgConnections:
         self._pool: AsyncConnectionPool | None = None if isinstance(source, str) else source
         self._down: str | None = None
         """Why the server was found unreachable, while it still is."""
+        self._down_since: float | None = None
+        """When (``time.monotonic``) the current outage was first seen; None while up."""
+        self._reached = False
+        """True once a connection worked: only then is a failure an outage, not a wrong DSN."""
         conninfo = source if isinstance(source, str) else source.conninfo
         self.where = _describe(conninfo) if isinstance(conninfo, str) else "(the given pool)"
 
@@ -100,18 +150,65 @@ class PgConnections:
         import psycopg
 
         pool, conn = await self._acquire()
+        self._reached = True
         try:
             async with conn:  # commits or rolls back a caller's non-autocommit connection
                 yield conn
-        except psycopg.OperationalError as exc:
-            if not conn.broken:
+            self._down_since = None  # a call went through: any outage is over
+        except psycopg.Error as exc:
+            if not _broke(conn, exc):
                 raise
+            if self._down_since is None:
+                self._down_since = time.monotonic()
             await self._discard(pool)  # its other connections are suspect too; the next
-            raise StorageUnavailableError(  # call probes and starts a fresh pool
+            raise ConnectionLost(  # call probes and starts a fresh pool
                 f"postgres at {self.where}: the connection broke: {_one_line(exc)}"
             ) from exc
         finally:
             await pool.putconn(conn)
+
+    async def retrying(
+        self, attempt: Callable[[bool], Awaitable[T]], outage_timeout: float, *, resend: bool
+    ) -> T:
+        """``attempt(lost)`` until it is not stopped by an outage, or the outage is too old.
+
+        ``lost`` is True once an attempt's connection broke after it sent
+        something: ``attempt`` then finds out what was applied (a save checks
+        whether its write landed). With ``resend=False`` such a call is not
+        run again (its outcome is unknown and it cannot tell).
+
+        Decisions. The bound is the outage's age, not the call's: a call made
+        when the server has been unreachable for ``outage_timeout`` fails
+        after one probe, so a run that gives up does not wait the bound again
+        for each of its last writes. A server never reached (a wrong DSN, a
+        server not started) fails at once: that is a configuration error.
+        Each attempt is itself bounded (``connect_timeout`` per connection),
+        so a call waits at most ``outage_timeout`` plus one attempt, counted
+        from its first failure even when other calls get through meanwhile.
+        """
+        lost, delay, first = False, _FIRST_RETRY, None
+        while True:
+            try:
+                return await attempt(lost)
+            except StorageUnavailableError as exc:
+                if not (is_outage(exc) and self._reached and outage_timeout > 0):
+                    raise
+                if isinstance(exc, ConnectionLost) and not resend:
+                    raise
+                now = time.monotonic()
+                if self._down_since is None:  # an outage no probe saw yet starts now
+                    self._down_since = now
+                first = now if first is None else first  # the server may answer others
+                since = min(self._down_since, first)  # meanwhile: the call's own bound
+                left = since + outage_timeout - now
+                if left <= 0:
+                    raise PostgresUnreachable(
+                        f"postgres at {self.where} unreachable for {now - since:.1f}s "
+                        f"(outage_timeout {outage_timeout:g}s): {self._down or _one_line(exc)}"
+                    ) from exc
+                lost = lost or isinstance(exc, ConnectionLost)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, _LAST_RETRY)
 
     async def _acquire(self) -> tuple[AsyncConnectionPool, AsyncConnection[Any]]:
         from psycopg_pool import PoolTimeout
@@ -135,7 +232,7 @@ class PgConnections:
             await self._discard(pool)
             await pool.putconn(conn)
             await self.probe()  # the server answers: it restarted; go on with a new pool
-        raise StorageUnavailableError(f"postgres at {self.where}: new connections fail their check")
+        raise PostgresUnreachable(f"postgres at {self.where}: new connections fail their check")
 
     async def _acquire_given(self) -> tuple[AsyncConnectionPool, AsyncConnection[Any]]:
         from psycopg_pool import PoolTimeout
@@ -144,7 +241,7 @@ class PgConnections:
         try:
             return self._pool, await self._pool.getconn()
         except PoolTimeout as exc:
-            raise StorageUnavailableError(
+            raise StorageUnavailableError(  # busy or down: a given pool cannot tell
                 f"postgres at {self.where}: no connection from the pool: {_one_line(exc)}"
             ) from exc
 
@@ -206,8 +303,12 @@ class PgConnections:
                 if self._pool is not None:
                     await self._discard(self._pool)
             self._down = reason
+            if self._down_since is None:
+                self._down_since = time.monotonic()
             message = f"postgres at {self.where} is unavailable: {reason}"
-            raise StorageUnavailableError(message) from exc
+            raise PostgresUnreachable(message) from exc
+        self._reached = True
+        self._down_since = None
         if self._down is not None:
             self._down = None
             logger.info("postgres at %s is available again", self.where)

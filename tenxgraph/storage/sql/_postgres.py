@@ -23,7 +23,9 @@ and refuses others.
 
 Faults: see ``_pg_pool`` (checked connections, one
 ``StorageUnavailableError`` within ``connect_timeout`` while the server is
-down, recovery without user action).
+down, recovery without user action). ``retrying`` runs a call again through
+an outage shorter than ``outage_timeout``; a store applies it to the calls
+a run depends on.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class PgDatabase:
         components: Sequence[Component],
         schema: str = "tenxgraph",
         connect_timeout: float = 5.0,
+        outage_timeout: float = 30.0,
         pool_min_size: int = 1,
         pool_size: int = 10,
         private_loop: bool = True,
@@ -73,10 +76,12 @@ class PgDatabase:
         """Connect with a DSN (an owned pool) or an ``AsyncConnectionPool`` (the caller's).
 
         ``connect_timeout`` (seconds) bounds each wait for a connection, new
-        or pooled. ``private_loop``: with a DSN, run the work on a private
-        I/O loop (False when the store also uses a client bound to the
-        caller's loop). ``on_close`` closes what else the store owns, on the
-        loop the work runs on.
+        or pooled. ``outage_timeout`` (seconds, 0: never) is how long an
+        outage may last while ``retrying`` calls wait it out.
+        ``private_loop``: with a DSN, run the work on a private I/O loop
+        (False when the store also uses a client bound to the caller's
+        loop). ``on_close`` closes what else the store owns, on the loop the
+        work runs on.
         """
         try:
             from psycopg_pool import AsyncConnectionPool
@@ -88,6 +93,8 @@ class PgDatabase:
             )
         if not connect_timeout > 0:
             raise ConfigError(f"connect_timeout must be > 0 seconds, got {connect_timeout}")
+        if not outage_timeout >= 0:
+            raise ConfigError(f"outage_timeout must be >= 0 seconds, got {outage_timeout}")
         if not 0 <= pool_min_size <= pool_size or pool_size < 1:
             raise ConfigError(
                 f"need 0 <= pool_min_size <= pool_size and pool_size >= 1, "
@@ -101,6 +108,8 @@ class PgDatabase:
         self.components = tuple(components)
         self.connect_timeout = connect_timeout
         """Seconds each wait for a connection may take before ``StorageUnavailableError``."""
+        self.outage_timeout = outage_timeout
+        """Seconds an outage may last while ``retrying`` calls wait for the server."""
         self._pool = PgConnections(
             conninfo, connect_timeout=connect_timeout, min_size=pool_min_size, max_size=pool_size
         )
@@ -126,6 +135,14 @@ class PgDatabase:
                 "pass a DSN and a redis:// URL, which work from any loop and thread)"
             )
         return await coroutine
+
+    async def retrying(self, attempt: Callable[[bool], Awaitable[R]], *, resend: bool = True) -> R:
+        """``attempt(lost)``, again with backoff while an outage is younger than ``outage_timeout``.
+
+        ``lost``: an earlier attempt's connection broke after sending (see
+        ``PgConnections.retrying``); ``resend=False`` gives up then instead.
+        """
+        return await self._pool.retrying(attempt, self.outage_timeout, resend=resend)
 
     @asynccontextmanager
     async def connection(
