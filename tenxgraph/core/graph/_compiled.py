@@ -51,6 +51,7 @@ from tenxgraph.errors import (
     StateError,
     TenxGraphError,
     UnstorableStateError,
+    UsageError,
 )
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
@@ -106,6 +107,22 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """Threads for this graph's sync user code (``workers.stuck`` counts timed-out calls)."""
         self.leases = leases if leases is not None else LeasePolicy()
         """How runs hold their thread: lease duration, default strategy, wait bound."""
+        self._frozen = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse every assignment once built: a compiled graph's options are set by ``compile``.
+
+        Two graphs compiled from one builder must never share a change made
+        to one of them, and an assignment to an option that moved or never
+        existed (``app.warm_threads = 8``) must not pass silently.
+        """
+        if getattr(self, "_frozen", False):
+            raise UsageError(
+                f"a compiled graph is frozen: {name!r} cannot be set after compile; pass the "
+                "options to StateGraph.compile(...) (e.g. warm_threads=, tool_threads=, "
+                "lease_seconds=, interrupt_before=) and compile again"
+            )
+        object.__setattr__(self, name, value)
 
     # --- entry points -------------------------------------------------------------------
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenxgraph.core.graph import Agent, StateGraph, ToolNode
-from tenxgraph.core.llm import FunctionModel
+import pytest
+
+from tenxgraph.core.graph import Agent, StateGraph, ToolNode, create_agent
+from tenxgraph.core.llm import FunctionModel, ScriptedModel
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.state import AgentState, Message
+from tenxgraph.errors import UsageError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
 from tenxgraph.utils.constants import END, START
 
@@ -97,3 +100,15 @@ def test_an_agent_in_two_graphs_offers_each_graph_its_own_tools() -> None:
         app.invoke({"messages": [Message.text_message("hi")]}, {"thread_id": "t"})
     assert offered == [["alpha"], ["beta"]]
     assert agent.tools == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("warm_threads", 8), ("checkpointer", None), ("recursion_limit", 5), ("builder", None)],
+)
+def test_a_compiled_graph_refuses_assignments(name: str, value: Any) -> None:
+    app = create_agent(ScriptedModel(["hi"]))
+    before = getattr(app, name, "absent")
+    with pytest.raises(UsageError, match=rf"frozen: '{name}' cannot be set after compile"):
+        setattr(app, name, value)
+    assert getattr(app, name, "absent") is before
