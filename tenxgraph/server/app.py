@@ -27,6 +27,7 @@ from tenxgraph.server._context import (
     ServerSettings,
 )
 from tenxgraph.server._limits import BodyLimit
+from tenxgraph.server._web_origin import SecurityHeaders, mount_docs
 from tenxgraph.server.auth import no_auth
 from tenxgraph.server.http_errors import install_error_handlers
 
@@ -81,11 +82,14 @@ def create_app(
         title="tenxgraph",
         summary="Threads, runs and memory of a tenxgraph graph (LangGraph-compatible API).",
         lifespan=_lifespan,
+        docs_url=None,  # served by mount_docs from packaged assets, not a CDN
+        redoc_url=None,
     )
     app.state.context = context
     install_error_handlers(app)
     _include_routers(app)
     _mount_web_page(app)
+    mount_docs(app)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if context.settings.cors_origins:
         app.add_middleware(
@@ -95,6 +99,7 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["content-location", "location", "x-pagination-total"],
         )
+    app.add_middleware(SecurityHeaders)  # outermost: every answer carries nosniff and a CSP
     return app
 
 

@@ -14,8 +14,9 @@
 - ``POST /media`` stores the request body (streamed, never held whole) as a
   media object of the caller and answers its ``MediaRef`` (``url`` is
   ``graph://media/{key}``, to put in a message's media block);
-  ``GET /media/{key}`` streams one back with its MIME type. Both are 404 when
-  the server has no media store.
+  ``GET /media/{key}`` streams one back with its MIME type, sandboxed and as
+  an attachment unless it is a passive type (``_web_origin.media_headers``).
+  Both are 404 when the server has no media store.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tenxgraph.errors import ToolError, UsageError
 from tenxgraph.server._context import Context, User, thread_config
+from tenxgraph.server._web_origin import media_headers
 from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.server.runs import manager_of
@@ -162,7 +164,7 @@ async def put_media(
 
 @router.get("/media/{key}")
 async def get_media(key: str, context: Context, user: User) -> StreamingResponse:
-    """The media's bytes, streamed (never held whole), with its MIME type."""
+    """The media's bytes, streamed (never held whole), with its MIME type, never run as a page."""
     if context.media is None:
         not_found("media (this server has no media store)")
     stream = await context.media.aopen(key, user_id=user)  # MediaNotFoundError: 404
@@ -178,5 +180,9 @@ async def get_media(key: str, context: Context, user: User) -> StreamingResponse
     return StreamingResponse(
         chunks(),
         media_type=info.mime_type,
-        headers={"content-length": str(info.size), "cache-control": "private, max-age=31536000"},
+        headers={
+            "content-length": str(info.size),
+            "cache-control": "private, max-age=31536000",
+            **media_headers(info.key, info.mime_type),
+        },
     )

@@ -39,7 +39,10 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+from tenxgraph.storage.media import FilesystemMediaStore  # noqa: E402
 from tenxgraph.testing.server import free_port  # noqa: E402
+from tests.server.conftest import Serve  # noqa: E402
+from tests.server.test_web_origin import HOSTILE, png_1x1, upload  # noqa: E402
 
 
 @contextmanager
@@ -100,6 +103,7 @@ def browser() -> Iterator[WebDriver]:
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     options.add_argument("--window-size=1400,900")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP violations land there
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download
         driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -358,3 +362,85 @@ def test_a_waiting_browser_tool_is_discarded(page: WebDriver, base_url: str) -> 
     assert _text(page, "log-count") == "0"
     thread = httpx.get(f"{base_url}/threads/{thread_id}").json()
     assert (thread["status"], thread["interrupts"]) == ("idle", {})
+
+
+def _policy_violations(driver: WebDriver) -> list[str]:
+    """The Content-Security-Policy refusals Chromium logged since the last call."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if "Content Security Policy" in entry["message"]
+    ]
+
+
+def test_the_page_works_under_its_policy(page: WebDriver) -> None:
+    _policy_violations(page)  # drop what earlier tests logged
+    page.refresh()
+    _wait(page, lambda d: _text(d, "status") == "Ready.", "the page to load")
+    _say(page, "weather in Paris", "get_weather says: sunny and 24C in Paris.")
+    assert _policy_violations(page) == []
+    # Markup that slipped into the page (as text from a message might) runs no inline handler.
+    ran = page.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        document.body.insertAdjacentHTML(
+          "beforeend", '<img id="injected" src="data:," onerror="window.injected = true">');
+        const image = document.getElementById("injected");
+        image.addEventListener("error", () => done(window.injected === true));
+        """
+    )
+    assert ran is False
+    assert any("inline event handler" in v for v in _policy_violations(page))
+
+
+def test_uploaded_html_and_svg_run_no_script_in_the_page_origin(
+    browser: WebDriver, serve: Serve, tmp_path: Path
+) -> None:
+    url = serve(media=FilesystemMediaStore(tmp_path / "media"))
+    browser.get(url + "/")
+    browser.execute_script("localStorage.clear()")
+    for mime, data in HOSTILE.items():
+        browser.get(upload(url, data, mime))  # opened as a user following a link would
+        # Back on the page's origin: what a script of the upload left there is visible here.
+        browser.get(url + "/")
+        marks = browser.execute_script("return [localStorage.getItem('pwned'), document.cookie]")
+        assert marks == [None, ""], f"the uploaded {mime} ran script in the page's origin"
+    # A passive image is still shown in place (inline, in its sandbox).
+    browser.get(upload(url, png_1x1(), "image/png"))
+    width = browser.execute_script(
+        "return document.images.length && document.images[0].naturalWidth"
+    )
+    assert width == 1
+
+
+def _resources(driver: WebDriver) -> list[str]:
+    """Every URL the open document loaded (its own and each script, style, image, fetch)."""
+    urls: list[str] = driver.execute_script(
+        "return [location.href, ...performance.getEntriesByType('resource').map((e) => e.name)]"
+    )
+    return urls
+
+
+def test_docs_and_redoc_render_from_the_server_alone(browser: WebDriver, base_url: str) -> None:
+    pytest.importorskip("fastapi_offline", reason="the server extra is not installed")
+    _policy_violations(browser)
+    browser.get(base_url + "/docs")
+    title = (By.CSS_SELECTOR, ".swagger-ui .info .title")
+    _wait(browser, lambda d: "tenxgraph" in d.find_element(*title).text, "Swagger UI to draw")
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock"), "the operations")
+    swagger = _resources(browser)
+    browser.get(base_url + "/redoc")
+    heading = (By.CSS_SELECTOR, ".api-info h1")
+    _wait(browser, lambda d: "tenxgraph" in d.find_element(*heading).text, "ReDoc to draw")
+    redoc = _resources(browser)
+    # Each URL refused by the policy (ReDoc's footer asks for its maker's logo); none of the
+    # server's own, and nothing run inline without the page's nonce.
+    refused = []
+    for violation in _policy_violations(browser):
+        named = re.search(r"'(https?://[^']+)'", violation)
+        assert named and not named.group(1).startswith(base_url + "/"), violation
+        refused.append(named.group(1))
+    for loaded in (swagger, redoc):
+        assert any(url.endswith("/openapi.json") for url in loaded), loaded
+        outside = [url for url in loaded if not url.startswith((base_url + "/", "data:", "blob:"))]
+        assert set(outside) <= set(refused), f"loaded from outside the server: {outside}"
