@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -66,7 +67,13 @@ def _encoder(context: ServerContext) -> StreamEncoder:
 
 
 def _locations(record: RunRecord) -> dict[str, str]:
-    base = f"/threads/{record.thread_id}/runs/{record.run_id}"
+    """The run's paths as headers, its ids percent-encoded.
+
+    A header holds Latin-1 only and a thread id may be any text (``🙂``): the
+    answer must never fail after the run was stored (a client would retry it).
+    """
+    thread_id, run_id = quote(record.thread_id, safe=""), quote(record.run_id, safe="")
+    base = f"/threads/{thread_id}/runs/{run_id}"
     return {"Content-Location": base, "Location": f"{base}/stream"}
 
 

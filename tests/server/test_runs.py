@@ -119,6 +119,22 @@ def test_background_run_then_join_returns_the_final_values(serve: Serve, backend
         assert [r["run_id"] for r in listed] == [run["run_id"]]
 
 
+def test_a_thread_id_outside_latin_1_is_percent_encoded_in_the_headers(serve: Serve) -> None:
+    url = serve(slow_graph(0.0, 1))
+    with httpx.Client(base_url=url, timeout=30) as client:
+        body = {"assistant_id": AGENT, "input": user_input("go"), "if_not_exists": "create"}
+        created = client.post("/threads/🙂 x/runs", json=body)
+        assert created.status_code == 200, created.text
+        run_id = created.json()["run_id"]
+        location = created.headers["content-location"]
+        assert location == f"/threads/%F0%9F%99%82%20x/runs/{run_id}"
+        assert created.headers["location"] == f"{location}/stream"
+        joined = client.get(f"{location}/join")  # the header is a path that works as it is
+        assert joined.status_code == 200, joined.text
+        assert texts(joined.json()) == ["go", "s0 after go"]
+        assert [r["run_id"] for r in client.get("/threads/🙂 x/runs").json()] == [run_id]
+
+
 def test_wait_answers_with_the_values_and_a_second_run_continues_the_thread(
     serve: Serve,
 ) -> None:
