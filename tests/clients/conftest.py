@@ -10,8 +10,8 @@ test helper). The graphs answer without a model provider:
 - ``failing``: its model raises;
 - ``clocked``: calls the remote tool ``clock`` and answers with its result;
 - ``tooled``: in-process tools ``add`` and ``divide`` to call directly, a
-  context window of two messages (so the log outgrows it), and a model that
-  fails on "break" (an unfinished turn to roll back).
+  context window of three messages at most (so the log outgrows it), and a
+  model that fails on "break" (an unfinished turn to roll back).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def tooled(checkpointer: Checkpointer) -> CompiledGraph[Any]:
     return create_agent(
         FunctionModel(answer),
         tools=[add, divide],
-        context_manager=SlidingWindowContextManager(window_size=2),
+        context_manager=SlidingWindowContextManager(window_size=3),
         checkpointer=checkpointer,
     )
 

@@ -59,7 +59,7 @@ def test_the_whole_log_pages_past_the_window_the_model_sees(serve_graph: ServeGr
         window = client.threads.get_window(thread_id)
         assert isinstance(window, ContextWindow)
         assert window.log_length == 6
-        assert window.window == [(4, 6)]  # two messages: the sliding window of the graph
+        assert window.window == [(4, 6)]  # the sliding window starts at the last question
         assert [m.text() for m in window.messages] == said[4:]
         assert window.messages == client.threads.get_state(thread_id).messages
         assert window.context_summary is None

@@ -144,6 +144,11 @@ export class Client {
     this.media = new Media(this);
   }
 
+  /** The server's `GET /info` (its version and capabilities). */
+  info(): Promise<Json> {
+    return this.request("GET", "/info");
+  }
+
   /** Send one request; returns the decoded JSON body (null when empty). */
   async request<T = unknown>(method: string, path: string, body?: unknown, query?: Record<string, string>): Promise<T> {
     const response = await this.send(method, path, body, {}, query);

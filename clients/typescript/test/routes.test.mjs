@@ -3,7 +3,7 @@
 // direct calls, rollback, the assistant search and media.
 //
 // Environment: TENXGRAPH_TOOLS_URL (tests/clients/conftest.py `tooled`: tools "add" and "divide",
-// a window of two messages, a model answering "said: <text>" that fails on "break", a media
+// a window of three messages at most, a model answering "said: <text>" that fails on "break", a media
 // store), TENXGRAPH_SLOW_URL (a model that sleeps <text> seconds), TENXGRAPH_API_KEY.
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -90,8 +90,9 @@ test("rollback while a run is on the thread is a 409; cancel with action rollbac
   assert.equal((await client.threads.getLog(threadId)).log_length, 0);
 });
 
-test("the assistant search finds the served graph", live, async () => {
+test("the assistant search finds the served graph, which /info names", live, async () => {
   const client = tools();
+  assert.equal((await client.info()).graph_id, AGENT);
   assert.deepEqual((await client.assistants.search()).map((a) => [a.assistant_id, a.graph_id]), [[AGENT, AGENT]]);
   assert.deepEqual(await client.assistants.search({ graphId: "another" }), []);
   await assert.rejects(client.assistants.getTools("another"), APINotFoundError);
