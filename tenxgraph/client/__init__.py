@@ -4,7 +4,10 @@ It speaks the LangGraph server API that ``tenxgraph serve`` implements:
 threads, their state and history; runs streamed (typed parts, messages as
 ``Message`` objects, resumed after a dropped connection with
 ``Last-Event-ID``), waited for, or started in the background and joined or
-cancelled; remote tools run by handlers in the client. Errors are
+cancelled; remote tools run by handlers in the client. It also speaks
+tenxgraph's own routes, the ones the web page uses: a thread's whole log
+beside its context window, direct tool calls, the rollback of an unfinished
+turn, the graph's tools, and media. Errors are
 ``tenxgraph.errors.ClientError`` subclasses carrying the server's detail.
 
 Needs the ``client`` extra (httpx, httpx-sse), imported on the first request.
@@ -17,8 +20,10 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "Client",
+    "ContextWindow",
     "EndPart",
     "ErrorPart",
+    "LogPage",
     "MessagePart",
     "MetadataPart",
     "RemoteToolCallPart",
@@ -46,7 +51,7 @@ if TYPE_CHECKING:
     )
     from tenxgraph.client._remote import ToolHandler
     from tenxgraph.client._sync_client import SyncClient
-    from tenxgraph.client._threads import ThreadState
+    from tenxgraph.client._threads import ContextWindow, LogPage, ThreadState
 else:
     from tenxgraph.utils._lazy import lazy_exports
 
@@ -67,6 +72,6 @@ else:
             ),
             "tenxgraph.client._remote": ("ToolHandler",),
             "tenxgraph.client._sync_client": ("SyncClient",),
-            "tenxgraph.client._threads": ("ThreadState",),
+            "tenxgraph.client._threads": ("ContextWindow", "LogPage", "ThreadState"),
         },
     )

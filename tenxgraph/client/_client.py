@@ -1,6 +1,7 @@
 """``Client``: the async client of a tenxgraph server, one ``Transport`` behind its parts.
 
-``client.threads`` and ``client.runs`` hold the endpoints; ``SyncClient``
+``client.assistants``, ``client.threads``, ``client.runs`` and
+``client.media`` hold the endpoints; ``SyncClient``
 (``tenxgraph.client._sync_client``) runs these same methods to completion,
 so each behaviour has one implementation.
 """
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from tenxgraph.client._assistants import Assistants
+from tenxgraph.client._media import Media
 from tenxgraph.client._runs import Runs
 from tenxgraph.client._threads import Threads
 from tenxgraph.client._transport import Transport
@@ -36,10 +39,15 @@ class Client:
         timeout: float = 30.0,
     ) -> None:
         self._transport = Transport(url, api_key=api_key, headers=headers, timeout=timeout)
+        self.assistants = Assistants(self._transport)
+        """Find the served graph's assistant; list its tools."""
         self.threads = Threads(self._transport)
-        """Create, read, search and delete threads; read and write their state."""
+        """Create, read, search and delete threads; their state, log and window; direct
+        tool calls; rollback of an unfinished turn."""
         self.runs = Runs(self._transport)
         """Stream, wait for, start, join and cancel runs."""
+        self.media = Media(self._transport)
+        """Store files on the server for messages to refer to, and read them back."""
 
     async def aclose(self) -> None:
         """Close the kept-alive connections."""

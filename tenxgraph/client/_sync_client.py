@@ -18,12 +18,14 @@ from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from tenxgraph._sync import _in_running_loop, iterate_sync, run_sync
+from tenxgraph.client._assistants import Assistants
 from tenxgraph.client._client import Client
+from tenxgraph.client._media import Media
 from tenxgraph.client._runs import Runs
 from tenxgraph.client._threads import Threads
 from tenxgraph.client._transport import Transport
 
-__all__ = ["SyncClient", "SyncRuns", "SyncThreads"]
+__all__ = ["SyncAssistants", "SyncClient", "SyncMedia", "SyncRuns", "SyncThreads"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -95,6 +97,16 @@ async def _transient_iter(transport: Transport, iterator: AsyncIterator[T]) -> A
         yield item
 
 
+class SyncAssistants:
+    """The ``/assistants`` endpoints (sync): the methods of ``Assistants``."""
+
+    def __init__(self, assistants: Assistants) -> None:
+        self._async = assistants
+
+    search = blocking(Assistants.search)
+    get_tools = blocking(Assistants.get_tools)
+
+
 class SyncThreads:
     """The ``/threads`` endpoints (sync): the methods of ``Threads``."""
 
@@ -108,6 +120,10 @@ class SyncThreads:
     get_state = blocking(Threads.get_state)
     update_state = blocking(Threads.update_state)
     get_history = blocking(Threads.get_history)
+    get_log = blocking(Threads.get_log)
+    get_window = blocking(Threads.get_window)
+    call_tool = blocking(Threads.call_tool)
+    rollback = blocking(Threads.rollback)
 
 
 class SyncRuns:
@@ -127,6 +143,16 @@ class SyncRuns:
     tool_results = blocking(Runs.tool_results)
 
 
+class SyncMedia:
+    """The ``/media`` endpoints (sync): the methods of ``Media``."""
+
+    def __init__(self, media: Media) -> None:
+        self._async = media
+
+    put = blocking(Media.put)
+    get = blocking(Media.get)
+
+
 class SyncClient:
     """Talks to a tenxgraph server from sync code; the arguments are ``Client``'s."""
 
@@ -139,10 +165,15 @@ class SyncClient:
         timeout: float = 30.0,
     ) -> None:
         self._async = Client(url, api_key=api_key, headers=headers, timeout=timeout)
+        self.assistants = SyncAssistants(self._async.assistants)
+        """Find the served graph's assistant; list its tools."""
         self.threads = SyncThreads(self._async.threads)
-        """Create, read, search and delete threads; read and write their state."""
+        """Create, read, search and delete threads; their state, log and window; direct
+        tool calls; rollback of an unfinished turn."""
         self.runs = SyncRuns(self._async.runs)
         """Stream, wait for, start, join and cancel runs."""
+        self.media = SyncMedia(self._async.media)
+        """Store files on the server for messages to refer to, and read them back."""
 
     info = blocking(Client.info)
 

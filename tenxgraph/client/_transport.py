@@ -116,25 +116,45 @@ class Transport:
         The answer is awaited ``timeout`` seconds, except with ``until_done``
         (``wait``, ``join``: the answer comes when the run ends).
         """
+        response = await self.send(
+            method, path, json_body=json_body, params=params, until_done=until_done
+        )
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise ClientError(
+                f"{method} {self.url}{path} answered {response.status_code} with a body "
+                f"that is not JSON: {response.text[:200]!r}"
+            ) from None
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        until_done: bool = False,
+    ) -> httpx.Response:
+        """Send one request (JSON, or raw ``content``); the response, read whole and checked."""
         lib = _httpx()
         timeout = lib.Timeout(self.timeout, read=None) if until_done else self.timeout
+        body: dict[str, Any] = {"content": content} if content is not None else {}
+        if json_body is not None:
+            body["json"] = jsonable(json_body)
         async with self.session() as client:
             try:
                 response = await client.request(
-                    method, path, json=jsonable(json_body), params=_clean(params), timeout=timeout
+                    method, path, params=_clean(params), headers=headers, timeout=timeout, **body
                 )
             except lib.TransportError as exc:
                 raise _unreachable(self.url, method, path, exc) from exc
             await raise_for_status(response)
-            if not response.content:
-                return None
-            try:
-                return response.json()
-            except ValueError:
-                raise ClientError(
-                    f"{method} {self.url}{path} answered {response.status_code} with a body "
-                    f"that is not JSON: {response.text[:200]!r}"
-                ) from None
+            return response
 
     @asynccontextmanager
     async def stream(

@@ -8,7 +8,10 @@ test helper). The graphs answer without a model provider:
   run has many events to cut a connection in the middle of;
 - ``slow``: an async model that sleeps first (for busy threads and cancel);
 - ``failing``: its model raises;
-- ``clocked``: calls the remote tool ``clock`` and answers with its result.
+- ``clocked``: calls the remote tool ``clock`` and answers with its result;
+- ``tooled``: in-process tools ``add`` and ``divide`` to call directly, a
+  context window of three messages at most (so the log outgrows it), and a
+  model that fails on "break" (an unfinished turn to roll back).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pytest
 from tenxgraph.core.graph import CompiledGraph, create_agent
 from tenxgraph.core.llm import FunctionModel, ModelRequest
 from tenxgraph.core.state import Message, ToolCallBlock
+from tenxgraph.core.state.context import SlidingWindowContextManager
 from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer
 from tenxgraph.testing.server import served
 
@@ -80,6 +84,29 @@ def clocked(checkpointer: Checkpointer) -> CompiledGraph[Any]:
         return ToolCallBlock(id=f"c-{uuid.uuid4().hex[:8]}", name="clock", args={"tz": "UTC"})
 
     return create_agent(FunctionModel(answer), tools=[clock], checkpointer=checkpointer)
+
+
+def tooled(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        return a / b
+
+    def answer(request: ModelRequest) -> str:
+        text = last_user_text(request)
+        if text == "break":
+            raise ValueError("model broke")
+        return f"said: {text}"
+
+    return create_agent(
+        FunctionModel(answer),
+        tools=[add, divide],
+        context_manager=SlidingWindowContextManager(window_size=3),
+        checkpointer=checkpointer,
+    )
 
 
 @pytest.fixture

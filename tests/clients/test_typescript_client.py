@@ -2,7 +2,8 @@
 
 ``npm ci`` installs the locked dev dependency (typescript), ``npm run build``
 compiles ``src/`` to ``dist/``, and ``node --test`` runs ``test/*.test.mjs``
-against live servers started here: real uvicorn, SQLite, scripted models,
+against live servers started here: real uvicorn, SQLite (and a media store),
+scripted models,
 all behind an API key, one of them also behind a proxy that cuts run streams
 mid-way. Skipped with the reason when node or npm is not installed.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tenxgraph.server.auth import api_keys
-from tests.clients.conftest import ServeGraph, clocked, slow, talker
+from tenxgraph.storage.media import FilesystemMediaStore
+from tests.clients.conftest import ServeGraph, clocked, slow, talker, tooled
 from tests.clients.proxy import cutting_proxy
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
@@ -47,7 +49,7 @@ def npm(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> 
 
 
 def test_the_typescript_client_builds_and_passes_its_tests_against_live_servers(
-    serve_graph: ServeGraph,
+    serve_graph: ServeGraph, tmp_path: Path
 ) -> None:
     npm("ci", "--no-audit", "--no-fund")
     npm("run", "build")
@@ -60,11 +62,14 @@ def test_the_typescript_client_builds_and_passes_its_tests_against_live_servers(
             "TENXGRAPH_PROXY_URL": proxy.url,
             "TENXGRAPH_SLOW_URL": serve_graph(slow, authenticate=auth),
             "TENXGRAPH_CLOCK_URL": serve_graph(clocked, authenticate=auth),
+            "TENXGRAPH_TOOLS_URL": serve_graph(
+                tooled, authenticate=auth, media=FilesystemMediaStore(tmp_path, fsync=False)
+            ),
             "TENXGRAPH_API_KEY": KEY,
         }
         output = npm("test", env=env)
     assert "# fail 0" in output and "# skipped 0" in output, output
-    assert "# pass 16" in output, output  # every test ran: 9 without a server, 7 against them
+    assert "# pass 23" in output, output  # every test ran: 10 without a server, 13 against them
     assert proxy.cut == 1  # the resume test really lost its connection mid-run
     resumed = [head for head in proxy.heads if head.startswith("GET ")]
     assert len(resumed) == 2  # the first resume met a 503 (a restarting server), then again

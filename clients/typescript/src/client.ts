@@ -1,4 +1,5 @@
-// The client of a tenxgraph server (the LangGraph server API): threads, runs, streams.
+// The client of a tenxgraph server (the LangGraph server API): threads, runs, streams,
+// and tenxgraph's own routes (the whole log, the window, direct tool calls, rollback, media).
 
 import {
   APIConflictError,
@@ -9,8 +10,10 @@ import {
   isObject,
   statusError,
 } from "./errors.js";
+import { Assistants } from "./assistants.js";
 import { messagesIn, parsePart, remoteCalls, type StreamPart } from "./events.js";
-import type { Message, RemoteToolCallBlock } from "./message.js";
+import { Media } from "./media.js";
+import type { Message, RemoteToolCallBlock, ToolResultBlock } from "./message.js";
 import { readEvents } from "./sse.js";
 
 /** A remote tool: receives the call's arguments (and the call), returns JSON data. */
@@ -65,6 +68,39 @@ export interface ThreadState {
 
 export type Json = Record<string, unknown>;
 
+/** A page of a thread's whole log: every message ever added, oldest first. */
+export interface LogPage {
+  /** How many messages the log holds now. */
+  log_length: number;
+  /** The log position of the page's first message. */
+  offset: number;
+  /** The page's messages, in log order. */
+  messages: Message[];
+  /** The log position of each message (`seqs[i]` is `messages[i]`'s). */
+  seqs: number[];
+  /** The `offset` of the next page; null when this page reaches the log's end. */
+  next_offset: number | null;
+}
+
+/** What the model sees next: log ranges, their messages, and the summary of what was cut. */
+export interface ContextWindow {
+  /** How many messages the log holds now. */
+  log_length: number;
+  /** The log ranges `[start, end)` the window is made of, in order. */
+  window: Array<[number, number]>;
+  /** The window's messages (a state's `messages`). */
+  messages: Message[];
+  /** The summary that replaced the messages cut from the window, if any. */
+  context_summary: string | null;
+}
+
+/** The body types sent as they are (media); any other body is sent as JSON. */
+export type RawBody = Uint8Array | ArrayBuffer | Blob;
+
+function isRaw(body: unknown): body is RawBody {
+  return body instanceof Uint8Array || body instanceof ArrayBuffer || (typeof Blob !== "undefined" && body instanceof Blob);
+}
+
 interface StreamRequest {
   method: string;
   path: string;
@@ -90,8 +126,10 @@ const TRANSIENT = new Set([429, 502, 503, 504]);
 /** Talks to a tenxgraph server. */
 export class Client {
   readonly url: string;
+  readonly assistants: Assistants;
   readonly threads: Threads;
   readonly runs: Runs;
+  readonly media: Media;
   private readonly headers: Record<string, string>;
   private readonly fetchImpl: typeof fetch;
 
@@ -100,8 +138,15 @@ export class Client {
     this.headers = { ...(options.headers ?? {}) };
     if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.assistants = new Assistants(this);
     this.threads = new Threads(this);
     this.runs = new Runs(this);
+    this.media = new Media(this);
+  }
+
+  /** The server's `GET /info` (its version and capabilities). */
+  info(): Promise<Json> {
+    return this.request("GET", "/info");
   }
 
   /** Send one request; returns the decoded JSON body (null when empty). */
@@ -111,7 +156,7 @@ export class Client {
     return (text ? JSON.parse(text) : null) as T;
   }
 
-  /** Send one request; an error status throws the matching APIStatusError. */
+  /** Send one request; an error status throws the matching APIStatusError. A `RawBody` is sent as is. */
   async send(
     method: string,
     path: string,
@@ -122,7 +167,9 @@ export class Client {
   ): Promise<Response> {
     const search = query ? `?${new URLSearchParams(query).toString()}` : "";
     const init: RequestInit = { method, headers: { ...this.headers, ...headers } };
-    if (body !== undefined) {
+    if (isRaw(body)) {
+      init.body = body as BodyInit;
+    } else if (body !== undefined) {
       init.body = JSON.stringify(body);
       (init.headers as Record<string, string>)["content-type"] = "application/json";
     }
@@ -364,6 +411,61 @@ export class Threads {
   /** The thread's past states, newest first. */
   getHistory(threadId: string, limit = 10): Promise<ThreadState[]> {
     return this.client.request("POST", `/threads/${seg(threadId)}/history`, { limit });
+  }
+
+  /**
+   * A page of the thread's whole log from position `offset` (`limit` <= 1000). The log keeps every
+   * message ever added, also those trimmed or summarized out of the window; `next_offset` is where
+   * the next page starts.
+   */
+  async getLog(threadId: string, options: { offset?: number; limit?: number } = {}): Promise<LogPage> {
+    const query = { offset: String(options.offset ?? 0), limit: String(options.limit ?? 100) };
+    const page = await this.client.request<Json>("GET", `/threads/${seg(threadId)}/messages`, undefined, query);
+    const items = Array.isArray(page.messages) ? (page.messages as Array<Message & { seq: number }>) : [];
+    const logLength = Number(page.log_length ?? 0);
+    const offset = Number(page.offset ?? 0);
+    const seqs = items.map((item) => Number(item.seq));
+    const end = seqs.length ? (seqs.at(-1) as number) + 1 : offset;
+    const messages = items.map(({ seq: _seq, ...message }) => message as Message);
+    return { log_length: logLength, offset, messages, seqs, next_offset: end < logLength ? end : null };
+  }
+
+  /** The context window: what the model sees next, as log ranges and messages. */
+  async getWindow(threadId: string): Promise<ContextWindow> {
+    const data = await this.client.request<Json>("GET", `/threads/${seg(threadId)}/window`);
+    return {
+      log_length: Number(data.log_length ?? 0),
+      window: (Array.isArray(data.window) ? data.window : []).map(([start, end]) => [Number(start), Number(end)]),
+      messages: Array.isArray(data.messages) ? (data.messages as Message[]) : [],
+      context_summary: typeof data.context_summary === "string" ? data.context_summary : null,
+    };
+  }
+
+  /**
+   * Call the graph's tool `name` directly, outside the model loop; its result. With `record`
+   * (default) the call and its result are a turn of the thread (after `note`, a user message
+   * saying why); without, the tool only runs. A failing tool gives a result with `is_error`;
+   * arguments that do not fit are refused (422) before anything is recorded.
+   */
+  callTool(
+    threadId: string,
+    name: string,
+    args: Json = {},
+    options: { record?: boolean; note?: string } = {},
+  ): Promise<ToolResultBlock> {
+    const body: Json = { args, record: options.record ?? true };
+    if (options.note !== undefined) body.note = options.note;
+    return this.client.request("POST", `/threads/${seg(threadId)}/tools/${seg(name)}`, body);
+  }
+
+  /**
+   * Discard the thread's unfinished turn (failed, stopped or paused); true if one was. A completed
+   * last turn stays (false). While a run is on the thread the server answers 409: cancel it with
+   * `runs.cancel(..., {action: "rollback"})`, which stops it and discards its turn.
+   */
+  async rollback(threadId: string): Promise<boolean> {
+    const answer = await this.client.request<Json>("POST", `/threads/${seg(threadId)}/rollback`, {});
+    return answer.discarded === true;
   }
 }
 

@@ -1,10 +1,15 @@
 // @tenxgraph/client: the TypeScript client of a tenxgraph server.
 
+export { Assistants } from "./assistants.js";
+export type { ToolSpec } from "./assistants.js";
 export { Client, Runs, Threads } from "./client.js";
 export type {
   ClientOptions,
+  ContextWindow,
   JoinStreamOptions,
   Json,
+  LogPage,
+  RawBody,
   RunOptions,
   StreamOptions,
   ThreadState,
@@ -32,6 +37,7 @@ export type {
   UpdatesPart,
   ValuesPart,
 } from "./events.js";
+export { Media, mediaKey } from "./media.js";
 export type * from "./message.js";
 export { SSEParser, readEvents } from "./sse.js";
 export type { ServerSentEvent } from "./sse.js";
