@@ -139,6 +139,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         import uvicorn
 
         from tenxgraph.server._from_env import app_from_env
+        from tenxgraph.server._run_manager import DRAIN_SECONDS
     except ImportError as exc:
         raise CliError(
             f"tenxgraph serve needs the server extra: pip install 'tenxgraph[server]' ({exc})"
@@ -152,7 +153,13 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         "bold",
     )
     if args.workers == 1:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            timeout_graceful_shutdown=int(DRAIN_SECONDS),
+        )
         return 0
     os.environ.update(env)
     uvicorn.run(
@@ -162,5 +169,6 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         port=args.port,
         workers=args.workers,
         log_level="info",
+        timeout_graceful_shutdown=int(DRAIN_SECONDS),
     )
     return 0
