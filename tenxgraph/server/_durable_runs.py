@@ -290,8 +290,8 @@ class DurableRunManager(RunManager):
 
     async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
         add = self._adds.get(record.run_id)
-        if add is not None:
-            await add
+        if add is not None:  # shielded: a cancel of the run must not cancel its row's insert
+            await asyncio.shield(add)
         try:
             stamp = await self._checkpointer().aversion(ThreadKey(record.thread_id, record.user_id))
             await self.queue.started(record.run_id, self.worker_id, stamp.version if stamp else 0)
@@ -306,7 +306,7 @@ class DurableRunManager(RunManager):
         """
         add = self._adds.pop(record.run_id, None)
         if add is not None:
-            await add
+            await asyncio.wait([add])
         if isinstance(record.log, RedisStreamWriter):
             try:
                 await record.log.flushed()

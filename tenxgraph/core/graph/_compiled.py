@@ -197,7 +197,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
-        run_id = str(config.get("run_id") or new_run_id())
+        run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
         lease = await self._hold(control, key, config, run_id)

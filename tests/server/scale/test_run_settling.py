@@ -100,7 +100,7 @@ def _waiting(url: str, path: str, body: dict[str, object]) -> threading.Thread:
 @pytest.mark.slow
 def test_sigterm_drains_in_time_and_another_worker_finishes_the_runs(tmp_path: Path) -> None:
     """A worker with a caller in ``/runs/wait``, running and queued runs stops in time."""
-    env = {"SCALE_TOOL_SECONDS": "3", "TENXGRAPH_SERVE_RUN_LEASE": "120"}  # runs outlast a drain
+    env = {"SCALE_TOOL_SECONDS": "8", "TENXGRAPH_SERVE_RUN_LEASE": "120"}  # runs outlast a drain
     with Cluster(tmp_path, env=env) as cluster:
         (leaving,) = cluster.start(1)
         tag, runs = cluster.tag, []
