@@ -122,9 +122,10 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
 
         Close it (``aclose``, or ``contextlib.aclosing``) when you stop reading early:
         the run holds its thread until then. ``control`` is the run's handle when
-        the caller keeps one (``RunControl(run_id, None)``): its ``stop`` reaches
-        the run from before it takes its thread, and a run stopped before it took
-        it ends without an event, having read and written nothing.
+        the caller keeps one (``RunControl(run_id, None)``; its id is the run's
+        unless the config names one): its ``stop`` reaches the run from before it
+        takes its thread, and a run stopped before it took it ends without an
+        event, having read and written nothing.
         """
         return self._run(input, config, invocation_state, inline_sync=False, control=control)
 
