@@ -138,6 +138,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     try:
         import uvicorn
 
+        from tenxgraph.server._run_manager import DRAIN_SECONDS
         from tenxgraph.server.app import app_from_env
     except ImportError as exc:
         raise CliError(
@@ -152,7 +153,13 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         "bold",
     )
     if args.workers == 1:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            timeout_graceful_shutdown=int(DRAIN_SECONDS),
+        )
         return 0
     os.environ.update(env)
     uvicorn.run(
@@ -162,5 +169,6 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         port=args.port,
         workers=args.workers,
         log_level="info",
+        timeout_graceful_shutdown=int(DRAIN_SECONDS),
     )
     return 0

@@ -12,8 +12,7 @@ per-thread order, cancel through the graph's stop) plus a row per run in
   attempt began from, the input was saved and the run continues the thread
   (input None; the tool ledger keeps finished tools from running again);
   otherwise the input is run again. A turn that had completed is recorded.
-- **Consumers.** Each worker runs ``consumers`` tasks that claim rows no
-  live worker holds, one run at a time each.
+- **Consumers**: ``consumers`` tasks per worker claim rows no live worker holds.
 - **Streams.** With Redis, each run's events also go to a Redis Stream
   (``_redis_events``), so ``locate`` answers a run held by another worker
   with a record whose log reads that stream: join, stream and reconnect with
@@ -23,8 +22,8 @@ per-thread order, cancel through the graph's stop) plus a row per run in
   with its next heartbeat and then stops it as a local cancel does. Tool
   results for a run held elsewhere go to its holder (``_tool_relay``).
 - **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
-  ``drain_seconds``, then stop the rest at their next step and hand their
-  rows back (no lease to wait for: another worker resumes them at once).
+  ``drain_seconds``, then cut the rest off and hand their rows back (no
+  lease to wait for: another worker resumes them at once).
 """
 
 from __future__ import annotations
@@ -46,7 +45,14 @@ import pydantic_core
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
-from tenxgraph.server._run_manager import FINISHED, CancelAction, RunManager, RunRecord, RunSpec
+from tenxgraph.server._run_manager import (
+    DRAIN_SECONDS,
+    FINISHED,
+    CancelAction,
+    RunManager,
+    RunRecord,
+    RunSpec,
+)
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server._tool_relay import ToolResultRelay
 from tenxgraph.storage.checkpointer.base import ThreadKey
@@ -85,17 +91,14 @@ class DurableRunManager(RunManager):
         keep_logs: int = 1_000,
         consumers: int = 4,
         poll_seconds: float = 0.25,
-        drain_seconds: float = 5.0,
+        drain_seconds: float = DRAIN_SECONDS,
         worker_id: str | None = None,
     ) -> None:
         """Run ``graph``'s runs, recorded in ``queue``; ``events`` shares streams across workers."""
         super().__init__(limits, keep_finished=keep_finished, keep_logs=keep_logs)
         self.graph, self.queue, self.events = graph, queue, events
-        self.consumers, self.poll_seconds, self.drain_seconds = (
-            consumers,
-            poll_seconds,
-            drain_seconds,
-        )
+        self.consumers, self.poll_seconds = consumers, poll_seconds
+        self.drain_seconds = drain_seconds
         self.worker_id = worker_id or default_worker_id()
         self.encoder = StreamEncoder()
         self._held: dict[str, RunRecord] = {}
@@ -127,12 +130,11 @@ class DurableRunManager(RunManager):
         logger.info("worker %s: taking runs (%d consumers)", self.worker_id, self.consumers)
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._background.add(task)
+        self._background.add(task := asyncio.get_running_loop().create_task(coroutine))
         task.add_done_callback(self._background.discard)
         return task
 
-    async def aclose(self, grace: float = 5.0) -> None:
+    async def aclose(self, grace: float = DRAIN_SECONDS) -> None:
         """Graceful shutdown: stop claiming, drain, hand the rest back, close connections."""
         self._closing = True
         running = [r.task for r in self._held.values() if r.task is not None and not r.finished]
@@ -230,16 +232,20 @@ class DurableRunManager(RunManager):
         )
         return record
 
+    async def thread_busy(self, user_id: str, thread_id: str) -> bool:
+        """True while any worker has a run pending or running on the thread (its row says)."""
+        return self.busy(user_id, thread_id) or any(
+            not getattr(self._runs.get(run_id), "finished", False)
+            for run_id in await self.queue.active(user_id, thread_id)
+        )
+
     async def admit(self, spec: RunSpec) -> None:
         """``reject``: 409 while any worker has a run on the thread (not one that ended here)."""
         config = spec.config
         user_id, thread_id = str(config["user_id"]), str(config["thread_id"])
         if str(config.get("multitask_strategy") or spec.graph.leases.strategy) != "reject":
             return
-        rows = await self.queue.active(user_id, thread_id)
-        if self.busy(user_id, thread_id) or any(
-            not getattr(self._runs.get(run_id), "finished", False) for run_id in rows
-        ):
+        if await self.thread_busy(user_id, thread_id):
             raise ThreadBusyError(
                 thread_id,
                 "a run is pending or running on it; pass multitask_strategy 'enqueue' to wait "
@@ -284,44 +290,39 @@ class DurableRunManager(RunManager):
 
     async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
         add = self._adds.get(record.run_id)
-        if add is not None:
-            await add
+        if add is not None:  # shielded: a cancel of the run must not cancel its row's insert
+            await asyncio.shield(add)
         try:
             stamp = await self._checkpointer().aversion(ThreadKey(record.thread_id, record.user_id))
             await self.queue.started(record.run_id, self.worker_id, stamp.version if stamp else 0)
         except Exception as exc:  # the run goes on; a resume after a crash re-runs its input
             logger.warning("run %s: start not recorded: %s", record.run_id, exc)
 
-    async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
-        """Record the outcome in the row first, so every worker agrees once ``wait`` answers."""
-        self._held.pop(record.run_id, None)
+    async def _settled(self, record: RunRecord) -> None:
+        """Write the outcome (or the hand-back) into the row before the stream's ``end``.
+
+        So no reader on any worker sees ``end`` while the row says ``running``
+        (``PgRunQueue.record_end`` retries for up to a lease while Postgres is away).
+        """
         add = self._adds.pop(record.run_id, None)
         if add is not None:
-            await add
-        await self._record_outcome(record)
+            await asyncio.wait([add])
+        if isinstance(record.log, RedisStreamWriter):
+            try:
+                await record.log.flushed()
+            except Exception as exc:  # the row is the record; the events are the transport
+                logger.warning("run %s: events not flushed: %s", record.run_id, exc)
+        if record.run_id in self._rows:
+            outcome = None if record.cancel_reason in _HANDED_BACK else record.status
+            await self.queue.record_end(self.worker_id, record.run_id, outcome, record.output)
+            self._rows.discard(record.run_id)
+
+    async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
+        self._held.pop(record.run_id, None)
         if record.cancel_reason not in _HANDED_BACK and self.on_ended is not None:
             self.on_ended(record)
         await super()._finish(record, spec)
-        logger.info(
-            "run %s ended %s",
-            record.run_id,
-            record.status,
-            extra=self._extra(record),
-        )
-
-    async def _record_outcome(self, record: RunRecord) -> None:
-        try:
-            if isinstance(record.log, RedisStreamWriter):
-                await record.log.flushed()
-            if record.run_id not in self._rows:
-                return
-            self._rows.discard(record.run_id)
-            if record.cancel_reason in _HANDED_BACK:
-                await self.queue.release(self.worker_id, [record.run_id])
-            else:
-                await self.queue.finish(record.run_id, self.worker_id, record.status, record.output)
-        except Exception as exc:  # the lease expires; another worker records the outcome
-            logger.warning("run %s: outcome not recorded: %s", record.run_id, exc)
+        logger.info("run %s ended %s", record.run_id, record.status, extra=self._extra(record))
 
     def _extra(self, record: RunRecord) -> dict[str, str]:
         """The fields of a log line about ``record`` (see ``_logging``)."""
@@ -348,21 +349,16 @@ class DurableRunManager(RunManager):
                     continue
                 if record.run_id not in answer:
                     self._lost(record)
-                elif answer[record.run_id] and record.cancel_reason is None:
-                    action: CancelAction = (
-                        "rollback" if answer[record.run_id] == "rollback" else "interrupt"
-                    )
+                elif (asked := answer[record.run_id]) and record.cancel_reason is None:
+                    action: CancelAction = "rollback" if asked == "rollback" else "interrupt"
                     self._spawn(super().cancel(record, action=action))
 
     def _lost(self, record: RunRecord) -> None:
         """Another worker took the run (this one stalled past its lease): stop it here."""
-        logger.warning(
-            "run %s: lease lost; stopping it here", record.run_id, extra=self._extra(record)
-        )
+        logger.warning("run %s: lease lost; stopping it", record.run_id, extra=self._extra(record))
         self._give_up(record, "lease lost")
 
-    @staticmethod
-    def _give_up(record: RunRecord, reason: str) -> None:
+    def _give_up(self, record: RunRecord, reason: str) -> None:
         """Cancel the run's task where it awaits, as a crash would stop it, minus the wait.
 
         Not the graph's stop: a stopped run answers its unfinished tool calls
@@ -374,8 +370,7 @@ class DurableRunManager(RunManager):
         if isinstance(record.log, RedisStreamWriter):
             record.log.hand_back = True
         record.cancel_reason = reason
-        if record.task is not None:
-            record.task.cancel()
+        self._cancel_task(record)
 
     async def cancel(
         self, record: RunRecord, *, action: CancelAction = "interrupt", wait: bool = False
@@ -404,6 +399,7 @@ class DurableRunManager(RunManager):
             return None
         known = self._remote.get(run_id)
         if known is not None and not known.finished:
+            self._follow_row(known, row)
             return known
         record = await self._follower(row)
         self._remote[run_id] = record
@@ -477,13 +473,16 @@ class DurableRunManager(RunManager):
         while not record.finished:
             await asyncio.sleep(self.poll_seconds * 2)
             with contextlib.suppress(Exception):
-                row = await self.queue.get(record.user_id, record.run_id)
-                if row is None:
-                    self._settle(record, "error", {"__error__": {"error": "RunLost"}})
-                elif row.status in FINISHED:
-                    self._settle(record, row.status, row.output)
-                elif row.status != record.status:
-                    record.set_status("running" if row.status == "running" else "pending")
+                self._follow_row(record, await self.queue.get(record.user_id, record.run_id))
+
+    def _follow_row(self, record: RunRecord, row: ClaimedRun | None) -> None:
+        """Bring the record of a run held elsewhere up to its row (read just now)."""
+        if row is None:
+            self._settle(record, "error", {"__error__": {"error": "RunLost"}})
+        elif row.status in FINISHED:
+            self._settle(record, row.status, row.output)
+        elif row.status != record.status:
+            record.set_status("running" if row.status == "running" else "pending")
 
     @staticmethod
     def _settle(record: RunRecord, status: str, output: Any) -> None:

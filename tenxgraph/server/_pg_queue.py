@@ -34,6 +34,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -316,6 +317,27 @@ class PgRunQueue:
         if rows:
             await self._notify()
         return len(rows)
+
+    async def record_end(self, owner: str, run_id: str, status: str | None, output: Any) -> None:
+        """``finish`` the run (``status``) or ``release`` it (None), retried while Postgres is away.
+
+        Retried for up to a lease: past that the lease expired and the next
+        claimer records the outcome (``finish`` is fenced by ``owner``).
+        """
+        deadline, delay = time.monotonic() + self.lease_seconds, 0.1
+        while True:
+            try:
+                if status is None:
+                    await self.release(owner, [run_id])
+                else:
+                    await self.finish(run_id, owner, status, output)
+                return
+            except Exception as exc:
+                if time.monotonic() + delay > deadline:
+                    logger.warning("run %s: outcome not recorded: %s", run_id, exc)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def request_cancel(self, run_id: str, action: str) -> ClaimedRun | None:
         """Ask the run to stop; a run nobody holds live ends ``interrupted`` here and now.

@@ -24,7 +24,6 @@ of the newest ``keep_logs`` (a replay of an older one is answered 410).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import uuid
@@ -33,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tenxgraph.core.graph import RunControl
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._run_stream import RunStatus, RunStreamWriter, StreamEncoder
@@ -41,13 +41,16 @@ from tenxgraph.server.remote_tools import RemoteCalls
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
 
-__all__ = ["FINISHED", "RunManager", "RunRecord", "RunSpec", "RunStatus"]
+__all__ = ["DRAIN_SECONDS", "FINISHED", "RunManager", "RunRecord", "RunSpec", "RunStatus"]
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
 
 CancelAction = Literal["interrupt", "rollback"]
 FINISHED = frozenset({"error", "success", "timeout", "interrupted"})
+DRAIN_SECONDS = 5.0
+"""Shutdown (SIGTERM) waits this long for open requests, then as long for runs to end
+(``aclose``'s ``grace``): runs still going are then stopped, or handed back on Postgres."""
 
 
 def _now() -> str:
@@ -93,8 +96,12 @@ class RunRecord:
     cancel_reason: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    entered: bool = False
+    """True once the task began: cancelling it earlier would skip its ending (never settled)."""
     started: bool = False
-    """True once the graph was called (a cancel then goes through the graph's stop)."""
+    """True once the graph was called (a cancel then goes through ``control``)."""
+    control: RunControl = field(default_factory=lambda: RunControl("", None))
+    """The run's handle, given to the graph: its ``stop`` reaches the run wherever it is."""
     remote: RemoteCalls = field(default_factory=RemoteCalls)
     """The browser-side tool calls the run waits for (see ``remote_tools``)."""
 
@@ -140,7 +147,6 @@ class RunManager:
         self._runs: dict[str, RunRecord] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._logged: deque[str] = deque()
-        self._stoppers: set[asyncio.Task[None]] = set()
         self._threads: dict[tuple[str, str], list[RunRecord]] = {}
         """Per (user, thread): the runs not finished yet, in the order they came."""
 
@@ -184,6 +190,7 @@ class RunManager:
             kwargs=dict(kwargs or {}),
             log=self._new_log(run_id),
             graph=spec.graph,
+            control=RunControl(run_id, None),
         )
         attempt = self._attempt(run_id)
         record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": attempt}))
@@ -226,7 +233,10 @@ class RunManager:
         writer = RunStreamWriter(
             record.log, spec.encoder, spec.stream_modes, record.run_id, record.remote
         )
+        record.entered = True
         try:
+            if record.cancel_reason is not None:  # displaced or stopped before its task began
+                raise asyncio.CancelledError
             if spec.after_seconds > 0:
                 await asyncio.sleep(spec.after_seconds)
             for earlier in ahead:
@@ -234,7 +244,9 @@ class RunManager:
             await self._starting(record, spec)
             record.set_status("running")
             record.started = True
-            status = await writer.run(spec.graph, spec.input, spec.config, spec.invocation_state)
+            status = await writer.run(
+                spec.graph, spec.input, spec.config, spec.invocation_state, record.control
+            )
             record.output = writer.output
             record.set_status(self._cancelled_as(record) or status)
         except asyncio.CancelledError:
@@ -247,6 +259,7 @@ class RunManager:
             if record.status == "error":
                 logger.info("run %s failed: %s: %s", record.run_id, type(exc).__name__, exc)
         finally:
+            await self._settled(record)
             writer.end()
             await self._finish(record, spec)
 
@@ -262,6 +275,13 @@ class RunManager:
 
     async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
         """The run's turn came (its waits are over); the graph is called next."""
+
+    async def _settled(self, record: RunRecord) -> None:
+        """The run's final status is set; its stream's ``end`` goes out next.
+
+        The durable manager records the outcome in the run's row here, so a
+        reader on any worker who saw ``end`` reads the final status.
+        """
 
     @staticmethod
     def _cancelled_as(record: RunRecord) -> RunStatus | None:
@@ -354,6 +374,10 @@ class RunManager:
         """True while a run of this process is pending or running on the thread."""
         return any(not run.finished for run in self._threads.get((user_id, thread_id), []))
 
+    async def thread_busy(self, user_id: str, thread_id: str) -> bool:
+        """True while a run is pending or running on the thread (any worker's, when durable)."""
+        return self.busy(user_id, thread_id)
+
     async def join(self, record: RunRecord) -> Any:
         """Wait for the run to end; its output (final values, or an ``__error__``)."""
         await record.done.wait()
@@ -388,42 +412,36 @@ class RunManager:
     def _displace(self, ahead: list[RunRecord], strategy: str) -> None:
         """A newer run takes the thread: waiting runs never start, the running one stops.
 
-        ``interrupt`` stops the running run here at once; ``rollback`` leaves
-        it to the graph's lease (the newer run asks the holder to stop and
-        discard its turn, within a second), which reaches other processes too.
+        ``interrupt`` keeps the stopped run's turn so far; ``rollback`` makes
+        it discard its unfinished turn (as a stop request through the
+        thread's lease does for a run held by another process).
         """
         for earlier in ahead:
             earlier.cancel_reason = strategy
-            if strategy == "interrupt" or not earlier.started or earlier.remote.waiting:
-                self._stop(earlier)
+            self._stop(earlier, strategy)
 
-    def _stop(self, record: RunRecord) -> None:
-        """Stop a run: through the graph's stop while the graph runs it, else its task.
+    def _stop(self, record: RunRecord, request: str = "interrupt") -> None:
+        """Stop a run through its handle; cancel its task only where it waits outside the graph.
 
-        The task is cancelled only where the run waits outside the graph (for
-        its turn, or for a browser's results): cancelled inside the graph,
-        say while it takes its thread's lease, the lease could stay taken.
-        A run the graph does not track yet is asked again until it does.
+        The task is cancelled only while the run waits for its turn or for a
+        browser's results: cancelled inside the graph, say while it takes its
+        thread's lease, the lease could stay taken. The handle reaches the
+        run at any point from before the graph takes the thread.
         """
         if record.task is None or record.finished:
             return
-        if not record.started or record.remote.waiting:
+        if record.started and not record.remote.waiting:
+            record.control.stop(request)
+        else:
+            self._cancel_task(record)
+
+    @staticmethod
+    def _cancel_task(record: RunRecord) -> None:
+        """Cancel the run's task; one that has not begun settles itself as it begins."""
+        if record.task is not None and record.entered:
             record.task.cancel()
-        elif not record.graph.stop_run(record.run_id):
-            stopper = asyncio.get_running_loop().create_task(self._stop_when_tracked(record))
-            self._stoppers.add(stopper)
-            stopper.add_done_callback(self._stoppers.discard)
 
-    async def _stop_when_tracked(self, record: RunRecord) -> None:
-        while not record.finished:
-            await asyncio.sleep(0.01)
-            if record.remote.waiting and record.task is not None:
-                record.task.cancel()
-                return
-            if record.graph.stop_run(record.run_id):
-                return
-
-    async def aclose(self, grace: float = 5.0) -> None:
+    async def aclose(self, grace: float = DRAIN_SECONDS) -> None:
         """Stop every run (server shutdown): each stops at its next step, saved ``stopped``.
 
         A run still going after ``grace`` seconds (a sync node that does not
@@ -441,6 +459,5 @@ class RunManager:
         _, late = await asyncio.wait(tasks, timeout=grace)
         for task in late:
             task.cancel()
-        for task in late:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if late:
+            await asyncio.wait(late, timeout=grace)

@@ -43,7 +43,7 @@ from tenxgraph.errors import GraphRunError
 from tenxgraph.server import _shapes as shapes
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.core.graph import CompiledGraph, RunControl
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.server._event_log import EventLog
@@ -130,20 +130,28 @@ class RunStreamWriter:
         input: Mapping[str, Any] | None,
         config: Mapping[str, Any],
         invocation_state: dict[str, Any] | None = None,
+        control: RunControl | None = None,
     ) -> RunStatus:
         """Run to the end and return its status; a failure is logged as ``error``, then raised.
 
         A pause for remote (browser-side) tools does not end the run: their
         calls are streamed as ``remote_tool_call`` events, and the run goes
         on with the results the client posts, or at the first deadline.
+        ``control`` is the run's handle (``RunManager`` stops the run through
+        it); a run it stopped before the graph took the thread, or while the
+        run paused for remote tools, ends ``interrupted``.
         """
         self._config = config
         try:
             while True:
-                result = await self._leg(graph, input, config, invocation_state)
+                result = await self._leg(graph, input, config, invocation_state, control)
+                if result is None:
+                    return "interrupted"
                 pending = pending_remote_calls(result.state)
                 if not pending or self.remote is None:
                     return run_status(result)
+                if control is not None and control.stop_requested:
+                    return "interrupted"
                 for entry in self.remote.expect(pending):
                     self._emit("remote_tool_call", entry.call.model_dump(mode="json"))
                 input = await self.remote.next_resume()
@@ -157,11 +165,12 @@ class RunStreamWriter:
         input: Mapping[str, Any] | None,
         config: Mapping[str, Any],
         invocation_state: dict[str, Any] | None,
-    ) -> RunResult:
-        """One ``astream`` of the graph, into the log; its result."""
+        control: RunControl | None,
+    ) -> RunResult | None:
+        """One ``astream`` of the graph, into the log; its result (None: stopped before it ran)."""
         seen_first, result = False, None
         self._pause = None
-        stream = graph.astream(input, config, invocation_state=invocation_state)
+        stream = graph.astream(input, config, invocation_state=invocation_state, control=control)
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 if not seen_first:
@@ -171,7 +180,7 @@ class RunStreamWriter:
                 await self._write(graph, event)
                 if isinstance(event, RunResult):
                     result = event
-        if result is None:  # pragma: no cover - astream always ends with a RunResult
+        if result is None and not (control is not None and control.stop_requested):
             raise GraphRunError("the run ended without a result")
         return result
 

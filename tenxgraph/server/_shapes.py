@@ -10,8 +10,10 @@ threads:
   it shows as ``status``, ``next``, ``tasks`` and ``interrupts``.
 - A checkpoint id is the checkpoint's version as text (``"1"``, ``"2"``...);
   the namespace is always ``""`` (tenxgraph graphs have no subgraph state).
-- A thread is ``busy`` while its latest run is ``running``, ``interrupted``
-  while paused at an interrupt, ``error`` after a failed run, else ``idle``.
+- A thread is ``busy`` while a run is pending or running on it (the run
+  manager knows; a turn saved ``running`` by a run of another process counts
+  too), ``interrupted`` while paused at an interrupt, ``error`` after a
+  failed run, else ``idle``: LangGraph's meaning, on every backend.
 - Times are ISO 8601 in UTC.
 """
 
@@ -55,8 +57,13 @@ def state_values(state: AgentState) -> dict[str, Any]:
     return {"messages": [m.model_dump(mode="json") for m in state.context], **values}
 
 
-def thread_status(state: AgentState | None) -> str:
-    """``idle``, ``busy``, ``interrupted`` or ``error`` (LangGraph's thread statuses)."""
+def thread_status(state: AgentState | None, busy: bool = False) -> str:
+    """``idle``, ``busy``, ``interrupted`` or ``error`` (LangGraph's thread statuses).
+
+    ``busy``: a run is pending or running on the thread, whatever its state says yet.
+    """
+    if busy:
+        return "busy"
     if state is None:
         return "idle"
     return _STATUS.get(state.execution_meta.status, "idle")
@@ -135,7 +142,7 @@ def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
     }
 
 
-def thread_json(info: ThreadInfo, state: AgentState | None) -> dict[str, Any]:
+def thread_json(info: ThreadInfo, state: AgentState | None, busy: bool = False) -> dict[str, Any]:
     """A LangGraph ``Thread``: its metadata, times, status, values and interrupts."""
     thread_id = info.key.thread_id
     interrupts = [] if state is None else interrupts_json(thread_id, state)
@@ -144,7 +151,7 @@ def thread_json(info: ThreadInfo, state: AgentState | None) -> dict[str, Any]:
         "created_at": iso_time(info.created_at),
         "updated_at": iso_time(info.updated_at),
         "metadata": info.metadata,
-        "status": thread_status(state),
+        "status": thread_status(state, busy),
         "values": {} if state is None else state_values(state),
         "interrupts": {item["id"]: [item] for item in interrupts},
     }

@@ -19,7 +19,7 @@ from tenxgraph.server._context import ServerContext, thread_config
 from tenxgraph.storage.checkpointer.base import Checkpoint, StoredThread, ThreadKey
 from tenxgraph.storage.checkpointer.state_codec import decode_state
 
-__all__ = ["checkpoint_metadata", "search", "state_history"]
+__all__ = ["checkpoint_metadata", "runs_busy", "search", "state_history"]
 
 Json = dict[str, Any]
 
@@ -62,8 +62,15 @@ async def search(
 
 
 async def _thread(context: ServerContext, user: str, info: Any) -> Json:
-    state = await context.graph.aget_state(thread_config(info.key.thread_id, user))
-    return shapes.thread_json(info, state)
+    thread_id = info.key.thread_id
+    state = await context.graph.aget_state(thread_config(thread_id, user))
+    return shapes.thread_json(info, state, await runs_busy(context, user, thread_id))
+
+
+async def runs_busy(context: ServerContext, user: str, thread_id: str) -> bool:
+    """True while a run is pending or running on the thread (no run manager yet: none is)."""
+    manager = context.state.get("runs")
+    return manager is not None and bool(await manager.thread_busy(user, thread_id))
 
 
 def checkpoint_metadata(checkpoint: Checkpoint) -> Json:

@@ -124,7 +124,7 @@ async def thread_or_404(context: ServerContext, thread_id: str, user: str) -> Js
     """The caller's thread as JSON; 404 when it has none by that id."""
     info = await thread_info_or_404(context, thread_id, user)
     state = await context.graph.aget_state(thread_config(thread_id, user))
-    return shapes.thread_json(info, state)
+    return shapes.thread_json(info, state, await queries.runs_busy(context, user, thread_id))
 
 
 @router.post("/threads")

@@ -132,13 +132,18 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         config: Mapping[str, Any] | None = None,
         *,
         invocation_state: dict[str, Any] | None = None,
+        control: RunControl | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Run the graph: yield messages (deltas too), node updates and, last, a RunResult.
 
         Close it (``aclose``, or ``contextlib.aclosing``) when you stop reading early:
-        the run holds its thread until then.
+        the run holds its thread until then. ``control`` is the run's handle when
+        the caller keeps one (``RunControl(run_id, None)``; its id is the run's
+        unless the config names one): its ``stop`` reaches the run from before it
+        takes its thread, and a run stopped before it took it ends without an
+        event, having read and written nothing.
         """
-        return self._run(input, config, invocation_state, inline_sync=False)
+        return self._run(input, config, invocation_state, inline_sync=False, control=control)
 
     def stream(
         self,
@@ -199,6 +204,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         *,
         inline_sync: bool,
         progress: bool = True,
+        control: RunControl | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """The run loop: one node per step until END, an interrupt, a stop or an error.
 
@@ -208,10 +214,12 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
-        run_id = str(config.get("run_id") or new_run_id())
+        run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
-        lease = None if self.checkpointer is None else await self._take(key, config, run_id)
-        control = RunControl(run_id, key)
+        control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
+        lease = await self._hold(control, key, config, run_id)
+        if control.stop_requested:
+            return
         run: Run[S] | None = None
         error: BaseException | None = None
         try:
@@ -282,6 +290,22 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         if self.hooks.hooks and run is not None:
             status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
+
+    async def _hold(
+        self,
+        control: RunControl,
+        key: ThreadKey | None,
+        config: Mapping[str, Any],
+        run_id: str,
+    ) -> ThreadLease | None:
+        """The thread's lease, unless the run's handle was stopped first (None: nothing held)."""
+        if control.stop_requested or self.checkpointer is None:
+            return None
+        lease = await self._take(key, config, run_id)
+        if control.stop_requested:  # stopped while it waited for the lease: it never began
+            await lease.release()
+            return None
+        return lease
 
     async def _take(
         self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str

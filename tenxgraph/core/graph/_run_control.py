@@ -63,6 +63,12 @@ class RunControl:
     """The task that drives the run since its last event went out (None: not looked up yet);
     the next event's reader may be another task."""
 
+    def bind(self, run_id: str, thread: ThreadKey | None) -> RunControl:
+        """The caller's handle becomes the run's: its id and thread, no task looked up yet."""
+        self.run_id, self.thread = run_id, thread
+        self.task = self.driver = None
+        return self
+
     def stop(self, request: str = "interrupt") -> None:
         """Stop before the next node, cancelling a running async node; safe from any thread.
 
