@@ -446,8 +446,7 @@ class DurableRunManager(RunManager):
             await reader.prepare()
             log = reader
         else:  # no Redis: the events of another worker's run cannot be followed from here
-            log = EventLog(self.limits)
-            log.close()
+            log = EventLog.unavailable(self.limits, "this server runs without Redis")
         record = RunRecord(
             run_id=row.run_id,
             thread_id=row.thread_id,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -25,7 +26,20 @@ from dataclasses import dataclass
 
 from tenxgraph.errors import ConfigError, EventsLostError, StateError
 
-__all__ = ["EventLog", "EventLogLimits", "Heartbeat", "LoggedEvent"]
+__all__ = ["EventLog", "EventLogLimits", "Heartbeat", "LoggedEvent", "unavailable"]
+
+
+def unavailable(why: str) -> str:
+    """The data of the ``error`` event that tells a reader a run's events cannot be had here.
+
+    It is followed by ``end``, so no client waits for events that will not
+    come; the run's outcome and the thread's state are still there to read.
+    """
+    message = (
+        f"the run's events are not available here ({why}); its outcome is the run's "
+        "(GET .../runs/{run_id}, or .../join to wait for it), its result the thread's state"
+    )
+    return json.dumps({"error": "EventsUnavailable", "message": message})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +102,15 @@ class EventLog:
             self._bytes -= len(self._events.popleft().data)
         self._wake()
         return logged
+
+    @classmethod
+    def unavailable(cls, limits: EventLogLimits, why: str) -> EventLog:
+        """An ended log holding only the ``error`` (``unavailable(why)``) and ``end`` events."""
+        log = cls(limits)
+        log.append("error", unavailable(why))
+        log.append("end", "null")
+        log.close()
+        return log
 
     def close(self) -> None:
         """The run has ended: readers get what is left and then stop."""

@@ -38,7 +38,6 @@ logged once per outage). Then:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import deque
@@ -47,7 +46,13 @@ from functools import partial
 from typing import Any, TypeVar
 
 from tenxgraph.errors import EventsLostError, StateError, StorageUnavailableError
-from tenxgraph.server._event_log import EventLog, EventLogLimits, Heartbeat, LoggedEvent
+from tenxgraph.server._event_log import (
+    EventLog,
+    EventLogLimits,
+    Heartbeat,
+    LoggedEvent,
+    unavailable,
+)
 
 __all__ = ["RedisEvents", "RedisStreamReader", "RedisStreamWriter"]
 
@@ -516,9 +521,5 @@ class RedisStreamReader(EventLog):
     def _unavailable(self, cursor: int) -> list[LoggedEvent]:
         """What a follower is told when the run ended and its stream has no ``end``."""
         why = "Redis does not answer" if self._down else "its worker could not publish them"
-        message = (
-            f"the run ended, but its events after {cursor} are not available ({why}); "
-            "its outcome is the run's (GET .../runs/{run_id}), its result the thread's state"
-        )
-        data = json.dumps({"error": "EventsUnavailable", "message": message})
+        data = unavailable(f"the run ended, but not its events after {cursor}: {why}")
         return [LoggedEvent(cursor + 1, "error", data), LoggedEvent(cursor + 2, "end", "null")]

@@ -178,3 +178,29 @@ def test_a_reject_run_on_a_thread_busy_in_another_worker_is_a_409_before_it_star
         assert after.status_code == 200, after.text
         texts = [m["content"][0]["text"] for m in after.json()["messages"]]
         assert texts[0] == "go" and texts[9] == "two" and len(texts) == 18
+
+
+def test_without_redis_a_follower_on_another_worker_is_told_and_the_stream_ends(
+    schema: str, prefix: str
+) -> None:
+    with ExitStack() as stack:
+        a, b = (
+            stack.enter_context(served(app_of(slow_graph(schema, 0.1, 4), schema, prefix, None)))
+            for _ in "ab"
+        )
+        go = {"assistant_id": AGENT, "input": {"messages": [{"role": "user", "content": "go"}]}}
+        with (
+            httpx.Client(base_url=a, timeout=30) as on_a,
+            httpx.Client(base_url=b, timeout=30) as on_b,
+        ):
+            run = on_a.post("/threads/x9/runs", json={**go, "if_not_exists": "create"}).json()
+            path = f"/threads/x9/runs/{run['run_id']}"
+            with on_b.stream("GET", f"{path}/stream") as followed:
+                assert followed.status_code == 200
+                events = list(sse(followed))
+            assert [e["event"] for e in events] == ["error", "end"]
+            assert events[0]["data"]["error"] == "EventsUnavailable"
+            assert "without Redis" in events[0]["data"]["message"]
+            joined = on_b.get(f"{path}/join")  # the outcome is still had from the other worker
+            assert joined.status_code == 200, joined.text
+            assert on_b.get(path).json()["status"] == "success"
