@@ -11,9 +11,9 @@ package is never imported (its ``__init__`` prints), only located, and its
 The runtime is onnxruntime (extra ``embeddings``): the encoder is written
 as an ONNX graph from the safetensors weights with onnx's helper API when
 the model loads, and onnxruntime runs it. Chosen over numpy alone, which
-needs no graph but ran 2-3 times slower on 2 cores and has no exact GELU
-(``erf``); onnxruntime is one wheel of about 17 MB with no further
-dependencies (docs/memory.md has the figures). Texts are tokenized by the
+needs no graph but ran about ten times slower on 2 cores and has no exact
+GELU (``erf``); onnxruntime and onnx take about 110 MB installed, torch
+gigabytes (docs/memory.md has the figures). Texts are tokenized by the
 model's own ``tokenizer.json`` through ``tokenizers`` (cut at 256 tokens,
 the model's ``max_seq_length``), then pooled as the model's
 sentence-transformers modules say: the mean of the token vectors over the
