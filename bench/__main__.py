@@ -33,6 +33,7 @@ WORKLOADS = (
     "w5_long_turn",
     "w6_invoke",
     "w7_media",
+    "w8_memory_recall",
     "w9_server",
     "startup",
     "floors",

@@ -142,13 +142,16 @@ class MissingExtraError(TenxGraphError, ImportError):
     ``--no-cache-dir`` keeps pip from reusing a wheel built without it.
     """
 
-    def __init__(self, package: str, extra: str) -> None:
+    def __init__(self, package: str, extra: str, *, command: str | None = None) -> None:
+        """``command``: how to install ``package`` when the extra does not bring it."""
         build = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" ' if extra == "local" else ""
         fresh = "--no-cache-dir " if extra == "local" else ""
-        super().__init__(
-            f"{package!r} is not installed; it comes with the extra tenxgraph[{extra}]. "
-            f'In a tenxgraph checkout run: {build}pip install {fresh}-e ".[{extra}]"'
-        )
+        if command is None:
+            how = f"it comes with the extra tenxgraph[{extra}]. In a tenxgraph checkout run: "
+            command = f'{build}pip install {fresh}-e ".[{extra}]"'
+        else:
+            how = f"it goes with the extra tenxgraph[{extra}] but is installed apart: "
+        super().__init__(f"{package!r} is not installed; {how}{command}")
         self.package = package
         self.extra = extra
 

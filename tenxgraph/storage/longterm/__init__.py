@@ -3,8 +3,9 @@
 ``InMemoryStore`` (this process only) and ``SqliteMemoryStore`` (FTS5
 lexical search) need only the standard library; ``PgMemoryStore``
 (``tsvector`` full-text search) needs the extra ``postgres``. Given an
-``Embedder`` (``HashingEmbedder`` here, ``tenxgraph.core.llm.LocalEmbedder``
-for the local model), any of them adds vector and hybrid search. All implement
+``Embedder`` (``HashingEmbedder`` here; ``MiniLMEmbedder`` in
+``tenxgraph.core.llm.minilm_embedder`` for search by meaning offline), any
+of them adds vector and hybrid search. All implement
 the ``MemoryStore`` contract (``base``) and pass the same suite
 (``tenxgraph.testing.memory_stores``). Every export is imported on first
 access, so importing this package loads no backend.

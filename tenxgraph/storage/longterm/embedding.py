@@ -7,12 +7,14 @@ no model at all: it hashes a text's words and word pairs into a fixed
 number of buckets (feature hashing), so texts sharing words point the same
 way. It finds nothing a lexical search would miss, but it is offline,
 deterministic and instant, a baseline and a stand-in in tests. Model-backed
-embedders live with the model code (``tenxgraph.core.llm.LocalEmbedder``:
-the local GGUF through llama.cpp's embedding mode).
+embedders live with the model code in ``tenxgraph.core.llm``:
+``minilm_embedder.MiniLMEmbedder`` (all-MiniLM-L6-v2, offline, the one
+that finds by meaning without a network), ``local_embedder`` (a GGUF
+through llama.cpp), and the OpenAI and Gemini ones.
 
 Vectors are stored as float32 bytes, normalized to length 1 so that a dot
-product is the cosine similarity; scoring needs numpy (the ``local`` extra
-brings it, or ``pip install numpy``).
+product is the cosine similarity; scoring needs numpy (the ``local`` and
+``embeddings`` extras bring it, or ``pip install numpy``).
 """
 
 from __future__ import annotations
