@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, StateError, ThreadBusyError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadStamp, ThreadWrite
 from tenxgraph.testing._checkpointer_base import ContractBase
 
 KEY = ThreadKey("leased", "alice")

@@ -24,13 +24,12 @@ import pytest
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph import _thread_lease as thread_lease
 from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock, is_paired
+from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock, is_paired
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
 )

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from tenxgraph.core.graph import _turns as turns
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
 
 __all__ = ["LeasePolicy", "MultitaskStrategy", "ThreadLease", "take_thread"]
 

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
 from tenxgraph.errors import (
     ConfigError,
@@ -43,7 +44,6 @@ from tenxgraph.storage.checkpointer.base import (
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import StateError
-from tenxgraph.storage.checkpointer.base import ThreadKey, Window
+from tenxgraph.storage.checkpointer.base import Window
 
 __all__ = ["ValuesText", "encode_json", "values_json", "window_json"]
 

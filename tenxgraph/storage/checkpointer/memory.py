@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer._codec import (
     check_keep,
@@ -46,17 +47,14 @@ from tenxgraph.storage.checkpointer._media import (
     offload,
 )
 from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
-    check_id,
 )
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import _pg_leases
@@ -64,17 +65,14 @@ from tenxgraph.storage.checkpointer._pg_schema import (
     save_statement,
 )
 from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
-    check_id,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
 from tenxgraph.storage.sql import Component

@@ -29,15 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ThreadNotFoundError
-from tenxgraph.storage.checkpointer.base import (
-    Checkpoint,
-    Checkpointer,
-    StoredMessage,
-    ThreadInfo,
-    ThreadKey,
-)
+from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredMessage, ThreadInfo
 
 __all__ = ["ThreadTimeline", "TimelineEvent", "thread_timeline"]
 
