@@ -124,3 +124,26 @@ def test_the_layer_check_finds_an_upward_import() -> None:
 def test_the_check_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_data_model_imports_no_upper_layer_even_for_typing_or_inside_functions() -> None:
+    """``core.state`` is the bottom floor: its every import counts, not only module-level ones.
+
+    (``core.llm`` is left out: the summary context manager still calls a model.)
+    """
+    upper = ("tenxgraph.storage", "tenxgraph.core.graph", "tenxgraph.server")
+    found = []
+    for path in sorted((ROOT / "core" / "state").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [
+                f"{module_name(path)} -> {module}"
+                for module in modules
+                if any(module == name or module.startswith(name + ".") for name in upper)
+            ]
+    assert not found, "the data model imports upward:\n" + "\n".join(found)
