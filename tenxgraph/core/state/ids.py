@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tenxgraph.core.state.json_policy import lone_surrogate
 from tenxgraph.errors import InvalidIdError, StateError
 
 __all__ = ["DEFAULT_USER", "MAX_ID_LENGTH", "ThreadKey", "check_id", "run_config"]
@@ -83,13 +84,10 @@ def check_id(name: str, value: object) -> str:
         )
     if "\x00" in value:
         raise InvalidIdError(f"{name} must not contain NUL characters: {_shown(value)}")
-    if not value.isascii():
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise InvalidIdError(
-                f"{name} holds characters UTF-8 cannot encode (lone surrogates): {_shown(value)}"
-            ) from None
+    if lone_surrogate(value) is not None:
+        raise InvalidIdError(
+            f"{name} holds characters UTF-8 cannot encode (lone surrogates): {_shown(value)}"
+        )
     return value
 
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo
 from pydantic_core import to_json
 
+from tenxgraph.core.state.json_policy import check_json_data
 from tenxgraph.core.state.message_block import (
     AudioBlock,
     ContentBlock,
@@ -30,7 +31,6 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
-    check_json_data,
 )
 from tenxgraph.errors import ConfigError
 
