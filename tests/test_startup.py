@@ -161,12 +161,13 @@ def test_a_moved_name_warns_once_naming_its_new_home_and_is_the_same_object(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     old = types.ModuleType("old_home")
+    old.__path__ = []  # a package: the import system reads the name first (_handle_fromlist)
     monkeypatch.setitem(sys.modules, "old_home", old)
     hooks = lazy_exports("old_home", {}, moved={"ThreadKey": "tenxgraph.core.state"})
     old.__dict__.update(zip(("__getattr__", "__dir__"), hooks, strict=True))
     assert "ThreadKey" not in dir(old)
     with pytest.warns(DeprecationWarning, match="moved") as caught:
-        first = old.ThreadKey
+        from old_home import ThreadKey as first  # type: ignore[import-not-found]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = old.ThreadKey  # a second read: no warning
@@ -174,6 +175,7 @@ def test_a_moved_name_warns_once_naming_its_new_home_and_is_the_same_object(
         "old_home.ThreadKey moved to tenxgraph.core.state.ThreadKey; "
         "import it from tenxgraph.core.state"
     ]
+    assert caught[0].filename == __file__  # the importing line, not the import system
     assert first is again is ThreadKey
 
 

@@ -68,7 +68,7 @@ def moved_name(old_package: str, name: str, new_package: str) -> Any:
     The caller stores the value on the old package, so the warning comes once per
     process and the old name keeps returning the same object as the new one.
     """
-    warnings.warn(
+    warnings.warn(  # at the reading line: warnings skips the import system's frames itself
         f"{old_package}.{name} moved to {new_package}.{name}; import it from {new_package}",
         DeprecationWarning,
         stacklevel=3,
