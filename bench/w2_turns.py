@@ -21,8 +21,9 @@ import time
 import uuid
 from typing import Any
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message, TokenUsages
-from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadWrite
 
 TURNS = 1_000
 SPAN = 20

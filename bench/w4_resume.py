@@ -18,8 +18,8 @@ from typing import Any
 
 from bench._child import run_child
 from tenxgraph.core.graph import CompiledGraph, StateGraph
-from tenxgraph.core.state import AgentState, Message
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.core.state import AgentState, Message, ThreadKey
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 
 MESSAGES = 10_000
 RUNS = 3

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from tenxgraph.core.graph import Agent, StateGraph
 from tenxgraph.core.llm import FunctionModel, ModelRequest
-from tenxgraph.core.state import AgentState, Message, SummaryContextManager
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
+from tenxgraph.core.state import AgentState, Message, SummaryContextManager, ThreadKey
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
 
 
 def summarize(request: ModelRequest) -> str:

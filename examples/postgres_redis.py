@@ -12,8 +12,8 @@ import uuid
 
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel, ModelRequest
-from tenxgraph.core.state import Message, MessageContextManager
-from tenxgraph.storage.checkpointer import PgCheckpointer, ThreadKey
+from tenxgraph.core.state import Message, MessageContextManager, ThreadKey
+from tenxgraph.storage.checkpointer import PgCheckpointer
 
 DSN = os.environ.get("TENXGRAPH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("TENXGRAPH_REDIS", "redis://127.0.0.1:6379")

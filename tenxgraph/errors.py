@@ -177,7 +177,7 @@ class InvalidIdError(StateError):
     """A ``thread_id`` or ``user_id`` is missing, empty, not a string, too long or unstorable.
 
     Raised before anything is read or written, with the same rules on every
-    backend (see ``tenxgraph.storage.checkpointer.base.check_id``).
+    backend (see ``tenxgraph.core.state.check_id``).
     """
 
 

@@ -59,14 +59,14 @@ ALLOWED_BUILTIN_RAISES = {
         "ValueError into a ValidationError naming the field"
     ),
     ("core/state/message_block.py", "_valid_text"): "after-validator of the Text field type",
-    ("core/state/message_block.py", "check_text"): (
-        "called only by _scalar_problem, which catches the ValueError and reports its text"
-    ),
-    ("core/state/message_block.py", "check_json_data"): (
+    ("core/state/json_policy.py", "check_json_data"): (
         "body of the JSON-data field validators; parse_tool_arguments catches it"
     ),
-    ("core/state/tool_arguments.py", "_no_constant"): (
-        "json.loads parse_constant hook; parse_tool_arguments catches the ValueError"
+    ("core/state/json_policy.py", "json_text"): (
+        "like json.dumps; each caller raises its own error naming what held the value"
+    ),
+    ("core/state/json_policy.py", "_no_constant"): (
+        "json.loads parse_constant hook: parse_json raises ValueError as json.loads does"
     ),
     ("core/graph/_thread_ops.py", "_fresh_state"): (
         "NotImplementedError of an abstract hook that CompiledGraph overrides"

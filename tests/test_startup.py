@@ -15,11 +15,15 @@ import importlib
 import json
 import subprocess
 import sys
+import types
+import warnings
 from pathlib import Path
 
 import pytest
 
 import tenxgraph
+from tenxgraph.core.state import ThreadKey
+from tenxgraph.utils._lazy import lazy_exports
 
 ROOT = Path(tenxgraph.__file__).parent
 
@@ -76,7 +80,8 @@ def test_importing_a_package_loads_no_model_and_no_event_loop(code: str) -> None
 def test_the_whole_runtime_surface_loads_no_backend_sdk_or_optional_module() -> None:
     modules = loaded_after(
         "from tenxgraph import *\nfrom tenxgraph.core.graph import *\n"
-        "from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey"
+        "from tenxgraph.core.state import ThreadKey\n"
+        "from tenxgraph.storage.checkpointer import Checkpointer"
     )
     assert "tenxgraph.core.graph._compiled" in modules  # the probe did load the runtime
     assert present(modules, (*BACKENDS, *SDKS, *OPTIONAL_RUNTIME)) == []
@@ -160,3 +165,38 @@ def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
         _ = importlib.import_module("tenxgraph.core.graph").Nope
     with pytest.raises(ImportError):
         exec("from tenxgraph.core.state import Nope", {})
+
+
+def test_a_moved_name_warns_once_naming_its_new_home_and_is_the_same_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    old = types.ModuleType("old_home")
+    old.__path__ = []  # a package: the import system reads the name first (_handle_fromlist)
+    monkeypatch.setitem(sys.modules, "old_home", old)
+    hooks = lazy_exports("old_home", {}, moved={"ThreadKey": "tenxgraph.core.state"})
+    old.__dict__.update(zip(("__getattr__", "__dir__"), hooks, strict=True))
+    assert "ThreadKey" not in dir(old)
+    with pytest.warns(DeprecationWarning, match="moved") as caught:
+        from old_home import ThreadKey as first  # type: ignore[import-not-found]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = old.ThreadKey  # a second read: no warning
+    assert [str(w.message) for w in caught] == [
+        "old_home.ThreadKey moved to tenxgraph.core.state.ThreadKey; "
+        "import it from tenxgraph.core.state"
+    ]
+    assert caught[0].filename == __file__  # the importing line, not the import system
+    assert first is again is ThreadKey
+
+
+@pytest.mark.parametrize("name", ["DEFAULT_USER", "ThreadKey", "run_config"])
+def test_the_checkpointer_package_keeps_its_moved_names_as_deprecated_aliases(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = importlib.import_module("tenxgraph.storage.checkpointer")
+    monkeypatch.delitem(package.__dict__, name, raising=False)  # as in a fresh process
+    namespace: dict[str, object] = {}
+    with pytest.warns(DeprecationWarning, match=rf"tenxgraph\.core\.state\.{name}\b"):
+        exec(f"from tenxgraph.storage.checkpointer import {name} as value", namespace)
+    assert namespace["value"] is getattr(importlib.import_module("tenxgraph.core.state"), name)
+    assert name not in package.__all__

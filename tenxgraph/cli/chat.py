@@ -26,9 +26,10 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager
 from tenxgraph.core.state.context.summary import SummaryContextManager
 from tenxgraph.core.state.context.trimming import MessageContextManager
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ModelError, NodeError, ToolError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = [
     "COMMANDS",

@@ -43,9 +43,10 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.base import BaseContextManager
 from tenxgraph.core.state.context.summary import SummaryContextManager
 from tenxgraph.core.state.context.trimming import MessageContextManager
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.tool_result import ToolResult
-from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread
 from tenxgraph.utils.constants import END, START
 
 __all__ = [

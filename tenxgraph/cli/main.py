@@ -330,7 +330,7 @@ async def _threads(args: argparse.Namespace, console: Console) -> None:
 
     from tenxgraph.cli import threads
     from tenxgraph.cli.locations import open_checkpointer
-    from tenxgraph.storage.checkpointer.base import DEFAULT_USER, ThreadKey
+    from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey
 
     user = DEFAULT_USER if args.user is None else args.user
     async with open_checkpointer(args.location or args.db, create=False) as checkpointer:

@@ -27,7 +27,8 @@ from tenxgraph.cli.locations import is_postgres
 from tenxgraph.cli.render import Console
 
 if TYPE_CHECKING:  # loaded by the commands only, not by `--help`
-    from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+    from tenxgraph.core.state.ids import ThreadKey
+    from tenxgraph.storage.checkpointer.base import Checkpointer
     from tenxgraph.storage.media.base import MediaStore
 
 __all__ = [
@@ -103,7 +104,7 @@ def add_thread_media_options(
 async def run_media(args: argparse.Namespace, console: Console) -> None:
     """Run ``tenxgraph media ACTION``."""
     from tenxgraph.cli.locations import open_checkpointer
-    from tenxgraph.storage.checkpointer.base import DEFAULT_USER
+    from tenxgraph.core.state.ids import DEFAULT_USER
 
     location = args.location or args.db
     user = DEFAULT_USER if args.user is None else args.user
@@ -277,8 +278,9 @@ async def import_thread(
     exist. Bundled media are checked against their key (the SHA-256) and put
     before the thread is saved, so its refs resolve as soon as it exists.
     """
+    from tenxgraph.core.state.ids import ThreadKey
     from tenxgraph.core.state.message import MessagesAdapter
-    from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadWrite
+    from tenxgraph.storage.checkpointer.base import ThreadWrite
 
     try:
         key = ThreadKey(thread or data["thread_id"], user or data.get("user_id") or "default")

@@ -80,7 +80,7 @@ def namespace_of(text: str) -> tuple[str, ...]:
 
 async def run_memory(args: argparse.Namespace, console: Console) -> None:
     """Run ``tenxgraph memory ACTION``."""
-    from tenxgraph.storage.checkpointer.base import DEFAULT_USER
+    from tenxgraph.core.state.ids import DEFAULT_USER
 
     user = DEFAULT_USER if args.user is None else args.user
     async with make_memory_store(args.db) as store:

@@ -13,8 +13,9 @@ from typing import Any
 from tenxgraph.cli.errors import CliError
 from tenxgraph.cli.prompt import Reader, read_line, stdin_is_terminal
 from tenxgraph.cli.render import Console
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import MessagesAdapter
-from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread
 from tenxgraph.storage.timeline import TimelineEvent, thread_timeline
 
 __all__ = [

@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
 from tenxgraph.runs import _turns as turns
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
 from tenxgraph.storage.leases import ThreadLeases
 
 __all__ = [

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import StateError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = ["DIED", "UNFINISHED", "discard_unfinished"]
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
@@ -55,7 +56,6 @@ from tenxgraph.server._run_manager import (
 )
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server._tool_relay import ToolResultRelay
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph

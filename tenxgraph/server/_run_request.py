@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tenxgraph.core.state.ids import run_config
 from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
 from tenxgraph.errors import StateError
 from tenxgraph.server._run_stream import STREAM_MODES
-from tenxgraph.storage.checkpointer.base import run_config
 
 __all__ = ["RunCommand", "RunRequest", "graph_input", "input_messages", "run_config_of"]
 

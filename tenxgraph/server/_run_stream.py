@@ -29,8 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import pydantic_core
-
 from tenxgraph.core.graph._events import (
     InterruptEvent,
     MessageEvent,
@@ -39,6 +37,7 @@ from tenxgraph.core.graph._events import (
     UpdateEvent,
 )
 from tenxgraph.core.graph._remote_tools import pending_remote_calls
+from tenxgraph.core.state.json_policy import reader_json
 from tenxgraph.errors import GraphRunError
 from tenxgraph.server import _shapes as shapes
 
@@ -83,8 +82,8 @@ class StreamEncoder:
 
     @staticmethod
     def dumps(data: Any) -> str:
-        """JSON text of ``data`` (pydantic's encoder: models, dates and bytes included)."""
-        return pydantic_core.to_json(data).decode()
+        """JSON text of ``data`` (pydantic's encoder; NaN as null, see ``json_policy``)."""
+        return reader_json(data)
 
 
 def run_status(result: RunResult) -> RunStatus:

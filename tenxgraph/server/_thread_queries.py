@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tenxgraph.core.graph._history import StateSnapshot
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._context import ServerContext, thread_config
-from tenxgraph.storage.checkpointer.base import Checkpoint, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpoint, StoredThread
 from tenxgraph.storage.checkpointer.state_codec import decode_state
 
 __all__ = ["checkpoint_metadata", "runs_busy", "search", "state_history"]

@@ -16,9 +16,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from tenxgraph.core.graph import CompiledGraph
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadNotFoundError
 from tenxgraph.runs import LeasePolicy, ThreadLease, take_thread
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadWrite
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 
 __all__ = ["create_empty_thread", "holding", "merge_metadata"]

@@ -152,7 +152,7 @@ def _health_router() -> Any:
     @router.get("/ready")
     async def ready(context: Context) -> JSONResponse:
         """Readiness: the checkpointer answers a query in time (503 otherwise)."""
-        from tenxgraph.storage.checkpointer.base import ThreadKey
+        from tenxgraph.core.state.ids import ThreadKey
 
         try:
             await context.checkpointer.aversion(ThreadKey("__ready__", "__ready__"))

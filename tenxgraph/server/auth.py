@@ -21,8 +21,8 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from tenxgraph.core.state.ids import DEFAULT_USER, check_id
 from tenxgraph.errors import ConfigError
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 
 if TYPE_CHECKING:
     from starlette.requests import Request

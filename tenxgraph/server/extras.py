@@ -28,6 +28,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ToolError, UsageError
 from tenxgraph.server._context import Context, User, thread_config
 from tenxgraph.server._web_origin import media_headers
@@ -35,7 +36,6 @@ from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.server.runs import manager_of
 from tenxgraph.server.threads import thread_info_or_404
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["router"]
 

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
 from tenxgraph.server._context import Context, ServerContext, User
@@ -31,7 +32,6 @@ from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
 from tenxgraph.server.http_errors import bad_request, not_found
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["manager_of", "router", "run_or_404"]
 

@@ -12,13 +12,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._run_request import input_messages
 from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
-from tenxgraph.storage.checkpointer.base import ThreadInfo, ThreadKey
+from tenxgraph.storage.checkpointer.base import ThreadInfo
 
 __all__ = ["router"]
 

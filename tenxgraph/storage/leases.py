@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = ["STOP_REQUESTS", "ThreadLeases"]
 

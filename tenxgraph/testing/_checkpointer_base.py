@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 
 MakeCheckpointer = Callable[..., Checkpointer]
 """Opens a checkpointer of the backend under test: ``make_checkpointer(**options)``.

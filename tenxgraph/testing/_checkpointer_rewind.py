@@ -13,15 +13,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, StateError
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    ThreadKey,
-    ThreadStamp,
-    ThreadWrite,
-    Window,
-)
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadStamp, ThreadWrite, Window
 from tenxgraph.testing._checkpointer_base import ContractBase, MakeCheckpointer
 
 KEY = ThreadKey("rewound", "alice")

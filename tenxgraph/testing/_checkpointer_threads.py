@@ -13,15 +13,11 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message, TokenUsages
 from tenxgraph.core.state.message_block import TextBlock, ToolCallBlock
 from tenxgraph.errors import ConflictError, StateError, ThreadNotFoundError
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    StoredThread,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer import Checkpointer, StoredThread, ThreadWrite
 from tenxgraph.testing._checkpointer_base import ContractBase, MakeCheckpointer, msg, save
 
 KEY = ThreadKey("thread-1", "alice")

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, StateError, ThreadBusyError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadStamp, ThreadWrite
 from tenxgraph.storage.leases import ThreadLeases
 from tenxgraph.testing._checkpointer_base import ContractBase
 from tenxgraph.testing._checkpointer_rewind import KEY as REWOUND

@@ -20,8 +20,8 @@ import pytest
 import tenxgraph
 from tenxgraph.cli.main import main
 from tenxgraph.cli.render import Spinner
-from tenxgraph.core.state import MessagesAdapter
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
+from tenxgraph.core.state import MessagesAdapter, ThreadKey
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
 from tests.cli.conftest import REPO, SUMMARY, run_cli
 
 LOG_LINE = re.compile(r"^\s*(\d+) ([*.]) (user|assistant|tool|system)\b")

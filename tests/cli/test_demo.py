@@ -26,9 +26,9 @@ from tenxgraph.cli.demo import (
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.turns import stream_turn
 from tenxgraph.core.llm import ModelRequest, ScriptedModel
-from tenxgraph.core.state import Message, MessageContextManager
+from tenxgraph.core.state import Message, MessageContextManager, ThreadKey
 from tenxgraph.core.state.message_block import ToolCallBlock
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
 from tests.cli.conftest import REPO, run_cli
 
 CUT = re.compile(r"…\[cut at (\d+) tokens\]")

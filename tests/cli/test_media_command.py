@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from tenxgraph.cli.main import main
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ImageBlock, MediaRef
-from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadWrite
 from tenxgraph.storage.media import FilesystemMediaStore, MediaPolicy, MediaStore
 from tests.storage.conftest import PG_DSN
 

@@ -11,7 +11,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.core.state import ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 from tests.storage.conftest import PG_DSN, drop_redis_keys
 
 _MEMORY_FIELDS = {"metadata", "window", "values", "version"}

@@ -25,14 +25,13 @@ from typing import Any
 
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock, is_paired
+from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock, is_paired
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.storage.checkpointer import (
     Checkpoint,
     Checkpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
 )

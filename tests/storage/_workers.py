@@ -5,14 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    SqliteCheckpointer,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadWrite
 
 RACE_KEY = ThreadKey("raced", "alice")
 

@@ -23,14 +23,13 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock, is_paired
+from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock, is_paired
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs import _leases as thread_lease
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
 )

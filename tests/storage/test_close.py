@@ -13,7 +13,8 @@ import pytest
 
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey
+from tenxgraph.core.state import ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer
 from tests.storage.conftest import BACKENDS, PG_DSN, REDIS_URL, MakeCheckpointer, drop_schema
 
 THREADS = 8

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError
 from tenxgraph.storage.checkpointer._codec import (
@@ -13,7 +14,6 @@ from tenxgraph.storage.checkpointer._codec import (
     json_contains,
     window_problem,
 )
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 KEY = ThreadKey("t", "u")
 

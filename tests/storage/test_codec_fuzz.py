@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import TenxGraphError
 from tenxgraph.storage.checkpointer._codec import (
@@ -30,7 +31,6 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     list_threads,
 )
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 KEY = ThreadKey("fuzzed", "alice")
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state import message as message_module
 from tenxgraph.core.state.message import Message, TokenUsages, compact_json
 from tenxgraph.core.state.message_block import (
@@ -26,7 +27,7 @@ from tenxgraph.core.state.message_block import (
     TextBlock,
     ToolResultBlock,
 )
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 from tenxgraph.storage.checkpointer._codec import decode_messages, encode_write
 from tests.core.state.test_roundtrip import every_block_kind
 

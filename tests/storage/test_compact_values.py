@@ -15,10 +15,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from tenxgraph.core.graph import StateGraph
-from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.core.state.agent_state import ExecMeta
 from tenxgraph.core.state.reducers import append_items
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite, state_codec
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite, state_codec
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 from tenxgraph.utils import END, START
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError
-from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, SqliteCheckpointer, ThreadWrite
 from tests.storage.conftest import PG_DSN, drop_schema
 
 KEY = ThreadKey("broken-thread", "alice")

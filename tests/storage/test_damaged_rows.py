@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError, StateError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 from tenxgraph.testing._checkpointer_base import save
 from tests.storage._damage import Damage
 from tests.storage.conftest import MakeCheckpointer

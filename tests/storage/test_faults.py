@@ -17,8 +17,9 @@ import pytest
 
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.errors import StorageUnavailableError
-from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache, ThreadKey
+from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache
 from tests.storage.conftest import PG_DSN, drop_schema
 from tests.storage.servers import PrivatePostgres, PrivateRedis, spare_port
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import ConflictError, StateError
 from tenxgraph.storage.checkpointer import (
@@ -20,7 +21,6 @@ from tenxgraph.storage.checkpointer import (
     InMemoryCheckpointer,
     SqliteCheckpointer,
     StoredThread,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
 )

@@ -15,10 +15,10 @@ import pytest
 
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel
+from tenxgraph.core.state import DEFAULT_USER, MAX_ID_LENGTH, ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import InvalidIdError, StateError
-from tenxgraph.storage.checkpointer import DEFAULT_USER, Checkpointer, ThreadKey, ThreadWrite
-from tenxgraph.storage.checkpointer.base import MAX_ID_LENGTH
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 
 BAD_IDS = [
     pytest.param("", "must not be empty", id="empty"),

@@ -18,7 +18,8 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.state import AgentState, Message
-from tenxgraph.storage.checkpointer import PgCheckpointer, ThreadKey
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer import PgCheckpointer
 from tests.storage.conftest import drop_schema
 
 pytestmark = pytest.mark.postgres

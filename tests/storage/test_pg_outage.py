@@ -17,8 +17,9 @@ import pytest
 
 from tenxgraph.core.graph import RunResult, StateGraph, UpdateEvent
 from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import NodeError, StorageUnavailableError
-from tenxgraph.storage.checkpointer import PgCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import PgCheckpointer
 from tests.storage.servers import PrivatePostgres
 
 pytestmark = pytest.mark.slow

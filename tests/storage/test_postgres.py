@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, MissingExtraError, StorageError
-from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import ThreadWrite
 from tenxgraph.testing._checkpointer_base import save
 from tests.storage.conftest import PG_DSN, drop_schema
 

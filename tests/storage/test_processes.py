@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import ThreadWrite
 from tenxgraph.storage.checkpointer._pg_schema import MIGRATIONS as PG_MIGRATIONS
 from tenxgraph.storage.checkpointer._sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tenxgraph.testing._checkpointer_base import save

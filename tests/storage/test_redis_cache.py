@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
-from tenxgraph.storage.checkpointer import ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import ThreadWrite
 from tenxgraph.testing._checkpointer_base import save
 from tests.storage.conftest import PG_DSN, REDIS_URL, drop_redis_keys, drop_schema
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import StorageError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 
 KEY = ThreadKey("t", "alice")
 

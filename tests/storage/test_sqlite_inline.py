@@ -22,9 +22,10 @@ import pytest
 
 from tenxgraph import _sync
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import StorageError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 from tenxgraph.storage.sql import Component, SqliteDatabase
 from tenxgraph.storage.sql._sqlite import transaction
 

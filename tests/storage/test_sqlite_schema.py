@@ -12,13 +12,9 @@ import sqlite3
 import time
 from pathlib import Path
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message, TokenUsages, compact_json
-from tenxgraph.storage.checkpointer import (
-    SqliteCheckpointer,
-    ThreadKey,
-    ThreadStamp,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadStamp, ThreadWrite
 from tenxgraph.storage.checkpointer._sqlite_schema import MIGRATIONS
 
 ALICE = ThreadKey("chat", "alice")

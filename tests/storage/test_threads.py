@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     InMemoryCheckpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadWrite,
 )
 from tenxgraph.testing._checkpointer_base import save

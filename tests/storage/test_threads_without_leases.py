@@ -16,17 +16,16 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.storage import ThreadLeases
 from tenxgraph.storage.checkpointer import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     InMemoryCheckpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,

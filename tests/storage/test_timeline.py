@@ -10,14 +10,13 @@ import pytest
 
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel, ModelRequest, ScriptedModel
-from tenxgraph.core.state import Message, MessageContextManager, SummaryContextManager
+from tenxgraph.core.state import Message, MessageContextManager, SummaryContextManager, ThreadKey
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.errors import ThreadNotFoundError
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     InMemoryCheckpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadWrite,
 )
 from tenxgraph.storage.timeline import ThreadTimeline, thread_timeline

@@ -20,9 +20,16 @@ import pytest
 
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._tool_node import STORAGE_NOTES_KEY
-from tenxgraph.core.state import AgentState, Message, TextBlock, ToolCallBlock, ToolResult
-from tenxgraph.errors import UnstorableStateError
-from tenxgraph.storage.checkpointer import Checkpointer
+from tenxgraph.core.state import (
+    AgentState,
+    Message,
+    TextBlock,
+    ThreadKey,
+    ToolCallBlock,
+    ToolResult,
+)
+from tenxgraph.errors import StateError, UnstorableStateError
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 from tenxgraph.utils.constants import END
 from tests.storage.conftest import MakeCheckpointer
 
@@ -272,3 +279,17 @@ async def test_a_direct_call_returning_unstorable_text_is_recorded(
     assert answer.content[0].output == "hi\ufffd"
     assert answer.metadata[STORAGE_NOTES_KEY] == ["output: a NUL at index 2 replaced by U+FFFD"]
     assert runs == ["hi"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "why"),
+    [({"note": f"a{SURROGATE}"}, "lone surrogates"), ({"score": math.nan}, "not JSON compliant")],
+)
+async def test_metadata_json_cannot_hold_is_refused_before_anything_is_written(
+    checkpointer: Checkpointer, metadata: dict[str, Any], why: str
+) -> None:
+    key = ThreadKey(f"t-{uuid.uuid4().hex[:8]}")
+    write = ThreadWrite(0, [Message.text_message("hi")], {}, [(0, 1)], "n", 1, metadata=metadata)
+    with pytest.raises(StateError, match=rf"metadata must be JSON data .*{why}"):
+        await checkpointer.asave(key, write)
+    assert await checkpointer.aload(key) is None

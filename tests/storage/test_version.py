@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadStamp, ThreadWrite
 
 
 async def test_the_stamp_follows_every_save_and_delete(checkpointer: Checkpointer) -> None:

@@ -45,6 +45,7 @@ from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     GraphRunError,
@@ -54,7 +55,7 @@ from tenxgraph.errors import (
     UsageError,
 )
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
+from tenxgraph.storage.checkpointer.base import Checkpointer
 from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:

@@ -40,6 +40,7 @@ from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._tool_node import ToolOutcome, close_interrupted_calls, execute_tool
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.tool_arguments import (
@@ -49,7 +50,7 @@ from tenxgraph.core.state.tool_arguments import (
 )
 from tenxgraph.errors import ConfigError, StateError, ToolError, UsageError
 from tenxgraph.runs import take_thread
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._thread_ops import ThreadOperations

@@ -14,14 +14,9 @@ from typing import Any, Generic, TypeVar
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import StateError, ThreadNotFoundError
-from tenxgraph.storage.checkpointer.base import (
-    Checkpoint,
-    Checkpointer,
-    StoredThread,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredThread, ThreadWrite
 from tenxgraph.storage.checkpointer.state_codec import decode_state
 
 __all__ = ["StateSnapshot", "fork_thread", "state_history", "update_state"]

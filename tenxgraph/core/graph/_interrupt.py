@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
-    from tenxgraph.storage.checkpointer.base import ThreadKey
+    from tenxgraph.core.state.ids import ThreadKey
 
 __all__ = ["GraphInterrupt", "InterruptKind", "InterruptScope", "interrupt", "running_thread"]
 

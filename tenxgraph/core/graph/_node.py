@@ -24,7 +24,7 @@ from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
-    from tenxgraph.storage.checkpointer.base import ThreadKey
+    from tenxgraph.core.state.ids import ThreadKey
 
 __all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress", "StoredThreadRef"]
 

@@ -65,8 +65,8 @@ from tenxgraph.core.state._remote_calls import (
     TOOL_RESULTS_KEY,
     remote_tool_result,
 )
-from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock, check_json_data
-from tenxgraph.core.state.storable import storable_data
+from tenxgraph.core.state.json_policy import check_json_data, storable_data
+from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock
 from tenxgraph.errors import GraphBuildError, StateError, ToolArgumentsError, ToolError
 
 if TYPE_CHECKING:

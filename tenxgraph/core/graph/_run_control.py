@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tenxgraph.core.graph._interrupt import InterruptKind
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import NodeError, TenxGraphError, ThreadBusyError
-from tenxgraph.storage.checkpointer.base import ThreadKey
 
 __all__ = ["Displaced", "Fail", "Finish", "Next", "Outcome", "Pause", "RunControl", "new_run_id"]
 

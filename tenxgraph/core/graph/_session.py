@@ -23,17 +23,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import TextBlock
 from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.errors import UnstorableStateError
-from tenxgraph.storage.checkpointer.base import (
-    Checkpointer,
-    ThreadKey,
-    ThreadStamp,
-    ThreadWrite,
-    Window,
-)
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp, ThreadWrite, Window
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values, values_text
 
 __all__ = ["ThreadSession", "approx_bytes"]

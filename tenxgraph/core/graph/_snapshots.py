@@ -17,10 +17,11 @@ from pydantic_core import PydanticSerializationError
 
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.core.state.pairing import pairing_violations
 from tenxgraph.errors import StateError, ThreadNotFoundError
-from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
 
 __all__ = ["ThreadSnapshot", "create_thread", "restore_snapshot", "take_snapshot"]

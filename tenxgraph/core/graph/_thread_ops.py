@@ -18,11 +18,12 @@ from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import ThreadKey, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, run_config
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph

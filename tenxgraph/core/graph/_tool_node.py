@@ -37,14 +37,13 @@ from tenxgraph.core.graph._remote_tools import RemoteTool, remote_pause
 from tenxgraph.core.graph._tools import Tool, as_tools
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.json_policy import check_json_data, storable_data, storable_text
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import (
     MediaRef,
     ToolCallBlock,
     ToolResultBlock,
-    check_json_data,
 )
-from tenxgraph.core.state.storable import storable_data, storable_text
 from tenxgraph.core.state.tool_arguments import invalid_tool_args
 from tenxgraph.core.state.tool_result import ToolResult
 from tenxgraph.errors import ConfigError
@@ -79,7 +78,7 @@ class ToolOutcome:
     is_error: bool = False
     update: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    """Where text the store cannot hold was replaced (see ``storable``)."""
+    """Where text the store cannot hold was replaced (see ``json_policy``)."""
 
     def entry(self) -> dict[str, Any]:
         """The tool ledger's JSON shape."""

@@ -16,7 +16,8 @@ from typing import TypeVar
 
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadStamp
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
 
 __all__ = ["WarmThreads"]
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from typing import Any, cast
 
 from pydantic import BaseModel
 
+from tenxgraph.core.state.json_policy import lone_surrogate, replace_lone_surrogates
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, MediaRef
 from tenxgraph.errors import BadRequestError
@@ -99,8 +99,6 @@ def json_safe(value: Any) -> Any:
 REPLACED_TEXT_KEY = "replaced_lone_surrogates"
 """``Message.metadata`` key, True when the provider's answer held lone surrogates."""
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 class WireCleaner:
     r"""Makes one response's provider data safe to keep, and remembers what it changed.
@@ -125,10 +123,10 @@ class WireCleaner:
 
     def text(self, value: str) -> str:
         """``value`` with each lone surrogate replaced by U+FFFD."""
-        if value.isascii() or _LONE_SURROGATE.search(value) is None:
+        if lone_surrogate(value) is None:
             return value
         self.replaced = True
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return replace_lone_surrogates(value)
 
     def metadata(self) -> dict[str, Any]:
         """The note for the final message's metadata (empty when nothing was replaced)."""

@@ -1,4 +1,4 @@
-"""The data model: messages, content blocks, state, reducers and context managers.
+"""The data model: messages, content blocks, state, reducers, context managers and thread ids.
 
 No I/O and no provider code lives here. The exports are imported on first
 use (see ``tenxgraph.utils._lazy``): ``from tenxgraph.core.state import
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_USER",
+    "MAX_ID_LENGTH",
     "MAX_INLINE_BYTES",
     "REMOVE_ALL_MESSAGES",
     "ROLE_ALIASES",
@@ -41,6 +43,7 @@ __all__ = [
     "SlidingWindowContextManager",
     "SummaryContextManager",
     "TextBlock",
+    "ThreadKey",
     "TiktokenCounter",
     "TokenBudgetContextManager",
     "TokenCounter",
@@ -54,6 +57,7 @@ __all__ = [
     "areduce_on_overflow",
     "as_message",
     "as_messages",
+    "check_id",
     "field_reducers",
     "filter_messages",
     "is_paired",
@@ -64,6 +68,7 @@ __all__ = [
     "repair_pairing",
     "replace_messages",
     "replace_value",
+    "run_config",
     "summary_message",
     "trim_messages",
     "truncate_largest_tool_results",
@@ -91,6 +96,13 @@ if TYPE_CHECKING:
         MessageEdit,
         RemoveMessage,
         ReplaceMessage,
+    )
+    from tenxgraph.core.state.ids import (
+        DEFAULT_USER,
+        MAX_ID_LENGTH,
+        ThreadKey,
+        check_id,
+        run_config,
     )
     from tenxgraph.core.state.message import (
         MAX_INLINE_BYTES,
@@ -172,6 +184,13 @@ else:
                 "MessageEdit",
                 "RemoveMessage",
                 "ReplaceMessage",
+            ),
+            "tenxgraph.core.state.ids": (
+                "DEFAULT_USER",
+                "MAX_ID_LENGTH",
+                "ThreadKey",
+                "check_id",
+                "run_config",
             ),
             "tenxgraph.core.state.message": (
                 "MAX_INLINE_BYTES",

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, JsonValue
 
 from tenxgraph.core.state.app_state import AppState, app_state_from, empty_app_state
+from tenxgraph.core.state.json_policy import storable_text
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.reducers import MessageIndex, add_messages
-from tenxgraph.core.state.storable import storable_text
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.utils.constants import START
 

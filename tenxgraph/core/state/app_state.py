@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import RootModel, field_validator
 
+from tenxgraph.core.state.json_policy import json_text, lone_surrogate
 from tenxgraph.errors import StateError
 
 __all__ = ["AppState"]
@@ -116,11 +117,16 @@ def _check_key(key: Any) -> str:
 
 
 def _json_copy_of(key: str, value: Any) -> Any:
-    """``value`` as the JSON data that will be stored: a new object, checked once."""
-    if value is None or type(value) in (str, int, bool):
+    """``value`` as the JSON data that will be stored: a new object, checked once.
+
+    What JSON cannot hold (NaN, an infinity, a lone surrogate; see
+    ``json_policy``) is refused here, before any save.
+    """
+    plain_text = type(value) is str and lone_surrogate(value) is None
+    if plain_text or value is None or type(value) in (int, bool):
         return value  # immutable and JSON as they are: the common case costs nothing
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
+        return json.loads(json_text(value))
     except (TypeError, ValueError, RecursionError) as exc:
         raise StateError(f"app_state value for {key!r} is not JSON-serializable: {exc}") from None
 

@@ -11,11 +11,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeGuard
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo
 from pydantic_core import to_json
 
+from tenxgraph.core.state.json_policy import check_json_data
 from tenxgraph.core.state.message_block import (
     AudioBlock,
     ContentBlock,
@@ -30,16 +31,13 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
-    check_json_data,
 )
 from tenxgraph.errors import ConfigError
-
-if TYPE_CHECKING:
-    from tenxgraph.storage.media.base import MediaStore
 
 __all__ = [
     "MAX_INLINE_BYTES",
     "IdGenerator",
+    "MediaSink",
     "Message",
     "MessagesAdapter",
     "Role",
@@ -59,6 +57,22 @@ provider limit for an inline image). Larger files belong in a media store, by UR
 _OFFLOAD_BYTES = 64 * 1024
 """Files over this go to the media store ``from_file`` is given (the checkpointers' default
 threshold, ``tenxgraph.storage.media.offload.DEFAULT_OFFLOAD_BYTES``)."""
+
+
+class MediaSink(Protocol):
+    """What ``Message.from_file`` needs of a media store: ``put`` a file, get its ``MediaRef``.
+
+    Every ``tenxgraph.storage.media.MediaStore`` is one. Declared here so the
+    data model names no storage module: the store depends on the model, not
+    the other way round.
+    """
+
+    def put(
+        self, data: Path, mime_type: str | None, *, user_id: str, filename: str | None
+    ) -> MediaRef:
+        """Store the file's bytes for ``user_id``; a ref to them (``graph://media/{key}``)."""
+        ...
+
 
 _DOCUMENT_TYPES = frozenset(
     {
@@ -237,26 +251,20 @@ class Message(BaseModel):
         content: Sequence[ContentBlock],
         role: Role = "user",
         message_id: str | int | None = None,
-        *,
-        media: MediaStore | None = None,
-        user_id: str = "default",
         **fields: Any,
     ) -> Message:
         """Create a message from explicit blocks of any kinds.
 
-        With ``media`` (a media store), inline media over 64 KiB are put in
-        it for ``user_id`` and referenced as ``graph://media/{key}``, as a
-        checkpointer with ``media=`` would on save. Inline base64 is checked
-        when its ``MediaRef`` is made (invalid base64 is refused there).
+        Inline base64 is checked when its ``MediaRef`` is made (invalid base64
+        is refused there). To move large inline media into a media store, pass
+        the message to ``tenxgraph.storage.media.offload_message``.
         """
-        message = cls._make(role, list(content), message_id, fields)
-        if media is None:
-            return message
-        from tenxgraph._sync import run_sync
-        from tenxgraph.storage.media.offload import MediaPolicy, aoffload
-
-        done = run_sync(aoffload(MediaPolicy(media), [message], user_id=user_id))
-        return done.messages[0]
+        if "media" in fields:
+            raise ConfigError(
+                "multimodal_message takes no media store (media=): offload the message with "
+                "tenxgraph.storage.media.offload_message(message, store, user_id=...)"
+            )
+        return cls._make(role, list(content), message_id, fields)
 
     @classmethod
     def from_file(
@@ -268,7 +276,7 @@ class Message(BaseModel):
         *,
         mime_type: str | None = None,
         max_inline_bytes: int = MAX_INLINE_BYTES,
-        media: MediaStore | None = None,
+        media: MediaSink | None = None,
         user_id: str = "default",
         **fields: Any,
     ) -> Message:

@@ -8,9 +8,6 @@ provider-neutral: adapters in ``tenxgraph.core.llm`` translate to wire formats.
 from __future__ import annotations
 
 import binascii
-import json
-import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, cast
 
@@ -28,6 +25,8 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 from typing_extensions import TypeAliasType
+
+from tenxgraph.core.state.json_policy import check_json_data, lone_surrogate, surrogate_text
 
 __all__ = [
     "AnnotationBlock",
@@ -56,37 +55,10 @@ def check_base64(value: str, field: str) -> None:
         raise ValueError(f"{field} is not valid base64: {exc}") from None
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_MAX_DEPTH = 100
-"""Deepest nesting accepted in JSON data: a stored message must load again, and
-pydantic's JSON parser stops at about 200 levels for the whole message."""
-
-
-def check_text(value: str, field: str) -> None:
-    r"""Raise ``ValueError`` naming ``field`` if ``value`` holds a lone surrogate.
-
-    Such a string (``"\ud800"``) cannot be encoded as UTF-8: no provider
-    accepts it and it cannot be stored, so it is refused where it enters.
-    """
-    if value.isascii():
-        return
-    found = _LONE_SURROGATE.search(value)
-    if found is not None:
-        raise ValueError(
-            f"{field} holds a lone surrogate {found.group()!r} at index {found.start()}; "
-            "text must be valid Unicode (encodable as UTF-8)"
-        )
-
-
 def _valid_text(value: str) -> str:
-    if not value.isascii():
-        found = _LONE_SURROGATE.search(value)
-        if found is not None:
-            raise ValueError(
-                f"lone surrogate {found.group()!r} at index {found.start()}: "
-                "text must be valid Unicode (encodable as UTF-8)"
-            )
+    found = lone_surrogate(value)
+    if found is not None:
+        raise ValueError(surrogate_text(found))
     return value
 
 
@@ -198,68 +170,6 @@ class JsonChecked:
     ) -> JsonSchemaValue:
         """The schema of the declared type, not of ``json_type``."""
         return handler(schema["python_schema"])
-
-
-def check_json_data(value: Any, field: str, *, from_python: bool = True) -> None:
-    """Raise ``ValueError`` naming where, unless ``value`` is JSON data a provider can take.
-
-    Refused: NaN and infinities (JSON has no such numbers; they would be
-    stored as ``null``), values of other types and, for Python input, lone
-    surrogates in strings or keys and nesting deeper than 100 levels. JSON
-    input (``from_python=False``) was parsed by pydantic, which refuses those.
-    """
-    try:
-        dumped = _STRICT_JSON.encode(value)
-    except (TypeError, ValueError, RecursionError):
-        raise ValueError(_json_problem(value, field, 0) or f"{field} is not JSON data") from None
-    if not from_python:
-        return
-    suspect = not dumped.isascii() and _LONE_SURROGATE.search(dumped) is not None
-    if suspect or dumped.count("[") + dumped.count("{") > _MAX_DEPTH:
-        problem = _json_problem(value, field, 0)
-        if problem is not None:
-            raise ValueError(problem)
-
-
-def _json_problem(value: Any, where: str, depth: int) -> str | None:
-    """What makes ``value`` not JSON data, and where (None when nothing is wrong)."""
-    if depth > _MAX_DEPTH:
-        return f"{where} is nested more than {_MAX_DEPTH} levels deep"
-    if isinstance(value, dict):
-        return _dict_problem(value, where, depth)
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
-            if problem is not None:
-                return problem
-        return None
-    return _scalar_problem(value, where)
-
-
-def _dict_problem(value: dict[Any, Any], where: str, depth: int) -> str | None:
-    for key, item in value.items():
-        if not isinstance(key, str):
-            return f"{where} has the key {key!r}, which is not a string"
-        problem = _json_problem(key, f"{where} key {key!r}", depth + 1) or _json_problem(
-            item, f"{where}[{key!r}]", depth + 1
-        )
-        if problem is not None:
-            return problem
-    return None
-
-
-def _scalar_problem(value: Any, where: str) -> str | None:
-    if isinstance(value, str):
-        try:
-            check_text(value, where)
-        except ValueError as exc:
-            return str(exc)
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where} is {value!r}, which JSON cannot hold (it would become null)"
-    if value is None or isinstance(value, bool | int | float):
-        return None
-    return f"{where} is a {type(value).__name__}, not JSON data"
 
 
 class _Block(BaseModel):

@@ -19,13 +19,13 @@ holding what JSON cannot (NaN, lone surrogates). For such a call:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tenxgraph.core.state.json_policy import check_json_data, parse_json, replace_lone_surrogates
 from tenxgraph.core.state.message import Message
-from tenxgraph.core.state.message_block import ToolCallBlock, check_json_data
+from tenxgraph.core.state.message_block import ToolCallBlock
 
 __all__ = [
     "INVALID_TOOL_ARGS_KEY",
@@ -42,8 +42,6 @@ for each call of the message whose arguments were refused."""
 
 QUOTED_CHARS = 200
 """How much of refused arguments the model is shown in its error result."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +68,7 @@ def parse_tool_arguments(raw: object, *, complete: bool = True) -> ParsedArgumen
     if isinstance(raw, str):
         text = raw
         try:
-            value: Any = json.loads(text, parse_constant=_no_constant)
+            value: Any = parse_json(text)
         except (ValueError, RecursionError) as exc:
             return ParsedArguments({}, f"the arguments are not valid JSON ({_reason(exc)})", text)
     else:
@@ -101,7 +99,7 @@ def tool_call(
     parsed = parse_tool_arguments(raw, complete=complete)
     if parsed.error is not None:
         refused[call_id] = {
-            "arguments": _SURROGATE.sub("\ufffd", parsed.raw),
+            "arguments": replace_lone_surrogates(parsed.raw),
             "error": parsed.error,
         }
     return ToolCallBlock(id=call_id, name=name, args=parsed.args)
@@ -146,10 +144,6 @@ _JSON_KINDS = {
     float: "a number",
     bool: "a boolean",
 }
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _reason(exc: BaseException) -> str:

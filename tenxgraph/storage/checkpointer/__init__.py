@@ -13,6 +13,10 @@ always kept, and resuming a run paused at an interrupt needs only the
 thread's state row (values and window), which is never pruned; the log of
 messages is never pruned either. Only time travel to older checkpoints is
 lost.
+
+``ThreadKey``, ``DEFAULT_USER`` and ``run_config`` moved to
+``tenxgraph.core.state`` (thread identity is data, not storage); reading
+them from here still works, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
-    "DEFAULT_USER",
     "Checkpoint",
     "Checkpointer",
     "InMemoryCheckpointer",
@@ -30,26 +33,25 @@ __all__ = [
     "StoredMessage",
     "StoredThread",
     "ThreadInfo",
-    "ThreadKey",
     "ThreadStamp",
     "ThreadWrite",
     "Window",
-    "run_config",
 ]
 
 if TYPE_CHECKING:
+    # Moved to tenxgraph.core.state: deprecated here, still typed for users' type checkers.
+    from tenxgraph.core.state.ids import DEFAULT_USER as DEFAULT_USER
+    from tenxgraph.core.state.ids import ThreadKey as ThreadKey
+    from tenxgraph.core.state.ids import run_config as run_config
     from tenxgraph.storage.checkpointer.base import (
-        DEFAULT_USER,
         Checkpoint,
         Checkpointer,
         StoredMessage,
         StoredThread,
         ThreadInfo,
-        ThreadKey,
         ThreadStamp,
         ThreadWrite,
         Window,
-        run_config,
     )
     from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
     from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
@@ -62,21 +64,19 @@ else:
         __name__,
         {
             "tenxgraph.storage.checkpointer.base": (
-                "DEFAULT_USER",
                 "Checkpoint",
                 "Checkpointer",
                 "StoredMessage",
                 "StoredThread",
                 "ThreadInfo",
-                "ThreadKey",
                 "ThreadStamp",
                 "ThreadWrite",
                 "Window",
-                "run_config",
             ),
             "tenxgraph.storage.checkpointer.memory": ("InMemoryCheckpointer",),
             "tenxgraph.storage.checkpointer.postgres": ("PgCheckpointer",),
             "tenxgraph.storage.checkpointer.redis_cache": ("RedisThreadCache",),
             "tenxgraph.storage.checkpointer.sqlite": ("SqliteCheckpointer",),
         },
+        moved=dict.fromkeys(("DEFAULT_USER", "ThreadKey", "run_config"), "tenxgraph.core.state"),
     )

@@ -26,9 +26,9 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
 from tenxgraph.errors import (
-    ConfigError,
     ConflictError,
     CorruptRecordError,
     InvalidIdError,
@@ -42,7 +42,6 @@ from tenxgraph.storage.checkpointer.base import (
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
@@ -52,8 +51,6 @@ from tenxgraph.storage.leases import STOP_REQUESTS
 __all__ = [
     "EncodedWrite",
     "MessageRow",
-    "check_keep",
-    "check_page",
     "check_stop_request",
     "check_window",
     "conflict",
@@ -284,20 +281,6 @@ def window_reach(key: ThreadKey, window: Window) -> int:
     reach = max((end for _, end in window), default=0)
     check_window(key, window, reach)
     return reach
-
-
-def check_keep(keep_checkpoints: int | None) -> None:
-    """Reject a retention that would keep no checkpoint."""
-    if keep_checkpoints is not None and keep_checkpoints < 1:
-        raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
-
-
-def check_page(offset: int, limit: int | None) -> None:
-    """Reject a negative offset or limit with a clear message."""
-    if offset < 0:
-        raise ConfigError(f"offset must be >= 0, got {offset}")
-    if limit is not None and limit < 0:
-        raise ConfigError(f"limit must be >= 0 or None, got {limit}")
 
 
 def window_seqs(window: Window) -> list[int]:

@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.core.state.json_policy import json_text, parse_json
 from tenxgraph.errors import StateError
-from tenxgraph.storage.checkpointer.base import ThreadKey, Window
+
+if TYPE_CHECKING:  # the contract's types; base imports this module to decode
+    from tenxgraph.storage.checkpointer.base import Window
 
 __all__ = ["ValuesText", "encode_json", "values_json", "window_json"]
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-"""``json.dumps`` with these options makes an encoder per call: a third of encoding a state row."""
 
 
 def encode_json(what: str | tuple[ThreadKey, str], value: Any) -> str:
     """Compact JSON text; anything but plain JSON data raises ``StateError`` naming ``what``.
 
-    ``what`` may be a thread key and a column: the label is then made only for the error.
+    What JSON cannot hold (NaN, an infinity, a lone surrogate) is refused as
+    ``json_policy.json_text`` says, the same on every backend. ``what`` may be
+    a thread key and a column: the label is then made only for the error.
     """
     try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError) as exc:
+        return json_text(value)
+    except (TypeError, ValueError, RecursionError) as exc:
         if isinstance(what, tuple):
             what = f"thread {what[0].thread_id!r}: {what[1]}"
         raise StateError(
@@ -47,8 +48,8 @@ def values_json(key: ThreadKey, values: dict[str, Any] | str) -> str:
     if type(values) is ValuesText:
         return str(values)  # the plain str every driver binds
     try:
-        parsed = json.loads(values, parse_constant=_no_constant)
-    except (ValueError, StateError):
+        parsed = parse_json(values)
+    except (ValueError, RecursionError):
         parsed = None
     if not isinstance(parsed, dict):
         raise StateError(
@@ -84,10 +85,6 @@ def window_json(key: ThreadKey, window: Window) -> str:
             "seqs (a range of another shape, or an int too long to write)"
         ) from None
     return encode_json((key, "window"), pairs)
-
-
-def _no_constant(word: str) -> None:
-    raise StateError(f"{word} is not JSON")
 
 
 def _preview(text: str, size: int = 40) -> str:

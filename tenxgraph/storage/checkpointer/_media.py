@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey, ThreadWrite
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadWrite
 
 if TYPE_CHECKING:
     from tenxgraph.storage.media.base import MediaStore

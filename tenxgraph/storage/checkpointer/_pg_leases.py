@@ -16,13 +16,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.storage.checkpointer._codec import (
     lease_lost,
     missing_checkpoint,
     rewind_conflict,
     stamp_of,
 )
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

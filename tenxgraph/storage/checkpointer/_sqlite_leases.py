@@ -10,13 +10,14 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.storage.checkpointer._codec import (
     lease_lost,
     missing_checkpoint,
     rewind_conflict,
     stamp_of,
 )
-from tenxgraph.storage.checkpointer.base import ThreadKey, ThreadStamp
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = [
     "LEASES_TABLE",

@@ -36,156 +36,31 @@ from typing import Any, NamedTuple
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import InvalidIdError, StateError
+from tenxgraph.errors import ConfigError
 from tenxgraph.storage._closing import Closing
 
 __all__ = [
-    "DEFAULT_USER",
     "LEGACY_INCARNATION",
-    "MAX_ID_LENGTH",
     "Checkpoint",
     "Checkpointer",
     "StoredMessage",
     "StoredThread",
     "ThreadInfo",
-    "ThreadKey",
     "ThreadStamp",
     "ThreadWrite",
     "Window",
-    "check_id",
-    "run_config",
+    "check_keep",
+    "check_page",
 ]
-
-DEFAULT_USER = "default"
-"""The tenant of threads saved without a ``user_id`` (missing or None) in the run config."""
 
 LEGACY_INCARNATION = "legacy"
 """The incarnation of threads stored before incarnations existed (set by a migration)."""
 
-MAX_ID_LENGTH = 256
-"""The most characters a ``thread_id`` or ``user_id`` may have, on every backend.
-
-Postgres refuses index entries over about 2,700 bytes, and the keys index
-``(user_id, thread_id)``; 256 characters are at most 1,024 UTF-8 bytes each,
-so both ids together always fit. 256 holds a UUID, a URL-safe slug or an
-e-mail address (at most 254 characters).
-"""
 
 Window = list[tuple[int, int]]
 """Half-open ranges of log seqs, in order, that make up ``state.context``."""
-
-
-_NO_CHECKPOINT_KEYS = frozenset({"checkpoint_id", "checkpoint_ns"})
-"""LangGraph config keys with no meaning here, refused (when set) rather than ignored."""
-
-
-def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A copy of a run config with the entries of a ``configurable`` dict moved to the top.
-
-    tenxgraph reads ``thread_id``, ``user_id`` and ``recursion_limit`` from the
-    top level of the config; LangGraph code puts the first two under
-    ``config["configurable"]``. Both spellings work. The same key given in both
-    places with different values is refused, never silently resolved, and so
-    is a ``checkpoint_id`` (runs always continue a thread from its latest state).
-    """
-    flat = dict(config or {})
-    nested = flat.pop("configurable", None)
-    if nested is None:
-        return flat
-    if not isinstance(nested, Mapping):
-        raise StateError(
-            f"the run config's 'configurable' must be a dict, got {type(nested).__name__}"
-        )
-    for key, value in nested.items():
-        if key in _NO_CHECKPOINT_KEYS and value not in (None, ""):
-            raise StateError(
-                f"the run config's {key!r} is not supported: a run always continues a thread "
-                "from its latest state; read an older one with get_state(config, version=N) "
-                "or continue from it with fork(config, new_thread_id, version=N)"
-            )
-        if key in flat and flat[key] != value:
-            raise StateError(
-                f"the run config gives {key!r} twice with different values: "
-                f"{flat[key]!r} and configurable {value!r}"
-            )
-        flat[key] = value
-    return flat
-
-
-def check_id(name: str, value: object) -> str:
-    """Return ``value`` if it is a usable ``thread_id``/``user_id``; else raise ``InvalidIdError``.
-
-    An id is a non-empty ``str`` of at most ``MAX_ID_LENGTH`` characters,
-    without NUL and encodable as UTF-8 (Postgres text holds neither NUL nor
-    lone surrogates). The same rule on every backend, checked before any I/O.
-    """
-    if type(value) is not str:
-        raise InvalidIdError(f"{name} must be a str, got {type(value).__name__} {_shown(value)}")
-    if not value:
-        raise InvalidIdError(f"{name} must not be empty")
-    if len(value) > MAX_ID_LENGTH:
-        raise InvalidIdError(
-            f"{name} is {len(value)} characters long, over the limit of {MAX_ID_LENGTH}: "
-            f"{_shown(value)}"
-        )
-    if "\x00" in value:
-        raise InvalidIdError(f"{name} must not contain NUL characters: {_shown(value)}")
-    if not value.isascii():
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise InvalidIdError(
-                f"{name} holds characters UTF-8 cannot encode (lone surrogates): {_shown(value)}"
-            ) from None
-    return value
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
-def _config_id(name: str, value: object) -> str:
-    """A config's id as a str: ints (not bools) become their decimal text, as in LangGraph."""
-    if type(value) is int:
-        return str(value)
-    return check_id(name, value)
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadKey:
-    """Identifies a thread inside one tenant. Every query is scoped by ``user_id``.
-
-    Both ids are checked by ``check_id`` when the key is made, so a key that
-    exists can be stored by every backend.
-    """
-
-    thread_id: str
-    user_id: str = DEFAULT_USER
-
-    def __post_init__(self) -> None:
-        check_id("thread_id", self.thread_id)
-        check_id("user_id", self.user_id)
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> ThreadKey:
-        """Read ``thread_id`` (required) and ``user_id`` from a run config (see ``run_config``).
-
-        ``user_id`` missing or None is the ``"default"`` tenant; any other
-        value must be a valid id, so ``""``, ``0`` or ``False`` never land in
-        a shared tenant by accident. An int id (not a bool) is read as its
-        decimal text (``5`` and ``"5"`` name the same thread).
-        """
-        config = run_config(config)
-        thread_id = config.get("thread_id")
-        if thread_id is None:
-            raise InvalidIdError("the run config has no 'thread_id'")
-        user_id = config.get("user_id")
-        return cls(
-            _config_id("thread_id", thread_id),
-            DEFAULT_USER if user_id is None else _config_id("user_id", user_id),
-        )
 
 
 class ThreadStamp(NamedTuple):
@@ -418,3 +293,17 @@ class Checkpointer(Closing, ABC):
 
     async def aclose(self) -> None:
         """Release connections and files; a later call opens them again."""
+
+
+def check_keep(keep_checkpoints: int | None) -> None:
+    """Reject a retention that would keep no checkpoint (a backend's ``keep_checkpoints``)."""
+    if keep_checkpoints is not None and keep_checkpoints < 1:
+        raise ConfigError(f"keep_checkpoints must be >= 1 or None, got {keep_checkpoints}")
+
+
+def check_page(offset: int, limit: int | None) -> None:
+    """Reject a negative ``offset`` or ``limit`` of a listing, with a clear message."""
+    if offset < 0:
+        raise ConfigError(f"offset must be >= 0, got {offset}")
+    if limit is not None and limit < 0:
+        raise ConfigError(f"limit must be >= 0 or None, got {limit}")

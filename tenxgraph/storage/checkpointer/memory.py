@@ -21,10 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer._codec import (
-    check_keep,
-    check_page,
     check_stop_request,
     check_window,
     conflict,
@@ -47,17 +46,16 @@ from tenxgraph.storage.checkpointer._media import (
     offload,
 )
 from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
-    check_id,
+    check_keep,
+    check_page,
 )
 from tenxgraph.storage.leases import ThreadLeases
 

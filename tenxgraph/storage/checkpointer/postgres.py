@@ -38,13 +38,12 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
 from tenxgraph.storage.checkpointer import _pg_leases
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
-    check_keep,
-    check_page,
     check_stop_request,
     check_window,
     conflict,
@@ -74,17 +73,16 @@ from tenxgraph.storage.checkpointer._pg_schema import (
     save_statement,
 )
 from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
-    check_id,
+    check_keep,
+    check_page,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
 from tenxgraph.storage.leases import ThreadLeases

@@ -35,6 +35,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, MissingExtraError, StorageError
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
@@ -44,13 +45,7 @@ from tenxgraph.storage.checkpointer._codec import (
     window_seqs,
     window_size,
 )
-from tenxgraph.storage.checkpointer.base import (
-    StoredThread,
-    ThreadKey,
-    ThreadStamp,
-    ThreadWrite,
-    Window,
-)
+from tenxgraph.storage.checkpointer.base import StoredThread, ThreadStamp, ThreadWrite, Window
 
 __all__ = ["CachedThread", "RedisThreadCache"]
 

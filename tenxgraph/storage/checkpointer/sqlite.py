@@ -24,12 +24,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.storage.checkpointer import _sqlite_leases as leases
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
-    check_keep,
-    check_page,
     check_stop_request,
     check_window,
     conflict,
@@ -52,17 +51,16 @@ from tenxgraph.storage.checkpointer._media import (
 )
 from tenxgraph.storage.checkpointer._sqlite_schema import THREADS
 from tenxgraph.storage.checkpointer.base import (
-    DEFAULT_USER,
     Checkpoint,
     Checkpointer,
     StoredMessage,
     StoredThread,
     ThreadInfo,
-    ThreadKey,
     ThreadStamp,
     ThreadWrite,
     Window,
-    check_id,
+    check_keep,
+    check_page,
 )
 from tenxgraph.storage.leases import ThreadLeases
 from tenxgraph.storage.sql import SqliteDatabase

@@ -7,16 +7,19 @@ disk): stored rows never name a class to import.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import PydanticSerializationError
 
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.app_state import AppState
+from tenxgraph.core.state.json_policy import json_bytes
 from tenxgraph.errors import CorruptRecordError, UnstorableStateError
 from tenxgraph.storage.checkpointer._json_text import ValuesText
-from tenxgraph.storage.checkpointer.base import StoredThread
+
+if TYPE_CHECKING:  # the contract's types; base imports this module to decode
+    from tenxgraph.storage.checkpointer.base import StoredThread
 
 __all__ = ["decode_state", "encode_values", "unstorable_fields", "values_text"]
 
@@ -138,28 +141,10 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
     anything is written: the run then fails cleanly as for any unstorable
     field, instead of the checkpointer refusing the whole save.
     """
-    try:
-        text: bytes | None = to_json(values, inf_nan_mode="constants")
-    except PydanticSerializationError:
-        text = None
-    # find, not ``in``: bytes' ``in`` first tries the word as an int, and raising and
-    # clearing that TypeError cost more than the search
-    if text is None or text.find(b"NaN") != -1 or text.find(b"Infinity") != -1:
-        bad = [name for name, value in values.items() if not _exact_json(value)]
-        if bad or text is None:
-            raise _unstorable(state_name, bad, "NaN, infinity or a lone surrogate")
+    text, bad = json_bytes(values)
+    if bad or text is None:
+        raise _unstorable(state_name, bad, "NaN, infinity or a lone surrogate")
     return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
-
-
-def _exact_json(value: Any) -> bool:
-    """True when ``value`` is JSON as it is: no lone surrogate, NaN or infinity.
-
-    A non-finite number is the one value written differently by the two modes.
-    """
-    try:
-        return to_json(value, inf_nan_mode="null") == to_json(value, inf_nan_mode="constants")
-    except PydanticSerializationError:
-        return False
 
 
 _APART: Any = {"context", "execution_meta"}

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tenxgraph.core.state.json_policy import json_text, lone_surrogate
 from tenxgraph.errors import ConfigError, InvalidIdError
 from tenxgraph.storage.longterm._filters import check_path, resolve
 
@@ -111,10 +112,8 @@ def _check_text(name: str, value: object, limit: int) -> str:
         )
     if "\x00" in value:
         raise InvalidIdError(f"{name} must not contain NUL characters: {value!r:.60}")
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        raise InvalidIdError(f"{name} holds lone surrogates: {value!r:.60}") from None
+    if lone_surrogate(value) is not None:
+        raise InvalidIdError(f"{name} holds lone surrogates: {value!r:.60}")
     return value
 
 
@@ -140,14 +139,10 @@ def encode_value(value: object, max_bytes: int = MAX_VALUE_BYTES) -> str:
             f"a memory value must be a dict (a JSON object), got {type(value).__name__}"
         )
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        size = len(text.encode())
-    except (TypeError, ValueError) as exc:
+        text = json_text(value)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ConfigError(f"a memory value must be plain JSON: {exc}") from None
-    except UnicodeEncodeError:
-        raise ConfigError(
-            "a memory value holds lone surrogates, which UTF-8 cannot encode"
-        ) from None
+    size = len(text.encode())
     if json.loads(text) != value:
         raise ConfigError(
             "a memory value must be plain JSON: only str keys, and lists rather than tuples"

@@ -44,9 +44,9 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state.ids import DEFAULT_USER, check_id
 from tenxgraph.errors import ConfigError
 from tenxgraph.storage._closing import Closing
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.longterm._checks import (
     MAX_VALUE_BYTES,
     check_index,

@@ -7,8 +7,8 @@ contract (``base``) and pass the same suite
 (``tenxgraph.testing.media_stores``). ``ainline`` and ``media_refs``
 (``resolve``) turn stored refs back into bytes for code that sends media on.
 ``MediaPolicy`` (``offload``) is how a checkpointer given ``media=`` moves
-large inline media into a store; ``acollect`` (``gc``) deletes what no
-thread references.
+large inline media into a store (``offload_message`` does it to one
+message); ``acollect`` (``gc``) deletes what no thread references.
 Every export is imported on first access, so importing this package loads
 no backend.
 """
@@ -33,6 +33,7 @@ __all__ = [
     "Upload",
     "acollect",
     "ainline",
+    "aoffload_message",
     "collect",
     "detect_mime_type",
     "in_media_store",
@@ -41,6 +42,7 @@ __all__ = [
     "media_key",
     "media_refs",
     "media_url",
+    "offload_message",
 ]
 
 if TYPE_CHECKING:
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from tenxgraph.storage.media.base import MediaInfo, MediaStore, Upload
     from tenxgraph.storage.media.filesystem import FilesystemMediaStore
     from tenxgraph.storage.media.gc import GcReport, acollect, collect
-    from tenxgraph.storage.media.offload import MediaPolicy
+    from tenxgraph.storage.media.offload import MediaPolicy, aoffload_message, offload_message
     from tenxgraph.storage.media.postgres import PgMediaStore
     from tenxgraph.storage.media.resolve import ainline, in_media_store, inline, media_refs
     from tenxgraph.storage.media.sqlite import SqliteMediaStore
@@ -73,7 +75,11 @@ else:
             "tenxgraph.storage.media.base": ("MediaInfo", "MediaStore", "Upload"),
             "tenxgraph.storage.media.filesystem": ("FilesystemMediaStore",),
             "tenxgraph.storage.media.gc": ("GcReport", "acollect", "collect"),
-            "tenxgraph.storage.media.offload": ("MediaPolicy",),
+            "tenxgraph.storage.media.offload": (
+                "MediaPolicy",
+                "aoffload_message",
+                "offload_message",
+            ),
             "tenxgraph.storage.media.postgres": ("PgMediaStore",),
             "tenxgraph.storage.media.resolve": (
                 "ainline",

@@ -42,6 +42,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state.ids import DEFAULT_USER, check_id
 from tenxgraph.core.state.message_block import MediaRef
 from tenxgraph.errors import (
     ConfigError,
@@ -51,7 +52,6 @@ from tenxgraph.errors import (
     StorageError,
 )
 from tenxgraph.storage._closing import Closing
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER, check_id
 from tenxgraph.storage.media._keys import media_key, media_url
 from tenxgraph.storage.media._sniff import SNIFF_BYTES, check_mime_type, normalize
 from tenxgraph.storage.media._source import MediaData, chunks_of

@@ -31,8 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import InvalidMediaKeyError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadKey
+from tenxgraph.storage.checkpointer.base import Checkpointer
 from tenxgraph.storage.media._keys import is_media_url, media_key
 from tenxgraph.storage.media.base import MediaInfo, MediaStore
 from tenxgraph.storage.media.offload import DEFAULT_GRACE

@@ -13,6 +13,11 @@ The messages given are not changed (messages are treated as values): the
 offloaded copies are returned, with the bytes put, so the save can check
 afterwards that garbage collection did not remove them in between
 (``arestore``; see ``gc``).
+
+``offload_message`` (``aoffload_message``) does the same to one message
+outside a save, with a store's default threshold: how a message built with
+``Message.multimodal_message`` gets its large media into a store before it
+is sent anywhere.
 """
 
 from __future__ import annotations
@@ -24,13 +29,23 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from tenxgraph._sync import run_sync
+from tenxgraph.core.state.ids import DEFAULT_USER
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, MediaRef
 from tenxgraph.errors import ConfigError, MediaTypeError
 from tenxgraph.storage.media._keys import media_key
 from tenxgraph.storage.media.base import MediaStore
 
-__all__ = ["DEFAULT_GRACE", "DEFAULT_OFFLOAD_BYTES", "MediaPolicy", "Offloaded", "aoffload"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "DEFAULT_OFFLOAD_BYTES",
+    "MediaPolicy",
+    "Offloaded",
+    "aoffload",
+    "aoffload_message",
+    "offload_message",
+]
 
 logger = logging.getLogger("tenxgraph.storage.media")
 
@@ -110,6 +125,28 @@ async def aoffload(policy: MediaPolicy, messages: Sequence[Message], *, user_id:
         content = _map_refs(message.content, replacements)
         result.messages[index] = message.model_copy(update={"content": content})
     return result
+
+
+async def aoffload_message(
+    message: Message, media: MediaStore | MediaPolicy, *, user_id: str = DEFAULT_USER
+) -> Message:
+    """A copy of ``message`` whose inline media over the threshold are in the store.
+
+    ``media``: a store (the default threshold, 64 KiB) or a ``MediaPolicy``.
+    The media go to ``user_id``'s space and are referenced as
+    ``graph://media/{key}``, as a checkpointer with ``media=`` does on save;
+    smaller inline media stay inline. ``message`` itself is not changed.
+    """
+    policy = media if isinstance(media, MediaPolicy) else MediaPolicy(media)
+    done = await aoffload(policy, [message], user_id=user_id)
+    return done.messages[0]
+
+
+def offload_message(
+    message: Message, media: MediaStore | MediaPolicy, *, user_id: str = DEFAULT_USER
+) -> Message:
+    """Sync ``aoffload_message``."""
+    return run_sync(aoffload_message(message, media, user_id=user_id))
 
 
 def _is_large(ref: MediaRef, threshold: int) -> bool:

@@ -18,10 +18,10 @@ import base64
 from collections.abc import Iterable, Iterator
 
 from tenxgraph._sync import run_sync
+from tenxgraph.core.state.ids import DEFAULT_USER
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import MediaRef
 from tenxgraph.errors import MediaTooLargeError
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER
 from tenxgraph.storage.media._keys import is_media_url, media_key
 from tenxgraph.storage.media.base import MediaStore, not_found
 

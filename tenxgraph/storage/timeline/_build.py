@@ -29,15 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ThreadNotFoundError
-from tenxgraph.storage.checkpointer.base import (
-    Checkpoint,
-    Checkpointer,
-    StoredMessage,
-    ThreadInfo,
-    ThreadKey,
-)
+from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredMessage, ThreadInfo
 
 DIRECT_CALL_KEY = "direct_tool_call"
 """``Message.metadata`` key the runtime sets on the messages of a direct ``call_tool``."""

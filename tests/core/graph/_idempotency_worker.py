@@ -20,7 +20,8 @@ from typing import Any
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._compiled import CompiledGraph
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadKey, ThreadStamp, ThreadWrite
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, ThreadStamp, ThreadWrite
 from tests.storage._run_workers import open_checkpointer
 
 CONFIG = {"thread_id": "payment", "user_id": "ana"}

@@ -15,11 +15,11 @@ from tenxgraph.core.state import (
     Message,
     MessageContextManager,
     SummaryContextManager,
+    ThreadKey,
     ToolCallBlock,
     ToolResult,
 )
 from tenxgraph.errors import ContextWindowExceededError, OutputValidationError, ToolError
-from tenxgraph.storage.checkpointer import ThreadKey
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tenxgraph.utils import END
 

@@ -86,9 +86,8 @@ async def test_two_concurrent_runs_on_one_thread_one_conflicts(tmp_path: Path) -
     import asyncio
 
     from tenxgraph.core.graph import StateGraph
-    from tenxgraph.core.state import AgentState, Message
+    from tenxgraph.core.state import AgentState, Message, ThreadKey
     from tenxgraph.errors import ConflictError
-    from tenxgraph.storage.checkpointer import ThreadKey
 
     gate = asyncio.Event()
 

@@ -16,11 +16,11 @@ import pytest
 
 from tenxgraph.core.graph import create_agent, interrupt
 from tenxgraph.core.llm import FunctionModel, ScriptedModel
-from tenxgraph.core.state import Message, ToolCallBlock, ToolResult
+from tenxgraph.core.state import Message, ThreadKey, ToolCallBlock, ToolResult
 from tenxgraph.core.state.context import SlidingWindowContextManager
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import ConfigError, StateError, ThreadBusyError, ToolError, UsageError
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 
 CONFIG = {"thread_id": "direct"}
 KEY = ThreadKey("direct")

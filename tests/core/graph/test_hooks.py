@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import RunControl, RunHooks, StateGraph
-from tenxgraph.core.state import AgentState, Message
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey, ThreadStamp
+from tenxgraph.core.state import AgentState, Message, ThreadKey
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadStamp
 
 
 class Recorder(RunHooks):

@@ -23,12 +23,8 @@ from tenxgraph.core.graph import (
 )
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    InMemoryCheckpointer,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadWrite
 from tests.storage.conftest import MakeCheckpointer
 
 KEY_SHAPE = re.compile(r"[0-9a-f]{32}")

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph, interrupt
-from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state import AgentState, Message, ThreadKey, run_config
 from tenxgraph.errors import InvalidIdError, NodeError, StateError
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey, run_config
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import END, START
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.graph._session import ThreadSession, approx_bytes
-from tenxgraph.core.state import AgentState, Message, RemoveMessage
+from tenxgraph.core.state import AgentState, Message, RemoveMessage, ThreadKey
 from tenxgraph.core.state.message_block import TextBlock, ToolCallBlock
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 
 KEY = ThreadKey("t")
 

@@ -14,11 +14,11 @@ import pytest
 from tenxgraph.core.graph import StateGraph, ToolNode
 from tenxgraph.core.graph._compiled import CompiledGraph
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock
+from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import GraphBuildError, StateError, ThreadBusyError
 from tenxgraph.runs import ThreadLease
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 from tests.storage.conftest import MakeCheckpointer
 
 CONFIG = {"thread_id": "busy"}

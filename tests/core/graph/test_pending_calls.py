@@ -13,9 +13,9 @@ from typing import Any
 from tenxgraph.core.graph import Agent, StateGraph, ToolNode, create_agent, tools_condition
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 
 CONFIG = {"thread_id": "pending"}
 KEY = ThreadKey("pending")

@@ -29,15 +29,10 @@ from tenxgraph.core.graph import (
 )
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import AgentState, Message, RemoteToolCallBlock, ToolCallBlock
+from tenxgraph.core.state import AgentState, Message, RemoteToolCallBlock, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import GraphBuildError, StateError, ToolError
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    InMemoryCheckpointer,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadWrite
 from tests.storage.conftest import MakeCheckpointer
 
 CONFIG = {"thread_id": "remote"}

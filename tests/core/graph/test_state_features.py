@@ -16,11 +16,12 @@ from tenxgraph.core.state import (
     Message,
     RemoveMessage,
     ReplaceMessage,
+    ThreadKey,
     ToolCallBlock,
     ToolResult,
 )
 from tenxgraph.errors import NodeError, StateError
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 
 
 def graph_of(node: Any, checkpointer: Any = None) -> Any:

@@ -16,14 +16,9 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph
-from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.errors import ConflictError
-from tenxgraph.storage.checkpointer import (
-    Checkpointer,
-    InMemoryCheckpointer,
-    ThreadKey,
-    ThreadWrite,
-)
+from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, ThreadWrite
 from tests.storage.conftest import MakeCheckpointer
 
 CONFIG = {"thread_id": "aba", "user_id": "alice"}

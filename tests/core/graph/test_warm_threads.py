@@ -10,8 +10,8 @@ from typing import Any
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.graph._session import approx_bytes
-from tenxgraph.core.state import AgentState, Message
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey
+from tenxgraph.core.state import AgentState, Message, ThreadKey
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 
 MB = 2**20
 

@@ -28,10 +28,11 @@ from tenxgraph.core.llm import (
 )
 from tenxgraph.core.llm._media_rules import OPENAI_CHAT_RULES
 from tenxgraph.core.llm.media import prepare_media
+from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import DocumentBlock, TextBlock, VideoBlock
 from tenxgraph.errors import BadRequestError, ConfigError, ModelTimeoutError, ServerError
-from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadKey, ThreadWrite
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadWrite
 from tenxgraph.storage.media import FilesystemMediaStore, MediaPolicy
 from tenxgraph.testing.replay import ReplayServer, chat_chunk
 

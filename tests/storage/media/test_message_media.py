@@ -1,4 +1,4 @@
-"""``Message.from_file`` and ``multimodal_message`` with a media store (real stores)."""
+"""``Message.from_file`` and ``offload_message`` with a media store (real stores)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import DocumentBlock, ImageBlock, MediaRef, TextBlock
 from tenxgraph.errors import ConfigError, MediaTypeError
-from tenxgraph.storage.media import MediaStore
+from tenxgraph.storage.media import MediaStore, aoffload_message, offload_message
 from tests.storage.media.conftest import MakeMediaStore
 
 
@@ -60,19 +60,37 @@ def test_from_file_without_a_store_still_refuses_files_over_the_inline_limit(
         Message.from_file(big, max_inline_bytes=1_000)
 
 
-def test_multimodal_message_moves_large_inline_media_to_the_store(store: MediaStore) -> None:
+def test_offload_message_moves_large_inline_media_to_the_store(store: MediaStore) -> None:
     big = b"GIF89a" + os.urandom(100_000)
     small = b"GIF89a" + os.urandom(100)
     blocks = [
         ImageBlock(media=MediaRef(kind="data", data_base64=base64.b64encode(big).decode())),
         ImageBlock(media=MediaRef(kind="data", data_base64=base64.b64encode(small).decode())),
     ]
-    message = Message.multimodal_message(blocks, media=store, user_id="acme")
+    built = Message.multimodal_message(blocks)
+    message = offload_message(built, store, user_id="acme")
     first, second = message.content
     assert isinstance(first, ImageBlock) and first.media.kind == "url"
     assert first.media.mime_type == "image/gif"
     assert isinstance(second, ImageBlock) and second.media.kind == "data"
     assert store.get(first.media, user_id="acme") == big
+    assert built.content[0].media.kind == "data"  # a copy: the message given is unchanged
+
+
+async def test_aoffload_message_is_the_same_for_async_callers(store: MediaStore) -> None:
+    big = b"GIF89a" + os.urandom(100_000)
+    ref = MediaRef(kind="data", data_base64=base64.b64encode(big).decode())
+    message = await aoffload_message(Message.multimodal_message([ImageBlock(media=ref)]), store)
+    block = message.content[0]
+    assert isinstance(block, ImageBlock) and block.media.kind == "url"
+    assert await store.aget(block.media) == big
+
+
+def test_multimodal_message_takes_no_store_and_says_where_offloading_went(
+    store: MediaStore,
+) -> None:
+    with pytest.raises(ConfigError, match="offload_message"):
+        Message.multimodal_message([TextBlock(text="hi")], media=store)
 
 
 def test_invalid_base64_is_refused_where_the_ref_is_made() -> None:

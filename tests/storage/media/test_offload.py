@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph
-from tenxgraph.core.state import AgentState
+from tenxgraph.core.state import AgentState, ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ImageBlock, MediaRef, TextBlock, ToolResultBlock
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     InMemoryCheckpointer,
     SqliteCheckpointer,
-    ThreadKey,
     ThreadWrite,
 )
 from tenxgraph.storage.media import FilesystemMediaStore, MediaStore, SqliteMediaStore

@@ -35,9 +35,9 @@ from pydantic import BaseModel, Field, ValidationError
 from tenxgraph.core.graph._middleware import AgentMiddleware
 from tenxgraph.core.graph.memory._tools import DEFAULT_NAMESPACE, fact_key, user_of
 from tenxgraph.core.llm.base import ChatModel, ModelRequest
+from tenxgraph.core.state.ids import DEFAULT_USER
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ModelError, TenxGraphError
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER
 from tenxgraph.storage.longterm._checks import STOP_WORDS, check_key, encode_value
 from tenxgraph.storage.longterm.base import MemoryItem, MemoryStore
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tenxgraph.core.graph._tools import Tool
-from tenxgraph.storage.checkpointer.base import DEFAULT_USER, run_config
+from tenxgraph.core.state.ids import DEFAULT_USER, run_config
 from tenxgraph.storage.longterm.base import MemoryStore
 
 __all__ = ["DEFAULT_NAMESPACE", "fact_key", "memory_tools", "user_of"]

@@ -10,14 +10,14 @@ import pytest
 
 from tenxgraph.core.graph import Agent, StateGraph
 from tenxgraph.core.llm import FunctionModel, ModelRequest, ScriptedModel
-from tenxgraph.core.state import AgentState, Message, SummaryContextManager
+from tenxgraph.core.state import AgentState, Message, SummaryContextManager, ThreadKey
 from tenxgraph.core.state.context.summary import (
     DEFAULT_COMPACTION_PROMPT,
     DEFAULT_MAX_SUMMARY_TOKENS,
     DEFAULT_SUMMARY_PROMPT,
 )
 from tenxgraph.errors import ConfigError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadKey
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
 
 from .convo import ids, state_of, tool_turn
 
