@@ -88,10 +88,12 @@ def json_bytes(values: Mapping[str, Any]) -> tuple[bytes | None, list[str]]:
     """``values`` as JSON in one Rust call, and the names of those JSON cannot hold.
 
     The text is None when a value does not serialize at all (a lone surrogate,
-    an object). The names are those of values holding NaN, an infinity or a
-    lone surrogate. A non-finite number is the one value written differently
-    with ``inf_nan_mode="null"`` and ``"constants"``, so only a text holding
-    the word ``NaN`` or ``Infinity`` (rare) is checked value by value.
+    an object). The names are those of values holding NaN, an infinity, a
+    lone surrogate or a NUL (which Postgres cannot store, so no backend
+    does: a thread stays storable everywhere). A non-finite number is the one
+    value written differently with ``inf_nan_mode="null"`` and
+    ``"constants"``, so only a text holding the word ``NaN`` or ``Infinity``
+    or a NUL's escape (rare) is checked value by value.
     """
     try:
         text: bytes | None = to_json(values, inf_nan_mode="constants")
@@ -99,14 +101,24 @@ def json_bytes(values: Mapping[str, Any]) -> tuple[bytes | None, list[str]]:
         text = None
     # find, not ``in``: bytes' ``in`` first tries the word as an int, and raising and
     # clearing that TypeError cost more than the search
-    if text is not None and text.find(b"NaN") == -1 and text.find(b"Infinity") == -1:
+    if (
+        text is not None
+        and text.find(b"NaN") == -1
+        and text.find(b"Infinity") == -1
+        and text.find(_NUL) == -1
+    ):
         return text, []
     return text, [name for name, value in values.items() if not _exact_json(value)]
 
 
+_NUL = b"\\u0000"
+"""A NUL as JSON text writes it."""
+
+
 def _exact_json(value: Any) -> bool:
     try:
-        return to_json(value, inf_nan_mode="null") == to_json(value, inf_nan_mode="constants")
+        text = to_json(value, inf_nan_mode="constants")
+        return to_json(value, inf_nan_mode="null") == text and text.find(_NUL) == -1
     except PydanticSerializationError:
         return False
 

@@ -136,14 +136,14 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
 
     What a save hands the checkpointer (``ThreadWrite.values``), so no backend
     encodes it again. A value JSON cannot hold that ``encode_values`` lets
-    through (NaN or an infinity in a ``float`` field, a lone surrogate in a
-    string) raises ``UnstorableStateError`` naming its fields, here, before
+    through (NaN or an infinity in a ``float`` field, a lone surrogate or a
+    NUL in a string) raises ``UnstorableStateError`` naming its fields, here, before
     anything is written: the run then fails cleanly as for any unstorable
     field, instead of the checkpointer refusing the whole save.
     """
     text, bad = json_bytes(values)
     if bad or text is None:
-        raise _unstorable(state_name, bad, "NaN, infinity or a lone surrogate")
+        raise _unstorable(state_name, bad, "NaN, infinity, a lone surrogate or a NUL character")
     return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
 
 

@@ -181,3 +181,26 @@ def test_the_word_nan_inside_a_string_is_stored_as_it_is(checkpointer: Any) -> N
     app.invoke({"messages": [Message.text_message("hi")]}, config)
     stored = app.get_state(config)
     assert (stored.note, stored.score) == ("NaN and Infinity are words here", 1.5)
+
+
+async def test_a_nul_in_a_field_is_refused_naming_it_on_every_backend(
+    make_checkpointer: Any,
+) -> None:
+    """Postgres cannot store a NUL, so no backend does: the save names the field before writing."""
+
+    def first(state: Scored) -> dict[str, Any]:
+        return {
+            "note": "before\x00after",
+            "context": [Message.text_message("first", role="assistant")],
+        }
+
+    graph = StateGraph(Scored)
+    graph.add_node("first", first)
+    graph.set_entry_point("first")
+    app = graph.compile(make_checkpointer())
+    config = {"thread_id": "t"}
+    with pytest.raises(UnstorableStateError, match="'note' of Scored cannot be stored.*NUL"):
+        await app.ainvoke({"messages": [Message.text_message("hi")]}, config)
+    stored = await app.aget_state(config)
+    assert stored.execution_meta.status == "error"
+    assert (stored.note, texts(stored)) == ("", ["hi", "first"])
