@@ -199,7 +199,7 @@ async def test_a_nul_in_a_field_is_refused_naming_it_on_every_backend(
     graph.set_entry_point("first")
     app = graph.compile(make_checkpointer())
     config = {"thread_id": "t"}
-    with pytest.raises(UnstorableStateError, match="'note' of Scored cannot be stored.*NUL"):
+    with pytest.raises(UnstorableStateError, match=r"'note' of Scored cannot be stored.*NUL"):
         await app.ainvoke({"messages": [Message.text_message("hi")]}, config)
     stored = await app.aget_state(config)
     assert stored.execution_meta.status == "error"
