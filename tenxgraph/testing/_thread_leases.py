@@ -69,7 +69,7 @@ class ThreadLeasesContract(ContractBase):
     def thread_leases(self, checkpointer: Checkpointer) -> ThreadLeases:
         """The checkpointer under test as the lease table it also is."""
         if not isinstance(checkpointer, ThreadLeases):
-            raise TypeError(
+            pytest.fail(
                 f"{type(checkpointer).__name__} is not a ThreadLeases: the lease suite runs "
                 "against a checkpointer that implements that contract too"
             )
