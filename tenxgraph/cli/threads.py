@@ -40,7 +40,7 @@ async def list_threads(checkpointer: Checkpointer, user: str, console: Console) 
     """Print the user's threads, newest first; return how many there are."""
     threads = await checkpointer.alist_threads(user)
     if not threads:
-        console.note(f"no threads for user {user!r}")
+        console.note(f"no threads for user {user!r}" + await _elsewhere(checkpointer, user))
         return 0
     console.line(f"{'thread':<24} {'messages':>8} {'version':>7}  updated", "bold")
     for info in threads:
@@ -53,8 +53,23 @@ async def load_thread(checkpointer: Checkpointer, key: ThreadKey) -> StoredThrea
     """The stored thread, or a ``CliError`` naming the thread and the user."""
     stored = await checkpointer.aload(key)
     if stored is None:
-        raise CliError(f"no thread {key.thread_id!r} for user {key.user_id!r}")
+        hint = await _elsewhere(checkpointer, key.user_id, key.thread_id)
+        raise CliError(f"no thread {key.thread_id!r} for user {key.user_id!r}{hint}")
     return stored
+
+
+async def _elsewhere(checkpointer: Checkpointer, user: str, thread_id: str | None = None) -> str:
+    """A hint naming the other users that hold threads (that thread, if given), or ""."""
+    tenants = await checkpointer.alist_tenants() or {}
+    others = sorted(name for name in tenants if name != user)
+    if thread_id is not None:
+        found = [u for u in others[:100] if await checkpointer.aversion(ThreadKey(thread_id, u))]
+        return f"; user {found[0]!r} has it: add --user {found[0]}" if found else ""
+    if not others:
+        return ""
+    shown = ", ".join(f"{name!r} ({tenants[name]})" for name in others[:5])
+    more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+    return f"; threads are saved per user: {shown}{more} hold some (pick one with --user)"
 
 
 def window_seqs(stored: StoredThread) -> set[int]:

@@ -464,3 +464,17 @@ def test_a_spinner_whose_stream_is_gone_stops_quietly() -> None:
         assert spinner._thread is not None
         spinner._thread.join(timeout=5)  # it ended on its own at the first failed write
         assert not spinner._thread.is_alive()
+
+
+def test_nothing_under_one_user_names_the_users_that_hold_threads(
+    trip_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``trip`` is saved for the default user: another ``--user`` is told where to look."""
+    assert main(["threads", "list", "--db", str(trip_db), "--user", "ada"]) == 0
+    out = capsys.readouterr().out
+    assert "no threads for user 'ada'; threads are saved per user: 'default' (1) hold some" in out
+    assert main(["threads", "show", "trip", "--db", str(trip_db), "--user", "ada"]) == 1
+    err = capsys.readouterr().err
+    assert "no thread 'trip' for user 'ada'; user 'default' has it: add --user default" in err
+    assert main(["threads", "show", "nope", "--db", str(trip_db), "--user", "ada"]) == 1
+    assert capsys.readouterr().err.strip().endswith("no thread 'nope' for user 'ada'")

@@ -317,7 +317,14 @@ def test_an_api_key_is_asked_for_and_kept_for_the_session(
     _by(browser, "api-key").submit()
     _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to load")
     assert not _by(browser, "auth-form").is_displayed()
+    # A user with no threads is told where threads saved under another user_id are.
+    assert "--api-key KEY=USER" in _text(browser, "no-threads")
     _say(browser, "hello", "You said: hello.")
+    _wait(
+        browser,
+        lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="no-threads"]'),
+        "the list",
+    )
     assert browser.execute_script("return sessionStorage.getItem('tenxgraph.api_key')") == "s3cret"
     browser.refresh()  # the key stays for the tab's session
     _wait(browser, lambda d: _text(d, "status") == "Ready.", "the page to reload")

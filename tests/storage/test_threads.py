@@ -18,6 +18,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadWrite,
 )
 from tenxgraph.testing._checkpointer_base import save
+from tests.storage.conftest import MakeCheckpointer
 
 THREADS = 6
 SAVES = 20
@@ -65,3 +66,15 @@ def test_threads_appending_with_retries_lose_nothing(shared: Checkpointer) -> No
         await shared.aclose()
 
     asyncio.run(check())
+
+
+async def test_the_tenants_holding_threads_are_listed_with_their_counts(
+    make_checkpointer: MakeCheckpointer,
+) -> None:
+    checkpointer = make_checkpointer()
+    assert await checkpointer.alist_tenants() == {}
+    for thread_id, user in [("a", "ada"), ("b", "ada"), ("c", "bob")]:
+        await save(checkpointer, ThreadKey(thread_id, user), ThreadWrite(0, [], {}, [], "n", 0))
+    assert await checkpointer.alist_tenants() == {"ada": 2, "bob": 1}
+    await checkpointer.adelete_thread(ThreadKey("c", "bob"))
+    assert await checkpointer.alist_tenants() == {"ada": 2}

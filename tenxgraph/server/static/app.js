@@ -68,6 +68,12 @@ async function loadAssistants() {
 
 async function loadThreads() {
   const threads = await api.threads();
+  if (!threads.length) {
+    const hint = "No threads for this user yet. Threads saved with another user_id show only to " +
+      "that user: serve with --api-key KEY=USER and use that key here.";
+    $("thread-list").replaceChildren(el("li", { class: "hint", "data-testid": "no-threads" }, hint));
+    return;
+  }
   $("thread-list").replaceChildren(
     ...threads.map((thread) => {
       const asked = windowOf(thread.values).filter((m) => m.role === "user").at(-1);

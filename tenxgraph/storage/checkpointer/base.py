@@ -243,6 +243,16 @@ class Checkpointer(Closing, ABC):
                 return None
             offset += len(page)
 
+    async def alist_tenants(self) -> dict[str, int] | None:
+        """Every tenant (``user_id``) holding threads, with how many; None if it cannot say.
+
+        For an operator's tools that see the whole store: the CLI tells a user
+        who found nothing under one ``--user`` which users hold threads. Never
+        answer a request one tenant made with it. The default cannot say;
+        tenxgraph's backends answer with one query.
+        """
+        return None
+
     @abstractmethod
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete a thread and everything of it; False if it did not exist.

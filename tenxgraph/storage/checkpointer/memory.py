@@ -409,6 +409,13 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         found = list_threads(key.user_id, [row])
         return found[0] if found else None
 
+    async def alist_tenants(self) -> dict[str, int]:
+        """Each user_id holding threads, with how many."""
+        with self._lock:
+            return {
+                user: len(threads) for user, threads in sorted(self._tenants.items()) if threads
+            }
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Forget the thread, its log and its checkpoints (and media only it referenced)."""
         return await delete_with_media(self, self.media, key, self._delete)

@@ -500,6 +500,16 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         found = list_threads(key.user_id, rows)
         return found[0] if found else None
 
+    @on_io_loop
+    async def alist_tenants(self) -> dict[str, int]:
+        """Each user_id holding threads, with how many (one grouped query)."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT user_id, COUNT(*) FROM {self._s}.threads GROUP BY user_id ORDER BY user_id"
+            )
+            rows = await cursor.fetchall()
+        return {str(user): int(count) for user, count in rows}
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction, then evict.
 

@@ -309,6 +309,11 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         found = list_threads(key.user_id, rows)
         return found[0] if found else None
 
+    async def alist_tenants(self) -> dict[str, int]:
+        """Each user_id holding threads, with how many (one grouped query)."""
+        rows = await self._db.call(_tenant_rows)
+        return {str(user): int(count) for user, count in rows}
+
     async def adelete_thread(self, key: ThreadKey) -> bool:
         """Delete the state row, the log and the checkpoints in one transaction.
 
@@ -492,6 +497,12 @@ def _take_thread(
     with transaction(conn, "IMMEDIATE"):
         holder = leases.take(conn, key, owner, seconds)
         return holder, None if holder is not None else _stamp(conn, key)
+
+
+def _tenant_rows(conn: sqlite3.Connection) -> list[Any]:
+    return conn.execute(
+        "SELECT user_id, COUNT(*) FROM threads GROUP BY user_id ORDER BY user_id"
+    ).fetchall()
 
 
 def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
