@@ -14,7 +14,7 @@ from tenxgraph.core.graph import Agent, StateGraph, ToolNode, create_agent, tool
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock, ToolResultBlock
-from tenxgraph.core.state.pairing import is_paired
+from tenxgraph.core.state.pairing import NOT_RUN_TEXT, is_paired
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 
 CONFIG = {"thread_id": "pending"}
@@ -78,6 +78,34 @@ async def test_new_messages_answer_the_calls_as_interrupted_instead(
     [answer] = seen[2].tool_results()
     assert answer.call_id == "c1" and answer.is_error and answer.output == INTERRUPTED_CALL_TEXT
     assert is_paired(await log(checkpointer))
+
+
+async def test_an_input_call_followed_by_a_user_message_is_stored_with_a_not_run_result(
+    checkpointer: Checkpointer,
+) -> None:
+    """A client resending history with a call it never answered (issue 37)."""
+    weather = Weather()
+    model = ScriptedModel(["Rome is sunny.", "You are welcome."])
+    app = create_agent(model, [weather.get_weather], checkpointer=checkpointer)
+    history = [*conversation(), Message.text_message("Never mind, and Rome?")]
+
+    first = await app.ainvoke({"messages": history}, CONFIG)
+
+    assert weather.asked == []
+    stored = await log(checkpointer)
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "user", "assistant"]
+    [answer] = stored[2].tool_results()
+    assert answer.call_id == "c1" and answer.is_error and answer.output == NOT_RUN_TEXT
+    assert is_paired(stored)
+    assert [m.role for m in model.requests[0].messages] == ["user", "assistant", "tool", "user"]
+
+    resent = [*history, first["messages"][-1], Message.text_message("Thanks!")]
+    await app.ainvoke({"messages": resent}, CONFIG)  # the same history again, one turn on
+
+    again = await log(checkpointer)
+    assert [m.message_id for m in again[:5]] == [m.message_id for m in stored]
+    assert [m.role for m in again[5:]] == ["user", "assistant"]
+    assert is_paired(again)
 
 
 def test_results_sent_with_the_input_answer_their_calls() -> None:
