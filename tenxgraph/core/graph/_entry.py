@@ -22,16 +22,17 @@ model's calls; in every other case they are answered with a failed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph._node import Node
 from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls, unanswered_calls
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.message_input import as_messages
+from tenxgraph.core.state.pairing import answer_skipped_calls
 from tenxgraph.errors import StateError
 
 if TYPE_CHECKING:
@@ -120,11 +121,27 @@ def check_at_rest(meta: ExecMeta, thread_id: Any, action: str = "sending new mes
         )
 
 
-def input_messages_of(input: Mapping[str, Any]) -> list[Message]:
-    """The input's messages; ``("user", "hi")`` pairs and role/content dicts are converted."""
+def input_messages_of(
+    input: Mapping[str, Any],
+    state: AgentState | None = None,
+    new_id: Callable[[], str | int] = new_message_id,
+) -> list[Message]:
+    """The input's messages; ``("user", "hi")`` pairs and role/content dicts are converted.
+
+    A call in the input that a later input message skips past (a client
+    resending history with a call it never answered) gets a failed "not
+    run" result before that message (``answer_skipped_calls``); calls of
+    messages ``state`` already holds were settled when they were stored.
+    """
     raw = input.get("messages")
     if raw is None:
         return []
+    messages = _converted(raw)
+    settled = state.message_index() if state is not None else ()
+    return answer_skipped_calls(messages, settled=settled, new_id=new_id)
+
+
+def _converted(raw: Any) -> list[Message]:
     if type(raw) is list:
         for item in raw:  # a loop, not all(...): no generator for the usual input
             if type(item) is not Message:

@@ -5,6 +5,10 @@ With middleware the loop becomes::
     START -> before_agent hooks -> before_model hooks -> agent -> after_model hooks
           -> tools (-> before_model hooks ...) | after_agent hooks -> END
 
+An input that ends in an assistant message with tool calls (the model's
+turn was already taken) goes from the before_agent hooks to the tools
+first, then to the model, once.
+
 ``wrap_model_call`` runs inside the agent node, ``wrap_tool_call`` inside the
 tools node; a middleware's ``tools`` join the agent's.
 """
@@ -31,7 +35,7 @@ from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import GraphBuildError
 from tenxgraph.storage.checkpointer.base import Checkpointer
-from tenxgraph.utils.constants import END
+from tenxgraph.utils.constants import END, START
 
 __all__ = ["AGENT_NODE", "TOOL_NODE", "create_agent", "tools_condition"]
 
@@ -97,13 +101,17 @@ def create_agent(
     # error result the model reads (as an unknown tool's is), never left unanswered.
     graph.add_node(TOOL_NODE, ToolNode(tools, timeout=tool_timeout, wrappers=tool_wrappers))
     graph.add_edge(TOOL_NODE, model_entry)
-    path = [
-        *chains["before_agent"],
-        *chains["before_model"],
-        (AGENT_NODE, None),
-        *chains["after_model"],
-    ]
-    graph.set_entry_point(path[0][0])
+    opening = [(START, None), *chains["before_agent"]]
+    for (name, _), (after, _) in pairwise(opening):
+        graph.add_edge(name, after)
+
+    def begin(current: AgentState) -> str:
+        return TOOL_NODE if tools_condition(current) == TOOL_NODE else model_entry
+
+    graph.add_conditional_edges(
+        opening[-1][0], begin, {TOOL_NODE: TOOL_NODE, model_entry: model_entry}
+    )
+    path = [*chains["before_model"], (AGENT_NODE, None), *chains["after_model"]]
     for (name, _), (after, _) in pairwise(path):
         graph.add_edge(name, after)
 

@@ -9,15 +9,17 @@ call ``repair_pairing`` before a request so a provider never sees an orphan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
 
 __all__ = [
+    "NOT_RUN_TEXT",
     "SYNTHETIC_RESULT_TEXT",
     "PairingViolation",
+    "answer_skipped_calls",
     "group_starts",
     "is_paired",
     "pairing_violations",
@@ -26,6 +28,10 @@ __all__ = [
 
 SYNTHETIC_RESULT_TEXT = "[tenxgraph: no result was recorded for this tool call]"
 """Output of the result ``repair_pairing`` adds for a call that has none."""
+
+NOT_RUN_TEXT = "[tenxgraph: not run: the conversation went on before this call was answered]"
+"""Output of the failed result ``answer_skipped_calls`` stores for a call a later message
+skipped past (a client resending history with a call it never answered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,47 @@ def repair_pairing(messages: Sequence[Message]) -> list[Message]:
         repaired.append(message)
     repaired.extend(_synthetic_results(pending))
     return repaired
+
+
+def answer_skipped_calls(
+    messages: list[Message],
+    *,
+    settled: Container[object] = (),
+    new_id: Callable[[], str | int] = new_message_id,
+) -> list[Message]:
+    """``messages`` with a failed result for every call that a later message skips past.
+
+    A call of an assistant message whose group (the tool messages right
+    after it) holds no result for it, while a message that is not a tool
+    message follows, gets a tool message with a failed ``ToolResultBlock``
+    saying ``NOT_RUN_TEXT`` (metadata ``{"not_run": True}``) at the end of
+    its group, so the log stays paired where it is stored, not only in the
+    requests built from it. The last group's calls are left alone (they may
+    still run), and so are the calls of messages whose id is in ``settled``
+    (already stored: they were answered then). Returns ``messages`` itself
+    when nothing is missing.
+    """
+    fixed: list[Message] | None = None
+    pending: list[str] = []
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            answered = {b.call_id for b in message.content if isinstance(b, ToolResultBlock)}
+            pending = [call_id for call_id in pending if call_id not in answered]
+        else:
+            if pending:
+                fixed = list(messages[:index]) if fixed is None else fixed
+                fixed.extend(_not_run(call_id, new_id) for call_id in pending)
+            pending = []
+            if message.role == "assistant" and message.message_id not in settled:
+                pending = [call.id for call in message.tool_calls()]
+        if fixed is not None:
+            fixed.append(message)
+    return messages if fixed is None else fixed
+
+
+def _not_run(call_id: str, new_id: Callable[[], str | int]) -> Message:
+    result = ToolResultBlock(call_id=call_id, output=NOT_RUN_TEXT, is_error=True, status="failed")
+    return Message.tool_message([result], new_id(), metadata={"not_run": True})
 
 
 def _report_unanswered(pending: dict[str, int], violations: list[PairingViolation]) -> None:

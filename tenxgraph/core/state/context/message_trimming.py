@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from tenxgraph.core.state.context.base import check_count
 from tenxgraph.core.state.context.exchanges import message_list, role_names
@@ -27,6 +27,20 @@ __all__ = ["trim_messages"]
 _OWNER = "trim_messages"
 
 Cost = Callable[[Sequence[Message]], int]
+Split = Callable[[str], Sequence[str]]
+
+
+class SplitsText(Protocol):
+    """A text splitter object, such as LangChain's ``TextSplitter``: ``split_text(text)``."""
+
+    def split_text(self, text: str) -> list[str]:
+        """The pieces of ``text``, in order."""
+        ...
+
+
+def _lines(text: str) -> list[str]:
+    """The default split: lines, each with its line break."""
+    return text.splitlines(keepends=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +52,7 @@ class _Trim:
     start_on: frozenset[Role] | None
     end_on: frozenset[Role] | None
     allow_partial: bool
+    split: Split = _lines
 
 
 def trim_messages(
@@ -51,6 +66,7 @@ def trim_messages(
     start_on: str | Collection[str] | None = None,
     end_on: str | Collection[str] | None = None,
     allow_partial: bool = False,
+    text_splitter: Split | SplitsText | None = None,
 ) -> list[Message]:
     """Keep the last (or first) messages that fit ``max_tokens`` or ``max_messages``.
 
@@ -73,7 +89,12 @@ def trim_messages(
             with ``"last"``, after it with ``"first"``.
         allow_partial: Keep part of the message at the edge when the whole
             one does not fit: its last (``"first"``: first) content blocks,
-            or lines of its text. Never a tool call or a tool result.
+            then part of the next text block. Never a tool call or a tool result.
+        text_splitter: (with ``allow_partial``) how a text block is cut: a
+            function ``text -> list of pieces`` or an object with
+            ``split_text`` (LangChain's text splitters). The pieces must keep
+            their separators: the kept ones are joined as they are. The
+            default splits into lines.
 
     Returns:
         A new list, in the input's order. Kept messages are the input objects
@@ -95,7 +116,11 @@ def trim_messages(
                 f"{_OWNER}: allow_partial needs max_tokens (a part of a message is still "
                 "one message)"
             )
-        options = replace(options, allow_partial=True)
+        options = replace(options, allow_partial=True, split=_splitter(text_splitter))
+    elif text_splitter is not None:
+        raise ConfigError(
+            f"{_OWNER}: text_splitter cuts the partial message: pass allow_partial=True with it"
+        )
     listed = message_list(_OWNER, messages)
     listed = drop_orphan_results(listed)
     return _trim_last(listed, options) if options.last else _trim_first(listed, options)
@@ -149,6 +174,29 @@ def _options(
     )
 
 
+def _splitter(value: Split | SplitsText | None) -> Split:
+    """``text_splitter`` as a function whose result is checked to be a list of texts."""
+    if value is None:
+        return _lines
+    split = getattr(value, "split_text", value)
+    if not callable(split):
+        raise ConfigError(
+            f"{_OWNER}: text_splitter must be a function (text -> list of texts) or have "
+            f"a split_text method, got {type(value).__name__}"
+        )
+
+    def checked(text: str) -> Sequence[str]:
+        pieces = split(text)
+        if not isinstance(pieces, list | tuple) or not all(isinstance(p, str) for p in pieces):
+            raise ConfigError(
+                f"{_OWNER}: text_splitter must return a list of texts, got "
+                f"{type(pieces).__name__} {pieces!r:.60}"
+            )
+        return pieces
+
+    return checked
+
+
 def _groups(messages: Sequence[Message], skip_system: bool) -> list[range]:
     """Index ranges of the units that are kept whole: a message and the tool results after it."""
     groups: list[range] = []
@@ -198,7 +246,7 @@ def _trim_last(messages: list[Message], options: _Trim) -> list[Message]:
             kept.extend((i, messages[i]) for i in reversed(group))
             continue
         if options.allow_partial and len(group) == 1:
-            part = _partial(members[0], room, options.cost, keep_end=True)
+            part = _partial(members[0], room, options, keep_end=True)
             if part is not None:
                 kept.append((group.start, part))
         break
@@ -222,7 +270,7 @@ def _trim_first(messages: list[Message], options: _Trim) -> list[Message]:
             kept.extend(members)
             continue
         if options.allow_partial and len(group) == 1:
-            part = _partial(members[0], room, options.cost, keep_end=False)
+            part = _partial(members[0], room, options, keep_end=False)
             if part is not None:
                 kept.append(part)
         break
@@ -231,35 +279,38 @@ def _trim_first(messages: list[Message], options: _Trim) -> list[Message]:
     return kept
 
 
-def _partial(message: Message, room: int, cost: Cost, *, keep_end: bool) -> Message | None:
-    """The largest part of ``message`` within ``room``: whole blocks, else lines of one text.
+def _partial(message: Message, room: int, options: _Trim, *, keep_end: bool) -> Message | None:
+    """The largest part of ``message`` within ``room``: whole blocks, then pieces of one text.
 
-    ``keep_end`` keeps the last blocks or lines (strategy "last"), else the
-    first. None when nothing fits or the message is a tool call or result.
+    ``keep_end`` keeps the last blocks and pieces (strategy "last"), else
+    the first. The whole blocks at that end that fit are kept; the text
+    block next to them gives the pieces (``options.split``) that still fit.
+    None when nothing fits or the message is a tool call or result.
     """
     blocks = message.content
-    if message.role == "tool" or message.tool_calls() or room <= 0:
+    cost = options.cost
+    if message.role == "tool" or message.tool_calls() or room <= 0 or not blocks:
         return None
 
-    def with_blocks(count: int) -> Message:
-        chosen = blocks[len(blocks) - count :] if keep_end else blocks[:count]
+    def with_blocks(count: int, extra: ContentBlock | None = None) -> Message:
+        chosen = list(blocks[len(blocks) - count :] if keep_end else blocks[:count])
+        if extra is not None:
+            chosen.insert(0 if keep_end else len(chosen), extra)
         return message.model_copy(update={"content": chosen})
 
     count = _largest(len(blocks) - 1, lambda n: cost([with_blocks(n)]) <= room)
-    if count:
-        return with_blocks(count)
-    edge = blocks[-1] if keep_end else blocks[0]
-    if not isinstance(edge, TextBlock):
-        return None
-    lines = edge.text.splitlines(keepends=True)
+    edge = blocks[len(blocks) - count - 1] if keep_end else blocks[count]
+    text = edge.text if isinstance(edge, TextBlock) else ""
+    pieces = [piece for piece in options.split(text) if piece] if text else []
 
-    def with_lines(count: int) -> Message:
-        chosen = lines[len(lines) - count :] if keep_end else lines[:count]
-        part: ContentBlock = edge.model_copy(update={"text": "".join(chosen)})
-        return message.model_copy(update={"content": [part]})
+    def with_pieces(n: int) -> Message:
+        chosen = pieces[len(pieces) - n :] if keep_end else pieces[:n]
+        return with_blocks(count, edge.model_copy(update={"text": "".join(chosen)}))
 
-    count = _largest(len(lines) - 1, lambda n: cost([with_lines(n)]) <= room)
-    return with_lines(count) if count else None
+    taken = _largest(len(pieces), lambda n: cost([with_pieces(n)]) <= room)
+    if taken:
+        return with_pieces(taken)
+    return with_blocks(count) if count else None
 
 
 def _largest(high: int, fits: Callable[[int], bool]) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from pydantic import BaseModel
 
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.context.cuts import keep_from, replace_context
-from tenxgraph.core.state.context.fit import drop_orphan_results, fit_context, last_group_start
+from tenxgraph.core.state.context.fit import drop_orphan_results, last_group_start
 from tenxgraph.core.state.context.injection import messages_for_model
 from tenxgraph.core.state.context.tokens import CharEstimateCounter, TokenCounter
 from tenxgraph.core.state.message import Message
@@ -98,19 +99,30 @@ def drop_older_half(state: AgentState) -> bool:
 
 
 def drop_older_half_of_turn(state: AgentState) -> bool:
-    """In the current turn, keep the question and the newer half of its messages.
+    """In the current turn, drop the older half of its exchanges; True if anything went.
 
-    The cut falls at a tool group start, so calls keep their results, and
-    never inside the last exchange. True if anything went.
+    An *exchange* is a message of the turn that is neither a tool result nor
+    a system message, with the tool results that follow it: a tool call and
+    its results, a progress note, the final answer. Of ``n`` exchanges the
+    newer ``max(1, n // 2)`` stay whole, after the question and the system
+    messages before them, so calls keep their results and the last exchange
+    is never cut.
     """
     context = state.context
     index = state.message_index()
     question = index.user_positions[-1] if index.user_positions else -1
-    turn = sum(1 for m in context[question + 1 :] if m.role != "system")
-    fit = fit_context(
-        context, index.system_positions, index.user_positions, max_messages=max(1, turn // 2)
-    )
-    return replace_context(state, drop_orphan_results(fit.kept(context, index.system_positions)))
+    starts = [
+        i for i in range(question + 1, len(context)) if context[i].role not in ("tool", "system")
+    ]
+    if len(starts) < 2:
+        return False
+    cut = starts[-max(1, len(starts) // 2)]
+    systems = index.system_positions
+    head = list(systems[: bisect_left(systems, cut)])
+    if question >= 0:
+        head = sorted({*head, question})
+    kept = [context[p] for p in head] + context[cut:]
+    return replace_context(state, drop_orphan_results(kept))
 
 
 def shrink_tool_results(state: AgentState) -> bool:

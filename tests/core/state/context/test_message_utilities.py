@@ -266,3 +266,114 @@ def test_bad_filter_options_raise_config_errors_naming_them(
 ) -> None:
     with pytest.raises(ConfigError, match=f"filter_messages: {match}"):
         filter_messages(TOOLS, **kwargs)  # type: ignore[arg-type]
+
+
+def words(text: str) -> list[str]:
+    """A splitter that keeps each word's following space, so the pieces join back."""
+    return [word + " " for word in text.split(" ")[:-1]] + text.split(" ")[-1:]
+
+
+def test_a_text_splitter_cuts_the_edge_message_to_fit() -> None:
+    """LangChain's text_splitter: the budget is filled piece by piece (issue 37)."""
+    conversation = [user("one two three four five six"), assistant("ok")]
+    kept = trim_messages(
+        conversation,
+        max_tokens=6,
+        token_counter=WordCounter(),
+        allow_partial=True,
+        text_splitter=words,
+    )
+    assert texts(kept) == ["four five six", "ok"]  # "ok" costs 2; 3 words + 1 fill the rest
+    assert kept[0].message_id == conversation[0].message_id
+    first = trim_messages(
+        conversation,
+        max_tokens=3,
+        token_counter=WordCounter(),
+        allow_partial=True,
+        text_splitter=words,
+        strategy="first",
+    )
+    assert texts(first) == ["one two "]
+
+
+class SentenceSplitter:
+    """Shaped like LangChain's TextSplitter: a split_text method."""
+
+    def split_text(self, text: str) -> list[str]:
+        return [sentence + "." for sentence in text.split(".") if sentence]
+
+
+def test_a_message_of_several_blocks_keeps_whole_blocks_then_pieces_of_the_next() -> None:
+    image = ImageBlock(media=MediaRef(kind="url", url="https://example.com/a.png"))
+    long = TextBlock(text="First part. Second part. Third part.")
+    message = Message(role="user", content=[long, image, TextBlock(text=" see this")])
+    kept = trim_messages(
+        [message],
+        max_tokens=6,
+        token_counter=WordCounter(),
+        allow_partial=True,
+        text_splitter=SentenceSplitter(),
+    )
+    # " see this" (2) + 1 for the message leave 3 words: one sentence of the first block
+    assert kept[0].content == [TextBlock(text=" Third part."), image, TextBlock(text=" see this")]
+    first = trim_messages(
+        [message],
+        max_tokens=5,
+        token_counter=WordCounter(),
+        allow_partial=True,
+        text_splitter=SentenceSplitter(),
+        strategy="first",
+    )
+    assert first[0].content == [TextBlock(text="First part. Second part.")]
+
+
+def test_a_splitter_that_returns_nothing_keeps_no_part() -> None:
+    conversation = [user("too long to keep"), assistant("ok")]
+    for pieces in ([], [""]):
+        kept = trim_messages(
+            conversation,
+            max_tokens=4,
+            token_counter=WordCounter(),
+            allow_partial=True,
+            text_splitter=lambda text, pieces=pieces: pieces,  # type: ignore[misc]
+        )
+        assert texts(kept) == ["ok"]
+
+
+def test_a_splitter_never_cuts_tool_traffic_and_pairing_holds() -> None:
+    seen: list[str] = []
+
+    def splitter(text: str) -> list[str]:
+        seen.append(text)
+        return words(text)
+
+    conversation = [
+        user("please look this up for me"),
+        calls("a", text="looking it up now"),
+        results("a", output="a long result " * 5),
+        assistant("here it is"),
+    ]
+    options = {"token_counter": WordCounter(), "allow_partial": True, "text_splitter": splitter}
+    kept = trim_messages(conversation, max_tokens=28, **options)  # type: ignore[arg-type]
+    # the answer (4), call (5) and result (16) fit whole; 3 left: two words of the question
+    assert texts(kept) == ["for me", "looking it up now", "a long result " * 5, "here it is"]
+    assert is_paired(kept) and all(a is b for a, b in zip(kept[1:], conversation[1:], strict=True))
+    kept = trim_messages(conversation, max_tokens=20, strategy="first", **options)  # type: ignore[arg-type]
+    assert texts(kept) == ["please look this up for me"]  # the tool group is not cut
+    assert seen == ["please look this up for me"]  # the splitter never saw tool traffic
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_tokens": 3, "text_splitter": words}, "text_splitter .*allow_partial=True"),
+        ({"max_tokens": 3, "allow_partial": True, "text_splitter": "\n"}, "text_splitter"),
+        (
+            {"max_tokens": 3, "allow_partial": True, "text_splitter": lambda text: text},
+            "text_splitter must return a list of texts, got str",
+        ),
+    ],
+)
+def test_bad_text_splitters_raise_config_errors(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigError, match=f"trim_messages: {match}"):
+        trim_messages(CHAT, token_counter=WordCounter(), **kwargs)  # type: ignore[arg-type]

@@ -108,6 +108,10 @@ def test_trim_messages_properties(data: st.DataObject, convo: tuple[list[Message
     options["end_on"] = end_on
     partial = by_tokens and data.draw(st.booleans(), label="allow_partial")
     options["allow_partial"] = partial
+    if partial:  # lines by default, or words, or a splitter that finds nothing
+        options["text_splitter"] = data.draw(
+            st.sampled_from([None, lambda text: text.split(" "), lambda text: []])
+        )
     dumps = [m.model_dump() for m in messages]
 
     after = trim_messages(messages, **options)  # type: ignore[arg-type]

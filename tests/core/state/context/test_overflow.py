@@ -12,7 +12,7 @@ from tenxgraph.core.state import (
     truncate_largest_tool_results,
 )
 
-from .convo import calls, ids, results, state_of, tool_turn, user
+from .convo import assistant, calls, ids, results, state_of, system, tool_turn, user
 
 
 def outputs(messages: list) -> list[object]:  # type: ignore[type-arg]
@@ -134,3 +134,21 @@ def test_old_media_in_tool_results_becomes_a_placeholder() -> None:
     assert state.context[2].metadata["media_removed"] is True
     assert state.context[4] is last  # the last exchange keeps its media
     assert not replace_old_media(state)  # nothing left to replace
+
+
+def test_overflow_in_one_long_turn_drops_the_older_half_of_its_exchanges() -> None:
+    """Three tool exchanges and an answer: the two newer exchanges stay whole (issue 37)."""
+    exchanges = [
+        [calls("a"), results("a")],
+        [calls("b", "c"), results("c", "b")],
+        [calls("d", text="one more"), results("d")],
+        [assistant("done")],
+    ]
+    history = [system(), user("long job"), *[m for group in exchanges for m in group]]
+    state = state_of(history)
+    assert MessageContextManager().reduce_context(state)
+    assert ids(state.context) == ids(history[:2] + exchanges[2] + exchanges[3])
+    assert is_paired(state.context)
+    assert MessageContextManager().reduce_context(state)  # two left: the answer stays
+    assert ids(state.context) == ids(history[:2] + exchanges[3])
+    assert not MessageContextManager().reduce_context(state)
