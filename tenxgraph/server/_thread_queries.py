@@ -102,7 +102,7 @@ async def state_history(
         if (before is None or c.version < before)
         and all(checkpoint_metadata(c).get(k) == v for k, v in wanted)
     ][:limit]
-    state_class = context.graph.builder.state_class
+    state_class = context.graph.state_class
     states = []
     for c in chosen:
         messages = await checkpointer.aload_messages(key, c.window)

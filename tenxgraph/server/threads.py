@@ -159,7 +159,7 @@ def _input(context: ServerContext, values: Any) -> Any:
     Its messages may take the forms a run input takes (``_run_request``):
     message dicts, LangChain message dicts, or JSON ``[role, text]`` pairs.
     """
-    fields = context.graph.builder.state_class.model_fields
+    fields = context.graph.state_class.model_fields
     if isinstance(values, dict) and "messages" in values and "messages" not in fields:
         if "context" in values:
             bad_request("give the messages once: under 'messages' or under 'context'")

@@ -19,7 +19,7 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import ThreadKey, run_config
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import IdGenerator, Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
@@ -40,7 +40,9 @@ S = TypeVar("S", bound=AgentState)
 class ThreadOperations(Generic[S]):
     """What you can do with a saved thread besides running it."""
 
-    builder: StateGraph[S]
+    state_class: type[S]
+    id_generator: IdGenerator
+    _shape: StateGraph[S]
     schema: StateSchema
     checkpointer: Checkpointer | None
     nodes: dict[str, Node]
@@ -56,7 +58,7 @@ class ThreadOperations(Generic[S]):
     def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
         """The graph's shape to draw (``draw_mermaid``, ``draw_ascii``...), pauses marked."""
         return describe_graph(
-            self.builder,
+            self._shape,
             interrupt_before=self.interrupt_before,
             interrupt_after=self.interrupt_after,
             collapse_middleware=collapse_middleware,
@@ -73,9 +75,9 @@ class ThreadOperations(Generic[S]):
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)
         if version is not None:
-            return await history.state_at(checkpointer, key, self.builder.state_class, version)
+            return await history.state_at(checkpointer, key, self.state_class, version)
         stamp = await checkpointer.aversion(key)
-        session, state = await self.warm.open(checkpointer, key, self.builder.state_class, stamp)
+        session, state = await self.warm.open(checkpointer, key, self.state_class, stamp)
         if state is not None:
             self.warm.keep(session)  # the next run (or read) of the thread needs no reload
         return state
@@ -91,7 +93,7 @@ class ThreadOperations(Generic[S]):
         return await history.state_history(
             self._require_checkpointer(),
             history.thread_key(config),
-            self.builder.state_class,
+            self.state_class,
             limit,
         )
 
@@ -131,7 +133,7 @@ class ThreadOperations(Generic[S]):
         source = history.thread_key(config)
         target = ThreadKey(new_thread_id, source.user_id)
         await history.fork_thread(
-            self._require_checkpointer(), source, version, target, self.builder.state_class
+            self._require_checkpointer(), source, version, target, self.state_class
         )
         return {**run_config(config), "thread_id": new_thread_id}
 
@@ -155,7 +157,7 @@ class ThreadOperations(Generic[S]):
         """Make ``snapshot`` the thread's current state, as a new checkpoint; return the version."""
         async with self._holding(config) as lease:
             return await snapshots.restore_snapshot(
-                lease.checkpointer, lease.key, snapshot, self.builder.state_class
+                lease.checkpointer, lease.key, snapshot, self.state_class
             )
 
     def restore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
