@@ -17,7 +17,6 @@ from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._run_request import input_messages
-from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadInfo
 
@@ -134,7 +133,9 @@ async def create_thread(body: ThreadCreate, context: Context, user: User) -> Jso
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
     thread_id = body.thread_id or str(uuid.uuid4())
-    created = await create_empty_thread(context.graph, _key(thread_id, user), body.metadata)
+    _key(thread_id, user)  # a bad id raises InvalidIdError: 400
+    config = thread_config(thread_id, user, multitask_strategy="reject")
+    created = await context.graph.aensure_thread(config, metadata=body.metadata)
     if not created and body.if_exists == "raise":
         bad_request(f"thread {thread_id!r} already exists", 409)
     if created:
@@ -186,7 +187,9 @@ async def patch_thread(
     """Merge metadata into the thread's (``Prefer: return=minimal`` answers 204)."""
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
-    await merge_metadata(context.graph, _key(thread_id, user), body.metadata)
+    _key(thread_id, user)  # a bad id raises InvalidIdError: 400
+    config = thread_config(thread_id, user, multitask_strategy="reject")
+    await context.graph.aupdate_metadata(config, body.metadata)
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await thread_or_404(context, thread_id, user)
