@@ -112,6 +112,12 @@ def _key(thread_id: str, user: str) -> ThreadKey:
     return ThreadKey(thread_id, user)  # a bad id raises InvalidIdError: 400
 
 
+def _write(thread_id: str, user: str) -> Json:
+    """The config of a thread write of the API: a thread a run holds answers 409 at once."""
+    key = _key(thread_id, user)
+    return thread_config(key.thread_id, key.user_id, multitask_strategy="reject")
+
+
 async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) -> ThreadInfo:
     """The caller's thread's listing line (one indexed read); 404 when it has none by that id."""
     info = await context.checkpointer.athread_info(_key(thread_id, user))
@@ -133,9 +139,7 @@ async def create_thread(body: ThreadCreate, context: Context, user: User) -> Jso
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
     thread_id = body.thread_id or str(uuid.uuid4())
-    _key(thread_id, user)  # a bad id raises InvalidIdError: 400
-    config = thread_config(thread_id, user, multitask_strategy="reject")
-    created = await context.graph.aensure_thread(config, metadata=body.metadata)
+    created = await context.graph.aensure_thread(_write(thread_id, user), metadata=body.metadata)
     if not created and body.if_exists == "raise":
         bad_request(f"thread {thread_id!r} already exists", 409)
     if created:
@@ -187,9 +191,7 @@ async def patch_thread(
     """Merge metadata into the thread's (``Prefer: return=minimal`` answers 204)."""
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
-    _key(thread_id, user)  # a bad id raises InvalidIdError: 400
-    config = thread_config(thread_id, user, multitask_strategy="reject")
-    await context.graph.aupdate_metadata(config, body.metadata)
+    await context.graph.aupdate_metadata(_write(thread_id, user), body.metadata)
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await thread_or_404(context, thread_id, user)
