@@ -33,7 +33,7 @@ With Postgres, runs are durable and shared by the workers (see
 followed from any worker.
 
 A CompiledGraph that has its own checkpointer is served with it (giving a
-database too is an error); one without is compiled again from its builder,
+database too is an error); one without is compiled again (``recompile``),
 with the same options, over the database given.
 """
 
@@ -145,19 +145,7 @@ def _served_graph(
     checkpointer = _checkpointer(environ)
     if isinstance(target, StateGraph):
         return target.compile(checkpointer)
-    return target.builder.compile(
-        checkpointer,
-        interrupt_before=target.interrupt_before,
-        interrupt_after=target.interrupt_after,
-        recursion_limit=target.recursion_limit,
-        warm_threads=target.warm.max_threads,
-        warm_bytes=target.warm.max_bytes,
-        tool_threads=target.workers.max_threads,
-        lease_seconds=target.leases.lease_seconds,
-        multitask_strategy=target.leases.strategy,
-        busy_timeout=target.leases.busy_timeout,
-        hooks=target.hooks.hooks,
-    )
+    return target.recompile(checkpointer=checkpointer)
 
 
 def authenticate_from_env(environ: dict[str, str]) -> Authenticate:

@@ -27,7 +27,7 @@ from tenxgraph.core.graph._remote_tools import pending_remote_calls
 from tenxgraph.core.state._remote_calls import REMOTE_CALLS_KIND
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph._history import StateSnapshot
+    from tenxgraph.core.graph import StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.storage.checkpointer.base import ThreadInfo
 

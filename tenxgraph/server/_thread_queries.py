@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tenxgraph.core.graph._history import StateSnapshot
+from tenxgraph.core.graph import CheckpointInfo
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._context import ServerContext, thread_config
-from tenxgraph.storage.checkpointer.base import Checkpoint, StoredThread
-from tenxgraph.storage.checkpointer.state_codec import decode_state
 
 __all__ = ["checkpoint_metadata", "runs_busy", "search", "state_history"]
 
@@ -74,11 +72,9 @@ async def runs_busy(context: ServerContext, user: str, thread_id: str) -> bool:
     return manager is not None and bool(await manager.thread_busy(user, thread_id))
 
 
-def checkpoint_metadata(checkpoint: Checkpoint) -> Json:
+def checkpoint_metadata(info: CheckpointInfo) -> Json:
     """A checkpoint's ``metadata`` in a state answer (what filters of the history match)."""
-    meta = checkpoint.values.get("execution_meta")
-    status = meta.get("status", "idle") if isinstance(meta, dict) else "idle"
-    return shapes.state_metadata(checkpoint.node, checkpoint.step, str(status))
+    return shapes.state_metadata(info.node, info.step, info.status)
 
 
 async def state_history(
@@ -90,25 +86,18 @@ async def state_history(
     metadata: Mapping[str, Any] | None,
 ) -> list[Json] | None:
     """The thread's checkpoints as states, newest first; None when the thread does not exist."""
-    checkpointer = context.checkpointer
-    filtered = before is not None or bool(metadata)
-    checkpoints = await checkpointer.alist_checkpoints(key, limit=None if filtered else limit)
-    if not checkpoints:
-        return None
     wanted = list((metadata or {}).items())
-    chosen = [
-        c
-        for c in checkpoints
-        if (before is None or c.version < before)
-        and all(checkpoint_metadata(c).get(k) == v for k, v in wanted)
-    ][:limit]
-    state_class = context.graph.builder.state_class
-    states = []
-    for c in chosen:
-        messages = await checkpointer.aload_messages(key, c.window)
-        stored = StoredThread(key, c.version, c.log_length, c.values, c.window, messages)
-        snapshot = StateSnapshot(
-            c.version, c.node, c.step, c.created_at, decode_state(state_class, stored)
-        )
-        states.append(shapes.state_json(key.thread_id, snapshot))
-    return states
+
+    def matches(info: CheckpointInfo) -> bool:
+        shown = checkpoint_metadata(info)
+        return all(shown.get(k) == v for k, v in wanted)
+
+    snapshots = await context.graph.aget_state_history(
+        thread_config(key.thread_id, key.user_id),
+        limit=limit,
+        before=before,
+        where=matches if wanted else None,
+    )
+    if not snapshots and await context.checkpointer.athread_info(key) is None:
+        return None
+    return [shapes.state_json(key.thread_id, snapshot) for snapshot in snapshots]

@@ -118,7 +118,7 @@ async def get_graph(assistant_id: str, context: Context, user: User, xray: bool 
 async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
     """JSON Schemas of the graph's state (input, output and state are the state class)."""
     check_assistant(context, assistant_id)
-    state_schema = context.graph.builder.state_class.model_json_schema()
+    state_schema = context.graph.state_class.model_json_schema()
     return {
         "graph_id": context.graph_id,
         "input_schema": state_schema,

@@ -17,7 +17,6 @@ from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._run_request import input_messages
-from tenxgraph.server._thread_writes import create_empty_thread, merge_metadata
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadInfo
 
@@ -113,6 +112,12 @@ def _key(thread_id: str, user: str) -> ThreadKey:
     return ThreadKey(thread_id, user)  # a bad id raises InvalidIdError: 400
 
 
+def _write(thread_id: str, user: str) -> Json:
+    """The config of a thread write of the API: a thread a run holds answers 409 at once."""
+    key = _key(thread_id, user)
+    return thread_config(key.thread_id, key.user_id, multitask_strategy="reject")
+
+
 async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) -> ThreadInfo:
     """The caller's thread's listing line (one indexed read); 404 when it has none by that id."""
     info = await context.checkpointer.athread_info(_key(thread_id, user))
@@ -134,7 +139,7 @@ async def create_thread(body: ThreadCreate, context: Context, user: User) -> Jso
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
     thread_id = body.thread_id or str(uuid.uuid4())
-    created = await create_empty_thread(context.graph, _key(thread_id, user), body.metadata)
+    created = await context.graph.aensure_thread(_write(thread_id, user), metadata=body.metadata)
     if not created and body.if_exists == "raise":
         bad_request(f"thread {thread_id!r} already exists", 409)
     if created:
@@ -159,7 +164,7 @@ def _input(context: ServerContext, values: Any) -> Any:
     Its messages may take the forms a run input takes (``_run_request``):
     message dicts, LangChain message dicts, or JSON ``[role, text]`` pairs.
     """
-    fields = context.graph.builder.state_class.model_fields
+    fields = context.graph.state_class.model_fields
     if isinstance(values, dict) and "messages" in values and "messages" not in fields:
         if "context" in values:
             bad_request("give the messages once: under 'messages' or under 'context'")
@@ -186,7 +191,7 @@ async def patch_thread(
     """Merge metadata into the thread's (``Prefer: return=minimal`` answers 204)."""
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
-    await merge_metadata(context.graph, _key(thread_id, user), body.metadata)
+    await context.graph.aupdate_metadata(_write(thread_id, user), body.metadata)
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
     return await thread_or_404(context, thread_id, user)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 __all__ = [
     "Agent",
     "AgentMiddleware",
+    "CheckpointInfo",
     "Command",
     "CompiledGraph",
     "DrawnEdge",
@@ -31,6 +32,7 @@ __all__ = [
     "RunHooks",
     "RunResult",
     "StateGraph",
+    "StateSnapshot",
     "StreamEvent",
     "ThreadSnapshot",
     "Tool",
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
         StreamEvent,
         UpdateEvent,
     )
+    from tenxgraph.core.graph._history import CheckpointInfo, StateSnapshot
     from tenxgraph.core.graph._hooks import RunHooks
     from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
     from tenxgraph.core.graph._middleware import (
@@ -109,6 +112,7 @@ else:
                 "StreamEvent",
                 "UpdateEvent",
             ),
+            "tenxgraph.core.graph._history": ("CheckpointInfo", "StateSnapshot"),
             "tenxgraph.core.graph._hooks": ("RunHooks",),
             "tenxgraph.core.graph._interrupt": (
                 "GraphInterrupt",

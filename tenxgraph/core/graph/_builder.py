@@ -6,6 +6,7 @@ Building checks the whole definition, so a wrong graph fails here with a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -234,7 +235,8 @@ class StateGraph(Generic[S]):
         except ConfigError as exc:
             raise GraphBuildError(str(exc)) from None
         return CompiledGraph(
-            builder=self,
+            source=self,
+            shape=self._frozen_copy(),
             nodes={name: node.bind(self, name) for name, node in self.nodes.items()},
             schema=schema,
             checkpointer=checkpointer,
@@ -246,6 +248,20 @@ class StateGraph(Generic[S]):
             leases=leases,
             hooks=hooks,
         )
+
+    def _frozen_copy(self) -> StateGraph[S]:
+        """A copy of the graph as it is now, for the compiled graph alone.
+
+        ``add_node`` or ``add_edge`` on the builder after compile must change
+        neither what the compiled graph draws nor what ``recompile`` builds,
+        and a change to the seed state instance no longer reaches new threads.
+        """
+        copied = copy.copy(self)
+        copied.nodes, copied.edges = dict(self.nodes), dict(self.edges)
+        copied.branches, copied.command_targets = dict(self.branches), dict(self.command_targets)
+        if self.initial_state is not None:
+            copied.initial_state = self.initial_state.model_copy(deep=True)
+        return copied
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:
         known = set(self.nodes)

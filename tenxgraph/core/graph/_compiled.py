@@ -7,6 +7,7 @@ providers or storage backends: nodes and the checkpointer contract do.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,7 +74,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
     def __init__(
         self,
         *,
-        builder: StateGraph[S],
+        source: StateGraph[S],
+        shape: StateGraph[S],
         nodes: Mapping[str, Node],
         schema: StateSchema,
         checkpointer: Checkpointer | None,
@@ -85,16 +87,22 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         leases: LeasePolicy | None = None,
         hooks: Sequence[RunHooks] = (),
     ) -> None:
-        self.builder = builder
+        self._source = source
+        self._shape = shape
+        self.state_class: type[S] = shape.state_class
+        """The graph's state class: what its threads hold."""
+        self.id_generator = shape.id_generator
+        """Makes the ids of the messages this graph creates."""
+        self._initial_state = shape.initial_state
         self.schema = schema
         self.checkpointer = checkpointer
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
         self.nodes = dict(nodes)
-        self.edges = dict(builder.edges)
-        self.branches = dict(builder.branches)
-        self.context_manager = builder.context_manager
+        self.edges = dict(shape.edges)
+        self.branches = dict(shape.branches)
+        self.context_manager = shape.context_manager
         self._active: dict[ThreadKey | None, RunControl] = {}
         self._runs: dict[str, RunControl] = {}
         self._goto = {name: Next(name) for name in [*self.nodes, END]}
@@ -124,6 +132,54 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
                 "lease_seconds=, interrupt_before=) and compile again"
             )
         object.__setattr__(self, name, value)
+
+    @property
+    def builder(self) -> StateGraph[S]:
+        """Deprecated: the ``StateGraph`` this graph was compiled from.
+
+        Changing it after compile changes nothing here: the compiled graph
+        keeps its own copy of the graph. Read ``state_class``, ``id_generator``
+        and ``get_graph()`` on the compiled graph, and ``recompile(...)`` for
+        the same graph with other options.
+        """
+        warnings.warn(
+            "CompiledGraph.builder is deprecated: a compiled graph keeps its own copy of the "
+            "graph, so changing the builder changes nothing here; use state_class, "
+            "id_generator, get_graph() or recompile(...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._source
+
+    def recompile(self, **changes: Any) -> CompiledGraph[S]:
+        """The same graph compiled again, with the options it was compiled with but ``changes``.
+
+        ``changes`` are ``StateGraph.compile`` arguments (``checkpointer=``,
+        ``lease_seconds=``...); the graph is the one compiled here, whatever
+        the builder became since. A server serves a graph compiled without a
+        checkpointer over its database this way.
+        """
+        options: dict[str, Any] = {
+            "checkpointer": self.checkpointer,
+            "interrupt_before": self.interrupt_before,
+            "interrupt_after": self.interrupt_after,
+            "recursion_limit": self.recursion_limit,
+            "warm_threads": self.warm.max_threads,
+            "warm_bytes": self.warm.max_bytes,
+            "tool_threads": self.workers.max_threads,
+            "lease_seconds": self.leases.lease_seconds,
+            "multitask_strategy": self.leases.strategy,
+            "busy_timeout": self.leases.busy_timeout,
+            "hooks": self.hooks.hooks,
+        }
+        unknown = sorted(set(changes) - set(options))
+        if unknown:
+            raise UsageError(
+                f"recompile: unknown option(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(options))})"
+            )
+        options.update(changes)
+        return self._shape._frozen_copy().compile(**options)
 
     # --- entry points -------------------------------------------------------------------
 
@@ -406,7 +462,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             config=config,
             invocation_state=invocation_state if invocation_state is not None else {},
             interrupt_scope=InterruptScope(thread=control.thread),
-            id_generator=self.builder.id_generator,
+            id_generator=self.id_generator,
             context_manager=self.context_manager,
             run_sync_inline=inline_sync,
             workers=self.workers,
@@ -422,15 +478,15 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """The thread's session and state: kept warm, loaded, or new."""
         assert self.checkpointer is not None  # a lease is taken only then
         session, state = await self.warm.open(
-            self.checkpointer, lease.key, self.builder.state_class, lease.stamp
+            self.checkpointer, lease.key, self.state_class, lease.stamp
         )
         session.lease = lease.owner
         return session, self._fresh_state() if state is None else state
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
-        initial = self.builder.initial_state
-        state = initial.model_copy(deep=True) if initial is not None else self.builder.state_class()
+        initial = self._initial_state
+        state = initial.model_copy(deep=True) if initial is not None else self.state_class()
         state.message_index()
         return state
 

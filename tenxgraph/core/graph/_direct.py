@@ -75,7 +75,7 @@ class _Ran:
 
     def records(self, graph: ThreadOperations[Any]) -> list[tuple[str, Any]]:
         """The updates that record the call: its pair, then its ``ToolResult.state``."""
-        answered = self.outcome.message(self.call.id, graph.builder.id_generator())
+        answered = self.outcome.message(self.call.id, graph.id_generator())
         answered.metadata[DIRECT_CALL_KEY] = True
         items: list[tuple[str, Any]] = [
             (f"direct call of {self.call.name!r}", [self.asked, answered])
@@ -135,7 +135,7 @@ def _note_message(graph: ThreadOperations[Any], note: str | None, record: bool) 
         raise ConfigError(f"note must be a non-empty str, got {note!r}")
     if not record:
         raise ConfigError("note is recorded with the call, but record=False records nothing")
-    message = Message.text_message(note, message_id=graph.builder.id_generator())
+    message = Message.text_message(note, message_id=graph.id_generator())
     message.metadata[DIRECT_CALL_KEY] = True
     return message
 
@@ -150,7 +150,7 @@ async def _run(
     thread: ThreadKey | None,
 ) -> _Ran:
     """Check the arguments, run the tool over ``state``, make its outcome storable."""
-    new_id = graph.builder.id_generator
+    new_id = graph.id_generator
     refused: dict[str, Any] = {}
     call = tool_call(f"direct-{new_id()}", tool.name, args, refused)
     metadata: dict[str, Any] = {DIRECT_CALL_KEY: True}
@@ -196,9 +196,7 @@ async def _recorded(
     lease = await take_thread(checkpointer, key, owner, graph.leases.for_run(config))
     try:
         lease.start_heartbeat()  # a long tool must not let the lease expire under it
-        session, state = await graph.warm.open(
-            checkpointer, key, graph.builder.state_class, lease.stamp
-        )
+        session, state = await graph.warm.open(checkpointer, key, graph.state_class, lease.stamp)
         session.lease = lease.owner
         if state is None:
             state = graph._fresh_state()
@@ -233,7 +231,7 @@ async def _record(
     part, so the thread is read again and the call recorded as failed: the
     tool ran, and that is never lost.
     """
-    closed = close_interrupted_calls(state, graph.builder.id_generator)
+    closed = close_interrupted_calls(state, graph.id_generator)
     before: list[tuple[str, Any]] = [] if closed is None else closed.items
     if noted is not None:
         before.append(("direct call note", [noted]))
@@ -241,7 +239,7 @@ async def _record(
         applied = graph.schema.apply(state, Updates([*before, *ran.records(graph)]), "direct call")
     except StateError as exc:
         reloaded = await ThreadSession(checkpointer=session.checkpointer, key=session.key).load(
-            graph.builder.state_class
+            graph.state_class
         )
         state = reloaded if reloaded is not None else graph._fresh_state()
         ran.outcome = ToolOutcome(

@@ -183,7 +183,7 @@ def answer_pending_calls(
         if runner is not None:
             return runner, []
     answered = answered_calls(input_messages)
-    closed = close_interrupted_calls(state, graph.builder.id_generator, answered)
+    closed = close_interrupted_calls(state, graph.id_generator, answered)
     if closed is None:
         return None, []
     return None, graph.schema.apply(state, closed, "interrupted tool calls").messages

@@ -7,7 +7,7 @@ rebuilt from the checkpoint plus the log entries of its window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -19,12 +19,21 @@ from tenxgraph.errors import StateError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredThread, ThreadWrite
 from tenxgraph.storage.checkpointer.state_codec import decode_state
 
-__all__ = ["StateSnapshot", "fork_thread", "state_history", "update_state"]
+__all__ = [
+    "CheckpointInfo",
+    "StateSnapshot",
+    "fork_thread",
+    "state_history",
+    "update_metadata",
+    "update_state",
+]
 
 S = TypeVar("S", bound=AgentState)
 
 UPDATE_NODE = "update_state"
 """The node name recorded for a checkpoint written by ``update_state``."""
+METADATA_NODE = "update_metadata"
+"""The node name recorded for a checkpoint written by ``update_metadata``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +48,48 @@ class StateSnapshot(Generic[S]):
     state: S
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """What a checkpoint records besides its state: enough to choose checkpoints cheaply."""
+
+    version: int
+    node: str
+    """The node whose step wrote this checkpoint (``update_state`` for a state update)."""
+    step: int
+    status: str
+    """The run status the checkpoint saved (``idle``, ``completed``, ``interrupted``...)."""
+    created_at: float
+
+
+def _info(checkpoint: Checkpoint) -> CheckpointInfo:
+    meta = checkpoint.values.get("execution_meta")
+    status = meta.get("status", "idle") if isinstance(meta, dict) else "idle"
+    return CheckpointInfo(
+        checkpoint.version, checkpoint.node, checkpoint.step, str(status), checkpoint.created_at
+    )
+
+
 async def state_history(
-    checkpointer: Checkpointer, key: ThreadKey, state_class: type[S], limit: int | None
+    checkpointer: Checkpointer,
+    key: ThreadKey,
+    state_class: type[S],
+    limit: int | None,
+    before: int | None = None,
+    where: Callable[[CheckpointInfo], bool] | None = None,
 ) -> list[StateSnapshot[S]]:
-    """The thread's checkpoints, newest first, each with its state rebuilt."""
-    checkpoints = await checkpointer.alist_checkpoints(key, limit=limit)
+    """The thread's checkpoints, newest first, each with its state rebuilt.
+
+    ``before`` and ``where`` choose checkpoints on what they record, so only
+    the states of the (at most ``limit``) chosen ones are rebuilt.
+    """
+    filtered = before is not None or where is not None
+    checkpoints = await checkpointer.alist_checkpoints(key, limit=None if filtered else limit)
+    if filtered:
+        checkpoints = [
+            c
+            for c in checkpoints
+            if (before is None or c.version < before) and (where is None or where(_info(c)))
+        ][:limit]
     return [
         StateSnapshot(
             c.version,
@@ -76,6 +122,34 @@ async def update_state(
     session.record(applied.messages)
     await session.save(state, as_node or UPDATE_NODE, state.execution_meta.step)
     return session.version
+
+
+async def update_metadata(
+    checkpointer: Checkpointer, key: ThreadKey, changes: Mapping[str, Any], lease: str
+) -> int:
+    """Merge ``changes`` into the thread's metadata, the state row saved again; the version.
+
+    The new checkpoint (node ``update_metadata``) records when the metadata
+    changed; the values and context window are the thread's, unchanged.
+    """
+    stored = await checkpointer.aload(key)
+    if stored is None:
+        raise ThreadNotFoundError(f"thread {key.thread_id!r} does not exist for {key.user_id!r}")
+    _, version = await checkpointer.asave(
+        key,
+        ThreadWrite(
+            expected_version=stored.version,
+            expected_incarnation=stored.incarnation,
+            new_messages=[],
+            values=stored.values,
+            window=stored.window,
+            node=METADATA_NODE,
+            step=int(stored.values.get("execution_meta", {}).get("step", 0)),
+            metadata={**stored.metadata, **changes},
+            lease=lease,
+        ),
+    )
+    return version
 
 
 async def fork_thread(

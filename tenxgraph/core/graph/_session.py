@@ -150,10 +150,19 @@ class ThreadSession:
         """Queue messages added to the thread; the next save appends them to the log."""
         self._pending.extend(messages)
 
-    async def save(self, state: AgentState, node: str, step: int, *, release: bool = False) -> None:
+    async def save(
+        self,
+        state: AgentState,
+        node: str,
+        step: int,
+        *,
+        release: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         """Write the queued messages and the state row as one compare-and-swap step.
 
-        ``release`` gives the session's lease up with the write (the run's last save).
+        ``release`` gives the session's lease up with the write (the run's last save);
+        ``metadata``, when given, replaces the thread's.
         """
         new = self._pending
         base = self.log_length
@@ -185,6 +194,7 @@ class ThreadSession:
                 expected_incarnation=self.incarnation or None,
                 lease=self.lease,
                 release_lease=release and self.lease is not None,
+                metadata=metadata,
             ),
         )
         if new != sent:  # identical objects compare equal without a field compare

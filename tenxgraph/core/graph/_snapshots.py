@@ -86,16 +86,25 @@ async def restore_snapshot(
     return session.version
 
 
+CREATE_NODE = "create_thread"
+"""The node name of the first checkpoint of a thread ``ensure_thread`` created."""
+
+
 async def create_thread(
     checkpointer: Checkpointer,
     key: ThreadKey,
     messages: Sequence[Message],
     state: S,
+    *,
+    metadata: dict[str, Any] | None = None,
+    node: str = "initial_messages",
+    lease: str | None = None,
 ) -> int:
     """Start thread ``key`` from an existing conversation, checked for tool-call pairing.
 
     Only the last assistant message's calls may lack results: continuing the
-    thread without new messages runs them first (see ``_entry``).
+    thread without new messages runs them first (see ``_entry``). ``node``
+    labels the first checkpoint; ``lease`` is the owner the save is made under.
     """
     problems = pairing_violations(messages, allow_pending_tail=True)
     if problems:
@@ -105,6 +114,7 @@ async def create_thread(
     session = ThreadSession(checkpointer, key)
     if await session.load(type(state)) is not None:
         raise StateError(f"thread {key.thread_id!r} already exists")
+    session.lease = lease
     session.record(state.append_messages(messages))
-    await session.save(state, "initial_messages", 0)
+    await session.save(state, node, 0, metadata=metadata)
     return session.version

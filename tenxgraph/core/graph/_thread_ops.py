@@ -8,7 +8,7 @@ checkpointer and state class, never through a second copy of the run loop
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -19,7 +19,7 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import ThreadKey, run_config
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import IdGenerator, Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
@@ -40,7 +40,9 @@ S = TypeVar("S", bound=AgentState)
 class ThreadOperations(Generic[S]):
     """What you can do with a saved thread besides running it."""
 
-    builder: StateGraph[S]
+    state_class: type[S]
+    id_generator: IdGenerator
+    _shape: StateGraph[S]
     schema: StateSchema
     checkpointer: Checkpointer | None
     nodes: dict[str, Node]
@@ -56,7 +58,7 @@ class ThreadOperations(Generic[S]):
     def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
         """The graph's shape to draw (``draw_mermaid``, ``draw_ascii``...), pauses marked."""
         return describe_graph(
-            self.builder,
+            self._shape,
             interrupt_before=self.interrupt_before,
             interrupt_after=self.interrupt_after,
             collapse_middleware=collapse_middleware,
@@ -73,9 +75,9 @@ class ThreadOperations(Generic[S]):
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)
         if version is not None:
-            return await history.state_at(checkpointer, key, self.builder.state_class, version)
+            return await history.state_at(checkpointer, key, self.state_class, version)
         stamp = await checkpointer.aversion(key)
-        session, state = await self.warm.open(checkpointer, key, self.builder.state_class, stamp)
+        session, state = await self.warm.open(checkpointer, key, self.state_class, stamp)
         if state is not None:
             self.warm.keep(session)  # the next run (or read) of the thread needs no reload
         return state
@@ -85,21 +87,39 @@ class ThreadOperations(Generic[S]):
         return run_sync(self.aget_state(config, version=version))
 
     async def aget_state_history(
-        self, config: Mapping[str, Any], *, limit: int | None = None
+        self,
+        config: Mapping[str, Any],
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        where: Callable[[history.CheckpointInfo], bool] | None = None,
     ) -> list[history.StateSnapshot[S]]:
-        """The thread's checkpoints, newest first, each with the state it recorded."""
+        """The thread's checkpoints, newest first, each with the state it recorded.
+
+        ``before`` keeps the checkpoints older than that version; ``where``
+        those whose ``CheckpointInfo`` (version, node, step, status) it
+        accepts. They choose before any state is rebuilt, so a filtered page
+        of a long history costs the page. An unknown thread has none.
+        """
         return await history.state_history(
             self._require_checkpointer(),
             history.thread_key(config),
-            self.builder.state_class,
+            self.state_class,
             limit,
+            before,
+            where,
         )
 
     def get_state_history(
-        self, config: Mapping[str, Any], *, limit: int | None = None
+        self,
+        config: Mapping[str, Any],
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        where: Callable[[history.CheckpointInfo], bool] | None = None,
     ) -> list[history.StateSnapshot[S]]:
         """Sync ``aget_state_history``."""
-        return run_sync(self.aget_state_history(config, limit=limit))
+        return run_sync(self.aget_state_history(config, limit=limit, before=before, where=where))
 
     async def aupdate_state(
         self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None
@@ -131,7 +151,7 @@ class ThreadOperations(Generic[S]):
         source = history.thread_key(config)
         target = ThreadKey(new_thread_id, source.user_id)
         await history.fork_thread(
-            self._require_checkpointer(), source, version, target, self.builder.state_class
+            self._require_checkpointer(), source, version, target, self.state_class
         )
         return {**run_config(config), "thread_id": new_thread_id}
 
@@ -155,7 +175,7 @@ class ThreadOperations(Generic[S]):
         """Make ``snapshot`` the thread's current state, as a new checkpoint; return the version."""
         async with self._holding(config) as lease:
             return await snapshots.restore_snapshot(
-                lease.checkpointer, lease.key, snapshot, self.builder.state_class
+                lease.checkpointer, lease.key, snapshot, self.state_class
             )
 
     def restore(self, config: Mapping[str, Any], snapshot: snapshots.ThreadSnapshot) -> int:
@@ -167,6 +187,8 @@ class ThreadOperations(Generic[S]):
         config: Mapping[str, Any],
         messages: Sequence[Message],
         state: Mapping[str, Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> int:
         """Start a thread from an existing conversation (and custom field values).
 
@@ -174,22 +196,80 @@ class ThreadOperations(Generic[S]):
         without its call), except the last assistant message's calls: a thread
         that ends in calls runs them first when it is continued with
         ``invoke(None, config)``, and answers them as interrupted when new
-        messages come instead. The thread must not exist yet. Returns its version.
+        messages come instead. The thread must not exist yet. ``metadata`` is
+        the thread's (what ``alist_threads`` filters on). Returns its version.
         """
         initial = self._fresh_state()
         if state:
             self.schema.apply_input(initial, state)
         async with self._holding(config) as lease:
-            return await snapshots.create_thread(lease.checkpointer, lease.key, messages, initial)
+            return await snapshots.create_thread(
+                lease.checkpointer,
+                lease.key,
+                messages,
+                initial,
+                metadata=None if metadata is None else dict(metadata),
+                lease=lease.owner,
+            )
 
     def create_thread(
         self,
         config: Mapping[str, Any],
         messages: Sequence[Message],
         state: Mapping[str, Any] | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
     ) -> int:
         """Sync ``acreate_thread``."""
-        return run_sync(self.acreate_thread(config, messages, state))
+        return run_sync(self.acreate_thread(config, messages, state, metadata=metadata))
+
+    async def aensure_thread(
+        self, config: Mapping[str, Any], *, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Save the thread with the graph's fresh state (no messages) unless it exists.
+
+        True when this call created it (checkpoint 1, node ``create_thread``,
+        with ``metadata``); False when it existed, left as it was. The thread
+        is held while checked and saved, so of two calls at once one creates
+        it: an API can create a thread before anything runs on it this way.
+        """
+        async with self._holding(config) as lease:
+            if await lease.checkpointer.aversion(lease.key) is not None:
+                return False
+            await snapshots.create_thread(
+                lease.checkpointer,
+                lease.key,
+                (),
+                self._fresh_state(),
+                metadata=dict(metadata or {}),
+                node=snapshots.CREATE_NODE,
+                lease=lease.owner,
+            )
+        return True
+
+    def ensure_thread(
+        self, config: Mapping[str, Any], *, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Sync ``aensure_thread``."""
+        return run_sync(self.aensure_thread(config, metadata=metadata))
+
+    async def aupdate_metadata(self, config: Mapping[str, Any], changes: Mapping[str, Any]) -> int:
+        """Merge ``changes`` into the thread's metadata; return the new checkpoint's version.
+
+        The state is saved again unchanged with the new metadata, as a
+        checkpoint of node ``update_metadata``, so the history shows when
+        metadata changed; a key set to None stays, as None. It holds the
+        thread's lease like a run, so it never slips between a run's saves.
+        An unknown thread raises ``ThreadNotFoundError``.
+        """
+        async with self._holding(config) as lease:
+            return await history.update_metadata(
+                lease.checkpointer, lease.key, changes, lease.owner
+            )
+
+    def update_metadata(self, config: Mapping[str, Any], changes: Mapping[str, Any]) -> int:
+        """Sync ``aupdate_metadata``."""
+        return run_sync(self.aupdate_metadata(config, changes))
 
     async def arollback(self, config: Mapping[str, Any]) -> bool:
         """Discard the thread's latest turn if it did not complete; True if one was discarded.

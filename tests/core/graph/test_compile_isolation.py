@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from tenxgraph.core.graph import Agent, StateGraph, ToolNode, create_agent
+from tenxgraph.core.graph import Agent, RunHooks, StateGraph, ToolNode, create_agent
 from tenxgraph.core.llm import FunctionModel, ScriptedModel
 from tenxgraph.core.llm.base import ModelRequest
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.errors import UsageError
+from tenxgraph.runs import LeasePolicy
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
 from tenxgraph.utils.constants import END, START
 
@@ -104,7 +105,7 @@ def test_an_agent_in_two_graphs_offers_each_graph_its_own_tools() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("warm_threads", 8), ("checkpointer", None), ("recursion_limit", 5), ("builder", None)],
+    [("warm_threads", 8), ("checkpointer", None), ("recursion_limit", 5), ("state_class", None)],
 )
 def test_a_compiled_graph_refuses_assignments(name: str, value: Any) -> None:
     app = create_agent(ScriptedModel(["hi"]))
@@ -112,3 +113,65 @@ def test_a_compiled_graph_refuses_assignments(name: str, value: Any) -> None:
     with pytest.raises(UsageError, match=rf"frozen: '{name}' cannot be set after compile"):
         setattr(app, name, value)
     assert getattr(app, name, "absent") is before
+
+
+def test_changing_the_builder_after_compile_changes_nothing_compiled() -> None:
+    seed = Trip(city="Rome")
+    graph: StateGraph[Trip] = StateGraph(seed)
+    graph.add_node("n", echo)
+    graph.add_edge(START, "n")
+    app = graph.compile()
+    drawn = app.get_graph().draw_mermaid()
+    graph.add_node("late", set_city)
+    graph.add_edge("n", "late")
+    graph.add_edge("late", END)
+    seed.city = "Oslo"
+    assert app.get_graph().draw_mermaid() == drawn
+    assert "late" not in drawn
+    result = app.invoke({"messages": [Message.text_message("go")]})
+    assert [m.text() for m in result["messages"]] == ["seen 1"]
+    assert result["state"].city == "Rome"
+    again = app.recompile()
+    assert again.get_graph().draw_mermaid() == drawn
+    assert again.invoke({})["state"].city == "Rome"
+
+
+def test_recompile_keeps_every_option_but_the_ones_it_is_given(tmp_path: Any) -> None:
+    class Hooks(RunHooks):
+        pass
+
+    hooks = Hooks()
+    app = graph_of(Trip, set_city).compile(
+        interrupt_before=["n"],
+        checkpointer=InMemoryCheckpointer(),
+        recursion_limit=7,
+        warm_threads=3,
+        warm_bytes=1000,
+        tool_threads=2,
+        lease_seconds=5.0,
+        multitask_strategy="enqueue",
+        busy_timeout=9.0,
+        hooks=[hooks],
+    )
+    checkpointer = SqliteCheckpointer(tmp_path / "t.sqlite")
+    served = app.recompile(checkpointer=checkpointer, lease_seconds=4.0)
+    assert served is not app and served.checkpointer is checkpointer
+    assert served.interrupt_before == frozenset({"n"}) and served.recursion_limit == 7
+    assert (served.warm.max_threads, served.warm.max_bytes) == (3, 1000)
+    assert served.workers.max_threads == 2
+    assert served.leases == LeasePolicy(4.0, "enqueue", 9.0)
+    assert served.hooks.hooks == (hooks,)
+    assert served.state_class is Trip and served.id_generator is app.id_generator
+    assert app.leases.lease_seconds == 5.0 and app.checkpointer is not checkpointer
+    with pytest.raises(UsageError, match="unknown option\\(s\\) lease_second "):
+        app.recompile(lease_second=1.0)
+
+
+def test_builder_is_deprecated_and_is_not_what_the_graph_runs() -> None:
+    graph = graph_of(AgentState, echo)
+    app = graph.compile()
+    with pytest.warns(DeprecationWarning, match="CompiledGraph.builder is deprecated"):
+        builder = app.builder
+    assert builder is graph
+    graph.add_node("late", echo)
+    assert "late" not in app.nodes and "late" not in app.get_graph().draw_ascii()

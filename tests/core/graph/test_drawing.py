@@ -70,7 +70,7 @@ def drawings(graphs: dict[str, Any]) -> str:
 
 def check_structure(graph: StateGraph[Any] | CompiledGraph[Any], shape: GraphDescription) -> None:
     """The drawing holds exactly the graph's nodes and ways between them."""
-    builder = graph.builder if isinstance(graph, CompiledGraph) else graph
+    builder = graph._shape if isinstance(graph, CompiledGraph) else graph
     assert [n.name for n in shape.nodes if n.kind not in ("missing", "any")] == [
         START,
         *builder.nodes,
@@ -108,7 +108,7 @@ def example_graphs(name: str) -> dict[str, Any]:
     if name in FACTORIES:
         found = {FACTORIES[name]: found[FACTORIES[name]](InMemoryCheckpointer())}
     graphs = {k: v for k, v in found.items() if isinstance(v, (StateGraph, CompiledGraph))}
-    compiled_builders = {id(v.builder) for v in graphs.values() if isinstance(v, CompiledGraph)}
+    compiled_builders = {id(v._source) for v in graphs.values() if isinstance(v, CompiledGraph)}
     return {k: v for k, v in sorted(graphs.items()) if id(v) not in compiled_builders}
 
 

@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 
-from tenxgraph.core.graph import CompiledGraph, StateGraph
+from tenxgraph.core.graph import CheckpointInfo, CompiledGraph, StateGraph
 from tenxgraph.core.state import AgentState, Message
+from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import StateError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
 
@@ -88,3 +89,62 @@ def test_retention_keeps_a_paused_run_resumable(tmp_path: Path) -> None:
     done = app.invoke({"resume": None}, config)
     assert done["state"].execution_meta.status == "completed"
     assert done["state"].context[-1].text() == "echo last"
+
+
+async def test_history_chooses_checkpoints_by_what_they_record(tmp_path: Path) -> None:
+    app = build(tmp_path)
+    config = {"thread_id": "main"}
+    for text in ("one", "two", "three"):
+        await app.ainvoke({"messages": [Message.text_message(text)]}, config)
+    edited = await app.aupdate_state(config, {"topic": "cats"})
+    everything = await app.aget_state_history(config)
+    echoes = [s.version for s in everything if s.node == "echo"]
+    assert len(echoes) >= 3 and everything[0].version == edited
+
+    chosen = await app.aget_state_history(
+        config, limit=1, before=echoes[0], where=lambda info: info.node == "echo"
+    )
+    assert [s.version for s in chosen] == [echoes[1]]
+    assert [m.text() for m in chosen[0].state.context][-1] == "echo two"
+    seen: list[CheckpointInfo] = []
+    completed = await app.aget_state_history(
+        config, where=lambda info: seen.append(info) is None and info.status == "completed"
+    )
+    assert {s.version for s in completed} == {
+        s.version for s in everything if s.state.execution_meta.status == "completed"
+    }
+    assert [info.version for info in seen] == [s.version for s in everything]
+    assert [info.node for info in seen] == [s.node for s in everything]
+    assert await app.aget_state_history({"thread_id": "none"}, before=3) == []
+
+
+async def test_ensure_thread_and_update_metadata(tmp_path: Path) -> None:
+    app = build(tmp_path)
+    assert app.checkpointer is not None
+    config = {"thread_id": "t", "user_id": "ana"}
+    key = ThreadKey("t", "ana")
+    assert await app.aensure_thread(config, metadata={"team": "red"}) is True
+    assert await app.aensure_thread(config, metadata={"team": "blue"}) is False
+    info = await app.checkpointer.athread_info(key)
+    assert info is not None and info.metadata == {"team": "red"}
+    history = await app.aget_state_history(config)
+    assert [(s.version, s.node) for s in history] == [(1, "create_thread")]
+    assert history[0].state.context == [] and history[0].state.topic == ""
+
+    await app.ainvoke({"messages": [Message.text_message("hi")]}, config)
+    before = await app.aget_state(config)
+    version = await app.aupdate_metadata(config, {"team": None, "tier": 2})
+    info = await app.checkpointer.athread_info(key)
+    assert info is not None and info.metadata == {"team": None, "tier": 2}
+    newest = (await app.aget_state_history(config, limit=1))[0]
+    assert (newest.version, newest.node) == (version, "update_metadata")
+    after = await app.aget_state(config)
+    assert before is not None and after is not None
+    assert after.model_dump() == before.model_dump()
+    with pytest.raises(ThreadNotFoundError, match="'other'"):
+        await app.aupdate_metadata({"thread_id": "other"}, {"x": 1})
+
+    other = {"thread_id": "seeded"}
+    await app.acreate_thread(other, [Message.text_message("old")], metadata={"source": "import"})
+    info = await app.checkpointer.athread_info(ThreadKey("seeded"))
+    assert info is not None and info.metadata == {"source": "import"}

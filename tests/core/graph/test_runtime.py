@@ -441,7 +441,7 @@ def test_two_graphs_share_nothing_by_default() -> None:
     two = build()
     assert one.context_manager is manager
     assert two.context_manager is None
-    assert two.builder.id_generator is not one.builder.id_generator
+    assert two.id_generator is not one.id_generator
     assert two.checkpointer is None
 
 

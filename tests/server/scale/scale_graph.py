@@ -53,4 +53,4 @@ def answer(request: Any) -> Any:
 
 
 agent = create_agent(FunctionModel(answer), tools=[slow_step])
-graph = agent.builder.compile(lease_seconds=float(os.environ.get("SCALE_LEASE", "2")))
+graph = agent.recompile(lease_seconds=float(os.environ.get("SCALE_LEASE", "2")))
