@@ -436,7 +436,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
         entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
-        input_messages = input_messages_of(input, state, self.builder.id_generator)
+        input_messages = input_messages_of(input, state, self.id_generator)
         added: list[Message] = []
         if entry.new_turn:
             turn_start = 0 if session is None else session.version
