@@ -56,6 +56,7 @@ def test_bodies_that_are_not_json_text_get_422_naming_the_problem(serve: Serve) 
             ("PUT", "/store/items", '{"namespace": ["a"], "key": "k", "value": {"x": NaN}}', "NaN"),
             ("POST", "/runs/wait", run + ', "metadata": {"x": NaN}}', "NaN"),
             ("POST", "/threads/t1/runs", run + ', "metadata": {"x": Infinity}}', "Infinity"),
+            ("POST", "/runs", run + ', "metadata": {"x": "\\ud800"}}', "metadata.x"),
             ("POST", "/threads/t1/runs/wait", run + ', "config": {"tags": ["\\ud83d"]}}', "tags"),
             ("POST", "/threads", b'{"thread_id": "s5", "metadata": {"a": "\xff"}}', "UTF-8"),
             ("POST", "/threads/t1/runs/wait", b'{"assistant_id": "\xc3\x28"}', "UTF-8"),
