@@ -156,7 +156,7 @@ class JsonLimits:
             if type(value) is not int or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
-    def refuse(self, name: str, found: int, where: str) -> NoReturn:
+    def refuse(self, name: str, found: int | str, where: str) -> NoReturn:
         """Raise the 413 of a count over its limit, naming the option that raises it."""
         what, variable = _OPTIONS[name]
         raise HTTPException(
@@ -204,7 +204,7 @@ def parse_json_body(body: bytes, limits: JsonLimits) -> Any:
     try:
         value = json.loads(text, parse_constant=_not_a_number)
     except RecursionError:
-        limits.refuse("max_depth", limits.max_depth + 1, "body")
+        limits.refuse("max_depth", "too many", "body")  # deeper than json itself can go
     _Checker(limits, _SURROGATE_ESCAPE.search(body) is not None).check(value)
     return value
 

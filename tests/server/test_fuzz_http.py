@@ -6,10 +6,10 @@ from their schemas, and JSON bodies that follow the schema, half of them
 with one value replaced by any JSON (NaN and Infinity, lone surrogates,
 NUL, message-like shapes under any key); strings anywhere may be hostile.
 Each request goes to a real server on 127.0.0.1 with SQLite and a memory
-store. Every answer must be below 500,
-and an answer that says it is JSON must be strict JSON. Bounded by
-``TENXGRAPH_FUZZ_EXAMPLES`` (default 2000, about a minute) examples; slow suite only. A 5xx
-found here becomes a plain regression test (tests/server/test_hostile_input.py).
+store. Every answer must be below 500, and an answer that says it is JSON
+must be strict JSON. Bounded by ``TENXGRAPH_FUZZ_EXAMPLES`` examples
+(default 2000, about a minute); slow suite only. A 5xx found here becomes
+a plain regression test (tests/server/test_hostile_input.py).
 """
 
 from __future__ import annotations
