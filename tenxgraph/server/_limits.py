@@ -223,7 +223,10 @@ def _where(path: _Path) -> str:
     parts: list[str] = []
     while path is not None:
         path, key = path
-        parts.append(f"[{key}]" if type(key) is int else f".{key}")
+        if type(key) is int:
+            parts.append(f"[{key}]")
+        else:  # a key may hold the very surrogate refused: the answer must still encode
+            parts.append("." + key.encode("utf-8", "backslashreplace").decode("utf-8"))
     return "body" + "".join(reversed(parts))
 
 

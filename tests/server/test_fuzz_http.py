@@ -35,7 +35,7 @@ THREAD = "fuzz-thread"
 _ODD_TEXT = ["", "\x00", "\U0001f642", "a" * 300, "../..", "%2F", "null"]
 _KEYS = ["messages", "role", "content", "type", "text", "tool_calls", "args", "id", "name"]
 _KEYS += ["context", "state", "resume", "update", "configurable", "recursion_limit", "values"]
-_KNOWN = {"assistant_id": "agent", "thread_id": THREAD, "name": "add"}
+_KNOWN = {"assistant_id": "agent", "thread_id": THREAD, "name": "add", "stream_mode": "values"}
 """Fields whose value must name something that exists for the request to go further."""
 _ROLES = ["user", "assistant", "system", "tool", "human", "ai", "AIMessage", "bogus"]
 
@@ -102,6 +102,9 @@ class Schema:
             return st.dictionaries(st.sampled_from(_KEYS) | texts, json_values, max_size=4)
         required = set(schema.get("required", ()))
         fields = {name: self.strategy(s, depth + 1) for name, s in properties.items()}
+        for name, field in properties.items():  # the default half the time: a field that
+            if "default" in field:  # must stay null (checkpoint, webhook) then stays null
+                fields[name] = st.just(field["default"]) | fields[name]
         for name, known in _KNOWN.items():  # a right id now and then gets past the 404
             if name in fields:
                 fields[name] = st.just(known) | fields[name]

@@ -45,6 +45,9 @@ def test_bodies_that_are_not_json_text_get_422_naming_the_problem(serve: Serve) 
         cases: list[tuple[str, str, str | bytes, str]] = [
             ("PATCH", "/threads/t1", '{"metadata": {"a": "x\\udfff"}}', "metadata.a"),
             ("POST", "/threads/search", '{"metadata": {"a": "\\ud800"}}', "metadata.a"),
+            # found by the fuzz test: the refusal named the key, which held the surrogate
+            ("POST", "/threads/search", '{"status": {"\\ud800": "\\ud800"}}', "status.\\ud800"),
+            ("POST", "/threads", '{"metadata": {"\\udc00": 1}}', "metadata"),
             ("POST", "/store/items/search", '{"query": "\\ud800"}', "query"),
             ("POST", "/store/items/search", '{"filter": {"a": "\\udc00"}}', "filter.a"),
             ("POST", "/store/namespaces", '{"prefix": ["\\ud800"]}', "prefix[0]"),
