@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends
 from starlette.requests import Request
 
+from tenxgraph.server._limits import JsonLimits
+
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
     from tenxgraph.storage.checkpointer.base import Checkpointer
@@ -45,6 +47,8 @@ class ServerSettings:
 
     max_body_bytes: int = MAX_BODY_BYTES
     """Request bodies over this many bytes are refused with 413 before they are read whole."""
+    json_limits: JsonLimits = field(default_factory=JsonLimits)
+    """Counts a JSON body may not pass (messages, content blocks, keys, depth): 413 over them."""
     cors_origins: tuple[str, ...] = ()
     """Origins browsers may call the API from (``"*"``: any); empty turns CORS off."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1,22 +1,37 @@
-"""The request body limit, enforced while the body streams in (a pure ASGI middleware).
+"""What a request body may be: its bytes, and as JSON, its text and its counts.
 
-A ``Content-Length`` over the limit is refused at once; a chunked body is
-counted as it arrives and refused as soon as it passes the limit, so a
-client cannot make the server buffer more than the limit. Either way the
-answer is 413 with ``{"detail": ...}``.
+``BodyLimit`` (a pure ASGI middleware) counts the bytes while the body
+streams in: a ``Content-Length`` over the limit is refused at once; a
+chunked body is refused as soon as it passes the limit, so a client cannot
+make the server buffer more than the limit. Either way the answer is 413
+with ``{"detail": ...}``.
+
+``CheckedJsonRoute`` (the route class of every router with JSON bodies)
+parses a JSON body strictly and checks its counts (``JsonLimits``) before
+the route validates it: bad text is 422, a count over its limit 413, each
+naming where in the body and, for a limit, the option that raises it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import math
+import re
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+
+from tenxgraph.errors import ConfigError
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyLimit", "CheckedJsonRoute", "JsonLimits", "limits_from_env", "parse_json_body"]
 
 
 class _TooLarge(HTTPException):
@@ -94,3 +109,216 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+# --- JSON bodies: strict, and bounded in counts ---------------------------------------------
+
+MAX_MESSAGES = 10_000
+MAX_CONTENT_BLOCKS = 1_000
+MAX_KEYS = 10_000
+MAX_DEPTH = 100
+
+_OPTIONS = {
+    "max_messages": ("messages in one request", "MAX_MESSAGES"),
+    "max_content_blocks": ("content blocks in one message", "MAX_CONTENT_BLOCKS"),
+    "max_keys": ("keys in one JSON object", "MAX_KEYS"),
+    "max_depth": ("levels of JSON nesting", "MAX_DEPTH"),
+}
+"""Each count limit: what it counts, and the ``TENXGRAPH_SERVE_*`` variable that sets it."""
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+r"""A ``\ud800``-``\udfff`` escape in the raw body: only then are strings checked one by one."""
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLimits:
+    """Counts a JSON request body may not pass, checked before any route validates it.
+
+    The byte limit bounds a body's size, not its cost: 2.6 MB of 200,000
+    tiny messages is cheap to send and costly to validate, store and
+    answer. Each count is checked on the parsed body in one pass that stops
+    at the first count over its limit, before pydantic sees the body. The
+    defaults are far above what a real app sends.
+    """
+
+    max_messages: int = MAX_MESSAGES
+    """Messages in one request: the items of every list under a ``messages`` key, summed."""
+    max_content_blocks: int = MAX_CONTENT_BLOCKS
+    """Content blocks in one message: the items of a listed message's ``content`` list."""
+    max_keys: int = MAX_KEYS
+    """Keys in any one JSON object of the body."""
+    max_depth: int = MAX_DEPTH
+    """Levels of nesting of objects and arrays (``{"a": [1]}`` has two)."""
+
+    def __post_init__(self) -> None:
+        for name in _OPTIONS:
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+    def refuse(self, name: str, found: int | str, where: str) -> NoReturn:
+        """Raise the 413 of a count over its limit, naming the option that raises it."""
+        what, variable = _OPTIONS[name]
+        raise HTTPException(
+            413,
+            f"{where}: {found} {what}, over the limit of {getattr(self, name)} "
+            f"(raise it with create_app({name}=...) or TENXGRAPH_SERVE_{variable})",
+        )
+
+
+def limits_from_env(environ: Mapping[str, str]) -> dict[str, int]:
+    """``create_app`` options from the ``TENXGRAPH_SERVE_MAX_*`` count variables that are set."""
+    options: dict[str, int] = {}
+    for name, (_, variable) in _OPTIONS.items():
+        text = environ.get(f"TENXGRAPH_SERVE_{variable}", "").strip()
+        if not text:
+            continue
+        try:
+            options[name] = int(text)
+        except ValueError:
+            options[name] = -1
+        if options[name] <= 0:
+            raise ConfigError(
+                f"TENXGRAPH_SERVE_{variable} must be a positive integer, got {text!r}"
+            )
+    return options
+
+
+def parse_json_body(body: bytes, limits: JsonLimits) -> Any:
+    r"""The body as JSON, refused (``HTTPException``) unless it is JSON text a route can take.
+
+    422: not UTF-8, ``NaN``/``Infinity`` (Python's json reads them, but
+    they are not JSON, and an answer echoing them would not be either),
+    lone surrogates (``"\ud800"`` escapes: text no store can encode).
+    413: a count over ``limits``. Malformed JSON raises ``json.JSONDecodeError``,
+    which FastAPI answers with its own 422.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(
+            422,
+            f"body: not valid UTF-8 (byte 0x{body[exc.start]:02x} at position {exc.start}); "
+            "send the JSON encoded as UTF-8",
+        ) from None
+    try:
+        value = json.loads(text, parse_constant=_not_a_number)
+    except RecursionError:
+        limits.refuse("max_depth", "too many", "body")  # deeper than json itself can go
+    _Checker(limits, _SURROGATE_ESCAPE.search(body) is not None).check(value)
+    return value
+
+
+def _not_a_number(word: str) -> NoReturn:
+    raise HTTPException(
+        422, f"body: {word} is not a JSON number (JSON has no NaN or Infinity; send null or text)"
+    )
+
+
+_Path = tuple[Any, Any] | None
+"""Where a value is, as a link to its parent's path: rendered only for an error."""
+
+
+def _where(path: _Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        if type(key) is int:
+            parts.append(f"[{key}]")
+        else:  # a key may hold the very surrogate refused: the answer must still encode
+            parts.append("." + key.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return "body" + "".join(reversed(parts))
+
+
+class _Checker:
+    """One pass over a parsed body: counts, non-finite numbers, lone surrogates."""
+
+    __slots__ = ("limits", "messages", "texts")
+
+    def __init__(self, limits: JsonLimits, texts: bool) -> None:
+        self.limits = limits
+        self.texts = texts
+        self.messages = 0
+
+    def check(self, value: Any) -> None:
+        if type(value) is not dict and type(value) is not list:
+            self._scalar(value, None)
+            return
+        stack: list[tuple[Any, int, _Path]] = [(value, 1, None)]
+        while stack:
+            node, depth, path = stack.pop()
+            if depth > self.limits.max_depth:
+                self.limits.refuse("max_depth", depth, _where(path))
+            if type(node) is dict:
+                if len(node) > self.limits.max_keys:
+                    self.limits.refuse("max_keys", len(node), _where(path))
+                items: Any = node.items()
+            else:
+                items = enumerate(node)
+            for key, item in items:
+                kind = type(item)
+                if kind is dict or kind is list:
+                    stack.append((item, depth + 1, (path, key)))
+                    if key == "messages" and kind is list:
+                        self._messages(item, (path, key))
+                else:
+                    self._scalar(item, (path, key))
+                if self.texts and type(key) is str:
+                    self._text(key, path)
+
+    def _messages(self, messages: list[Any], path: _Path) -> None:
+        self.messages += len(messages)
+        if self.messages > self.limits.max_messages:
+            self.limits.refuse("max_messages", self.messages, _where(path))
+        for index, message in enumerate(messages):
+            content = message.get("content") if type(message) is dict else None
+            if type(message) is list and len(message) == 2:
+                content = message[1]  # a ["user", [...]] pair
+            if type(content) is list and len(content) > self.limits.max_content_blocks:
+                where = _where(((path, index), "content"))
+                self.limits.refuse("max_content_blocks", len(content), where)
+
+    def _scalar(self, value: Any, path: _Path) -> None:
+        if type(value) is float and not math.isfinite(value):
+            raise HTTPException(
+                422, f"{_where(path)}: {value} is not a JSON number (too large for a double)"
+            )
+        if self.texts and type(value) is str:
+            self._text(value, path)
+
+    def _text(self, text: str, path: _Path) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise HTTPException(
+                422,
+                f"{_where(path)}: holds a lone surrogate ({text[exc.start]!r} at index "
+                f"{exc.start}), which is not text: send valid Unicode",
+            ) from None
+
+
+class _CheckedRequest(Request):
+    """A request whose ``json()`` is ``parse_json_body`` under the app's limits."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            limits: JsonLimits = self.app.state.context.settings.json_limits
+            self._json = parse_json_body(await self.body(), limits)
+        return self._json
+
+
+class CheckedJsonRoute(APIRoute):
+    """A route whose JSON body is parsed by ``parse_json_body`` (FastAPI reads it by ``json()``).
+
+    FastAPI passes an ``HTTPException`` raised while reading the body on as
+    the answer, and answers a ``json.JSONDecodeError`` as its 422.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler, given the request as a ``_CheckedRequest``."""
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            return await handler(_CheckedRequest(request.scope, request.receive))
+
+        return checked

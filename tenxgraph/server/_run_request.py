@@ -17,7 +17,7 @@ is refused unless its value is null (newer clients send new fields as null).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,7 +26,17 @@ from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
 from tenxgraph.errors import StateError
 from tenxgraph.server._run_stream import STREAM_MODES
 
-__all__ = ["RunCommand", "RunRequest", "graph_input", "input_messages", "run_config_of"]
+if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+
+__all__ = [
+    "RunCommand",
+    "RunRequest",
+    "check_state_input",
+    "graph_input",
+    "input_messages",
+    "run_config_of",
+]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
@@ -145,6 +155,28 @@ def graph_input(request: RunRequest) -> dict[str, Any] | None:
     return result
 
 
+def check_state_input(graph: CompiledGraph[Any], given: dict[str, Any] | None) -> None:
+    """Refuse (``StateError``, 422) state the graph's state class cannot take, before a run starts.
+
+    The run refuses it too, but only once started: a streamed run would
+    answer 200 and then an ``error`` event, a background run would be
+    stored first. The state is merged into a new state of the graph's class,
+    as a new thread's first turn merges it, so unknown fields, fields the
+    runtime owns and values of the wrong type are refused here, by the same
+    code and with the same message as in the run. What depends on the
+    thread's own state (a custom reducer's merge with it) is the run's to find.
+    """
+    if not given or "state" not in given:
+        return
+    schema = graph.schema
+    try:
+        schema.apply_input(schema.state_class(), given["state"])
+    except StateError:
+        raise
+    except Exception:  # a reducer failing on a blank state: the run reports it
+        pass
+
+
 def input_messages(value: Any) -> Any:
     """Messages as runs and state updates take them, in the forms ``as_messages`` reads."""
     if isinstance(value, (list, tuple)):
@@ -154,7 +186,12 @@ def input_messages(value: Any) -> Any:
 
 def _message(item: Any) -> Any:
     """A LangChain message dict as a role/content dict, a JSON ``[role, text]`` as a pair."""
-    if isinstance(item, list) and len(item) == 2 and item[0] in ROLE_ALIASES:
+    if (
+        isinstance(item, list)
+        and len(item) == 2
+        and isinstance(item[0], str)  # a list or dict there is not a role (nor hashable)
+        and item[0] in ROLE_ALIASES
+    ):
         return (item[0], item[1])
     if not isinstance(item, Mapping) or "role" in item or "type" not in item:
         return item
@@ -185,6 +222,11 @@ def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str
             expected = thread_id if key == "thread_id" else user_id
             if str(config[key]) != expected:
                 raise StateError(f"the run config's {key!r} must not differ from the request's")
+    limit = config.get("recursion_limit")
+    if limit is not None and (type(limit) is not int or limit <= 0):
+        raise StateError(
+            f"the run config's 'recursion_limit' must be a positive integer, got {limit!r}"
+        )
     config.pop("run_id", None)
     config.update(thread_id=thread_id, user_id=user_id)
     if request.multitask_strategy is not None:

@@ -26,7 +26,15 @@ from tenxgraph.server._context import (
     ServerContext,
     ServerSettings,
 )
-from tenxgraph.server._limits import BodyLimit
+from tenxgraph.server._limits import (
+    MAX_CONTENT_BLOCKS,
+    MAX_DEPTH,
+    MAX_KEYS,
+    MAX_MESSAGES,
+    BodyLimit,
+    JsonLimits,
+    limits_from_env,
+)
 from tenxgraph.server._web_origin import SecurityHeaders, mount_docs
 from tenxgraph.server.auth import no_auth
 from tenxgraph.server.http_errors import install_error_handlers
@@ -51,6 +59,10 @@ def create_app(
     media: MediaStore | None = None,
     cors_origins: Sequence[str] = (),
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_messages: int = MAX_MESSAGES,
+    max_content_blocks: int = MAX_CONTENT_BLOCKS,
+    max_keys: int = MAX_KEYS,
+    max_depth: int = MAX_DEPTH,
     extra_settings: dict[str, Any] | None = None,
 ) -> FastAPI:
     """The HTTP API serving ``graph``, whose checkpointer holds the threads.
@@ -60,7 +72,11 @@ def create_app(
     or async) decides who is calling; None means no auth (everyone is the
     ``"default"`` user). ``memory`` serves ``/store``; ``media`` serves
     ``/media``. ``cors_origins`` lists the origins browsers may call from
-    (``"*"`` for any). Bodies over ``max_body_bytes`` get 413.
+    (``"*"`` for any). Bodies over ``max_body_bytes`` get 413, as do JSON
+    bodies with more than ``max_messages`` messages, a message with more
+    than ``max_content_blocks`` content blocks, an object with more than
+    ``max_keys`` keys, or nesting deeper than ``max_depth`` (see
+    ``tenxgraph.server._limits.JsonLimits``).
     """
     if graph.checkpointer is None:
         raise ConfigError("the served graph needs a checkpointer: compile it with one")
@@ -74,6 +90,7 @@ def create_app(
         media=media,
         settings=ServerSettings(
             max_body_bytes=max_body_bytes,
+            json_limits=JsonLimits(max_messages, max_content_blocks, max_keys, max_depth),
             cors_origins=tuple(cors_origins),
             extra=dict(extra_settings or {}),
         ),
@@ -198,11 +215,14 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     uvicorn starts each worker process from an import string, so the
     command's options travel as ``TENXGRAPH_SERVE_*`` variables (see
     ``tenxgraph.cli.serve``), read here once per process (from ``os.environ``
-    unless ``environ`` is given).
+    unless ``environ`` is given). The count limits of JSON bodies come from
+    ``TENXGRAPH_SERVE_MAX_MESSAGES``, ``_MAX_CONTENT_BLOCKS``, ``_MAX_KEYS``
+    and ``_MAX_DEPTH`` when set.
     """
     from tenxgraph.server._from_env import settings_from_env
 
     settings = settings_from_env(environ)
-    app = create_app(settings.graph, **settings.options)
+    options: dict[str, Any] = {**settings.options, **limits_from_env(settings.environ)}
+    app = create_app(settings.graph, **options)
     settings.attach(app)
     return app

@@ -15,12 +15,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenxgraph.server._context import Context, ServerContext, User
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._shapes import iso_time
 from tenxgraph.server.http_errors import bad_request, not_found
 
 __all__ = ["assistant_json", "check_assistant", "router"]
 
-router = APIRouter(tags=["assistants"])
+router = APIRouter(tags=["assistants"], route_class=CheckedJsonRoute)
 
 Json = dict[str, Any]
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ToolError, UsageError
 from tenxgraph.server._context import Context, User, thread_config
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._web_origin import media_headers
 from tenxgraph.server.assistants import check_assistant
 from tenxgraph.server.http_errors import bad_request, not_found
@@ -39,7 +40,7 @@ from tenxgraph.server.threads import thread_info_or_404
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["tenxgraph"])
+router = APIRouter(tags=["tenxgraph"], route_class=CheckedJsonRoute)
 
 Json = dict[str, Any]
 

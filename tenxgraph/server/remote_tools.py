@@ -27,6 +27,7 @@ from fastapi import APIRouter, Body
 from tenxgraph.core.state._remote_calls import remote_tool_result, remote_tool_resume
 from tenxgraph.errors import StateError
 from tenxgraph.server._context import Context, User
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server.http_errors import bad_request
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteCalls", "router", "tool_results_of"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CheckedJsonRoute)
 
 
 class RemoteCalls:

@@ -28,14 +28,20 @@ from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLogLimits
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
-from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
+from tenxgraph.server._run_request import (
+    RunRequest,
+    check_state_input,
+    graph_input,
+    run_config_of,
+)
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
 from tenxgraph.server.http_errors import bad_request, not_found
 
 __all__ = ["manager_of", "router", "run_or_404"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CheckedJsonRoute)
 
 PING_SECONDS = 15
 """A comment line on the stream this often keeps proxies from closing an idle one."""
@@ -113,9 +119,11 @@ async def _start(
     elif body.if_not_exists != "create" and not manager.busy(user, thread_id):
         await _require_thread(context, thread_id, user)
     ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
+    given = graph_input(body)
+    check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
     spec = RunSpec(
         graph=context.graph,
-        input=graph_input(body),
+        input=given,
         config=run_config_of(body, thread_id, user),
         stream_modes=body.modes(),
         encoder=_encoder(context),

@@ -22,13 +22,14 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenxgraph.server._context import Context, ServerContext, User
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._shapes import iso_time
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.longterm.base import DEFAULT_TTL, MemoryItem, MemoryStore
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["store"])
+router = APIRouter(tags=["store"], route_class=CheckedJsonRoute)
 
 Json = dict[str, Any]
 

@@ -16,13 +16,14 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
+from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_request import input_messages
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage.checkpointer.base import ThreadInfo
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["threads"])
+router = APIRouter(tags=["threads"], route_class=CheckedJsonRoute)
 
 Json = dict[str, Any]
 ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
