@@ -209,3 +209,35 @@ def test_the_limits_come_from_the_serve_variables(
     assert (limits.max_messages, limits.max_depth, limits.max_keys) == (7, 9, 10_000)
     with pytest.raises(ConfigError, match="TENXGRAPH_SERVE_MAX_KEYS"):
         app_from_env({**env, "TENXGRAPH_SERVE_MAX_KEYS": "lots"})
+
+
+def test_every_route_that_reads_a_body_parses_it_strictly(tmp_path: Path) -> None:
+    """A new router with a JSON body must use CheckedJsonRoute, or its body escapes the checks."""
+    from fastapi.routing import APIRoute
+
+    from tenxgraph.server._limits import CheckedJsonRoute
+    from tenxgraph.server.app import create_app
+    from tenxgraph.storage.checkpointer import SqliteCheckpointer
+    from tenxgraph.storage.longterm import InMemoryStore
+
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("n", lambda state: Message.text_message("ok", role="assistant"))
+    graph.set_entry_point("n")
+    app = create_app(
+        graph.compile(SqliteCheckpointer(tmp_path / "t.sqlite")), memory=InMemoryStore()
+    )
+
+    def walk(routes: list[Any]) -> list[APIRoute]:
+        found: list[APIRoute] = []
+        for route in routes:
+            if isinstance(route, APIRoute):
+                found.append(route)
+            inner = getattr(getattr(route, "original_router", route), "routes", None)
+            if inner is not None and not isinstance(route, APIRoute):
+                found += walk(list(inner))
+        return found
+
+    with_bodies = [route for route in walk(app.routes) if route.body_field is not None]
+    assert len(with_bodies) > 20  # the check sees the app's routes
+    unchecked = [r.path for r in with_bodies if not isinstance(r, CheckedJsonRoute)]
+    assert unchecked == []
