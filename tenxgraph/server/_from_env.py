@@ -18,6 +18,8 @@ environment variables and every worker builds the same app:
 ``TENXGRAPH_SERVE_NO_AUTH``        ``1``: no keys, everyone is the user ``default``
 ``TENXGRAPH_SERVE_CORS``           allowed origins, by commas
 ``TENXGRAPH_SERVE_MAX_BODY``       the request body limit in bytes
+``TENXGRAPH_SERVE_MAX_MESSAGES``   a count limit of JSON bodies; so are ``_MAX_CONTENT_BLOCKS``,
+                                   ``_MAX_KEYS``, ``_MAX_DEPTH`` (``create_app``'s ``max_*``)
 ``TENXGRAPH_SERVE_CONSUMERS``      with Postgres: queued runs (background, or left by
                                    dead workers) a worker runs at once (default 4)
 ``TENXGRAPH_SERVE_RUN_LEASE``      with Postgres: seconds a silent worker keeps its
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.errors import ConfigError
+from tenxgraph.server._limits import COUNT_LIMITS
 from tenxgraph.server.auth import api_keys, no_auth, parse_api_keys
 
 if TYPE_CHECKING:
@@ -213,4 +216,7 @@ def settings_from_env(environ: dict[str, str] | None = None) -> ServeSettings:
     }
     if max_body is not None:
         options["max_body_bytes"] = int(max_body)
+    for option, (_, variable) in COUNT_LIMITS.items():
+        if _env(variable, env) is not None:
+            options[option] = _number(variable, env, None, int)
     return ServeSettings(graph, options, env)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "CheckedJsonRoute", "JsonLimits", "limits_from_env", "parse_json_body"]
+__all__ = ["COUNT_LIMITS", "BodyLimit", "CheckedJsonRoute", "JsonLimits", "parse_json_body"]
 
 
 class _TooLarge(HTTPException):
@@ -118,7 +118,7 @@ MAX_CONTENT_BLOCKS = 1_000
 MAX_KEYS = 10_000
 MAX_DEPTH = 100
 
-_OPTIONS = {
+COUNT_LIMITS = {
     "max_messages": ("messages in one request", "MAX_MESSAGES"),
     "max_content_blocks": ("content blocks in one message", "MAX_CONTENT_BLOCKS"),
     "max_keys": ("keys in one JSON object", "MAX_KEYS"),
@@ -151,37 +151,19 @@ class JsonLimits:
     """Levels of nesting of objects and arrays (``{"a": [1]}`` has two)."""
 
     def __post_init__(self) -> None:
-        for name in _OPTIONS:
+        for name in COUNT_LIMITS:
             value = getattr(self, name)
             if type(value) is not int or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
     def refuse(self, name: str, found: int | str, where: str) -> NoReturn:
         """Raise the 413 of a count over its limit, naming the option that raises it."""
-        what, variable = _OPTIONS[name]
+        what, variable = COUNT_LIMITS[name]
         raise HTTPException(
             413,
             f"{where}: {found} {what}, over the limit of {getattr(self, name)} "
             f"(raise it with create_app({name}=...) or TENXGRAPH_SERVE_{variable})",
         )
-
-
-def limits_from_env(environ: Mapping[str, str]) -> dict[str, int]:
-    """``create_app`` options from the ``TENXGRAPH_SERVE_MAX_*`` count variables that are set."""
-    options: dict[str, int] = {}
-    for name, (_, variable) in _OPTIONS.items():
-        text = environ.get(f"TENXGRAPH_SERVE_{variable}", "").strip()
-        if not text:
-            continue
-        try:
-            options[name] = int(text)
-        except ValueError:
-            options[name] = -1
-        if options[name] <= 0:
-            raise ConfigError(
-                f"TENXGRAPH_SERVE_{variable} must be a positive integer, got {text!r}"
-            )
-    return options
 
 
 def parse_json_body(body: bytes, limits: JsonLimits) -> Any:

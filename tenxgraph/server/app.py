@@ -33,7 +33,6 @@ from tenxgraph.server._limits import (
     MAX_MESSAGES,
     BodyLimit,
     JsonLimits,
-    limits_from_env,
 )
 from tenxgraph.server._web_origin import SecurityHeaders, mount_docs
 from tenxgraph.server.auth import no_auth
@@ -215,14 +214,11 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     uvicorn starts each worker process from an import string, so the
     command's options travel as ``TENXGRAPH_SERVE_*`` variables (see
     ``tenxgraph.cli.serve``), read here once per process (from ``os.environ``
-    unless ``environ`` is given). The count limits of JSON bodies come from
-    ``TENXGRAPH_SERVE_MAX_MESSAGES``, ``_MAX_CONTENT_BLOCKS``, ``_MAX_KEYS``
-    and ``_MAX_DEPTH`` when set.
+    unless ``environ`` is given).
     """
     from tenxgraph.server._from_env import settings_from_env
 
     settings = settings_from_env(environ)
-    options: dict[str, Any] = {**settings.options, **limits_from_env(settings.environ)}
-    app = create_app(settings.graph, **options)
+    app = create_app(settings.graph, **settings.options)
     settings.attach(app)
     return app
