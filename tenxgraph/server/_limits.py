@@ -25,6 +25,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from tenxgraph.core.state.json_policy import lone_surrogate, parse_json
 from tenxgraph.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -184,17 +185,17 @@ def parse_json_body(body: bytes, limits: JsonLimits) -> Any:
             "send the JSON encoded as UTF-8",
         ) from None
     try:
-        value = json.loads(text, parse_constant=_not_a_number)
+        value = parse_json(text)
+    except json.JSONDecodeError:
+        raise  # malformed: FastAPI's own 422
     except RecursionError:
         limits.refuse("max_depth", "too many", "body")  # deeper than json itself can go
+    except ValueError as exc:  # the words NaN and Infinity (json_policy.parse_json)
+        raise HTTPException(
+            422, f"body: {exc} (JSON has no NaN or Infinity; send null or text)"
+        ) from None
     _Checker(limits, _SURROGATE_ESCAPE.search(body) is not None).check(value)
     return value
-
-
-def _not_a_number(word: str) -> NoReturn:
-    raise HTTPException(
-        422, f"body: {word} is not a JSON number (JSON has no NaN or Infinity; send null or text)"
-    )
 
 
 _Path = tuple[Any, Any] | None
@@ -269,14 +270,13 @@ class _Checker:
             self._text(value, path)
 
     def _text(self, text: str, path: _Path) -> None:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
+        found = lone_surrogate(text)
+        if found is not None:
             raise HTTPException(
                 422,
-                f"{_where(path)}: holds a lone surrogate ({text[exc.start]!r} at index "
-                f"{exc.start}), which is not text: send valid Unicode",
-            ) from None
+                f"{_where(path)}: holds a lone surrogate ({found.group()!r} at index "
+                f"{found.start()}), which is not text: send valid Unicode",
+            )
 
 
 class _CheckedRequest(Request):
