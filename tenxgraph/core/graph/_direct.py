@@ -44,6 +44,7 @@ from tenxgraph.core.state.ids import ThreadKey, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.tool_arguments import (
+    DIRECT_CALL_KEY,
     INVALID_TOOL_ARGS_KEY,
     invalid_tool_args,
     tool_call,
@@ -60,9 +61,6 @@ __all__ = ["DIRECT_CALL_KEY", "DIRECT_NODE", "acall_tool"]
 
 DIRECT_NODE = "direct_tool_call"
 """The node name a recorded direct call's checkpoint carries."""
-
-DIRECT_CALL_KEY = "direct_tool_call"
-"""``Message.metadata`` key (value True) of the messages a direct call records."""
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock
 
 __all__ = [
+    "DIRECT_CALL_KEY",
     "INVALID_TOOL_ARGS_KEY",
     "ParsedArguments",
     "invalid_tool_args",
@@ -39,6 +40,10 @@ __all__ = [
 INVALID_TOOL_ARGS_KEY = "invalid_tool_args"
 """``Message.metadata`` key: ``{call_id: {"arguments": raw text, "error": reason}}``
 for each call of the message whose arguments were refused."""
+
+DIRECT_CALL_KEY = "direct_tool_call"
+"""``Message.metadata`` key (value True) of the messages a direct ``call_tool`` records:
+the application called the tool, not the model (the timeline says so)."""
 
 QUOTED_CHARS = 200
 """How much of refused arguments the model is shown in its error result."""

@@ -31,11 +31,9 @@ from typing import Any, Literal
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.tool_arguments import DIRECT_CALL_KEY
 from tenxgraph.errors import ThreadNotFoundError
 from tenxgraph.storage.checkpointer.base import Checkpoint, Checkpointer, StoredMessage, ThreadInfo
-
-DIRECT_CALL_KEY = "direct_tool_call"
-"""``Message.metadata`` key the runtime sets on the messages of a direct ``call_tool``."""
 
 __all__ = ["ThreadTimeline", "TimelineEvent", "thread_timeline"]
 
