@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,11 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--run-lease", type=float, metavar="SECONDS", help="with --postgres: run lease (15)"
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON with run ids")
+    serve.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart when a .py file of the project changes (development, one worker)",
+    )
 
 
 def serve_environ(args: argparse.Namespace) -> dict[str, str]:
@@ -80,6 +86,8 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         raise CliError(f"--port must be 1-65535, got {args.port}")
     if args.workers < 1:
         raise CliError(f"--workers must be at least 1, got {args.workers}")
+    if args.reload and args.workers > 1:
+        raise CliError("--reload runs one worker process; drop --workers")
     if args.max_body_bytes is not None and args.max_body_bytes <= 0:
         raise CliError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
     for flag, value in (("--consumers", args.consumers), ("--run-lease", args.run_lease)):
@@ -109,6 +117,25 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
             "--api-key KEY=USER (or --api-keys-file, TENXGRAPH_API_KEYS), or --allow-no-auth"
         )
     return env
+
+
+def reload_dirs(target: str) -> list[str]:
+    """Where ``--reload`` watches: the working directory and the served module's package.
+
+    The module was imported by the first build of the app, so its file is
+    known; a module installed elsewhere (a package in site-packages) is
+    watched too, since it is the code being developed.
+    """
+    dirs = [os.getcwd()]
+    module = sys.modules.get(target.partition(":")[0])
+    path = getattr(module, "__file__", None)
+    if path:
+        root = Path(path).resolve().parent
+        while (root / "__init__.py").exists() and (root.parent / "__init__.py").exists():
+            root = root.parent
+        if str(root) not in dirs:
+            dirs.append(str(root))
+    return dirs
 
 
 def _keys(args: argparse.Namespace) -> str:
@@ -152,6 +179,19 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         f" (auth: {auth}; {args.workers} worker(s))",
         "bold",
     )
+    if args.reload:
+        os.environ.update(env)
+        uvicorn.run(
+            "tenxgraph.server.app:app_from_env",
+            factory=True,
+            reload=True,
+            reload_dirs=reload_dirs(args.target),
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            timeout_graceful_shutdown=int(DRAIN_SECONDS),
+        )
+        return 0
     if args.workers == 1:
         uvicorn.run(
             app,

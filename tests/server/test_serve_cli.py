@@ -104,6 +104,30 @@ def test_two_workers_share_the_database(project: Path) -> None:
         assert put.status_code == 204
 
 
+def answer_of(url: str) -> str:
+    """What the served graph answers to one stateless run."""
+    body = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+    output = httpx.post(f"{url}/runs/wait", json=body, timeout=30).json()
+    return str(output["messages"][-1]["content"])
+
+
+@pytest.mark.slow
+def test_reload_serves_the_changed_module(project: Path) -> None:
+    with running(project, "served_app:graph", "--db", str(project / "t.sqlite"), "--reload") as url:
+        assert "ok" in answer_of(url)
+        source = project / "served_app.py"
+        source.write_text(GRAPH_MODULE.replace('"ok"', '"changed"'))
+        deadline = time.monotonic() + 60
+        while True:  # the reloader restarts the worker; requests fail meanwhile
+            try:
+                if "changed" in answer_of(url):
+                    break
+            except (httpx.TransportError, KeyError, ValueError):
+                pass
+            assert time.monotonic() < deadline, "the change was not served"
+            time.sleep(0.2)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -114,6 +138,7 @@ def test_two_workers_share_the_database(project: Path) -> None:
         (("served_app:graph", "--redis", "redis://x"), "--redis needs --postgres"),
         (("served_app:graph", "--workers", "0"), "--workers must be at least 1"),
         (("served_app:graph", "--api-key", "nonsense"), "not KEY=USER"),
+        (("served_app:graph", "--reload", "--workers", "2"), "--reload runs one worker"),
     ],
 )
 def test_bad_options_fail_before_listening(
