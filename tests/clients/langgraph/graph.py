@@ -17,8 +17,14 @@ import re
 import uuid
 from typing import Any
 
-from tenxgraph.core.graph import Agent, StateGraph, ToolNode, interrupt, tools_condition
-from tenxgraph.core.graph import CompiledGraph
+from tenxgraph.core.graph import (
+    Agent,
+    CompiledGraph,
+    StateGraph,
+    ToolNode,
+    interrupt,
+    tools_condition,
+)
 from tenxgraph.core.llm import FunctionModel, ModelRequest
 from tenxgraph.core.llm.testing import ModelReply
 from tenxgraph.core.state import AgentState, ToolCallBlock
@@ -82,5 +88,3 @@ def build(checkpointer: Checkpointer) -> CompiledGraph[Any]:
     graph.add_conditional_edges("agent", tools_condition, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile(checkpointer)
-
-

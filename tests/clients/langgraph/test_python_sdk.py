@@ -270,11 +270,11 @@ def _(client: Any) -> None:
     assert len(history) >= 2
 
 
-@sdk_check("threads.get_history(before+limit)", "#33: history ignores before={configurable: ...}")
+@sdk_check("threads.get_history(before+limit)")
 def _(client: Any) -> None:
     thread_id = talked(client)
     latest = client.threads.get_history(thread_id, limit=1)[0]["checkpoint"]
-    before = client.threads.get_history(thread_id, limit=1, before={"configurable": latest})
+    before = client.threads.get_history(thread_id, limit=1, before=latest)
     assert before[0]["checkpoint"]["checkpoint_id"] != latest["checkpoint_id"]
 
 
@@ -574,9 +574,7 @@ def client(langgraph_server: str) -> Iterator[Any]:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-        if reason
-        else name
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else name
         for name, (_, reason) in CHECKS.items()
     ],
 )

@@ -60,7 +60,7 @@ def page_url() -> Iterator[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         del format, args
 
 
@@ -130,8 +130,14 @@ def _messages(driver: WebDriver) -> list[dict[str, Any]]:
     return shown
 
 
+def _by(driver: WebDriver, testid: str) -> Any:
+    """The element of ``testid``, or None (the page redraws as a run goes)."""
+    found = driver.find_elements(By.CSS_SELECTOR, f"[data-testid={testid}]")
+    return found[0] if found else None
+
+
 def _loading(driver: WebDriver) -> bool:
-    return bool(driver.find_element(By.CSS_SELECTOR, "[data-testid=loading]").text == "true")
+    return bool(_by(driver, "loading").text == "true")
 
 
 def _click(driver: WebDriver, testid: str, index: int = -1) -> None:
@@ -159,7 +165,8 @@ def _said(driver: WebDriver, text: str, expect: str) -> None:
 
 
 def _thread_id(driver: WebDriver) -> str:
-    return str(_wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=thread-id]").text, "thread id"))
+    shown = _wait(driver, lambda d: _by(d, "thread-id").text, "the thread id")
+    return str(shown)
 
 
 @pytest.mark.xfail(strict=True, reason=_FORMAT)
@@ -193,8 +200,8 @@ def test_tool_calls_are_shown(open_page: Open) -> None:
 def test_interrupt_then_resume(open_page: Open) -> None:
     page = open_page()
     _say(page, "ask")
-    question = _wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=question]"), "question")
-    assert "your name?" in question[0].text
+    question = _wait(page, lambda d: _by(d, "question").text, "the question")
+    assert "your name?" in question
     _click(page, "resume")
     _answered(page, "you answered: Ada")
     assert not page.find_elements(By.CSS_SELECTOR, "[data-testid=interrupt]")

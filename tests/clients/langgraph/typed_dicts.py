@@ -107,7 +107,7 @@ def _show(value: Any) -> str:
 
 
 def check(value: Any, expected: Any, where: str = "answer") -> Any:
-    """``value`` itself when it has the shape of ``expected``; else an AssertionError listing why."""
+    """``value`` when it has the shape of ``expected``; else an AssertionError saying why."""
     found = problems(value, expected, where)
     assert not found, f"not a {_name(expected)}: " + "; ".join(found[:6])
     return value
