@@ -54,7 +54,7 @@ JS_CHECKS: dict[str, str | None] = {
     "threads.updateState": None,
     "threads.patchState": "#33: PATCH /threads/{id}/state is 405",
     "threads.getHistory": None,
-    "threads.getHistory(before+limit)": "#33: history ignores before={configurable: ...}",
+    "threads.getHistory(before+limit)": None,
     "threads.joinStream": "#33: GET /threads/{id}/stream is 404",
     "threads.prune": "#33: POST /threads/prune is 405",
     "threads.stream(commands protocol)": "#33: POST /threads/{id}/commands is 404",
