@@ -24,12 +24,17 @@ function check(name, run) {
   checks.push([name, run]);
 }
 
-/** Fail unless `value` is of the SDK type `type` (its JSON Schema from the .d.ts). */
+/**
+ * Check that `value` is of the SDK type `type` (its JSON Schema from the .d.ts). A mismatch is
+ * noted and the check goes on, so one missing field does not hide what else the check finds;
+ * the check fails at its end with every mismatch noted.
+ */
+let mismatches = [];
 function shape(type, value, where = type) {
   const validate = ajv.getSchema(`sdk#/definitions/${type}`);
   if (!validate(value)) {
     const errors = ajv.errorsText(validate.errors, { dataVar: where });
-    throw new Error(`not a ${type}: ${errors}; got ${JSON.stringify(value).slice(0, 300)}`);
+    mismatches.push(`not a ${type}: ${errors}; got ${JSON.stringify(value).slice(0, 200)}`);
   }
   return value;
 }
@@ -533,11 +538,14 @@ for (const [name, run] of checks) {
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error("no answer within 60 s")), 60_000);
   });
+  mismatches = [];
   try {
     await Promise.race([run(), timeout]);
-    console.log(JSON.stringify({ name, ok: true, reason: "" }));
+    const ok = mismatches.length === 0;
+    console.log(JSON.stringify({ name, ok, reason: mismatches.join(" | ").slice(0, 800) }));
   } catch (error) {
-    const reason = `${error?.name ?? "Error"}: ${error?.message ?? error}`.slice(0, 800);
+    const thrown = `${error?.name ?? "Error"}: ${error?.message ?? error}`;
+    const reason = [...mismatches, thrown].join(" | ").slice(0, 800);
     console.log(JSON.stringify({ name, ok: false, reason }));
   } finally {
     clearTimeout(timer);
