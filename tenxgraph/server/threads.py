@@ -323,10 +323,26 @@ async def history_get(
     return await _history(context, thread_id, user, HistoryQuery(limit=limit, before=before))
 
 
+def _before_id(before: str | Json | None) -> str | None:
+    """The checkpoint id ``before`` names: an id, a ``Checkpoint``, or a ``Config`` (the JS SDK's).
+
+    A dict naming no checkpoint is refused, not read as "no bound".
+    """
+    if not isinstance(before, dict):
+        return before
+    configurable = before.get("configurable")
+    found = before.get("checkpoint_id")
+    if found is None and isinstance(configurable, dict):
+        found = configurable.get("checkpoint_id")
+    if not isinstance(found, str):
+        bad_request("'before' must be a checkpoint id, a Checkpoint or a Config naming one")
+    return found
+
+
 async def _history(
     context: ServerContext, thread_id: str, user: str, body: HistoryQuery
 ) -> list[Json]:
-    before = body.before.get("checkpoint_id") if isinstance(body.before, dict) else body.before
+    before = _before_id(body.before)
     states = await queries.state_history(
         context,
         _key(thread_id, user),

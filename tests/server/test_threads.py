@@ -91,6 +91,11 @@ def test_update_state_then_state_and_history(client: httpx.Client) -> None:
     assert [len(h["values"]["messages"]) for h in history] == [2, 1, 0]
     before = client.post("/threads/t2/history", json={"before": "3", "limit": 1}).json()
     assert [h["checkpoint"]["checkpoint_id"] for h in before] == ["2"]
+    for spelled in ({"checkpoint_id": "3"}, {"configurable": {"checkpoint_id": "3"}}):
+        before = client.post("/threads/t2/history", json={"before": spelled}).json()
+        assert [h["checkpoint"]["checkpoint_id"] for h in before] == ["2", "1"], spelled
+    unnamed = client.post("/threads/t2/history", json={"before": {"configurable": {}}})
+    assert unnamed.status_code == 422 and "'before' must be" in unnamed.json()["detail"]
     old = client.get("/threads/t2/state/2").json()
     assert len(old["values"]["messages"]) == 1
     by_body = client.post(
