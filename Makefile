@@ -85,10 +85,14 @@ docs: $(VENV)/.installed-docs  ## the docs site into site/, strict: a broken lin
 docs-serve: $(VENV)/.installed-docs  ## the docs site on http://127.0.0.1:8000, rebuilt on save
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
-dist: $(VENV)/.installed-docs  ## the sdist and wheel into dist/, checked by twine
+dist: $(VENV)/.installed-docs  ## sdist, wheel (twine-checked) and the TypeScript npm tarball in dist/
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	$(VENV)/bin/twine check --strict dist/*
+	@if command -v npm >/dev/null; then \
+		cd clients/typescript && npm ci --no-audit --no-fund --silent && npm run --silent build && \
+		npm pack --silent --pack-destination ../../dist; \
+	else echo "npm is missing: no tarball of the TypeScript client"; fi
 
 api-changes: $(VENV)/.installed-docs  ## the changelog's "API changes" from tests/public_api.json
 	$(PY) scripts/api_changes.py --write CHANGELOG.md
