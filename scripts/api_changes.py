@@ -122,6 +122,7 @@ def replace_section(changelog: str, text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print, write, check or snapshot, as the arguments say; 1 when a check fails."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", type=Path, metavar="CHANGELOG", help="update its section")

@@ -140,7 +140,8 @@ def test_the_search_box_finds_agent_state(browser: Any, site_url: str) -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(site_url + "/")
-    box = _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "input.md-search__input"), "search")
+    search = (By.CSS_SELECTOR, "input.md-search__input")
+    box = _wait(browser, lambda d: d.find_element(*search), "the search box")
     box.click()
     box.send_keys("AgentState")
 

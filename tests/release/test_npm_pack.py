@@ -1,4 +1,4 @@
-"""The TypeScript client's npm tarball holds its built JavaScript and types, and a project can use it.
+"""The TypeScript client's npm tarball holds its JavaScript and types, and a project can use it.
 
 ``npm ci`` and ``npm run build`` in ``clients/typescript``, then ``npm pack``;
 the tarball must hold, for every module of ``src/``, its JavaScript and its

@@ -142,7 +142,9 @@ def _serving(venv: Path, folder: Path) -> Iterator[str]:
     command += ["--db", "threads.sqlite", "--port", str(port)]
     log = folder / "serve.log"
     with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=folder, env=_clean_env(), stdout=output, stderr=output)
+        process = subprocess.Popen(
+            command, cwd=folder, env=_clean_env(), stdout=output, stderr=output
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + WAIT
