@@ -72,3 +72,30 @@ bench: install services  ## every benchmark (~5-10 min); rewrites the table in b
 
 clean:  ## remove the venv (the wheelhouse in .cache stays, so a new venv is quick)
 	rm -rf $(VENV)
+
+# The docs site (mkdocs.yml) and the release artifacts. `make docs` needs only the docs extra,
+# so a fresh checkout builds the site without compiling llama-cpp-python first.
+.PHONY: docs docs-serve dist api-changes
+
+$(VENV)/.installed-docs: pyproject.toml | $(PY)
+	@echo "installing tenxgraph[docs,release] into $(VENV)"
+	$(PY) -m pip install --quiet -e ".[docs,release]"
+	touch $@
+
+docs: $(VENV)/.installed-docs  ## the docs site into site/, strict: a broken link or reference fails
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs  ## the docs site on http://127.0.0.1:8000, rebuilt on save
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+dist: $(VENV)/.installed-docs  ## sdist, wheel (twine-checked) and the TypeScript npm tarball in dist/
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	@if command -v npm >/dev/null; then \
+		cd clients/typescript && npm ci --no-audit --no-fund --silent && npm run --silent build && \
+		npm pack --silent --pack-destination ../../dist; \
+	else echo "npm is missing: no tarball of the TypeScript client"; fi
+
+api-changes: $(VENV)/.installed-docs  ## the changelog's "API changes" from tests/public_api.json
+	$(PY) scripts/api_changes.py --write CHANGELOG.md
