@@ -18,18 +18,12 @@ import pytest
 ALLOWED_PRIVATE_IMPORTS = {
     # The server's reach into the runtime's and the data model's privates, to go with the
     # move of docs/architecture.md ("Where the move stands"). Entries leave, none arrive.
-    ("tenxgraph.server._run_stream", "tenxgraph.core.graph._events"),
-    ("tenxgraph.server._run_stream", "tenxgraph.core.graph._remote_tools"),
-    ("tenxgraph.server._shapes", "tenxgraph.core.graph._remote_tools"),
-    ("tenxgraph.server._shapes", "tenxgraph.core.state._remote_calls"),
     ("tenxgraph.server._pg_queue", "tenxgraph.storage.sql._postgres"),
-    ("tenxgraph.server.remote_tools", "tenxgraph.core.state._remote_calls"),
 }
 """(importer, private module) pairs of ``server`` not yet on a public path."""
 
 KNOWN_CYCLES = [
     # Each goes with a move of issue 31; the test says when one is gone.
-    ["tenxgraph.core.graph._remote_tools", "tenxgraph.core.graph._tool_node"],
     ["tenxgraph.server._run_manager", "tenxgraph.server.remote_tools", "tenxgraph.server.runs"],
 ]
 """Cycles that exist today, sorted as ``cycles`` returns them. Entries leave, none arrive."""

@@ -4,7 +4,7 @@ A graph declares a ``RemoteTool`` (``tenxgraph.core.graph``); when the model
 calls it, the run pauses (an interrupt item with ``"kind": "remote_tool_calls"``
 whose value is ``{"type": "remote_tool_calls", "calls": [{"call": ...}]}``,
 see docs/tools.md; the words are shared with the runtime in
-``tenxgraph.core.state._remote_calls``). The
+``tenxgraph.core.state.remote_calls``). The
 server keeps that run open: it streams one ``remote_tool_call`` event per call
 (the ``RemoteToolCallBlock`` JSON) and waits for
 ``POST /threads/{thread_id}/runs/{run_id}/tool_results``; once every call is
@@ -53,12 +53,12 @@ from tenxgraph.client._events import (
     UpdatesPart,
     ValuesPart,
 )
-from tenxgraph.core.state._remote_calls import (
+from tenxgraph.core.state.message_block import RemoteToolCallBlock
+from tenxgraph.core.state.remote_calls import (
     is_remote_pause,
     remote_tool_result,
     remote_tool_resume,
 )
-from tenxgraph.core.state.message_block import RemoteToolCallBlock
 
 __all__ = [
     "PostResults",

@@ -19,7 +19,6 @@ from tenxgraph.server._limits import JsonLimits
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
-    from tenxgraph.storage.checkpointer.base import Checkpointer
     from tenxgraph.storage.longterm.base import MemoryStore
     from tenxgraph.storage.media.base import MediaStore
 
@@ -60,7 +59,9 @@ class ServerContext:
     """The served graph and its stores; one per app, on ``app.state.context``."""
 
     graph: CompiledGraph[Any]
-    """The graph every run of this server runs; its checkpointer holds the threads."""
+    """The graph every run of this server runs; threads are read and written through its
+    thread operations (``aget_state``, ``athread_info``, ``alist_threads``...), never
+    through its checkpointer."""
     graph_id: str
     """The graph's id, which is also the one assistant's id (``assistant_id``)."""
     authenticate: Authenticate
@@ -76,13 +77,6 @@ class ServerContext:
     """Awaited in order when the server starts (before it accepts requests)."""
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Awaited in reverse order when the server stops (after the last request)."""
-
-    @property
-    def checkpointer(self) -> Checkpointer:
-        """The graph's checkpointer, which holds the threads (``create_app`` requires one)."""
-        checkpointer = self.graph.checkpointer
-        assert checkpointer is not None
-        return checkpointer
 
 
 def get_context(request: Request) -> ServerContext:

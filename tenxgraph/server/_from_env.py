@@ -51,12 +51,12 @@ from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.errors import ConfigError
 from tenxgraph.server._limits import COUNT_LIMITS
 from tenxgraph.server.auth import api_keys, no_auth, parse_api_keys
+from tenxgraph.storage import checkpointer_at
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from tenxgraph.server._context import Authenticate
-    from tenxgraph.storage.checkpointer.base import Checkpointer
     from tenxgraph.storage.longterm.base import MemoryStore
 
 __all__ = ["ServeSettings", "load_target", "settings_from_env"]
@@ -108,19 +108,6 @@ def load_target(target: str) -> CompiledGraph[Any] | StateGraph[Any]:
     return found
 
 
-def _checkpointer(environ: dict[str, str]) -> Checkpointer:
-    dsn = _env("POSTGRES", environ)
-    if dsn is not None:
-        from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
-
-        return PgCheckpointer(dsn, redis=_env("REDIS", environ))
-    if _env("REDIS", environ) is not None:
-        raise ConfigError("a Redis cache needs Postgres: give --postgres DSN with --redis URL")
-    from tenxgraph.storage.checkpointer.sqlite import SqliteCheckpointer
-
-    return SqliteCheckpointer(_env("DB", environ) or DEFAULT_DB)
-
-
 def _memory(environ: dict[str, str]) -> MemoryStore | None:
     if _env("MEMORY", environ) != "1":
         return None
@@ -145,7 +132,10 @@ def _served_graph(
                 "or serve a graph compiled without one"
             )
         return target
-    checkpointer = _checkpointer(environ)
+    dsn, redis = _env("POSTGRES", environ), _env("REDIS", environ)
+    if dsn is None and redis is not None:
+        raise ConfigError("a Redis cache needs Postgres: give --postgres DSN with --redis URL")
+    checkpointer = checkpointer_at(dsn or _env("DB", environ) or DEFAULT_DB, redis=redis)
     if isinstance(target, StateGraph):
         return target.compile(checkpointer)
     return target.recompile(checkpointer=checkpointer)

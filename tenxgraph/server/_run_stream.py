@@ -29,14 +29,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tenxgraph.core.graph._events import (
+from tenxgraph.core.graph import (
     InterruptEvent,
     MessageEvent,
     RunResult,
     StreamEvent,
     UpdateEvent,
+    pending_remote_calls,
 )
-from tenxgraph.core.graph._remote_tools import pending_remote_calls
 from tenxgraph.core.state.json_policy import reader_json
 from tenxgraph.errors import GraphRunError
 from tenxgraph.server import _shapes as shapes

@@ -23,13 +23,13 @@ import hashlib
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.graph._remote_tools import pending_remote_calls
-from tenxgraph.core.state._remote_calls import REMOTE_CALLS_KIND
+from tenxgraph.core.graph import pending_remote_calls
+from tenxgraph.core.state.remote_calls import REMOTE_CALLS_KIND
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
-    from tenxgraph.storage.checkpointer.base import ThreadInfo
+    from tenxgraph.storage import ThreadInfo
 
 __all__ = [
     "checkpoint_json",

@@ -11,12 +11,15 @@ returns.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import CheckpointInfo
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._context import ServerContext, thread_config
+
+if TYPE_CHECKING:
+    from tenxgraph.storage import ThreadInfo
 
 __all__ = ["checkpoint_metadata", "runs_busy", "search", "state_history"]
 
@@ -41,7 +44,7 @@ async def search(
     page: slice | None,
 ) -> tuple[list[Json], int]:
     """The page of the tenant's matching threads as JSON, and how many match in all."""
-    infos = await context.checkpointer.alist_threads(user, metadata=metadata or None)
+    infos = await context.graph.alist_threads(user, metadata=metadata or None)
     if ids is not None:
         wanted = set(ids)
         infos = [info for info in infos if info.key.thread_id in wanted]
@@ -60,7 +63,7 @@ async def search(
     return (threads if page is None else threads[page]), len(threads)
 
 
-async def _thread(context: ServerContext, user: str, info: Any) -> Json:
+async def _thread(context: ServerContext, user: str, info: ThreadInfo) -> Json:
     thread_id = info.key.thread_id
     state = await context.graph.aget_state(thread_config(thread_id, user))
     return shapes.thread_json(info, state, await runs_busy(context, user, thread_id))
@@ -92,12 +95,13 @@ async def state_history(
         shown = checkpoint_metadata(info)
         return all(shown.get(k) == v for k, v in wanted)
 
+    config = thread_config(key.thread_id, key.user_id)
     snapshots = await context.graph.aget_state_history(
-        thread_config(key.thread_id, key.user_id),
+        config,
         limit=limit,
         before=before,
         where=matches if wanted else None,
     )
-    if not snapshots and await context.checkpointer.athread_info(key) is None:
+    if not snapshots and await context.graph.athread_info(config) is None:
         return None
     return [shapes.state_json(key.thread_id, snapshot) for snapshot in snapshots]

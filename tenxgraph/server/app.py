@@ -168,10 +168,8 @@ def _health_router() -> Any:
     @router.get("/ready")
     async def ready(context: Context) -> JSONResponse:
         """Readiness: the checkpointer answers a query in time (503 otherwise)."""
-        from tenxgraph.core.state.ids import ThreadKey
-
         try:
-            await context.checkpointer.aversion(ThreadKey("__ready__", "__ready__"))
+            await context.graph.athread_info({"thread_id": "__ready__", "user_id": "__ready__"})
         except Exception as exc:  # any failure means not ready; say which
             detail = f"storage not ready: {type(exc).__name__}: {exc}"
             return JSONResponse({"ok": False, "detail": detail}, status_code=503)

@@ -108,10 +108,9 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Json:
     """A page of the thread's whole log, oldest first, each message with its position."""
-    checkpointer = context.checkpointer
-    key = ThreadKey(thread_id, user)
     info = await thread_info_or_404(context, thread_id, user)
-    stored = await checkpointer.alist_messages(key, offset=offset, limit=limit)
+    config = thread_config(thread_id, user)
+    stored = await context.graph.alist_messages(config, offset=offset, limit=limit)
     return {
         "log_length": info.log_length,
         "offset": offset,
@@ -136,7 +135,8 @@ async def rollback_turn(thread_id: str, context: Context, user: User) -> Json:
 @router.get("/threads/{thread_id}/window")
 async def get_window(thread_id: str, context: Context, user: User) -> Json:
     """The context window: log ranges ``[start, end)``, its messages, and the summary."""
-    stored = await context.checkpointer.aload(ThreadKey(thread_id, user))
+    key = ThreadKey(thread_id, user)  # a bad id is a 400, before any read
+    stored = await context.graph.aload_thread(thread_config(key.thread_id, key.user_id))
     if stored is None:
         not_found(f"thread {thread_id!r}")
     return {

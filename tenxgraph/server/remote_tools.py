@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body
 
-from tenxgraph.core.state._remote_calls import remote_tool_result, remote_tool_resume
+from tenxgraph.core.state.remote_calls import remote_tool_result, remote_tool_resume
 from tenxgraph.errors import StateError
 from tenxgraph.server._context import Context, User
 from tenxgraph.server._limits import CheckedJsonRoute

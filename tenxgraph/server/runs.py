@@ -26,7 +26,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import EventsLostError, StateError
 from tenxgraph.server import remote_tools
-from tenxgraph.server._context import Context, ServerContext, User
+from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
@@ -84,7 +84,8 @@ def _locations(record: RunRecord) -> dict[str, str]:
 
 
 async def _thread_exists(context: ServerContext, thread_id: str, user: str) -> bool:
-    return await context.checkpointer.aversion(ThreadKey(thread_id, user)) is not None
+    key = ThreadKey(thread_id, user)  # a bad id is a 400, before any read
+    return await context.graph.athread_info(thread_config(key.thread_id, key.user_id)) is not None
 
 
 async def _require_thread(context: ServerContext, thread_id: str, user: str) -> None:
@@ -142,7 +143,7 @@ async def _start(
 
 def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:
     async def delete() -> None:
-        await context.checkpointer.adelete_thread(ThreadKey(thread_id, user))
+        await context.graph.adelete_thread(thread_config(thread_id, user))
 
     return delete
 

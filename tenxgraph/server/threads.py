@@ -19,7 +19,7 @@ from tenxgraph.server._context import Context, ServerContext, User, thread_confi
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_request import input_messages
 from tenxgraph.server.http_errors import bad_request, not_found
-from tenxgraph.storage.checkpointer.base import ThreadInfo
+from tenxgraph.storage import ThreadInfo
 
 __all__ = ["router"]
 
@@ -121,7 +121,8 @@ def _write(thread_id: str, user: str) -> Json:
 
 async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) -> ThreadInfo:
     """The caller's thread's listing line (one indexed read); 404 when it has none by that id."""
-    info = await context.checkpointer.athread_info(_key(thread_id, user))
+    key = _key(thread_id, user)
+    info = await context.graph.athread_info(thread_config(key.thread_id, key.user_id))
     if info is None:
         not_found(f"thread {thread_id!r}")
     return info

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph._node import Node
-from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls, unanswered_calls
+from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.message import Message, new_message_id
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.message_input import as_messages
-from tenxgraph.core.state.pairing import answer_skipped_calls
+from tenxgraph.core.state.pairing import answer_skipped_calls, unanswered_calls
 from tenxgraph.errors import StateError
 
 if TYPE_CHECKING:

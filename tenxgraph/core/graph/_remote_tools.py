@@ -24,7 +24,7 @@ The client answers with ``invoke({"resume": {"tool_results": [{"call_id": "c1",
   recognised, from the state: only when every call it lists is one the
   thread's last tool group left unanswered (``_legacy_pause``). The words of
   the exchange (the type, the kind, the result entries) are shared with the
-  server and the client in ``tenxgraph.core.state._remote_calls``.
+  server and the client in ``tenxgraph.core.state.remote_calls``.
 - The answers are checked before anything changes: an unknown or repeated
   ``call_id``, output that is not JSON data or a malformed entry raise
   ``StateError``, and the stored thread stays as it was.
@@ -59,14 +59,15 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt
 from tenxgraph.core.graph._json_schema import SchemaProblem, check_schema, validate
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.llm.base import ToolSpec
-from tenxgraph.core.state._remote_calls import (
+from tenxgraph.core.state.json_policy import check_json_data, storable_data
+from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock
+from tenxgraph.core.state.pairing import unanswered_calls
+from tenxgraph.core.state.remote_calls import (
     REMOTE_CALLS_KIND,
     REMOTE_CALLS_TYPE,
     TOOL_RESULTS_KEY,
     remote_tool_result,
 )
-from tenxgraph.core.state.json_policy import check_json_data, storable_data
-from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock
 from tenxgraph.errors import GraphBuildError, StateError, ToolArgumentsError, ToolError
 
 if TYPE_CHECKING:
@@ -235,8 +236,6 @@ def _legacy_pause(meta: ExecMeta, context: list[Message] | None) -> list[Pending
         pending = _read_value(value)
     except (AttributeError, KeyError, TypeError, ValueError):  # not one _as_value wrote
         return None
-    from tenxgraph.core.graph._tool_node import unanswered_calls  # it imports this module
-
     unanswered = {call.id: call.name for call in unanswered_calls(context)}
     for entry in pending:
         call = entry.call

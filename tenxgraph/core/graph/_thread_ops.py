@@ -18,12 +18,17 @@ from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import ThreadKey, run_config
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, run_config
 from tenxgraph.core.state.message import IdGenerator, Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
 from tenxgraph.runs import LeasePolicy, ThreadLease, discard_unfinished, take_thread
-from tenxgraph.storage.checkpointer.base import Checkpointer
+from tenxgraph.storage.checkpointer.base import (
+    Checkpointer,
+    StoredMessage,
+    StoredThread,
+    ThreadInfo,
+)
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
@@ -120,6 +125,80 @@ class ThreadOperations(Generic[S]):
     ) -> list[history.StateSnapshot[S]]:
         """Sync ``aget_state_history``."""
         return run_sync(self.aget_state_history(config, limit=limit, before=before, where=where))
+
+    async def athread_info(self, config: Mapping[str, Any]) -> ThreadInfo | None:
+        """The thread's listing line (log length, metadata, created and updated times), or None.
+
+        One row read, no state rebuilt: what an API shows for a thread beside
+        its state, and the cheap way to ask whether a thread exists.
+        """
+        return await self._require_checkpointer().athread_info(history.thread_key(config))
+
+    def thread_info(self, config: Mapping[str, Any]) -> ThreadInfo | None:
+        """Sync ``athread_info``."""
+        return run_sync(self.athread_info(config))
+
+    async def alist_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """The tenant's threads, most recently updated first, as listing lines.
+
+        ``metadata`` keeps the threads whose metadata contains it (every key
+        with an equal value, nested objects alike); ``offset`` and ``limit``
+        page the result. A tenant sees only its own threads.
+        """
+        return await self._require_checkpointer().alist_threads(
+            user_id, metadata=metadata, offset=offset, limit=limit
+        )
+
+    def list_threads(
+        self,
+        user_id: str = DEFAULT_USER,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[ThreadInfo]:
+        """Sync ``alist_threads``."""
+        return run_sync(self.alist_threads(user_id, metadata=metadata, offset=offset, limit=limit))
+
+    async def alist_messages(
+        self, config: Mapping[str, Any], *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """A page of the thread's whole log, oldest first, each message with its ``seq``.
+
+        The log keeps every message the thread ever had, those the context
+        window has left (trimmed or summarised) too; the state holds only the
+        window. An unknown thread has none.
+        """
+        return await self._require_checkpointer().alist_messages(
+            history.thread_key(config), offset=offset, limit=limit
+        )
+
+    def list_messages(
+        self, config: Mapping[str, Any], *, offset: int = 0, limit: int | None = None
+    ) -> list[StoredMessage]:
+        """Sync ``alist_messages``."""
+        return run_sync(self.alist_messages(config, offset=offset, limit=limit))
+
+    async def aload_thread(self, config: Mapping[str, Any]) -> StoredThread | None:
+        """The thread as stored: its values as JSON, its window's log ranges and messages.
+
+        Nothing is decoded into the state class, so it shows what the
+        checkpointer keeps (how the window maps onto the log, the summary)
+        even for fields the graph no longer declares. ``aget_state`` is the
+        state to work with; None for an unknown thread.
+        """
+        return await self._require_checkpointer().aload(history.thread_key(config))
+
+    def load_thread(self, config: Mapping[str, Any]) -> StoredThread | None:
+        """Sync ``aload_thread``."""
+        return run_sync(self.aload_thread(config))
 
     async def aupdate_state(
         self, config: Mapping[str, Any], values: Any, *, as_node: str | None = None

@@ -44,6 +44,7 @@ from tenxgraph.core.state.message_block import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from tenxgraph.core.state.pairing import last_tool_request, unanswered_calls
 from tenxgraph.core.state.tool_arguments import invalid_tool_args
 from tenxgraph.core.state.tool_result import ToolResult
 from tenxgraph.errors import ConfigError
@@ -56,7 +57,6 @@ __all__ = [
     "ToolOutcome",
     "close_interrupted_calls",
     "execute_tool",
-    "unanswered_calls",
 ]
 
 STORAGE_NOTES_KEY = "storage_notes"
@@ -166,7 +166,7 @@ class ToolNode(Node):
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[SaveProgress | NodeOutput]:
         """Execute pending calls concurrently; yield one ordered update with all results."""
-        asked = _last_request(state.context)
+        asked = last_tool_request(state.context)
         calls, refused = _calls_of(asked)
         message_id = "" if asked is None else asked.message_id
         ledger = state.execution_meta.tool_ledger
@@ -295,20 +295,6 @@ def close_interrupted_calls(
     return Updates(_results(pending, state, new_id))
 
 
-def unanswered_calls(context: list[Message]) -> list[ToolCallBlock]:
-    """The calls of the context's last tool group that have no result yet, in call order."""
-    asked = _last_request(context)
-    calls = [] if asked is None else asked.tool_calls()
-    if not calls:
-        return []
-    answered: set[str] = set()
-    for message in reversed(context):  # the group's results follow its call
-        if message.role != "tool":
-            break
-        answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
-    return [call for call in calls if call.id not in answered]
-
-
 def _results(
     calls: list[ToolCallBlock], state: AgentState, new_id: Callable[[], str | int]
 ) -> list[tuple[str, Any]]:
@@ -387,16 +373,6 @@ def _around(
         return await wrapper(wanted, inner)
 
     return call
-
-
-def _last_request(context: list[Message]) -> Message | None:
-    """The assistant message the context's last tool group answers (None: no such group)."""
-    for message in reversed(context):
-        if message.role == "assistant":
-            return message
-        if message.role != "tool":
-            break
-    return None
 
 
 def _calls_of(asked: Message | None) -> tuple[list[ToolCallBlock], dict[str, str]]:

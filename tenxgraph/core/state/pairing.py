@@ -13,7 +13,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from tenxgraph.core.state.message import Message, new_message_id
-from tenxgraph.core.state.message_block import ContentBlock, ToolResultBlock
+from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock, ToolResultBlock
 
 __all__ = [
     "NOT_RUN_TEXT",
@@ -22,8 +22,10 @@ __all__ = [
     "answer_skipped_calls",
     "group_starts",
     "is_paired",
+    "last_tool_request",
     "pairing_violations",
     "repair_pairing",
+    "unanswered_calls",
 ]
 
 SYNTHETIC_RESULT_TEXT = "[tenxgraph: no result was recorded for this tool call]"
@@ -80,6 +82,38 @@ def is_paired(messages: Sequence[Message], *, allow_pending_tail: bool = False) 
 def group_starts(messages: Sequence[Message]) -> list[int]:
     """Indexes where a cut may fall: every message that is not a tool message."""
     return [index for index, message in enumerate(messages) if message.role != "tool"]
+
+
+def last_tool_request(messages: Sequence[Message]) -> Message | None:
+    """The assistant message the last tool group answers, or None if the messages end otherwise.
+
+    The group is that message and the tool messages after it, up to the end:
+    a conversation ending in a user message has no group left open.
+    """
+    for message in reversed(messages):
+        if message.role == "assistant":
+            return message
+        if message.role != "tool":
+            break
+    return None
+
+
+def unanswered_calls(messages: Sequence[Message]) -> list[ToolCallBlock]:
+    """The calls of the last tool group that have no result yet, in call order.
+
+    The runtime runs these when a thread continues, closes them as
+    interrupted when it moves on, and recognises a pause for remote calls by them.
+    """
+    asked = last_tool_request(messages)
+    calls = [] if asked is None else asked.tool_calls()
+    if not calls:
+        return []
+    answered: set[str] = set()
+    for message in reversed(messages):  # the group's results follow its call
+        if message.role != "tool":
+            break
+        answered.update(b.call_id for b in message.content if isinstance(b, ToolResultBlock))
+    return [call for call in calls if call.id not in answered]
 
 
 def repair_pairing(messages: Sequence[Message]) -> list[Message]:
