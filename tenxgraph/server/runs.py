@@ -112,10 +112,11 @@ async def _start(
         if body.on_completion != "keep":
             cleanup = _deleter(context, thread_id, user)
     key = ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
+    create = stateless or body.if_not_exists == "create"
+    tag = cleanup is None and not manager.busy(user, thread_id)
+    info = await _thread_info(context, key, create=create) if tag else None
     given = graph_input(body)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
-    if cleanup is None and not manager.busy(user, thread_id):
-        await _tag_thread(context, key, create=stateless or body.if_not_exists == "create")
     spec = RunSpec(
         graph=context.graph,
         input=given,
@@ -128,32 +129,40 @@ async def _start(
     )
     kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
+    if not background and not stateless:  # a reject run on a thread busy elsewhere: 409 now
+        await manager.admit(spec)
+    if tag:
+        await _tag_thread(context, key, info)
     if background:
         return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
-    if not stateless:  # a reject run on a thread busy in another worker: 409 before it starts
-        await manager.admit(spec)
     return manager.start(spec, assistant_id=context.graph_id, **options)
 
 
-async def _tag_thread(context: ServerContext, key: ThreadKey, *, create: bool) -> None:
-    """Name the graph in the thread's metadata (``graph_id``, ``assistant_id``), as LangGraph does.
-
-    Clients list a graph's threads by it (Agent Chat UI:
-    ``threads.search({metadata: {graph_id}})``). A thread made by the run
-    (``if_not_exists="create"``, a kept stateless run) is created with it; a
-    thread that lacks it gets it once, as a metadata change (a checkpoint of
-    node ``update_metadata``) before its run. A thread a run of another
-    worker holds is left as it is: that run's own start named the graph.
-    A missing thread is a 404 unless the run may create it.
-    """
-    tags = {"graph_id": context.graph_id, "assistant_id": context.graph_id}
-    config = {"thread_id": key.thread_id, "user_id": key.user_id, "multitask_strategy": "reject"}
+async def _thread_info(context: ServerContext, key: ThreadKey, *, create: bool) -> Any:
+    """The thread's listing line; a missing thread is a 404 unless the run may create it."""
     info = await context.checkpointer.athread_info(key)
     if info is None and not create:
         not_found(
             f"thread {key.thread_id!r} (create it with POST /threads, "
             "or pass if_not_exists='create')"
         )
+    return info
+
+
+async def _tag_thread(context: ServerContext, key: ThreadKey, info: Any) -> None:
+    """Name the graph in the thread's metadata (``graph_id``, ``assistant_id``), as LangGraph does.
+
+    Clients list a graph's threads by it (Agent Chat UI:
+    ``threads.search({metadata: {graph_id}})``). A thread made by the run
+    (``if_not_exists="create"``, a kept stateless run; ``info`` is None) is
+    created with it; a thread that lacks it gets it once, as a metadata
+    change (a checkpoint of node ``update_metadata``) before its run. It is
+    done once the request passed every check, so a refused run changes
+    nothing. A thread a run of another worker holds is left as it is: that
+    run's own start named the graph.
+    """
+    tags = {"graph_id": context.graph_id, "assistant_id": context.graph_id}
+    config = {"thread_id": key.thread_id, "user_id": key.user_id, "multitask_strategy": "reject"}
     with contextlib.suppress(ThreadBusyError):
         if info is None:
             await context.graph.aensure_thread(config, metadata=tags)
