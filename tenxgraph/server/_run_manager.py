@@ -370,6 +370,10 @@ class RunManager:
             self._runs.pop(record.run_id, None)
             self._finished.pop(record.run_id, None)
 
+    async def aforget(self, record: RunRecord) -> None:
+        """``forget``, returning once the run is gone wherever it was kept."""
+        self.forget(record)
+
     def busy(self, user_id: str, thread_id: str) -> bool:
         """True while a run of this process is pending or running on the thread."""
         return any(not run.finished for run in self._threads.get((user_id, thread_id), []))

@@ -379,7 +379,7 @@ async def _cancel(
     """
     await manager.cancel(record, action=action, wait=wait)
     if action == "rollback":  # ``cancel`` waited for the run to end and the turn to go
-        manager.forget(record)
+        await manager.aforget(record)
 
 
 # --- runs on a thread ----------------------------------------------------------------------
@@ -444,7 +444,7 @@ async def delete_run(thread_id: str, run_id: str, context: Context, user: User) 
     record = await run_or_404(context, user, thread_id, run_id)
     if not record.finished:
         bad_request(f"run {run_id!r} is {record.status}: cancel it first", 409)
-    manager_of(context).forget(record)
+    await manager_of(context).aforget(record)
     return Response(status_code=204)
 
 
