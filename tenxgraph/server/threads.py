@@ -78,7 +78,9 @@ class ThreadSearch(_Body):
     status: ThreadStatus | None = None
     limit: int = Field(10, ge=0, le=1000)
     offset: int = Field(0, ge=0)
-    sort_by: Literal["thread_id", "status", "created_at", "updated_at"] | None = None
+    sort_by: (
+        Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] | None
+    ) = None
     sort_order: Literal["asc", "desc"] | None = None
 
 

@@ -108,6 +108,10 @@ def test_thread_answers_carry_state_updated_at(client: httpx.Client) -> None:
     got = client.get(f"/threads/{created['thread_id']}").json()
     assert got["state_updated_at"] > created["state_updated_at"]
     assert len(got["values"]["messages"]) == 2 and got["interrupts"] == {}
+    newer = thread(client)
+    by_state = {"sort_by": "state_updated_at", "sort_order": "asc"}
+    listed = [t["thread_id"] for t in client.post("/threads/search", json=by_state).json()]
+    assert listed == [created["thread_id"], newer]
 
 
 # ---- assistants ----
