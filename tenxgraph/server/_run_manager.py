@@ -400,16 +400,17 @@ class RunManager:
 
         ``interrupt`` keeps the turn so far (the thread is ``stopped``);
         ``rollback`` then discards the unfinished turn, as the graph's
-        ``rollback`` does. With ``wait`` the call returns once the run ended.
+        ``rollback`` does, and forgets the run. With ``wait`` the call returns once the run ended.
         """
         if record.finished:
             return
         record.cancel_reason = action
         self._stop(record)
-        if action == "rollback":
+        if action == "rollback":  # the turn is discarded and the run deleted, as LangGraph does
             await record.done.wait()
             config = {"thread_id": record.thread_id, "user_id": record.user_id}
             await record.graph.arollback(config)
+            await self.aforget(record)
         elif wait:
             await record.done.wait()
 

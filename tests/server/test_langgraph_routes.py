@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.clients.langgraph.graph import build
-from tests.server.conftest import Serve
+from tests.server.conftest import BACKENDS, Serve
 
 RUN = {"assistant_id": "agent"}
 
@@ -30,6 +30,14 @@ def user(text: str) -> dict[str, Any]:
 @pytest.fixture
 def client(serve: Serve) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=serve(build, memory=True), timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(params=BACKENDS)
+def any_client(serve: Serve, request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
+    """``client`` on SQLite, and on Postgres + Redis (the durable run table)."""
+    url = serve(build, backend=request.param, memory=True)
+    with httpx.Client(base_url=url, timeout=60) as client:
         yield client
 
 
@@ -64,7 +72,8 @@ def refused(answer: httpx.Response, status: int, words: str) -> None:
 # ---- thread metadata and fields ----
 
 
-def test_a_run_names_the_graph_in_its_threads_metadata_once(client: httpx.Client) -> None:
+def test_a_run_names_the_graph_in_its_threads_metadata_once(any_client: httpx.Client) -> None:
+    client = any_client
     thread_id = thread(client, metadata={"owner": "me"})
     wait_run(client, thread_id, "hi")
     tags = {"owner": "me", "graph_id": "agent", "assistant_id": "agent"}
@@ -179,7 +188,8 @@ def test_prune_refuses_a_busy_thread_before_deleting_any(client: httpx.Client) -
 # ---- runs ----
 
 
-def test_a_batch_starts_every_run_or_none(client: httpx.Client) -> None:
+def test_a_batch_starts_every_run_or_none(any_client: httpx.Client) -> None:
+    client = any_client
     thread_id = thread(client)
     batch = [
         {**RUN, "thread_id": thread_id, "input": user("one")},
@@ -204,7 +214,8 @@ def test_a_batch_starts_every_run_or_none(client: httpx.Client) -> None:
     assert len(client.get(f"/threads/{thread_id}/runs").json()) == 1  # none of them started
 
 
-def test_a_rolled_back_run_is_forgotten(client: httpx.Client) -> None:
+def test_a_rolled_back_run_is_forgotten(any_client: httpx.Client) -> None:
+    client = any_client
     thread_id = thread(client)
     run = client.post(f"/threads/{thread_id}/runs", json={**RUN, "input": user("sleep 30")}).json()
     run_status(client, thread_id, run["run_id"], "running")
@@ -220,6 +231,10 @@ def test_resume_beside_an_empty_input(client: httpx.Client) -> None:
     wait_run(client, thread_id, "ask")
     both = {**RUN, "input": user("x"), "command": {"resume": "Ada"}}
     refused(client.post(f"/threads/{thread_id}/runs/wait", json=both), 422, "not both")
+    interrupts = client.get(f"/threads/{thread_id}").json()["interrupts"]
+    patched = client.patch(f"/threads/{thread_id}/state", json={"metadata": {"seen": True}})
+    assert patched.status_code == 204  # a metadata change keeps the pause as it was
+    assert client.get(f"/threads/{thread_id}").json()["interrupts"] == interrupts != {}
     resumed = {**RUN, "input": {}, "command": {"resume": "Ada"}}
     values = client.post(f"/threads/{thread_id}/runs/wait", json=resumed).json()
     assert values["messages"][-1]["content"][0]["text"] == "you answered: Ada"
@@ -257,7 +272,8 @@ def until_done(stream: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
     raise AssertionError(f"the stream ended without run_done: {seen}")
 
 
-def test_the_thread_stream_follows_runs_one_after_the_other(client: httpx.Client) -> None:
+def test_the_thread_stream_follows_runs_one_after_the_other(any_client: httpx.Client) -> None:
+    client = any_client
     thread_id = thread(client)
     wait_run(client, thread_id, "first")
     path = f"/threads/{thread_id}/stream"
