@@ -13,8 +13,9 @@ API reference gives) chooses what comes:
 - ``state_update``: each run's ``values`` and ``updates`` events.
 
 An event's id is ``<run_id>:<n>`` (the run and the event's number in the
-run's own stream), so ``Last-Event-ID`` resumes after that event of that
-run, then goes on with the runs after it; ``-`` starts from the oldest run
+run's own stream; ``run_done`` has the number of the run's ``end``), so
+``Last-Event-ID`` resumes after that event of that run, then goes on with
+the runs after it; ``-`` starts from the oldest run
 the server still keeps for the thread. Runs are found in the run manager
 (every worker's with Postgres): while none is pending, the thread is
 looked at again every half second.
@@ -158,7 +159,8 @@ async def _events(
             text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
             yield _frame(record.run_id, last, "error", text).encode()
         done.add(record.run_id)
-        if "run_modes" in modes or "lifecycle" in modes:
+        resumed_at_end = last == after > 0  # its run_done went out before the reconnect
+        if ("run_modes" in modes or "lifecycle" in modes) and not resumed_at_end:
             ended: dict[str, Any] = {"run_id": record.run_id, "status": record.status}
             yield _frame(record.run_id, last, "run_done", StreamEncoder.dumps(ended)).encode()
 

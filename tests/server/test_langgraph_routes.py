@@ -290,6 +290,9 @@ def test_the_thread_stream_follows_runs_one_after_the_other(any_client: httpx.Cl
         assert second[0]["data"]["run_id"] != run_id
     with client.stream("GET", path, headers={"Last-Event-ID": f"{run_id}:1"}) as response:
         assert next(events(response))["id"] == f"{run_id}:2"
+    after_done = {"Last-Event-ID": first[-1]["id"]}  # the run_done: the next run comes next
+    with client.stream("GET", path, headers=after_done) as response:
+        assert next(events(response))["data"]["run_id"] == second[0]["data"]["run_id"]
     lifecycle = {"Last-Event-ID": "-"}
     with client.stream("GET", path + "?stream_mode=lifecycle", headers=lifecycle) as response:
         kinds = [e["event"] for e in until_done(events(response))]
