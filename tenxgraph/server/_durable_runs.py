@@ -407,12 +407,12 @@ class DurableRunManager(RunManager):
             self._remote.popitem(last=False)
         return record
 
-    def forget(self, record: RunRecord) -> None:
-        """Drop a finished run here and its row (in the background)."""
+    async def aforget(self, record: RunRecord) -> None:
+        """Drop a finished run here and its row, returning once the row is gone."""
         super().forget(record)
         if record.finished:
             self._remote.pop(record.run_id, None)
-            self._spawn(self.queue.forget(record.run_id))
+            await self.queue.forget(record.run_id)
 
     async def locate_runs(
         self,

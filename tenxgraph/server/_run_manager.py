@@ -370,6 +370,10 @@ class RunManager:
             self._runs.pop(record.run_id, None)
             self._finished.pop(record.run_id, None)
 
+    async def aforget(self, record: RunRecord) -> None:
+        """``forget``, returning once the run is gone wherever it was kept."""
+        self.forget(record)
+
     def busy(self, user_id: str, thread_id: str) -> bool:
         """True while a run of this process is pending or running on the thread."""
         return any(not run.finished for run in self._threads.get((user_id, thread_id), []))
@@ -396,16 +400,17 @@ class RunManager:
 
         ``interrupt`` keeps the turn so far (the thread is ``stopped``);
         ``rollback`` then discards the unfinished turn, as the graph's
-        ``rollback`` does. With ``wait`` the call returns once the run ended.
+        ``rollback`` does, and forgets the run. With ``wait`` the call returns once the run ended.
         """
         if record.finished:
             return
         record.cancel_reason = action
         self._stop(record)
-        if action == "rollback":
+        if action == "rollback":  # the turn is discarded and the run deleted, as LangGraph does
             await record.done.wait()
             config = {"thread_id": record.thread_id, "user_id": record.user_id}
             await record.graph.arollback(config)
+            await self.aforget(record)
         elif wait:
             await record.done.wait()
 

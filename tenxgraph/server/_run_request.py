@@ -111,10 +111,14 @@ class RunRequest(BaseModel):
         unknown = sorted(k for k, v in (self.model_extra or {}).items() if v is not None)
         if unknown:
             raise StateError(f"unknown field(s) {unknown} in the run request")
-        if self.input is not None and self.command is not None:
+        if self.input and self.command is not None:  # an empty input beside it says nothing
             raise StateError("give either 'input' or 'command', not both")
         if self.command is not None and self.command.goto is not None:
-            raise StateError("command.goto is not supported: the graph's edges decide")
+            raise StateError(
+                "command.goto is not supported: a run goes on where the thread stands and the "
+                "graph's edges pick each next node; to choose the next node, update the state "
+                "as the node before it (POST /threads/{id}/state with as_node), then run"
+            )
         bad = [mode for mode in self.modes() if mode not in STREAM_MODES]
         if bad:
             raise StateError(

@@ -150,6 +150,7 @@ def thread_json(info: ThreadInfo, state: AgentState | None, busy: bool = False) 
         "thread_id": thread_id,
         "created_at": iso_time(info.created_at),
         "updated_at": iso_time(info.updated_at),
+        "state_updated_at": iso_time(info.updated_at),  # every change of a thread is a save
         "metadata": info.metadata,
         "status": thread_status(state, busy),
         "values": {} if state is None else state_values(state),

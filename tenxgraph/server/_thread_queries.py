@@ -29,6 +29,7 @@ _INFO_SORTS = {
     "thread_id": lambda info: info.key.thread_id,
     "created_at": lambda info: info.created_at,
     "updated_at": lambda info: info.updated_at,
+    "state_updated_at": lambda info: info.updated_at,  # every change of a thread is a save
 }
 
 

@@ -137,7 +137,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _include_routers(app: FastAPI) -> None:
-    from tenxgraph.server import _metrics, assistants, extras, store, threads
+    from tenxgraph.server import _metrics, assistants, extras, store, thread_stream, threads
     from tenxgraph.server.runs import router as runs_router
 
     # Routes are matched in order, so the run routes, which every streamed run hits, come
@@ -150,6 +150,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(_metrics.router)
     app.include_router(assistants.router)
     app.include_router(threads.router)
+    app.include_router(thread_stream.router)
     app.include_router(store.router)
     app.include_router(extras.router)
 

@@ -2,9 +2,9 @@
 
 A tenxgraph server serves one graph, so it has one assistant whose id is
 the graph's id (``graph_id``, ``"agent"`` by default): clients pass it as
-``assistant_id`` to start runs. Creating, changing or deleting assistants
-is not supported (405 is what routes that do not exist answer; these
-answer 422 saying so).
+``assistant_id`` to start runs. It has one version (1), which is its
+latest. Creating, changing or deleting assistants is not supported (405
+is what routes that do not exist answer; these answer 422 saying so).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def assistant_json(context: ServerContext) -> Json:
         "metadata": {},
         "version": 1,
         "name": context.graph_id,
-        "description": None,
+        "description": "",
     }
 
 
@@ -103,16 +103,73 @@ async def get_graph(assistant_id: str, context: Context, user: User, xray: bool 
             {"id": n.name, "type": n.kind, "data": {"name": n.name, "detail": n.detail}}
             for n in drawn.nodes
         ],
-        "edges": [
-            {
-                "source": e.source,
-                "target": e.target,
-                "conditional": e.kind != "edge",
-                "data": e.label or None,
-            }
-            for e in drawn.edges
-        ],
+        "edges": [_edge_json(e.source, e.target, e.kind != "edge", e.label) for e in drawn.edges],
     }
+
+
+def _edge_json(source: str, target: str, conditional: bool, label: str) -> Json:
+    """A graph edge; its ``data`` (the SDKs' type: a string) only when the edge has a label."""
+    edge: Json = {"source": source, "target": target, "conditional": conditional}
+    if label:
+        edge["data"] = label
+    return edge
+
+
+class VersionsQuery(BaseModel):
+    """``POST /assistants/{id}/versions``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: Json | None = None
+    limit: int = Field(10, ge=0, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class SetLatest(BaseModel):
+    """``POST /assistants/{id}/latest``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int
+
+
+@router.patch("/assistants/{assistant_id}")
+async def update_assistant(assistant_id: str, context: Context, user: User) -> Json:
+    """Not supported: the assistant is the served graph as it was compiled."""
+    check_assistant(context, assistant_id)
+    bad_request(
+        "changing the assistant is not supported: it is the served graph; pass config, "
+        "context and metadata with each run instead"
+    )
+
+
+@router.delete("/assistants/{assistant_id}")
+async def delete_assistant(assistant_id: str, context: Context, user: User) -> Json:
+    """Not supported: the assistant lives as long as the server serves its graph."""
+    check_assistant(context, assistant_id)
+    bad_request("deleting the assistant is not supported: it is the served graph")
+
+
+@router.post("/assistants/{assistant_id}/versions")
+async def assistant_versions(
+    assistant_id: str, body: VersionsQuery, context: Context, user: User
+) -> list[Json]:
+    """The assistant's versions: the one it has (version 1)."""
+    check_assistant(context, assistant_id)
+    version = {k: v for k, v in assistant_json(context).items() if k != "updated_at"}
+    found = [] if body.metadata else [version]
+    return found[body.offset : body.offset + body.limit]
+
+
+@router.post("/assistants/{assistant_id}/latest")
+async def set_latest_version(
+    assistant_id: str, body: SetLatest, context: Context, user: User
+) -> Json:
+    """Version 1 is the assistant's only version, and its latest: the assistant."""
+    check_assistant(context, assistant_id)
+    if body.version != 1:
+        not_found(f"version {body.version} of assistant {assistant_id!r} (it has version 1 only)")
+    return assistant_json(context)
 
 
 @router.get("/assistants/{assistant_id}/schemas")

@@ -20,11 +20,11 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.errors import EventsLostError, StateError
+from tenxgraph.errors import EventsLostError, StateError, ThreadBusyError
 from tenxgraph.server import remote_tools
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLogLimits
@@ -42,6 +42,8 @@ from tenxgraph.server.http_errors import bad_request, not_found
 __all__ = ["manager_of", "router", "run_or_404"]
 
 router = APIRouter(tags=["runs"], route_class=CheckedJsonRoute)
+
+CancelAction = Literal["interrupt", "rollback"]
 
 PING_SECONDS = 15
 """A comment line on the stream this often keeps proxies from closing an idle one."""
@@ -88,13 +90,6 @@ async def _thread_exists(context: ServerContext, thread_id: str, user: str) -> b
     return await context.graph.athread_info(thread_config(key.thread_id, key.user_id)) is not None
 
 
-async def _require_thread(context: ServerContext, thread_id: str, user: str) -> None:
-    if not await _thread_exists(context, thread_id, user):
-        not_found(
-            f"thread {thread_id!r} (create it with POST /threads, or pass if_not_exists='create')"
-        )
-
-
 async def _start(
     context: ServerContext,
     user: str,
@@ -117,9 +112,10 @@ async def _start(
         thread_id = str(uuid.uuid4())
         if body.on_completion != "keep":
             cleanup = _deleter(context, thread_id, user)
-    elif body.if_not_exists != "create" and not manager.busy(user, thread_id):
-        await _require_thread(context, thread_id, user)
-    ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
+    key = ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
+    create = stateless or body.if_not_exists == "create"
+    tag = cleanup is None and not manager.busy(user, thread_id)
+    info = await _thread_info(context, key, create=create) if tag else None
     given = graph_input(body)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
     spec = RunSpec(
@@ -134,11 +130,47 @@ async def _start(
     )
     kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
+    if not background and not stateless:  # a reject run on a thread busy elsewhere: 409 now
+        await manager.admit(spec)
+    if tag:
+        await _tag_thread(context, key, info)
     if background:
         return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
-    if not stateless:  # a reject run on a thread busy in another worker: 409 before it starts
-        await manager.admit(spec)
     return manager.start(spec, assistant_id=context.graph_id, **options)
+
+
+async def _thread_info(context: ServerContext, key: ThreadKey, *, create: bool) -> Any:
+    """The thread's listing line; a missing thread is a 404 unless the run may create it."""
+    info = await context.checkpointer.athread_info(key)
+    if info is None and not create:
+        not_found(
+            f"thread {key.thread_id!r} (create it with POST /threads, "
+            "or pass if_not_exists='create')"
+        )
+    return info
+
+
+async def _tag_thread(context: ServerContext, key: ThreadKey, info: Any) -> None:
+    """Name the graph in the thread's metadata (``graph_id``, ``assistant_id``), as LangGraph does.
+
+    Clients list a graph's threads by it (Agent Chat UI:
+    ``threads.search({metadata: {graph_id}})``). A thread made by the run
+    (``if_not_exists="create"``, a kept stateless run; ``info`` is None) is
+    created with it; a thread that lacks it gets it once, as a metadata
+    change (a checkpoint of node ``update_metadata``) before its run. It is
+    done once the request passed every check, so a refused run changes
+    nothing. A thread a run of another worker holds is left as it is: that
+    run's own start named the graph.
+    """
+    tags = {"graph_id": context.graph_id, "assistant_id": context.graph_id}
+    config = {"thread_id": key.thread_id, "user_id": key.user_id, "multitask_strategy": "reject"}
+    with contextlib.suppress(ThreadBusyError):
+        if info is None:
+            await context.graph.aensure_thread(config, metadata=tags)
+        elif isinstance(info.metadata, dict) and any(
+            info.metadata.get(k) != v for k, v in tags.items()
+        ):
+            await context.graph.aupdate_metadata(config, tags)
 
 
 def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:
@@ -259,6 +291,52 @@ async def create_stateless(body: RunRequest, context: Context, user: User) -> JS
     return JSONResponse(record.as_json(), headers=_locations(record))
 
 
+class BatchRun(RunRequest):
+    """One run of ``POST /runs/batch``: a ``RunCreate``, on ``thread_id`` or stateless."""
+
+    thread_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _js_assistant_id(cls, data: Any) -> Any:
+        """The JS SDK sends its own ``assistantId`` beside ``assistant_id``: one is dropped."""
+        if isinstance(data, dict) and "assistantId" in data:
+            data = dict(data)
+            given = data.pop("assistantId")
+            if data.setdefault("assistant_id", given) != given:
+                raise StateError("assistantId and assistant_id name different assistants")
+        return data
+
+
+MAX_BATCH = 100
+"""The most runs one ``POST /runs/batch`` starts."""
+
+
+@router.post("/runs/batch")
+async def create_batch(body: list[BatchRun], context: Context, user: User) -> list[dict[str, Any]]:
+    """Start background runs, each as ``POST /threads/{thread_id}/runs`` or ``POST /runs`` would.
+
+    Every run is checked (its assistant, its input, its thread) before any
+    starts, so a bad one is a 4xx that started none.
+    """
+    if not 1 <= len(body) <= MAX_BATCH:
+        bad_request(f"a batch holds 1 to {MAX_BATCH} runs, got {len(body)}")
+    for run in body:
+        if run.assistant_id != context.graph_id:
+            not_found(f"assistant {run.assistant_id!r}")
+        check_state_input(context.graph, graph_input(run))
+        must_exist = run.thread_id is not None and run.if_not_exists != "create"
+        if must_exist and not await _thread_exists(context, str(run.thread_id), user):
+            not_found(f"thread {run.thread_id!r}")
+    started = []
+    for run in body:
+        given = run.model_dump(exclude={"thread_id"}, exclude_unset=True)
+        request = RunRequest.model_validate(given)
+        record = await _start(context, user, request, run.thread_id, background=True)
+        started.append(record.as_json())
+    return started
+
+
 class CancelMany(BaseModel):
     """``POST /runs/cancel``: which of the caller's runs to cancel."""
 
@@ -288,8 +366,21 @@ async def cancel_many(
             continue
         if body.status not in (None, "all") and record.status != body.status:
             continue
-        await manager.cancel(record, action=action)
+        await _cancel(manager, record, action)
     return Response(status_code=204)
+
+
+async def _cancel(
+    manager: RunManager, record: RunRecord, action: CancelAction, wait: bool = False
+) -> None:
+    """Stop the run; one rolled back is then forgotten, as LangGraph deletes it.
+
+    Its turn is discarded (the thread as before it), so nothing is left that
+    it did: its record goes too, and its id is a 404 from then on.
+    """
+    await manager.cancel(record, action=action, wait=wait)
+    if action == "rollback":  # ``cancel`` waited for the run to end and the turn to go
+        await manager.aforget(record)
 
 
 # --- runs on a thread ----------------------------------------------------------------------
@@ -354,7 +445,7 @@ async def delete_run(thread_id: str, run_id: str, context: Context, user: User) 
     record = await run_or_404(context, user, thread_id, run_id)
     if not record.finished:
         bad_request(f"run {run_id!r} is {record.status}: cancel it first", 409)
-    manager_of(context).forget(record)
+    await manager_of(context).aforget(record)
     return Response(status_code=204)
 
 
@@ -369,13 +460,14 @@ async def cancel_run(
 ) -> Response:
     """Stop the run: 202 at once, or 204 once it ended with ``wait=1``.
 
-    ``interrupt`` keeps the turn so far, ``rollback`` discards it. A run
-    that already ended is a 409.
+    ``interrupt`` keeps the turn so far, ``rollback`` discards it and the
+    run's record (it answers 204 or 202 once both are gone). A run that
+    already ended is a 409.
     """
     record = await run_or_404(context, user, thread_id, run_id)
     if record.finished:
         bad_request(f"run {run_id!r} already ended ({record.status}); nothing to cancel", 409)
-    await manager_of(context).cancel(record, action=action, wait=wait)
+    await _cancel(manager_of(context), record, action, wait)
     return Response(status_code=204 if wait else 202)
 
 

@@ -115,16 +115,14 @@ async def get_item(
     context: Context,
     user: User,
     refresh_ttl: bool | None = None,
-) -> Json:
-    """The item, or 404."""
+) -> Json | None:
+    """The item, or null when there is none (what the SDKs' types say ``getItem`` answers)."""
     if not namespace:
         bad_request("namespace must not be empty")
     item = await _store(context).aget(
         tuple(namespace.split(".")), key, user_id=user, refresh_ttl=refresh_ttl
     )
-    if item is None:
-        not_found(f"item {key!r} in namespace {namespace!r}")
-    return item_json(item)
+    return None if item is None else item_json(item)
 
 
 @router.delete("/store/items", status_code=204)

@@ -78,7 +78,9 @@ class ThreadSearch(_Body):
     status: ThreadStatus | None = None
     limit: int = Field(10, ge=0, le=1000)
     offset: int = Field(0, ge=0)
-    sort_by: Literal["thread_id", "status", "created_at", "updated_at"] | None = None
+    sort_by: (
+        Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] | None
+    ) = None
     sort_order: Literal["asc", "desc"] | None = None
 
 
@@ -89,6 +91,19 @@ class StateUpdate(_Body):
     as_node: str | None = None
     checkpoint: Json | None = None
     checkpoint_id: str | None = None
+
+
+class StatePatch(_Body):
+    """``PATCH /threads/{thread_id}/state``: metadata merged into the current checkpoint's."""
+
+    metadata: Json
+
+
+class ThreadPrune(_Body):
+    """``POST /threads/prune``."""
+
+    thread_ids: list[str] = Field(max_length=1000)
+    strategy: Literal["delete", "keep_latest"] = "delete"
 
 
 class HistoryQuery(_Body):
@@ -246,13 +261,57 @@ async def copy_thread(thread_id: str, context: Context, user: User) -> Json:
     return await thread_or_404(context, new_id, user)
 
 
+@router.post("/threads/prune")
+async def prune_threads(body: ThreadPrune, context: Context, user: User) -> Json:
+    """Delete the caller's threads named (``strategy="delete"``); ``pruned_count`` of those deleted.
+
+    A name that is no thread of the caller's is passed over. A thread a run
+    is on is a 409 before any is deleted.
+    """
+    if body.strategy == "keep_latest":
+        bad_request(
+            "strategy 'keep_latest' is not supported: a thread's checkpoints are its "
+            "append-only history, kept until the thread is deleted; prune with 'delete'"
+        )
+    keys = [_key(thread_id, user) for thread_id in dict.fromkeys(body.thread_ids)]
+    for key in keys:
+        if await queries.runs_busy(context, user, key.thread_id):
+            bad_request(f"thread {key.thread_id!r} has a run on it: cancel it first", 409)
+    pruned = 0
+    for key in keys:
+        pruned += bool(await context.graph.adelete_thread(thread_config(key.thread_id, user)))
+    return {"pruned_count": pruned}
+
+
 @router.get("/threads/{thread_id}/state")
 async def get_state(thread_id: str, context: Context, user: User, subgraphs: bool = False) -> Json:
-    """The thread's current state (its newest checkpoint)."""
+    """The thread's current state (its newest checkpoint), with the thread's metadata.
+
+    A checkpoint's ``metadata`` is what it records (``source``, ``step``,
+    ``node``, ``status``); the current one also shows the thread's metadata
+    beneath those keys, which is what ``PATCH .../state`` changes.
+    """
+    info = await thread_info_or_404(context, thread_id, user)
     history = await context.graph.aget_state_history(thread_config(thread_id, user), limit=1)
     if not history:
         not_found(f"thread {thread_id!r}")
-    return shapes.state_json(thread_id, history[0])
+    state = shapes.state_json(thread_id, history[0])
+    if isinstance(info.metadata, dict):
+        state["metadata"] = {**info.metadata, **state["metadata"]}
+    return state
+
+
+@router.patch("/threads/{thread_id}/state", status_code=204)
+async def patch_state(thread_id: str, body: StatePatch, context: Context, user: User) -> Response:
+    """Merge metadata into the current checkpoint's: a new checkpoint, as every change is.
+
+    Checkpoints are never rewritten here, so the metadata goes into the
+    thread's (as ``PATCH /threads/{id}``), saved as a checkpoint of node
+    ``update_metadata`` that the current state then shows.
+    """
+    await thread_info_or_404(context, thread_id, user)
+    await context.graph.aupdate_metadata(_write(thread_id, user), body.metadata)
+    return Response(status_code=204)
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")

@@ -89,6 +89,7 @@ def langchain_message(message: Any, where: str) -> None:
 _ASSISTANTS = "#33: refused with 422: one assistant per served graph"
 _MODE = "#33: stream mode {} is refused with 422 (only values, updates, messages, messages-tuple)"
 _CRONS = "#33: the server has no crons (/runs/crons is 404)"
+_COMMANDS = "#33: the thread-streaming protocol (POST /threads/{id}/commands) is not served yet"
 
 
 # ---- assistants ----
@@ -133,7 +134,7 @@ def _(client: Any) -> None:
     check(client.assistants.create(GRAPH_ID, name="made"), Assistant)
 
 
-@sdk_check("assistants.update", "#33: PATCH /assistants/{id} is 405")
+@sdk_check("assistants.update", "#33: refused with 422: the assistant is the served graph")
 def _(client: Any) -> None:
     check(client.assistants.update(GRAPH_ID, metadata={"k": "v"}), Assistant)
 
@@ -144,12 +145,12 @@ def _(client: Any) -> None:
     client.assistants.delete(made["assistant_id"])
 
 
-@sdk_check("assistants.get_versions", "#33: POST /assistants/{id}/versions is 404")
+@sdk_check("assistants.get_versions")
 def _(client: Any) -> None:
     check(client.assistants.get_versions(GRAPH_ID), list[AssistantVersion])
 
 
-@sdk_check("assistants.set_latest", "#33: POST /assistants/{id}/latest is 404")
+@sdk_check("assistants.set_latest")
 def _(client: Any) -> None:
     check(client.assistants.set_latest(GRAPH_ID, 1), Assistant)
 
@@ -214,7 +215,7 @@ def _(client: Any) -> None:
     assert [t["thread_id"] for t in found] == [thread_id]
 
 
-@sdk_check("threads.search(metadata.graph_id after a run)", "#33: a run does not set graph_id")
+@sdk_check("threads.search(metadata.graph_id after a run)")
 def _(client: Any) -> None:
     thread_id = talked(client)
     found = client.threads.search(metadata={"graph_id": GRAPH_ID}, limit=1000)
@@ -236,7 +237,7 @@ def _(client: Any) -> None:
     assert len(client.threads.get_state(copy["thread_id"])["values"]["messages"]) == 2
 
 
-@sdk_check("threads.prune", "#33: POST /threads/prune is 405")
+@sdk_check("threads.prune")
 def _(client: Any) -> None:
     result = client.threads.prune([talked(client)], strategy="delete")
     assert result.get("pruned_count") == 1, result
@@ -278,7 +279,7 @@ def _(client: Any) -> None:
     assert before[0]["checkpoint"]["checkpoint_id"] != latest["checkpoint_id"]
 
 
-@sdk_check("threads.join_stream", "#33: GET /threads/{id}/stream is 404")
+@sdk_check("threads.join_stream")
 def _(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     client.runs.create(thread_id, GRAPH_ID, input=user("sleep 0.5"))
@@ -288,7 +289,7 @@ def _(client: Any) -> None:
     raise AssertionError("no event on the thread's stream")
 
 
-@sdk_check("threads.stream(commands protocol)", "#33: POST /threads/{id}/commands is 404")
+@sdk_check("threads.stream(commands protocol)", _COMMANDS)
 def _(client: Any) -> None:
     with client.threads.stream(assistant_id=GRAPH_ID) as stream:
         stream.run.start(input=user("hi"))
@@ -310,7 +311,7 @@ def _(client: Any) -> None:
     check(client.runs.create(None, GRAPH_ID, input=user("hi")), Run)
 
 
-@sdk_check("runs.create_batch", "#33: POST /runs/batch is 404")
+@sdk_check("runs.create_batch")
 def _(client: Any) -> None:
     payloads = [{"assistant_id": GRAPH_ID, "input": user(t)} for t in ("one", "two")]
     check(client.runs.create_batch(payloads), list[Run])
@@ -386,7 +387,7 @@ def _(client: Any) -> None:
     assert text_of(values["messages"][-1]) == "you answered: Ada"
 
 
-@sdk_check("runs.wait(command.resume with input {})", "#33: an empty input beside the command")
+@sdk_check("runs.wait(command.resume with input {})")
 def _(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     client.runs.wait(thread_id, GRAPH_ID, input=user("ask"))
@@ -444,7 +445,7 @@ def _(client: Any) -> None:
     assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
 
 
-@sdk_check("runs.cancel(action=rollback)", "#33: a rolled-back run stays listed")
+@sdk_check("runs.cancel(action=rollback)")
 def _(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     run = client.runs.create(thread_id, GRAPH_ID, input=user("sleep 30"))
@@ -500,7 +501,7 @@ def _(client: Any) -> None:
     assert check(client.store.get_item(NAMESPACE, "got"), Item)["value"] == {"a": 2}
 
 
-@sdk_check("store.get_item(missing)", "#33: a missing item is 404 where LangGraph answers null")
+@sdk_check("store.get_item(missing)")
 def _(client: Any) -> None:
     assert client.store.get_item(NAMESPACE, "never-put") is None
 

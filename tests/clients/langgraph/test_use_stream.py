@@ -260,7 +260,7 @@ def test_reopen_a_thread_from_history(open_page: Open) -> None:
     assert _messages(page)[1]["text"].startswith("said: hi w0")
 
 
-@pytest.mark.xfail(strict=True, reason=_FORMAT + "; a run does not set graph_id in metadata")
+@pytest.mark.xfail(strict=True, reason=_FORMAT)
 def test_thread_list_by_graph_id(open_page: Open) -> None:
     page = open_page()
     _said(page, "hi", "w9")
