@@ -141,7 +141,7 @@ async def _start(
 
 async def _thread_info(context: ServerContext, key: ThreadKey, *, create: bool) -> Any:
     """The thread's listing line; a missing thread is a 404 unless the run may create it."""
-    info = await context.checkpointer.athread_info(key)
+    info = await context.graph.athread_info(thread_config(key.thread_id, key.user_id))
     if info is None and not create:
         not_found(
             f"thread {key.thread_id!r} (create it with POST /threads, "
