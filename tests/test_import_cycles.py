@@ -22,7 +22,6 @@ ALLOWED_PRIVATE_IMPORTS = {
     ("tenxgraph.server._run_stream", "tenxgraph.core.graph._remote_tools"),
     ("tenxgraph.server._shapes", "tenxgraph.core.graph._remote_tools"),
     ("tenxgraph.server._shapes", "tenxgraph.core.state._remote_calls"),
-    ("tenxgraph.server._pg_queue", "tenxgraph.storage.sql._postgres"),
     ("tenxgraph.server.remote_tools", "tenxgraph.core.state._remote_calls"),
 }
 """(importer, private module) pairs of ``server`` not yet on a public path."""

@@ -26,6 +26,16 @@ are a row of ``<schema>.server_run_mail`` addressed to the holder, which a
 Only what PostgreSQL provides is used: row locks, ``SKIP LOCKED`` and the
 database's clock (``now()``), so workers on several machines agree on
 expiries without synchronized clocks.
+
+An outage shorter than ``outage_timeout`` delays the queue's calls as it
+delays ``PgCheckpointer``'s: each runs through ``PgDatabase.retrying``. A
+call whose reply was lost may be sent again only when sending it twice does
+what sending it once does: ``add`` inserts nothing for a run id already
+there, ``finish`` that finds its row already ended with the same status
+counts as done, and the lease and status updates set values rather than
+add to them. A claim is not sent again (it counts an attempt; the row it
+may have taken is claimed again once its lease expired), nor a letter (it
+would be posted twice).
 """
 
 from __future__ import annotations
@@ -34,14 +44,12 @@ import asyncio
 import hashlib
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.errors import ConfigError
-from tenxgraph.storage.sql import Component
-from tenxgraph.storage.sql._postgres import PgDatabase
+from tenxgraph.storage.sql import Component, PgDatabase
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -161,8 +169,14 @@ class PgRunQueue:
         schema: str = "tenxgraph",
         lease_seconds: float = 15.0,
         pool_size: int = 4,
+        connect_timeout: float = 5.0,
+        outage_timeout: float = 30.0,
     ) -> None:
-        """Connect with a DSN or a pool; a silent holder keeps a run ``lease_seconds``."""
+        """Connect with a DSN or a pool; a silent holder keeps a run ``lease_seconds``.
+
+        ``outage_timeout`` (seconds; 0 turns it off) is how long the queue's
+        calls wait for a Postgres that went away, as ``PgCheckpointer``'s do.
+        """
         if not lease_seconds > 0:
             raise ConfigError(f"lease_seconds must be > 0, got {lease_seconds}")
         self.lease_seconds = lease_seconds
@@ -172,6 +186,8 @@ class PgRunQueue:
             schema=schema,
             pool_min_size=1,
             pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            outage_timeout=outage_timeout,
             private_loop=False,
         )
         self._t = f"{self._db.s}.server_runs"
@@ -186,10 +202,16 @@ class PgRunQueue:
         """How often a holder extends its leases (a third of the lease, at most a second)."""
         return min(1.0, self.lease_seconds / 3)
 
-    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    async def _once(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         async with self._db.connection() as conn:
             cursor = await conn.execute(sql, params)
             return await cursor.fetchall() if cursor.description else []
+
+    async def _fetch(
+        self, sql: str, params: Sequence[Any], *, resend: bool = True
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement, again through an outage (``resend``: also after a lost reply)."""
+        return await self._db.retrying(lambda lost: self._once(sql, params), resend=resend)
 
     async def add(
         self,
@@ -207,7 +229,8 @@ class PgRunQueue:
         params += [owner] + ([self.lease_seconds] if owner else [])
         await self._fetch(
             f"INSERT INTO {self._t} (run_id, user_id, thread_id, status, record, request,"
-            f" owner, lease_until) VALUES (%s, %s, %s, 'pending', %s, %s, %s, {lease})",
+            f" owner, lease_until) VALUES (%s, %s, %s, 'pending', %s, %s, %s, {lease})"
+            " ON CONFLICT (run_id) DO NOTHING",
             params,
         )
         if owner is None:
@@ -264,6 +287,7 @@ class PgRunQueue:
                     FOR UPDATE SKIP LOCKED)
                 RETURNING {_COLUMNS}""",
             [owner, self.lease_seconds],
+            resend=False,
         )
         return _claimed(rows[0]) if rows else None
 
@@ -293,16 +317,28 @@ class PgRunQueue:
         return {str(run_id): cancel for run_id, cancel in rows}
 
     async def finish(self, run_id: str, owner: str, status: str, output: Any) -> bool:
-        """Record how the run ended; False when ``owner`` no longer held it (nothing written)."""
-        rows = await self._fetch(
-            f"UPDATE {self._t} SET status = %s, output = %s, owner = NULL, lease_until = NULL,"
-            " updated_at = now() WHERE run_id = %s AND owner = %s"
-            " AND status IN ('pending', 'running') RETURNING run_id",
-            [status, json.dumps(output), run_id, owner],
-        )
-        if rows:
+        """Record how the run ended; False when ``owner`` no longer held it (nothing written).
+
+        Sent again after a lost reply, it finds its own write: a row already
+        ended with ``status`` counts as done.
+        """
+
+        async def attempt(lost: bool) -> bool:
+            rows = await self._once(
+                f"UPDATE {self._t} SET status = %s, output = %s, owner = NULL,"
+                " lease_until = NULL, updated_at = now() WHERE run_id = %s AND owner = %s"
+                " AND status IN ('pending', 'running') RETURNING run_id",
+                [status, json.dumps(output), run_id, owner],
+            )
+            if rows or not lost:
+                return bool(rows)
+            ended = await self._once(f"SELECT status FROM {self._t} WHERE run_id = %s", [run_id])
+            return bool(ended) and ended[0][0] == status
+
+        done = await self._db.retrying(attempt)
+        if done:
             await self._notify()  # the thread's next run may go now
-        return bool(rows)
+        return done
 
     async def release(self, owner: str, run_ids: Sequence[str]) -> int:
         """Hand runs back (graceful shutdown): another worker claims them at once."""
@@ -319,25 +355,18 @@ class PgRunQueue:
         return len(rows)
 
     async def record_end(self, owner: str, run_id: str, status: str | None, output: Any) -> None:
-        """``finish`` the run (``status``) or ``release`` it (None), retried while Postgres is away.
+        """``finish`` the run (``status``) or ``release`` it (None), waiting out an outage.
 
-        Retried for up to a lease: past that the lease expired and the next
-        claimer records the outcome (``finish`` is fenced by ``owner``).
+        Past ``outage_timeout`` the outcome is logged as not recorded: the
+        lease expires and the next claimer records it (``finish`` is fenced).
         """
-        deadline, delay = time.monotonic() + self.lease_seconds, 0.1
-        while True:
-            try:
-                if status is None:
-                    await self.release(owner, [run_id])
-                else:
-                    await self.finish(run_id, owner, status, output)
-                return
-            except Exception as exc:
-                if time.monotonic() + delay > deadline:
-                    logger.warning("run %s: outcome not recorded: %s", run_id, exc)
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+        try:
+            if status is None:
+                await self.release(owner, [run_id])
+            else:
+                await self.finish(run_id, owner, status, output)
+        except Exception as exc:
+            logger.warning("run %s: outcome not recorded: %s", run_id, exc)
 
     async def request_cancel(self, run_id: str, action: str) -> ClaimedRun | None:
         """Ask the run to stop; a run nobody holds live ends ``interrupted`` here and now.
@@ -383,6 +412,7 @@ class PgRunQueue:
             f"INSERT INTO {self._mail} (run_id, holder, sender, body) VALUES (%s, %s, %s, %s)"
             " RETURNING id",
             [run_id, holder, sender, json.dumps(body)],
+            resend=False,
         )
         await self._fetch("SELECT pg_notify(%s, 'mail')", [self.worker_channel(holder)])
         return int(rows[0][0])
@@ -393,6 +423,7 @@ class PgRunQueue:
             f"UPDATE {self._mail} SET state = 'taken' WHERE holder = %s AND state = 'new'"
             " RETURNING id, run_id, sender, body",
             [holder],
+            resend=False,
         )
         return [(int(i), str(r), str(s), b) for i, r, s, b in rows]
 
