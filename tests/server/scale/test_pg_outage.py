@@ -62,6 +62,15 @@ def _body(text: str) -> dict[str, Any]:
     return {"assistant_id": AGENT, "input": {"messages": [message]}, "if_not_exists": "create"}
 
 
+async def _past_first_step(client: httpx.AsyncClient, thread: str) -> None:
+    for _ in range(1200):
+        state = (await client.get(f"/threads/{thread}/state")).json()
+        if len(state.get("values", {}).get("messages", [])) > 1:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"thread {thread} never got past its first step")
+
+
 async def _final(client: httpx.AsyncClient, thread: str, run_id: str) -> str:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -84,11 +93,8 @@ async def test_runs_in_flight_and_created_during_a_short_outage_end_success(
                     run = await client.post(f"/threads/f{n}/runs", json=_body(f"f{n}"))
                     assert run.status_code == 200, run.text
                     flying.append((f"f{n}", run.json()["run_id"]))
-                for thread, run_id in flying:  # each is past its first step
-                    while (await client.get(f"/threads/{thread}/state")).json()[
-                        "values"
-                    ].get("messages", [])[1:] == []:
-                        await asyncio.sleep(0.05)
+                for thread, _ in flying:  # each is past its first step
+                    await _past_first_step(client, thread)
                 await asyncio.to_thread(private_postgres.stop)
                 created = [
                     asyncio.ensure_future(client.post(f"/threads/n{n}/runs", json=_body(f"n{n}")))
