@@ -3,10 +3,11 @@
 A run holds its thread through the thread's lease (``ThreadLease``, taken by
 ``take_thread`` according to a ``LeasePolicy`` and the run's
 ``MultitaskStrategy``), and a turn that did not finish is discarded whole
-(``discard_unfinished``). This package uses storage and the state model,
-never the runtime: ``tenxgraph.core.graph`` and the server build on it. The
-run registry and the durable run queue come here next (see the architecture
-page). Exports are imported on first access.
+(``discard_unfinished``). ``PgRunQueue`` is the durable run table of a server
+on Postgres, whose running runs are alive while their thread's lease is. This
+package uses storage and the state model, never the runtime:
+``tenxgraph.core.graph`` and the server build on it. The run registry comes
+here next (see the architecture page). Exports are imported on first access.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "ClaimedRun",
     "LeasePolicy",
     "MultitaskStrategy",
+    "PgRunQueue",
+    "QueueStats",
+    "RunGone",
+    "Take",
     "ThreadLease",
     "discard_unfinished",
+    "lease_owner",
     "lease_table",
     "missing_leases",
     "take_thread",
@@ -27,11 +34,14 @@ if TYPE_CHECKING:
     from tenxgraph.runs._leases import (
         LeasePolicy,
         MultitaskStrategy,
+        Take,
         ThreadLease,
+        lease_owner,
         lease_table,
         missing_leases,
         take_thread,
     )
+    from tenxgraph.runs._pg_queue import ClaimedRun, PgRunQueue, QueueStats, RunGone
     from tenxgraph.runs._turns import discard_unfinished
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -42,11 +52,14 @@ else:
             "tenxgraph.runs._leases": (
                 "LeasePolicy",
                 "MultitaskStrategy",
+                "Take",
                 "ThreadLease",
+                "lease_owner",
                 "lease_table",
                 "missing_leases",
                 "take_thread",
             ),
+            "tenxgraph.runs._pg_queue": ("ClaimedRun", "PgRunQueue", "QueueStats", "RunGone"),
             "tenxgraph.runs._turns": ("discard_unfinished",),
         },
     )

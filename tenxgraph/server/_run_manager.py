@@ -132,6 +132,10 @@ class RunRecord:
 class RunManager:
     """The runs of one server process: started as tasks, ordered per thread, kept a while."""
 
+    orders_in_memory = True
+    """An ``enqueue`` run waits here for the earlier runs of its thread started here (the
+    durable manager orders them by their rows instead)."""
+
     def __init__(
         self,
         limits: EventLogLimits | None = None,
@@ -199,9 +203,8 @@ class RunManager:
             ahead = []
         self._runs[run_id] = record
         self._threads.setdefault((user_id, thread_id), []).append(record)
-        record.task = asyncio.get_running_loop().create_task(
-            self._execute(record, spec, ahead if strategy == "enqueue" else [])
-        )
+        waits = ahead if strategy == "enqueue" and self.orders_in_memory else []
+        record.task = asyncio.get_running_loop().create_task(self._execute(record, spec, waits))
         return record
 
     async def enqueue(
