@@ -389,7 +389,11 @@ class DurableRunManager(RunManager):
             self._lost(record)
         elif record.cancel_reason is None:
             action: CancelAction = "rollback" if request == "rollback" else "interrupt"
-            self._spawn(super().cancel(record, action=action))
+            if record.started and not record.remote.waiting:  # in the graph, which acts on it
+                record.cancel_reason = action  # (a rollback discards its own turn before it ends)
+                record.control.stop(action)
+            else:
+                self._spawn(super().cancel(record, action=action))
 
     async def _settled(self, record: RunRecord) -> None:
         """Write the outcome into the row before the stream's ``end``, then let the lease go.
