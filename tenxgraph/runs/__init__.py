@@ -3,11 +3,13 @@
 A run holds its thread through the thread's lease (``ThreadLease``, taken by
 ``take_thread`` according to a ``LeasePolicy`` and the run's
 ``MultitaskStrategy``), and a turn that did not finish is discarded whole
-(``discard_unfinished``). ``PgRunQueue`` is the durable run table of a server
-on Postgres, whose running runs are alive while their thread's lease is. This
+(``discard_unfinished``). ``RunRegistry`` keeps a process's runs (started,
+ordered per thread, stopped, remembered), made of the ``RunParts`` the layer
+above gives it; ``PgRunQueue`` is the durable run table of a server on
+Postgres, whose running runs are alive while their thread's lease is. This
 package uses storage and the state model, never the runtime:
-``tenxgraph.core.graph`` and the server build on it. The run registry comes
-here next (see the architecture page). Exports are imported on first access.
+``tenxgraph.core.graph`` and the server build on it. Exports are imported on
+first access.
 """
 
 from __future__ import annotations
@@ -15,12 +17,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "DRAIN_SECONDS",
+    "FINISHED",
+    "CancelAction",
     "ClaimedRun",
+    "Encoder",
     "LeasePolicy",
     "MultitaskStrategy",
     "PgRunQueue",
     "QueueStats",
+    "RemoteWaits",
     "RunGone",
+    "RunHandle",
+    "RunLog",
+    "RunParts",
+    "RunRecord",
+    "RunRegistry",
+    "RunSpec",
+    "RunStatus",
+    "RunTarget",
+    "RunWriter",
     "Take",
     "ThreadLease",
     "discard_unfinished",
@@ -42,6 +58,22 @@ if TYPE_CHECKING:
         take_thread,
     )
     from tenxgraph.runs._pg_queue import ClaimedRun, PgRunQueue, QueueStats, RunGone
+    from tenxgraph.runs._registry import (
+        DRAIN_SECONDS,
+        FINISHED,
+        CancelAction,
+        Encoder,
+        RemoteWaits,
+        RunHandle,
+        RunLog,
+        RunParts,
+        RunRecord,
+        RunRegistry,
+        RunSpec,
+        RunStatus,
+        RunTarget,
+        RunWriter,
+    )
     from tenxgraph.runs._turns import discard_unfinished
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -60,6 +92,22 @@ else:
                 "take_thread",
             ),
             "tenxgraph.runs._pg_queue": ("ClaimedRun", "PgRunQueue", "QueueStats", "RunGone"),
+            "tenxgraph.runs._registry": (
+                "DRAIN_SECONDS",
+                "FINISHED",
+                "CancelAction",
+                "Encoder",
+                "RemoteWaits",
+                "RunHandle",
+                "RunLog",
+                "RunParts",
+                "RunRecord",
+                "RunRegistry",
+                "RunSpec",
+                "RunStatus",
+                "RunTarget",
+                "RunWriter",
+            ),
             "tenxgraph.runs._turns": ("discard_unfinished",),
         },
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.server._run_manager import RunSpec
+from tenxgraph.runs import RunSpec
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph

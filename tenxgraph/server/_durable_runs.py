@@ -51,19 +51,22 @@ import pydantic_core
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.runs import RunGone, ThreadLease, take_thread
+from tenxgraph.runs import (
+    DRAIN_SECONDS,
+    FINISHED,
+    CancelAction,
+    RunGone,
+    RunRecord,
+    RunRegistry,
+    RunSpec,
+    ThreadLease,
+    take_thread,
+)
 from tenxgraph.server._claimed_runs import resumed
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamWriter
 from tenxgraph.server._run_followers import RunFollowers, settle
-from tenxgraph.server._run_manager import (
-    DRAIN_SECONDS,
-    FINISHED,
-    CancelAction,
-    RunManager,
-    RunRecord,
-    RunSpec,
-)
+from tenxgraph.server._run_parts import SERVER_PARTS
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server._tool_relay import ToolResultRelay
 
@@ -87,7 +90,7 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class DurableRunManager(RunManager):
+class DurableRunManager(RunRegistry):
     """The run manager of one worker among several sharing a Postgres run table."""
 
     orders_in_memory = False  # the rows order a thread's runs, whichever worker holds them
@@ -112,7 +115,12 @@ class DurableRunManager(RunManager):
         ``lease_seconds``: the thread lease of the runs served (the graph's
         by default): how long a dead worker's run waits to be resumed.
         """
-        super().__init__(limits, keep_finished=keep_finished, keep_logs=keep_logs)
+        super().__init__(
+            SERVER_PARTS,
+            limits or EventLogLimits(),
+            keep_finished=keep_finished,
+            keep_logs=keep_logs,
+        )
         self.graph, self.queue, self.events = graph, queue, events
         self.consumers, self.poll_seconds = consumers, poll_seconds
         self.drain_seconds = drain_seconds
@@ -137,6 +145,7 @@ class DurableRunManager(RunManager):
         """Claimed runs being started: run id -> (attempt, last event id published)."""
         self._background: set[asyncio.Task[Any]] = set()
         self.followers = RunFollowers(graph, queue, events, self.limits, poll_seconds, self._spawn)
+        self.limits: EventLogLimits
         self._closing = False
         self._claims_failing = False
         self._work = asyncio.Event()
@@ -253,6 +262,8 @@ class DurableRunManager(RunManager):
             kwargs=dict(kwargs or {}),
             log=EventLog(self.limits),
             graph=self.graph,
+            control=self.parts.new_handle(run_id),
+            remote=self.parts.new_remote(),
             created_at=now,
             updated_at=now,
         )  # what the answer shows; readers get a live record through ``locate``

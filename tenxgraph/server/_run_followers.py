@@ -16,9 +16,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.graph import RunControl
+from tenxgraph.runs import FINISHED, RunRecord
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader
-from tenxgraph.server._run_manager import FINISHED, RunRecord
+from tenxgraph.server.remote_tools import RemoteCalls
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
@@ -100,6 +102,8 @@ class RunFollowers:
             kwargs=dict(data.get("kwargs") or {}),
             log=log,
             graph=self.graph,
+            control=RunControl(row.run_id, None),
+            remote=RemoteCalls(),
             created_at=str(data.get("created_at", "")),
             started=True,
         )

@@ -34,8 +34,7 @@ from tenxgraph.errors import StateError
 from tenxgraph.server.http_errors import bad_request
 
 if TYPE_CHECKING:
-    from tenxgraph.runs import PgRunQueue
-    from tenxgraph.server._run_manager import RunRecord
+    from tenxgraph.runs import PgRunQueue, RunRecord
 
 __all__ = ["ToolResultRelay"]
 
