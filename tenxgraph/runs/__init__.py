@@ -5,8 +5,10 @@ A run holds its thread through the thread's lease (``ThreadLease``, taken by
 ``MultitaskStrategy``), and a turn that did not finish is discarded whole
 (``discard_unfinished``). ``RunRegistry`` keeps a process's runs (started,
 ordered per thread, stopped, remembered), made of the ``RunParts`` the layer
-above gives it; ``PgRunQueue`` is the durable run table of a server on
-Postgres, whose running runs are alive while their thread's lease is. This
+above gives it; ``DurableRunManager`` is the registry of a server's workers
+over ``PgRunQueue``, the durable run table on Postgres, whose running runs
+are alive while their thread's lease is (with a ``RunTransport`` from the
+layer above to share events and tool results between workers). This
 package uses storage and the state model, never the runtime:
 ``tenxgraph.core.graph`` and the server build on it. Exports are imported on
 first access.
@@ -21,11 +23,14 @@ __all__ = [
     "FINISHED",
     "CancelAction",
     "ClaimedRun",
+    "DurableRunManager",
     "Encoder",
+    "Followers",
     "LeasePolicy",
     "MultitaskStrategy",
     "PgRunQueue",
     "QueueStats",
+    "Relay",
     "RemoteWaits",
     "RunGone",
     "RunHandle",
@@ -36,17 +41,21 @@ __all__ = [
     "RunSpec",
     "RunStatus",
     "RunTarget",
+    "RunTransport",
     "RunWriter",
     "Take",
     "ThreadLease",
+    "default_worker_id",
     "discard_unfinished",
     "lease_owner",
     "lease_table",
     "missing_leases",
+    "settle",
     "take_thread",
 ]
 
 if TYPE_CHECKING:
+    from tenxgraph.runs._durable import DurableRunManager, default_worker_id
     from tenxgraph.runs._leases import (
         LeasePolicy,
         MultitaskStrategy,
@@ -74,6 +83,7 @@ if TYPE_CHECKING:
         RunTarget,
         RunWriter,
     )
+    from tenxgraph.runs._transport import Followers, Relay, RunTransport, settle
     from tenxgraph.runs._turns import discard_unfinished
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -81,6 +91,8 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
+            "tenxgraph.runs._durable": ("DurableRunManager", "default_worker_id"),
+            "tenxgraph.runs._transport": ("Followers", "Relay", "RunTransport", "settle"),
             "tenxgraph.runs._leases": (
                 "LeasePolicy",
                 "MultitaskStrategy",

@@ -140,7 +140,7 @@ class ClaimedRun:
     record: dict[str, Any]
     """The run as the API shows it (``RunRecord.as_json`` when it was created)."""
     request: dict[str, Any]
-    """What a worker needs to run it again (the request's fields, see ``_durable_runs``)."""
+    """What a worker needs to run it again (the request's fields, see ``_durable``)."""
     attempts: int
     """How many times a worker started it, this claim included."""
     base_version: int | None

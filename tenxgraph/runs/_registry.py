@@ -5,7 +5,7 @@ log of what its stream sent. ``RunRegistry.start`` admits a run on its
 thread according to its ``multitask_strategy`` and starts it as an asyncio
 task; every reader (the request that streams it, ``join``, a client that
 reconnects) reads the run's log, never the graph. This is the registry in
-memory, for one process; ``server._durable_runs`` is the one over the
+memory, for one process; ``DurableRunManager`` (``_durable``) is the one over the
 Postgres run queue (``PgRunQueue``), for several workers.
 
 **What a run is made of is given, not imported.** This floor sits below the
@@ -40,6 +40,7 @@ from typing import Any, Literal, Protocol
 
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._leases import LeasePolicy
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = [
     "DRAIN_SECONDS",
@@ -81,6 +82,11 @@ class RunTarget(Protocol):
     @property
     def leases(self) -> LeasePolicy:
         """How its runs hold threads (the default ``multitask_strategy``)."""
+        ...
+
+    @property
+    def checkpointer(self) -> Checkpointer | None:
+        """Where its threads are kept (and their leases)."""
         ...
 
     async def arollback(self, config: Mapping[str, Any]) -> Any:
@@ -375,7 +381,7 @@ class RunRegistry:
             writer.end()
             await self._finish(record, spec)
 
-    # --- hooks of the durable queue (``_durable_runs``); nothing to do in one process ---
+    # --- hooks of the durable queue (``_durable``); nothing to do in one process ---
 
     def _new_log(self, run_id: str) -> RunLog:
         """The log of a new run's stream events."""
@@ -437,7 +443,7 @@ class RunRegistry:
     async def locate(
         self, user_id: str, run_id: str, thread_id: str | None = None
     ) -> RunRecord | None:
-        """As ``get``, for a run that may live in another worker (see ``_durable_runs``)."""
+        """As ``get``, for a run that may live in another worker (see ``_durable``)."""
         return self.get(user_id, run_id, thread_id)
 
     async def locate_runs(

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import RunControl
-from tenxgraph.runs import FINISHED, RunRecord
+from tenxgraph.runs import FINISHED, RunRecord, settle
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamReader
 from tenxgraph.server.remote_tools import RemoteCalls
@@ -27,17 +27,10 @@ if TYPE_CHECKING:
     from tenxgraph.runs import ClaimedRun, PgRunQueue
     from tenxgraph.server._redis_events import RedisEvents
 
-__all__ = ["RunFollowers", "settle"]
+__all__ = ["RunFollowers"]
 
 KEEP = 1000
 """Records of other workers' runs kept (the oldest are dropped first)."""
-
-
-def settle(record: RunRecord, status: str, output: Any) -> None:
-    """The run ended with ``status`` (its row says): set it, and answer its waiters."""
-    record.output = output
-    record.set_status(status)  # type: ignore[arg-type]
-    record.done.set()
 
 
 class RunFollowers:

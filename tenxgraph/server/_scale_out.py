@@ -2,19 +2,86 @@
 
 ``tenxgraph serve --postgres DSN [--redis URL]`` calls it in each worker
 (through ``app_from_env``); an app made with ``create_app`` can call it
-itself. See docs/server.md, "Scaling out".
+itself. See docs/server.md, "Scaling out". The durable run registry
+(``tenxgraph.runs.DurableRunManager``) gets the server's ``RunParts`` and
+its ``ServerTransport``: run events through Redis Streams, claimed runs
+rebuilt from their stored request, followers of other workers' runs, and
+the relay of browser-side tool results.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from tenxgraph.server._durable_runs import DurableRunManager
+from tenxgraph.runs import DurableRunManager, RunRecord, RunSpec
+from tenxgraph.server._claimed_runs import resumed
+from tenxgraph.server._event_log import EventLog, EventLogLimits
+from tenxgraph.server._redis_events import RedisStreamWriter
+from tenxgraph.server._run_followers import RunFollowers
+from tenxgraph.server._run_parts import SERVER_PARTS
+from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.server._tool_relay import ToolResultRelay
 
 if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.runs import ClaimedRun, PgRunQueue, RunLog
     from tenxgraph.server._context import ServerContext
+    from tenxgraph.server._redis_events import RedisEvents
 
-__all__ = ["install"]
+__all__ = ["ServerTransport", "install"]
+
+
+class ServerTransport:
+    """How the server's workers share runs: Redis for events (when given), Postgres for letters."""
+
+    def __init__(self, graph: CompiledGraph[Any], events: RedisEvents | None) -> None:
+        self.graph, self.events = graph, events
+        self.encoder = StreamEncoder()
+
+    def log(self, run_id: str, limits: Any, start_after: int | None) -> RunLog:
+        if self.events is None:
+            return EventLog(limits)
+        return RedisStreamWriter(self.events, run_id, limits, start_after=start_after)
+
+    async def flushed(self, log: RunLog) -> None:
+        if isinstance(log, RedisStreamWriter):
+            await log.flushed()
+
+    def hand_back(self, log: RunLog) -> None:
+        if isinstance(log, RedisStreamWriter):
+            log.hand_back = True
+
+    async def start_after(self, run_id: str, attempt: int) -> int | None:
+        return await self.events.start_after(run_id, attempt) if self.events else 0
+
+    async def resume(self, claim: ClaimedRun) -> RunSpec | tuple[str, Any]:
+        return await resumed(self.graph, self.encoder, claim)
+
+    def relay(
+        self,
+        queue: PgRunQueue,
+        worker_id: str,
+        held: Callable[[str], RunRecord | None],
+        held_ids: Callable[[], list[str]],
+    ) -> ToolResultRelay:
+        return ToolResultRelay(queue, worker_id, held, held_ids)
+
+    def followers(
+        self,
+        queue: PgRunQueue,
+        limits: Any,
+        poll_seconds: float,
+        spawn: Callable[[Any], asyncio.Task[Any]],
+    ) -> RunFollowers:
+        return RunFollowers(
+            self.graph, queue, self.events, cast(EventLogLimits, limits), poll_seconds, spawn
+        )
+
+    async def aclose(self) -> None:
+        if self.events is not None:
+            await self.events.aclose()
 
 
 def install(
@@ -50,7 +117,8 @@ def install(
     manager = DurableRunManager(
         context.graph,
         queue,
-        events,
+        SERVER_PARTS,
+        ServerTransport(context.graph, events),
         **run_options(context),
         consumers=consumers,
         poll_seconds=poll_seconds,

@@ -1,8 +1,8 @@
-"""Runs that survive their worker: the run manager of a server on Postgres (and Redis).
+"""Runs that survive their worker: the run registry of a server on Postgres (and Redis).
 
-``DurableRunManager`` is the in-process ``RunManager`` (same records, logs,
-cancel through the graph's stop) plus a row per run in ``PgRunQueue``
-(``tenxgraph.runs``). A running run's only owner is its thread's lease:
+``DurableRunManager`` is the in-process ``RunRegistry`` (same records, logs,
+cancel through the graph's stop) plus a row per run in ``PgRunQueue``. A
+running run's only owner is its thread's lease:
 
 - **A run starts where it was asked for (no hop).** Its row is added
   pending; when its turn comes the worker takes the thread's lease and marks
@@ -32,6 +32,12 @@ cancel through the graph's stop) plus a row per run in ``PgRunQueue``
 - **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
   ``drain_seconds``, then cut the rest off and release their leases without
   ending their rows: another worker claims them at once.
+
+As the registry in memory, this one imports neither the runtime nor a wire
+format: the layer above gives it a ``RunTransport`` besides the
+``RunParts`` (how a run's events are shared across workers, how a claimed
+run's stored request becomes a run again, the records that follow runs of
+other workers, and the relay of browser-side tool results).
 """
 
 from __future__ import annotations
@@ -51,31 +57,27 @@ import pydantic_core
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.runs import (
+from tenxgraph.runs._leases import ThreadLease, take_thread
+from tenxgraph.runs._pg_queue import RunGone
+from tenxgraph.runs._registry import (
     DRAIN_SECONDS,
     FINISHED,
     CancelAction,
-    RunGone,
+    RunLog,
+    RunParts,
     RunRecord,
     RunRegistry,
     RunSpec,
-    ThreadLease,
-    take_thread,
+    RunTarget,
 )
-from tenxgraph.server._claimed_runs import resumed
-from tenxgraph.server._event_log import EventLog, EventLogLimits
-from tenxgraph.server._redis_events import RedisStreamWriter
-from tenxgraph.server._run_followers import RunFollowers, settle
-from tenxgraph.server._run_parts import SERVER_PARTS
-from tenxgraph.server._run_stream import StreamEncoder
-from tenxgraph.server._tool_relay import ToolResultRelay
+from tenxgraph.runs._transport import RunTransport, settle
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph
-    from tenxgraph.runs import ClaimedRun, PgRunQueue
-    from tenxgraph.server._redis_events import RedisEvents
+    from tenxgraph.runs._pg_queue import ClaimedRun, PgRunQueue
+    from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = ["DurableRunManager", "default_worker_id"]
+
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
@@ -97,11 +99,12 @@ class DurableRunManager(RunRegistry):
 
     def __init__(
         self,
-        graph: CompiledGraph[Any],
+        graph: RunTarget,
         queue: PgRunQueue,
-        events: RedisEvents | None = None,
+        parts: RunParts,
+        transport: RunTransport,
         *,
-        limits: EventLogLimits | None = None,
+        limits: Any = None,
         keep_finished: int = 10_000,
         keep_logs: int = 1_000,
         consumers: int = 4,
@@ -110,25 +113,19 @@ class DurableRunManager(RunRegistry):
         worker_id: str | None = None,
         lease_seconds: float | None = None,
     ) -> None:
-        """Run ``graph``'s runs, recorded in ``queue``; ``events`` shares streams across workers.
+        """Run ``graph``'s runs, recorded in ``queue``, of ``parts``; ``transport`` links workers.
 
         ``lease_seconds``: the thread lease of the runs served (the graph's
         by default): how long a dead worker's run waits to be resumed.
         """
-        super().__init__(
-            SERVER_PARTS,
-            limits or EventLogLimits(),
-            keep_finished=keep_finished,
-            keep_logs=keep_logs,
-        )
-        self.graph, self.queue, self.events = graph, queue, events
+        super().__init__(parts, limits, keep_finished=keep_finished, keep_logs=keep_logs)
+        self.graph, self.queue, self.transport = graph, queue, transport
         self.consumers, self.poll_seconds = consumers, poll_seconds
         self.drain_seconds = drain_seconds
         self.lease_seconds = lease_seconds or graph.leases.lease_seconds
         self.worker_id = worker_id or default_worker_id()
-        self.encoder = StreamEncoder()
         self._held: dict[str, RunRecord] = {}
-        self.relay = ToolResultRelay(
+        self.relay = transport.relay(
             queue, self.worker_id, self._held.get, lambda: list(self._held)
         )
         self._adds: dict[str, asyncio.Task[None]] = {}
@@ -144,8 +141,7 @@ class DurableRunManager(RunRegistry):
         self._resumes: dict[str, tuple[int, int | None]] = {}
         """Claimed runs being started: run id -> (attempt, last event id published)."""
         self._background: set[asyncio.Task[Any]] = set()
-        self.followers = RunFollowers(graph, queue, events, self.limits, poll_seconds, self._spawn)
-        self.limits: EventLogLimits
+        self.followers = transport.followers(queue, self.limits, poll_seconds, self._spawn)
         self._closing = False
         self._claims_failing = False
         self._work = asyncio.Event()
@@ -191,8 +187,7 @@ class DurableRunManager(RunRegistry):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.queue.aclose()
-        if self.events is not None:
-            await self.events.aclose()
+        await self.transport.aclose()
 
     # --- hooks of RunManager ----------------------------------------------------------
 
@@ -260,7 +255,7 @@ class DurableRunManager(RunRegistry):
             multitask_strategy=strategy,
             metadata=dict(metadata or {}),
             kwargs=dict(kwargs or {}),
-            log=EventLog(self.limits),
+            log=self.parts.new_log(run_id, self.limits),
             graph=self.graph,
             control=self.parts.new_handle(run_id),
             remote=self.parts.new_remote(),
@@ -344,11 +339,9 @@ class DurableRunManager(RunRegistry):
                 extra=self._extra(record),
             )
 
-    def _new_log(self, run_id: str) -> EventLog:
-        if self.events is None:
-            return EventLog(self.limits)
+    def _new_log(self, run_id: str) -> RunLog:
         after = self._resumes.get(run_id, (1, 0))[1]
-        return RedisStreamWriter(self.events, run_id, self.limits, start_after=after)
+        return self.transport.log(run_id, self.limits, after)
 
     def _attempt(self, run_id: str) -> int:
         return self._resumes.get(run_id, (1, 0))[0]
@@ -415,11 +408,10 @@ class DurableRunManager(RunRegistry):
         handed back keeps its row ``running``: its released lease makes it
         claimable at once.
         """
-        if isinstance(record.log, RedisStreamWriter):
-            try:
-                await record.log.flushed()
-            except Exception as exc:  # the row is the record; the events are the transport
-                logger.warning("run %s: events not flushed: %s", record.run_id, exc)
+        try:
+            await self.transport.flushed(record.log)
+        except Exception as exc:  # the row is the record; the events are the transport
+            logger.warning("run %s: events not flushed: %s", record.run_id, exc)
         add = self._adds.pop(record.run_id, None)
         if add is not None:  # a run stopped before its turn: its row is ended, not left pending
             await asyncio.wait([add])
@@ -444,9 +436,9 @@ class DurableRunManager(RunRegistry):
         """The fields of a log line about ``record`` (see ``_logging``)."""
         return {"run_id": record.run_id, "thread_id": record.thread_id, "worker": self.worker_id}
 
-    def _checkpointer(self) -> Any:
+    def _checkpointer(self) -> Checkpointer:
         checkpointer = self.graph.checkpointer
-        assert checkpointer is not None  # create_app refuses a graph without one
+        assert checkpointer is not None  # a served graph has one
         return checkpointer
 
     # --- stopping across workers -----------------------------------------------------
@@ -466,8 +458,7 @@ class DurableRunManager(RunRegistry):
         (handed back), and its stream's ``end`` stays local (see
         ``RedisStreamWriter.hand_back``).
         """
-        if isinstance(record.log, RedisStreamWriter):
-            record.log.hand_back = True
+        self.transport.hand_back(record.log)
         record.cancel_reason = reason
         self._cancel_task(record)
 
@@ -580,12 +571,12 @@ class DurableRunManager(RunRegistry):
             error = {"__error__": {"error": "RunAbandoned", "message": message}}
             await self._end_claimed(claim, "error", error)
             return None
-        spec = await resumed(self.graph, self.encoder, claim)
+        spec = await self.transport.resume(claim)
         if not isinstance(spec, RunSpec):  # the turn ended before its worker died: record it
             await self._end_claimed(claim, *spec)
             return None
         attempt = claim.attempts
-        start_after = await self.events.start_after(claim.run_id, attempt) if self.events else 0
+        start_after = await self.transport.start_after(claim.run_id, attempt)
         self._resumes[claim.run_id] = (attempt, start_after)
         extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
