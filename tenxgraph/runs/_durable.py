@@ -430,6 +430,9 @@ class DurableRunManager(RunRegistry):
         if record.cancel_reason not in _HANDED_BACK and self.on_ended is not None:
             self.on_ended(record)
         await super()._finish(record, spec)
+        if record.cancel_reason in _HANDED_BACK:  # it goes on elsewhere: its row answers for it
+            RunRegistry.forget(self, record)
+            return
         logger.info("run %s ended %s", record.run_id, record.status, extra=self._extra(record))
 
     def _extra(self, record: RunRecord) -> dict[str, str]:
