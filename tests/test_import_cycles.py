@@ -15,17 +15,10 @@ from __future__ import annotations
 import grimp
 import pytest
 
-ALLOWED_PRIVATE_IMPORTS = {
-    # The server's reach into the runtime's and the data model's privates, to go with the
-    # move of docs/architecture.md ("Where the move stands"). Entries leave, none arrive.
-    ("tenxgraph.server._pg_queue", "tenxgraph.storage.sql._postgres"),
-}
+ALLOWED_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 """(importer, private module) pairs of ``server`` not yet on a public path."""
 
-KNOWN_CYCLES = [
-    # Each goes with a move of issue 31; the test says when one is gone.
-    ["tenxgraph.server._run_manager", "tenxgraph.server.remote_tools", "tenxgraph.server.runs"],
-]
+KNOWN_CYCLES: list[list[str]] = []
 """Cycles that exist today, sorted as ``cycles`` returns them. Entries leave, none arrive."""
 
 

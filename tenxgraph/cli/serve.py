@@ -165,7 +165,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
     try:
         import uvicorn
 
-        from tenxgraph.server._run_manager import DRAIN_SECONDS
+        from tenxgraph.runs import DRAIN_SECONDS
         from tenxgraph.server.app import app_from_env
     except ImportError as exc:
         raise CliError(

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -39,7 +39,9 @@ from tenxgraph.storage.leases import ThreadLeases
 __all__ = [
     "LeasePolicy",
     "MultitaskStrategy",
+    "Take",
     "ThreadLease",
+    "lease_owner",
     "lease_table",
     "missing_leases",
     "take_thread",
@@ -79,12 +81,16 @@ class LeasePolicy:
             raise ConfigError(f"busy_timeout must be >= 0 seconds, got {self.busy_timeout!r}")
 
     def for_run(self, config: Mapping[str, Any]) -> LeasePolicy:
-        """The policy with the run config's ``multitask_strategy`` and ``busy_timeout``."""
+        """The policy with the run config's strategy, ``busy_timeout`` and ``lease_seconds``.
+
+        A server on Postgres sets the lease of the runs it serves.
+        """
         strategy = config.get("multitask_strategy", self.strategy)
         timeout = config.get("busy_timeout", self.busy_timeout)
-        if strategy == self.strategy and timeout == self.busy_timeout:
+        seconds = config.get("lease_seconds", self.lease_seconds)
+        if (strategy, timeout, seconds) == (self.strategy, self.busy_timeout, self.lease_seconds):
             return self
-        return LeasePolicy(self.lease_seconds, strategy, timeout)
+        return LeasePolicy(seconds, strategy, timeout)
 
 
 def missing_leases(checkpointer: Checkpointer) -> str | None:
@@ -125,6 +131,13 @@ class ThreadLease:
         """The thread's stamp when the lease was taken (None: no thread yet)."""
         self.released = False
         """Set once the lease was given up (by ``release`` or with the run's last save)."""
+        self.kept = False
+        """True for a lease the caller took for the run and keeps (``take_thread(owner=...)``):
+        the run renews it while it runs and leaves it held when it ends."""
+        self.requested: str | None = None
+        """A stop request already on a ``kept`` lease when the run took it over."""
+        self.taker: Take = self.thread_leases.atake_thread
+        """How ``take_thread`` takes (and retakes, while it waits) this lease."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._first_beat: asyncio.TimerHandle | None = None
 
@@ -178,9 +191,12 @@ class ThreadLease:
             await asyncio.wait((task,))
 
     async def release(self) -> None:
-        """Stop the heartbeat and give the lease up; a storage failure only delays the expiry."""
+        """Stop the heartbeat and give the lease up; a storage failure only delays the expiry.
+
+        A ``kept`` lease is left held: its heartbeat stops, its caller releases it.
+        """
         await self.stop_heartbeat()
-        if self.released:
+        if self.released or self.kept:
             return
         self.released = True
         try:
@@ -194,8 +210,27 @@ class ThreadLease:
             )
 
 
+Take = Callable[[ThreadKey, str, float], Awaitable[tuple[str | None, ThreadStamp | None]]]
+"""How a lease is taken: ``(key, owner, seconds) -> (holder, stamp)``, as ``atake_thread``."""
+
+
+def lease_owner(run_id: str) -> str:
+    """A new owner string for a lease of run ``run_id``: the run id, a slash, a random part.
+
+    Whoever reads a lease row can tell which run holds it (the owner starts
+    with ``run_id + "/"``), and two attempts at one run never share a lease.
+    """
+    return f"{run_id}/{secrets.token_hex(4)}"
+
+
 async def take_thread(
-    checkpointer: Checkpointer, key: ThreadKey, run_id: str, policy: LeasePolicy
+    checkpointer: Checkpointer,
+    key: ThreadKey,
+    run_id: str,
+    policy: LeasePolicy,
+    *,
+    owner: str | None = None,
+    take: Take | None = None,
 ) -> ThreadLease:
     """Take ``key``'s lease for run ``run_id``, acting on ``policy.strategy`` if it is held.
 
@@ -203,10 +238,26 @@ async def take_thread(
     before it lets go; one that died leaves its turn ``running``, and that
     turn is discarded here once the lease is taken, before the caller reads
     the thread (a thread that was free is not touched).
+
+    ``owner`` continues a lease the caller took for this run and keeps (a
+    run queue's claim takes it with the run's row; ``ThreadBusyError`` if
+    it was lost meanwhile): the lease is ``kept``, its stop request (if
+    any) in ``requested``,
+    renewed while the run goes and left held when it ends, so a run that
+    pauses (say for a browser's tool results) and goes on in a second call
+    keeps its thread between them.
+    ``take`` replaces the lease table's ``atake_thread``: a run queue takes
+    the lease and marks the run's row ``running`` in one transaction.
     """
-    owner = f"{run_id}/{secrets.token_hex(4)}"
-    lease = ThreadLease(checkpointer, key, owner, policy.lease_seconds)
-    holder, lease.stamp = await lease.thread_leases.atake_thread(key, owner, policy.lease_seconds)
+    lease = ThreadLease(checkpointer, key, owner or lease_owner(run_id), policy.lease_seconds)
+    if owner is not None:  # renewed, not taken again: taking would clear a stop request
+        lease.kept = True
+        lease.requested = await lease.thread_leases.arenew_lease(key, owner, policy.lease_seconds)
+        lease.stamp = await checkpointer.aversion(key)
+        return lease
+    owner = lease.owner
+    lease.taker = take or lease.thread_leases.atake_thread
+    holder, lease.stamp = await lease.taker(key, owner, policy.lease_seconds)
     if holder is None:
         return lease
     await _wait_for(lease, holder, policy)
@@ -243,6 +294,4 @@ async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> Non
             )
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, _LAST_POLL)
-        waiting_for, lease.stamp = await lease.thread_leases.atake_thread(
-            key, lease.owner, lease.seconds
-        )
+        waiting_for, lease.stamp = await lease.taker(key, lease.owner, lease.seconds)

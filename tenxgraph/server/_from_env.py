@@ -31,7 +31,7 @@ environment variables and every worker builds the same app:
 =================================  ================================================
 
 With Postgres, runs are durable and shared by the workers (see
-``tenxgraph.server._durable_runs``); with Redis too, their streams can be
+``tenxgraph.runs.DurableRunManager``); with Redis too, their streams can be
 followed from any worker.
 
 A CompiledGraph that has its own checkpointer is served with it (giving a

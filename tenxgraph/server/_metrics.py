@@ -30,8 +30,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 if TYPE_CHECKING:
+    from tenxgraph.runs import RunRecord
     from tenxgraph.server._context import ServerContext
-    from tenxgraph.server._run_manager import RunRecord
 
 __all__ = ["RunMetrics", "metrics_of", "router"]
 

@@ -239,7 +239,7 @@ class RedisStreamWriter(EventLog):
 
     @property
     def hand_back(self) -> bool:
-        """True once this worker gave the run up unfinished (see ``_durable_runs._give_up``)."""
+        """True once this worker gave the run up unfinished (``DurableRunManager._give_up``)."""
         return self._handed_back
 
     @hand_back.setter

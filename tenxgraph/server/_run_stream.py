@@ -136,7 +136,7 @@ class RunStreamWriter:
         A pause for remote (browser-side) tools does not end the run: their
         calls are streamed as ``remote_tool_call`` events, and the run goes
         on with the results the client posts, or at the first deadline.
-        ``control`` is the run's handle (``RunManager`` stops the run through
+        ``control`` is the run's handle (``RunRegistry`` stops the run through
         it); a run it stopped before the graph took the thread, or while the
         run paused for remote tools, ends ``interrupted``.
         """

@@ -2,19 +2,86 @@
 
 ``tenxgraph serve --postgres DSN [--redis URL]`` calls it in each worker
 (through ``app_from_env``); an app made with ``create_app`` can call it
-itself. See docs/server.md, "Scaling out".
+itself. See docs/server.md, "Scaling out". The durable run registry
+(``tenxgraph.runs.DurableRunManager``) gets the server's ``RunParts`` and
+its ``ServerTransport``: run events through Redis Streams, claimed runs
+rebuilt from their stored request, followers of other workers' runs, and
+the relay of browser-side tool results.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
-from tenxgraph.server._durable_runs import DurableRunManager
+from tenxgraph.runs import DurableRunManager, RunRecord, RunSpec
+from tenxgraph.server._claimed_runs import resumed
+from tenxgraph.server._event_log import EventLog, EventLogLimits
+from tenxgraph.server._redis_events import RedisStreamWriter
+from tenxgraph.server._run_followers import RunFollowers
+from tenxgraph.server._run_parts import SERVER_PARTS
+from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.server._tool_relay import ToolResultRelay
 
 if TYPE_CHECKING:
+    from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.runs import ClaimedRun, PgRunQueue, RunLog
     from tenxgraph.server._context import ServerContext
+    from tenxgraph.server._redis_events import RedisEvents
 
-__all__ = ["install"]
+__all__ = ["ServerTransport", "install"]
+
+
+class ServerTransport:
+    """How the server's workers share runs: Redis for events (when given), Postgres for letters."""
+
+    def __init__(self, graph: CompiledGraph[Any], events: RedisEvents | None) -> None:
+        self.graph, self.events = graph, events
+        self.encoder = StreamEncoder()
+
+    def log(self, run_id: str, limits: Any, start_after: int | None) -> RunLog:
+        if self.events is None:
+            return EventLog(limits)
+        return RedisStreamWriter(self.events, run_id, limits, start_after=start_after)
+
+    async def flushed(self, log: RunLog) -> None:
+        if isinstance(log, RedisStreamWriter):
+            await log.flushed()
+
+    def hand_back(self, log: RunLog) -> None:
+        if isinstance(log, RedisStreamWriter):
+            log.hand_back = True
+
+    async def start_after(self, run_id: str, attempt: int) -> int | None:
+        return await self.events.start_after(run_id, attempt) if self.events else 0
+
+    async def resume(self, claim: ClaimedRun) -> RunSpec | tuple[str, Any]:
+        return await resumed(self.graph, self.encoder, claim)
+
+    def relay(
+        self,
+        queue: PgRunQueue,
+        worker_id: str,
+        held: Callable[[str], RunRecord | None],
+        held_ids: Callable[[], list[str]],
+    ) -> ToolResultRelay:
+        return ToolResultRelay(queue, worker_id, held, held_ids)
+
+    def followers(
+        self,
+        queue: PgRunQueue,
+        limits: Any,
+        poll_seconds: float,
+        spawn: Callable[[Any], asyncio.Task[Any]],
+    ) -> RunFollowers:
+        return RunFollowers(
+            self.graph, queue, self.events, cast(EventLogLimits, limits), poll_seconds, spawn
+        )
+
+    async def aclose(self) -> None:
+        if self.events is not None:
+            await self.events.aclose()
 
 
 def install(
@@ -25,28 +92,37 @@ def install(
     schema: str = "tenxgraph",
     prefix: str = "tenxgraph:runs:",
     consumers: int = 4,
-    lease_seconds: float = 15.0,
+    lease_seconds: float | None = 15.0,
     poll_seconds: float = 0.25,
 ) -> DurableRunManager:
     """Make the app's runs durable: a run table in ``postgres``, streams through ``redis``.
 
     Puts a ``DurableRunManager`` where the run routes find their manager
     (``context.state["runs"]``) and starts and stops it with the server.
+    The run table is kept beside the graph's threads: ``postgres`` is the
+    database of the graph's ``PgCheckpointer``, and ``schema`` its schema
+    (the checkpointer's own is used when it says one), because a running
+    run's owner is its thread's lease row. ``lease_seconds`` is the thread
+    lease of the runs served (None: the graph's): how long the run of a
+    worker that died waits before another worker resumes it.
     """
+    from tenxgraph.runs import PgRunQueue
     from tenxgraph.server._metrics import metrics_of
-    from tenxgraph.server._pg_queue import PgRunQueue
     from tenxgraph.server._redis_events import RedisEvents
     from tenxgraph.server.runs import run_options
 
-    queue = PgRunQueue(postgres, schema=schema, lease_seconds=lease_seconds)
+    schema = str(getattr(context.graph.checkpointer, "schema", None) or schema)
+    queue = PgRunQueue(postgres, schema=schema)
     events = RedisEvents(redis, prefix=prefix) if redis else None
     manager = DurableRunManager(
         context.graph,
         queue,
-        events,
+        SERVER_PARTS,
+        ServerTransport(context.graph, events),
         **run_options(context),
         consumers=consumers,
         poll_seconds=poll_seconds,
+        lease_seconds=lease_seconds,
     )
     context.state["runs"] = manager
     # Redis is no readiness check: runs go on without it (see RedisEvents), and a balancer

@@ -102,6 +102,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.context = context
+    from tenxgraph.server._run_parts import install_registry
+
+    install_registry(context)
     install_error_handlers(app)
     _include_routers(app)
     _mount_web_page(app)
@@ -137,7 +140,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _include_routers(app: FastAPI) -> None:
-    from tenxgraph.server import _metrics, assistants, extras, store, thread_stream, threads
+    from tenxgraph.server import (
+        _metrics,
+        assistants,
+        extras,
+        remote_tools,
+        store,
+        thread_stream,
+        threads,
+    )
     from tenxgraph.server.runs import router as runs_router
 
     # Routes are matched in order, so the run routes, which every streamed run hits, come
@@ -146,6 +157,9 @@ def _include_routers(app: FastAPI) -> None:
     # order: first either way. No path of another router matches theirs, so the order
     # changes nothing else.
     app.include_router(runs_router)
+    # an included router costs more to try than a route: the tool results route comes
+    # after the run routes every streamed run has to pass
+    app.include_router(remote_tools.router)
     app.include_router(_health_router())
     app.include_router(_metrics.router)
     app.include_router(assistants.router)

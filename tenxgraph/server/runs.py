@@ -15,7 +15,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -24,12 +24,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.errors import EventsLostError, StateError, ThreadBusyError
-from tenxgraph.server import remote_tools
+from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
+from tenxgraph.runs import RunRecord, RunRegistry, RunSpec
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
-from tenxgraph.server._event_log import EventLogLimits
+from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
-from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import (
     RunRequest,
     check_state_input,
@@ -57,13 +56,11 @@ def run_options(context: ServerContext) -> dict[str, Any]:
     return {"limits": EventLogLimits(**options), "keep_finished": keep, "keep_logs": logs}
 
 
-def manager_of(context: ServerContext) -> RunManager:
-    """The app's run manager, made on first use (settings ``extra["runs"]``)."""
-    manager: RunManager | None = context.state.get("runs")
+def manager_of(context: ServerContext) -> RunRegistry:
+    """The app's run registry (``create_app`` makes it; ``--postgres`` puts the durable one)."""
+    manager: RunRegistry | None = context.state.get("runs")
     if manager is None:
-        manager = RunManager(**run_options(context))
-        context.state["runs"] = manager
-        context.on_shutdown.append(manager.aclose)
+        raise ConfigError("this server context has no run registry: make the app with create_app")
     return manager
 
 
@@ -100,7 +97,7 @@ async def _start(
 ) -> RunRecord:
     """Check the request against the thread, then hand the run to the manager.
 
-    A background run is queued (``RunManager.enqueue``): with Postgres any
+    A background run is queued (``RunRegistry.enqueue``): with Postgres any
     worker may take it.
     """
     if body.assistant_id != context.graph_id:
@@ -206,14 +203,15 @@ def _stream(
     cancel_on_disconnect: bool = False,
 ) -> EventSourceResponse:
     """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode)."""
+    log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
     try:
-        record.log.check_resume(after)
+        log.check_resume(after)
     except EventsLostError as exc:
         bad_request(str(exc), 410)
 
     async def events() -> AsyncIterator[bytes | ServerSentEvent]:
         try:
-            async for batch in record.log.follow(after, heartbeat=PING_SECONDS):
+            async for batch in log.follow(after, heartbeat=PING_SECONDS):
                 if not batch:  # the heartbeat: sse-starlette's own ping comment
                     yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
                     continue
@@ -371,7 +369,7 @@ async def cancel_many(
 
 
 async def _cancel(
-    manager: RunManager, record: RunRecord, action: CancelAction, wait: bool = False
+    manager: RunRegistry, record: RunRecord, action: CancelAction, wait: bool = False
 ) -> None:
     """Stop the run; one rolled back is then forgotten, as LangGraph deletes it.
 
@@ -509,8 +507,3 @@ async def join_stream(
     return _stream(
         request, record, after=after, modes=modes, cancel_on_disconnect=cancel_on_disconnect
     )
-
-
-# Routes are matched in order, and an included router costs more to try than a route: the
-# tool results route comes last, after the run routes every streamed run has to pass.
-router.include_router(remote_tools.router)

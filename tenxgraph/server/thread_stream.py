@@ -26,14 +26,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.errors import EventsLostError
+from tenxgraph.runs import FINISHED, RunRecord, RunRegistry
 from tenxgraph.server._context import Context, ServerContext, User
-from tenxgraph.server._run_manager import FINISHED, RunManager, RunRecord
+from tenxgraph.server._event_log import EventLog
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server.http_errors import bad_request
 from tenxgraph.server.runs import PING_SECONDS, manager_of
@@ -83,13 +84,13 @@ def _wanted(event: str, modes: frozenset[str]) -> bool:
     return "state_update" in modes and event in _STATE_EVENTS
 
 
-async def _runs_oldest_first(manager: RunManager, user: str, thread_id: str) -> list[str]:
+async def _runs_oldest_first(manager: RunRegistry, user: str, thread_id: str) -> list[str]:
     runs = await manager.locate_runs(user, thread_id, limit=_KEPT_RUNS)
     return [run["run_id"] for run in reversed(runs)]
 
 
 async def _start_point(
-    manager: RunManager, user: str, thread_id: str, resume: str | None
+    manager: RunRegistry, user: str, thread_id: str, resume: str | None
 ) -> set[str]:
     """The runs the stream skips: those before where it starts."""
     runs = list(reversed(await manager.locate_runs(user, thread_id, limit=_KEPT_RUNS)))
@@ -105,7 +106,7 @@ async def _start_point(
 
 
 async def _next_run(
-    manager: RunManager, user: str, thread_id: str, done: set[str]
+    manager: RunRegistry, user: str, thread_id: str, done: set[str]
 ) -> RunRecord | None:
     for run_id in await _runs_oldest_first(manager, user, thread_id):
         if run_id not in done:
@@ -143,7 +144,8 @@ async def _events(
         after = resume[1] if record.run_id == resume[0] else 0
         last = after
         try:
-            async for batch in record.log.follow(after, heartbeat=PING_SECONDS):
+            log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
+            async for batch in log.follow(after, heartbeat=PING_SECONDS):
                 if not batch:
                     yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
                     continue

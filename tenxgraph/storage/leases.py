@@ -7,6 +7,8 @@ stops extending it, so the thread is free again once it expires. Leases
 exist for threads that have no state yet (a new thread's first run holds one
 too). A run that waits for a thread asks its holder to stop through the
 lease (``arequest_stop``); the holder reads the request at its next renewal.
+A request may name the holder it is meant for (``owner_prefix``): a run
+queue stops one run, not whichever run holds the thread by then.
 
 ``ThreadLeases`` is a capability of its own, apart from the ``Checkpointer``
 contract (a backend may store threads without offering leases). A compiled
@@ -93,10 +95,18 @@ class ThreadLeases(ABC):
         """Give the lease up, if ``owner`` still holds it (else do nothing)."""
 
     @abstractmethod
-    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
+    async def arequest_stop(
+        self, key: ThreadKey, request: str, *, owner_prefix: str | None = None
+    ) -> str | None:
         """Ask the holder of the unexpired lease to stop (``request`` in ``STOP_REQUESTS``).
 
         Returns the holder's owner string, or None when no one holds the
         lease (nothing to stop). The holder sees the request at its next
         ``arenew_lease``. An unknown ``request`` raises ``StateError``.
+
+        ``owner_prefix`` names whom to stop: the request is marked only when
+        the holder's owner string starts with it, else nothing is marked and
+        None is returned. A run queue stops one run this way (its runs hold
+        leases as ``f"{run_id}/{token}"``, so it passes ``f"{run_id}/"``)
+        without stopping another run that took the thread since.
         """

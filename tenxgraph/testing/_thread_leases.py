@@ -180,6 +180,26 @@ class ThreadLeasesContract(ContractBase):
         await thread_leases.arelease_lease(KEY, "run-b")
         assert await thread_leases.arequest_stop(KEY, "rollback") is None  # released
 
+    async def test_a_stop_request_naming_an_owner_reaches_only_that_holder(
+        self,
+        checkpointer: Checkpointer,
+        thread_leases: ThreadLeases,
+    ) -> None:
+        assert await thread_leases.atake_lease(KEY, "run-a/1f", LONG) is None
+        assert await thread_leases.arequest_stop(KEY, "interrupt", owner_prefix="run-b/") is None
+        assert await thread_leases.arenew_lease(KEY, "run-a/1f", LONG) is None  # not marked
+        assert await thread_leases.arequest_stop(KEY, "rollback", owner_prefix="run-a/") == (
+            "run-a/1f"
+        )
+        assert await thread_leases.arenew_lease(KEY, "run-a/1f", LONG) == "rollback"
+        await thread_leases.arelease_lease(KEY, "run-a/1f")
+        assert await thread_leases.arequest_stop(KEY, "interrupt", owner_prefix="run-a/") is None
+        assert await thread_leases.atake_lease(KEY, "run-a/2e", SHORT) is None
+        await asyncio.sleep(EXPIRED)  # expired: no one to stop, even the named run
+        assert await thread_leases.arequest_stop(KEY, "interrupt", owner_prefix="run-a/") is None
+        with pytest.raises(StateError, match="stop request"):
+            await thread_leases.arequest_stop(KEY, "cancel", owner_prefix="run-a/")
+
     async def test_taking_the_lease_clears_the_stop_request(
         self,
         checkpointer: Checkpointer,

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tenxgraph.server._run_manager import FINISHED
+from tenxgraph.runs import FINISHED
 from tenxgraph.testing.server import free_port
 from tests.server.conftest import BACKENDS, Serve
 from tests.server.test_runs import AGENT, slow_graph, user_input

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tenxgraph.errors import EventsLostError
-from tenxgraph.server._run_manager import RunManager, RunSpec
+from tenxgraph.runs import RunSpec
+from tenxgraph.server._run_parts import new_registry
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
 from tests.server.test_runs import slow_graph
@@ -18,7 +19,7 @@ from tests.server.test_runs import slow_graph
 def test_finished_runs_keep_their_records_longer_than_their_events(tmp_path: Path) -> None:
     async def main() -> None:
         graph = slow_graph(0.0, 1)(SqliteCheckpointer(str(tmp_path / "m.sqlite")))
-        manager = RunManager(keep_finished=3, keep_logs=2)
+        manager = new_registry(keep_finished=3, keep_logs=2)
         runs = []
         for index in range(4):
             config = {"thread_id": f"t{index}", "user_id": "u"}
@@ -54,7 +55,7 @@ def test_a_run_displaced_before_its_task_began_ends_and_its_waiters_are_answered
 
     async def main() -> None:
         graph = slow_graph(0.05, 2)(SqliteCheckpointer(str(tmp_path / "d.sqlite")))
-        manager = RunManager()
+        manager = new_registry()
         first = manager.start(_spec(graph, "a", "enqueue"), assistant_id="agent")
         await asyncio.sleep(0.02)
         queued = manager.start(_spec(graph, "b", "enqueue"), assistant_id="agent")
@@ -87,7 +88,7 @@ def test_a_run_stopped_while_it_waits_for_its_thread_reads_and_writes_nothing(
             graph.ainvoke({"messages": [("user", "outside")]}, {"thread_id": "t", "user_id": "u"})
         )
         await asyncio.sleep(0.1)  # the outside run holds the thread's lease
-        manager = RunManager()
+        manager = new_registry()
         record = manager.start(_spec(graph, "b", "enqueue"), assistant_id="agent")
         await asyncio.sleep(0.05)  # it is in the graph, waiting for the lease
         assert record.started

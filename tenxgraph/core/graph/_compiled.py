@@ -358,20 +358,27 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         """The thread's lease, unless the run's handle was stopped first (None: nothing held)."""
         if control.stop_requested or self.checkpointer is None:
             return None
-        lease = await self._take(key, config, run_id)
+        lease = await self._take(key, config, run_id, control.lease_owner)
+        if lease.requested is not None:  # a stop came before the run took its caller's lease
+            control.stop(lease.requested)
         if control.stop_requested:  # stopped while it waited for the lease: it never began
             await lease.release()
             return None
         return lease
 
     async def _take(
-        self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str
+        self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str, owner: str | None
     ) -> ThreadLease:
-        """Take the thread's lease before anything is read (a graph with a checkpointer)."""
+        """Take the thread's lease before anything is read (a graph with a checkpointer).
+
+        ``owner``: the run's handle carries a lease taken for it already (a
+        run queue's claim), which the run continues instead of taking another.
+        """
         assert self.checkpointer is not None  # the run loop asks only then
         if key is None:
             raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
-        return await take_thread(self.checkpointer, key, run_id, self.leases.for_run(config))
+        policy = self.leases.for_run(config)
+        return await take_thread(self.checkpointer, key, run_id, policy, owner=owner)
 
     async def _begin_turn(self, run: Run[S]) -> Outcome:
         """Find the first node, then save the input, and where the run goes on, before it runs.

@@ -62,6 +62,9 @@ class RunControl:
     driver: asyncio.Task[Any] | None = None
     """The task that drives the run since its last event went out (None: not looked up yet);
     the next event's reader may be another task."""
+    lease_owner: str | None = None
+    """The owner of a lease on the run's thread taken for this run before it began (a run
+    queue takes it with the run's row): the run continues that lease instead of taking one."""
 
     def bind(self, run_id: str, thread: ThreadKey | None) -> RunControl:
         """The caller's handle becomes the run's: its id and thread, no task looked up yet."""

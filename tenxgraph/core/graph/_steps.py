@@ -270,10 +270,11 @@ class RunSteps(Generic[S]):
             return
         session.record(added)
         lease = run.lease if last else None
+        release = lease is not None and not lease.kept  # a kept lease is its caller's to release
         if lease is not None:
             await lease.stop_heartbeat()
-        await session.save(run.state, node, run.state.execution_meta.step, release=bool(lease))
-        if lease is not None:
+        await session.save(run.state, node, run.state.execution_meta.step, release=release)
+        if lease is not None and release:
             lease.released = True
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)

@@ -82,12 +82,18 @@ def release(conn: sqlite3.Connection, key: ThreadKey, owner: str) -> None:
     )
 
 
-def request_stop(conn: sqlite3.Connection, key: ThreadKey, request: str) -> str | None:
-    """Mark the unexpired lease with ``request``; return its holder (None: no one holds it)."""
+def request_stop(
+    conn: sqlite3.Connection, key: ThreadKey, request: str, owner_prefix: str | None = None
+) -> str | None:
+    """Mark the unexpired lease with ``request``; return its holder (None: no one holds it).
+
+    With ``owner_prefix``, only a lease whose owner starts with it is marked.
+    """
+    prefix = owner_prefix or ""
     row = conn.execute(
         "UPDATE leases SET stop = ? WHERE user_id = ? AND thread_id = ? AND expires_at >= ? "
-        "RETURNING owner",
-        (request, key.user_id, key.thread_id, time.time()),
+        "AND substr(owner, 1, ?) = ? RETURNING owner",
+        (request, key.user_id, key.thread_id, time.time(), len(prefix), prefix),
     ).fetchone()
     return None if row is None else str(row[0])
 

@@ -345,12 +345,16 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             if held is not None and held.owner == owner:
                 del self._leases[key.user_id, key.thread_id]
 
-    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
-        """Mark the unexpired lease with ``request``; return its owner."""
+    async def arequest_stop(
+        self, key: ThreadKey, request: str, *, owner_prefix: str | None = None
+    ) -> str | None:
+        """Mark the unexpired lease (``owner_prefix``'s, if given) with ``request``; its owner."""
         check_stop_request(request)
         with self._lock:
             held = self._leases.get((key.user_id, key.thread_id))
             if held is None or held.expires_at < time.monotonic():
+                return None
+            if owner_prefix is not None and not held.owner.startswith(owner_prefix):
                 return None
             held.stop = request
             return held.owner

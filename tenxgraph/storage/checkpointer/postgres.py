@@ -7,7 +7,7 @@ one transaction whose first statement is the compare-and-swap
 a new thread), so of two concurrent saves of one thread the second finds the
 new version and raises ``ConflictError``, and a save based on a thread since
 deleted and re-created finds another incarnation. A load reads the state row and the window's
-messages in one repeatable-read snapshot. Leases and rewinds are ``_pg_leases``'
+messages in one repeatable-read snapshot. Leases and rewinds are ``pg_leases``'
 statements; a save made under a lease claims nothing unless the lease row is
 still its owner's (checked inside the same statement).
 
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError
-from tenxgraph.storage.checkpointer import _pg_leases
+from tenxgraph.storage.checkpointer import pg_leases
 from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_stop_request,
@@ -97,7 +97,7 @@ if TYPE_CHECKING:
     from tenxgraph.storage.media.base import MediaStore
     from tenxgraph.storage.media.offload import MediaPolicy
 
-__all__ = ["MIGRATIONS", "PgCheckpointer"]
+__all__ = ["MIGRATIONS", "THREADS", "PgCheckpointer"]
 
 THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
 """The thread tables; ``schema_version`` recorded them before ``schema_versions``."""
@@ -333,7 +333,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
                 row = await cursor.fetchone()
             if row is not None:
                 if write.release_lease and write.lease is not None:  # the next query, same hop
-                    await _pg_leases.release(conn, self._s, key, write.lease)
+                    await pg_leases.release(conn, self._s, key, write.lease)
                 return int(row[0])
             if write.lease is not None:
                 cursor = await conn.execute(
@@ -387,7 +387,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
 
         async def attempt(lost: bool) -> ThreadStamp | None:
             async with self._db.connection(transaction=True) as conn:
-                return await _pg_leases.rewind(conn, self._s, key, stamp, to_version, lease)
+                return await pg_leases.rewind(conn, self._s, key, stamp, to_version, lease)
 
         try:
             return await self._db.retrying(attempt, resend=False)
@@ -400,7 +400,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Take the lease if free, expired or ``owner``'s (database clock); else the holder."""
         async with self._db.connection() as conn:
-            return await _pg_leases.take(conn, self._s, key, owner, seconds)
+            return await pg_leases.take(conn, self._s, key, owner, seconds)
 
     @on_io_loop
     @_retried
@@ -409,37 +409,34 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
     ) -> tuple[str | None, ThreadStamp | None]:
         """Take the lease, then read the stamp on the same connection (one hop, two queries)."""
         async with self._db.connection() as conn:
-            holder = await _pg_leases.take(conn, self._s, key, owner, seconds)
+            holder = await pg_leases.take(conn, self._s, key, owner, seconds)
             if holder is not None:
                 return holder, None
-            cursor = await conn.execute(
-                f"SELECT incarnation, version FROM {self._s}.threads "
-                "WHERE user_id = %s AND thread_id = %s",
-                (key.user_id, key.thread_id),
-            )
-            return None, stamp_of(key, await cursor.fetchone())
+            return None, await pg_leases.stamp(conn, self._s, key)
 
     @on_io_loop
     @_retried
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         """Extend ``owner``'s lease; return the stop request made of it, if any."""
         async with self._db.connection() as conn:
-            return await _pg_leases.renew(conn, self._s, key, owner, seconds)
+            return await pg_leases.renew(conn, self._s, key, owner, seconds)
 
     @on_io_loop
     @_retried
     async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
         """Drop the lease if ``owner`` still holds it."""
         async with self._db.connection() as conn:
-            await _pg_leases.release(conn, self._s, key, owner)
+            await pg_leases.release(conn, self._s, key, owner)
 
     @on_io_loop
     @_retried
-    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
-        """Mark the unexpired lease with ``request``; return its holder (None: no one)."""
+    async def arequest_stop(
+        self, key: ThreadKey, request: str, *, owner_prefix: str | None = None
+    ) -> str | None:
+        """Mark the unexpired lease (``owner_prefix``'s, if given) with ``request``; its holder."""
         check_stop_request(request)
         async with self._db.connection() as conn:
-            return await _pg_leases.request_stop(conn, self._s, key, request)
+            return await pg_leases.request_stop(conn, self._s, key, request, owner_prefix)
 
     @on_io_loop
     async def alist_messages(

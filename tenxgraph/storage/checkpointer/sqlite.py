@@ -354,10 +354,12 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         """Delete the lease row if ``owner`` holds it."""
         await self._db.call(_in_write, leases.release, key, owner)
 
-    async def arequest_stop(self, key: ThreadKey, request: str) -> str | None:
-        """Mark the unexpired lease with ``request``; return its holder."""
+    async def arequest_stop(
+        self, key: ThreadKey, request: str, *, owner_prefix: str | None = None
+    ) -> str | None:
+        """Mark the unexpired lease (``owner_prefix``'s, if given) with ``request``; its holder."""
         check_stop_request(request)
-        return await self._db.call(_in_write, leases.request_stop, key, request)
+        return await self._db.call(_in_write, leases.request_stop, key, request, owner_prefix)
 
     async def alist_checkpoints(
         self, key: ThreadKey, *, limit: int | None = None

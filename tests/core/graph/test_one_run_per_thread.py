@@ -368,3 +368,42 @@ async def test_cancelling_a_run_while_its_heartbeat_stops_cancels_it() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert went_on == []
+
+
+async def _drain(app: CompiledGraph[Any], control: Any, text: str = "A") -> list[Any]:
+    return [event async for event in app.astream(said(text), CONFIG, control=control)]
+
+
+async def test_a_run_continues_a_lease_its_caller_took_and_leaves_it_held(
+    checkpointer: Checkpointer,
+) -> None:
+    from tenxgraph.core.graph import RunControl
+
+    app, node = gated_app(checkpointer)
+    node.gate.set()
+    assert await checkpointer.atake_lease(KEY, "r1/caller", 30) is None  # a run queue's claim
+    control = RunControl("r1", None)
+    control.lease_owner = "r1/caller"
+    await _drain(app, control)
+    assert await log(checkpointer) == ["A", "reply to A"]
+    assert await checkpointer.atake_lease(KEY, "r2/other", 30) == "r1/caller"  # still held
+    await checkpointer.arelease_lease(KEY, "r1/caller")  # the caller lets it go
+
+
+async def test_a_stop_asked_before_the_run_took_its_callers_lease_is_not_lost(
+    checkpointer: Checkpointer,
+) -> None:
+    from tenxgraph.core.graph import RunControl
+
+    app, node = gated_app(checkpointer)
+    node.gate.set()
+    assert await checkpointer.atake_lease(KEY, "r1/caller", 30) is None
+    assert await checkpointer.arequest_stop(KEY, "interrupt", owner_prefix="r1/") == "r1/caller"
+    control = RunControl("r1", None)
+    control.lease_owner = "r1/caller"
+    await _drain(app, control)
+    assert control.stop_requested and await log(checkpointer) == []  # it never began
+    with pytest.raises(ThreadBusyError):  # a caller's lease that is gone is not taken anew
+        control = RunControl("r1", None)
+        control.lease_owner = "r1/gone"
+        await _drain(app, control)

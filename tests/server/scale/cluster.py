@@ -139,19 +139,31 @@ class Cluster:
         }
 
     def table(self) -> dict[str, tuple[str, int, str]]:
-        """The run table: run id -> (status, attempts, owner or "")."""
+        """The run table: run id -> (status, attempts, thread id)."""
         import psycopg
 
         with psycopg.connect(self.dsn) as conn:
-            rows = conn.execute("SELECT run_id, status, attempts, owner FROM tenxgraph.server_runs")
-            return {str(r): (str(s), int(a), str(o or "")) for r, s, a, o in rows.fetchall()}
+            rows = conn.execute(
+                "SELECT run_id, status, attempts, thread_id FROM tenxgraph.server_runs"
+            )
+            return {str(r): (str(s), int(a), str(t)) for r, s, a, t in rows.fetchall()}
 
     def held_by(self, url: str) -> list[str]:
-        """The runs the worker at ``url`` holds now (its id names its pid)."""
+        """The runs the worker at ``url`` runs now: pending or running, its pid in the ledger.
+
+        No row names a worker (a running run's owner is its thread's lease),
+        so the scale graph's tool ledger tells: the pid that last started a
+        tool call of the run's job (threads are ``<tag>-K`` for job ``K``).
+        """
         pid = next(p.pid for p, known in self.workers if known == url)
-        held = self.table().items()
+        last: dict[str, int] = {}
+        for what, key, _, by in self.ledger_lines():
+            if what == "start":
+                last[key.split("-")[0]] = by
         return [
-            r for r, (s, _, owner) in held if s in ("pending", "running") and f":{pid}:" in owner
+            r
+            for r, (s, _, thread) in self.table().items()
+            if s in ("pending", "running") and last.get(thread.rsplit("-", 1)[-1]) == pid
         ]
 
     def ledger_lines(self) -> list[tuple[str, str, float, int]]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.storage.servers import PrivateRedis
+from tests.storage.servers import PrivatePostgres, PrivateRedis
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -47,3 +49,22 @@ def private_redis() -> Iterator[PrivateRedis]:
     server.start()
     yield server
     server.kill()
+
+
+@pytest.fixture(scope="session")
+def _private_postgres_cluster() -> Iterator[PrivatePostgres]:
+    root = Path(tempfile.mkdtemp(prefix="tg-private-pg-"))  # not under pytest's 0700 tmp dirs
+    server = PrivatePostgres(root)
+    try:
+        server.init()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def private_postgres(_private_postgres_cluster: PrivatePostgres) -> PrivatePostgres:
+    """A PostgreSQL of the session's own on a spare port, to stop and start (not the shared one)."""
+    if not _private_postgres_cluster.running:
+        _private_postgres_cluster.start()
+    return _private_postgres_cluster

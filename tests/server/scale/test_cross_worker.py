@@ -18,7 +18,8 @@ import pytest
 from tenxgraph.core.graph import CompiledGraph, RemoteTool, create_agent
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import Message, ToolCallBlock
-from tenxgraph.server._pg_queue import PgRunQueue
+from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.runs import PgRunQueue
 from tenxgraph.testing.server import served
 from tests.server.test_stream_resume import sse
 
@@ -113,18 +114,19 @@ async def test_results_for_a_holder_that_does_not_answer_are_a_504(
 ) -> None:
     app = app_of(locating_graph(schema), schema, prefix, None)
     app.state.context.state["runs"].relay.wait_seconds = 0.5
-    queue = PgRunQueue(PG_DSN, schema=schema, lease_seconds=60)
+    queue = PgRunQueue(PG_DSN, schema=schema)
     try:
         with served(app) as url:
             record = {"assistant_id": AGENT, "created_at": "2026-01-01T00:00:00+00:00"}
-            await queue.add(  # a run held by a worker that stopped answering (lease still on)
+            await queue.add(
                 run_id="r-stuck",
                 user_id="default",
                 thread_id="x2",
                 record=record,
                 request={"kwargs": {}},
-                owner="stuck-worker",
-            )
+                run_after=60,  # no consumer of the app claims it
+            )  # a run held by a worker that stopped answering (lease still on):
+            assert (await queue.take("r-stuck", ThreadKey("x2"), "r-stuck/1", 60))[0] is None
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
                 started = time.monotonic()
                 answer = await client.post(
@@ -133,7 +135,7 @@ async def test_results_for_a_holder_that_does_not_answer_are_a_504(
         assert answer.status_code == 504, answer.text
         assert "nothing was applied" in answer.json()["detail"]
         assert 0.5 <= time.monotonic() - started < 5
-        assert await queue.take("stuck-worker") == []  # withdrawn, then dropped: never applied
+        assert await queue.mail.take(["r-stuck"]) == []  # withdrawn, then dropped: never applied
     finally:
         await queue.aclose()
 

@@ -19,7 +19,7 @@ import pytest
 
 from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.core.state import AgentState, Message
-from tenxgraph.server._pg_queue import PgRunQueue
+from tenxgraph.runs import PgRunQueue
 from tenxgraph.testing.server import served
 
 from .conftest import PG_DSN, REDIS_URL
@@ -164,7 +164,7 @@ def test_cancel_on_another_worker_stops_the_run_at_its_next_step(two: tuple[str,
 
 async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, prefix: str) -> None:
     app = worker(schema, prefix, delay=0.01, steps=2)
-    queue = PgRunQueue(PG_DSN, schema=schema, lease_seconds=0.2)
+    queue = PgRunQueue(PG_DSN, schema=schema)
     try:
         request = {"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": None}
         record = {"assistant_id": AGENT, "created_at": "2026-01-01T00:00:00+00:00"}
@@ -174,12 +174,13 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
             thread_id="t3",
             record=record,
             request={"kwargs": request},
-            owner="vanished",
         )
+        vanished = await queue.claim(0.2)  # a worker claims it, then vanishes
+        assert vanished is not None and vanished.run_id == "r-left"
         await queue.add(  # a row no worker can run: it ends as an error, once
-            run_id="r-bad", user_id="default", thread_id="t4", record=record, request={}, owner=None
+            run_id="r-bad", user_id="default", thread_id="t4", record=record, request={}
         )
-        await asyncio.sleep(0.3)  # its lease expires
+        await asyncio.sleep(0.3)  # the vanished worker's lease on t3 expires
         with served(app) as url:
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
                 for _ in range(100):
@@ -193,6 +194,8 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
         assert bad["status"] == "error"
         row = await queue.get("default", "r-bad")
         assert row is not None and row.attempts == 1 and "kwargs" in str(row.output)
+        left = await queue.get("default", "r-left")
+        assert left is not None and left.attempts == 2
         texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
         assert texts == ["hi", "s0 after hi", "s1 after s0 after hi"]
     finally:

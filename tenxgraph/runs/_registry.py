@@ -1,20 +1,26 @@
-"""The server's runs: start them, order them per thread, stop them, and remember how they ended.
+"""The run registry: start runs, order them per thread, stop them, and remember how they ended.
 
-A run is a ``RunRecord`` (what the API shows: id, thread, status...) and an
-``EventLog`` (what its stream sent). ``RunManager.start`` admits a run on its
-thread according to its ``multitask_strategy`` and starts it; every reader
-(the request that streams it, ``join``, a reconnecting client) reads the
-run's log, never the graph.
+A run is a ``RunRecord`` (what an API shows: id, thread, status...) and a
+log of what its stream sent. ``RunRegistry.start`` admits a run on its
+thread according to its ``multitask_strategy`` and starts it as an asyncio
+task; every reader (the request that streams it, ``join``, a client that
+reconnects) reads the run's log, never the graph. This is the registry in
+memory, for one process; ``DurableRunManager`` (``_durable``) is the one over the
+Postgres run queue (``PgRunQueue``), for several workers.
 
-**Where runs execute.** In this version each run is an asyncio task of the
-server process: ``start`` is the queue and ``_execute`` the worker. The
-split is deliberate: a durable queue shared by several workers (issue #23)
-replaces ``_launch`` and the in-memory tables, while the record, the log and
-the translation of graph events into stream events stay as they are. Across
-processes the thread's lease already orders runs (the strategy is passed to
-the graph); the in-process table below only makes the common case exact
-and immediate (a ``reject`` answered before anything starts, a queue kept in
-order).
+**What a run is made of is given, not imported.** This floor sits below the
+runtime and the server: it never imports ``tenxgraph.core.graph`` nor a
+wire format. A ``RunParts`` gives the registry what it needs: the log a new
+run writes (``new_log``), the handle that stops it (``new_handle``, the
+runtime's ``RunControl``), what it waits for from a browser
+(``new_remote``), and ``open_writer``, which runs the graph into the log
+(the server's, which encodes the runtime's events for its wire format).
+The graph itself is a ``RunTarget``: its lease policy and its ``arollback``.
+
+Across processes the thread's lease already orders runs (the strategy is
+passed to the graph); the in-process table below only makes the common case
+exact and immediate (a ``reject`` answered before anything starts, a queue
+kept in order).
 
 Finished runs are kept, so ``join``, ``get`` and a late stream reader still
 find them: the records of the newest ``keep_finished``, the stream events
@@ -30,20 +36,33 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-from tenxgraph.core.graph import RunControl
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.server._event_log import EventLog, EventLogLimits
-from tenxgraph.server._run_stream import RunStatus, RunStreamWriter, StreamEncoder
-from tenxgraph.server.remote_tools import RemoteCalls
+from tenxgraph.runs._leases import LeasePolicy
+from tenxgraph.storage.checkpointer.base import Checkpointer
 
-if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph
-
-__all__ = ["DRAIN_SECONDS", "FINISHED", "RunManager", "RunRecord", "RunSpec", "RunStatus"]
+__all__ = [
+    "DRAIN_SECONDS",
+    "FINISHED",
+    "CancelAction",
+    "Encoder",
+    "RemoteWaits",
+    "RunHandle",
+    "RunLog",
+    "RunParts",
+    "RunRecord",
+    "RunRegistry",
+    "RunSpec",
+    "RunStatus",
+    "RunTarget",
+    "RunWriter",
+]
 
 logger = logging.getLogger("tenxgraph.server.runs")
+
+RunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+"""A run's status, as LangGraph's API names them."""
 
 
 CancelAction = Literal["interrupt", "rollback"]
@@ -57,17 +76,113 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
 
+class RunTarget(Protocol):
+    """What the registry needs of a graph: its lease policy, and discarding an unfinished turn."""
+
+    @property
+    def leases(self) -> LeasePolicy:
+        """How its runs hold threads (the default ``multitask_strategy``)."""
+        ...
+
+    @property
+    def checkpointer(self) -> Checkpointer | None:
+        """Where its threads are kept (and their leases)."""
+        ...
+
+    async def arollback(self, config: Mapping[str, Any]) -> Any:
+        """Discard the thread's unfinished turn."""
+        ...
+
+
+class RunLog(Protocol):
+    """The events a run's stream sent, for every reader."""
+
+    def append(self, event: str, data: str) -> Any:
+        """Add an event (its data already encoded)."""
+        ...
+
+    def discard(self) -> None:
+        """Drop the events kept (a replay is refused from then on)."""
+        ...
+
+
+class RunHandle(Protocol):
+    """How a running run is stopped (the runtime's ``RunControl``)."""
+
+    lease_owner: str | None
+
+    def stop(self, request: str = "interrupt") -> None:
+        """Stop at the next step (``interrupt``, or ``rollback``: discard the turn)."""
+        ...
+
+
+class RemoteWaits(Protocol):
+    """The browser-side tool calls a run waits for."""
+
+    @property
+    def waiting(self) -> bool:
+        """True while the run waits for results."""
+        ...
+
+    def submit(self, results: list[dict[str, Any]]) -> list[str]:
+        """Take results; the calls still pending."""
+        ...
+
+
+class Encoder(Protocol):
+    """Encodes an event's data for the log."""
+
+    def dumps(self, value: Any) -> str:
+        """``value`` as the log's text."""
+        ...
+
+
+class RunWriter(Protocol):
+    """Runs the graph of one run into its log (the server's, in its wire format)."""
+
+    @property
+    def output(self) -> Any:
+        """The final state values, or ``{"__error__": ...}`` once it failed."""
+        ...
+
+    async def run(self, record: RunRecord, spec: RunSpec) -> RunStatus:
+        """Run to the end; the status (a failure is logged, then raised)."""
+        ...
+
+    def cancelled(self, reason: str) -> None:
+        """The run's task was cancelled (``reason``): log that."""
+        ...
+
+    def end(self) -> None:
+        """The run ended: close the log for its readers."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunParts:
+    """What the registry makes runs of: given by the layer above (the server)."""
+
+    new_log: Callable[[str, Any], RunLog]
+    """``(run_id, limits)``: the log of a new run."""
+    new_handle: Callable[[str], RunHandle]
+    """``run_id``: the handle that stops the run (``RunControl(run_id, None)``)."""
+    new_remote: Callable[[], RemoteWaits]
+    """The browser-side calls the run will wait for."""
+    open_writer: Callable[[RunRecord, RunSpec], RunWriter]
+    """What runs the graph into the log."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunSpec:
     """What to run: the graph, its input and config, and what the stream carries."""
 
-    graph: CompiledGraph[Any]
+    graph: RunTarget
     input: Mapping[str, Any] | None
     """The graph's input (``messages``, ``state``, ``resume``), None to continue the thread."""
     config: dict[str, Any]
     """The run config: ``thread_id``, ``user_id``, ``run_id`` and what the client set."""
     stream_modes: tuple[str, ...]
-    encoder: StreamEncoder
+    encoder: Encoder
     invocation_state: dict[str, Any] | None = None
     """The request's ``context``, given to tools and hooks."""
     after_seconds: float = 0.0
@@ -86,8 +201,12 @@ class RunRecord:
     multitask_strategy: str
     metadata: dict[str, Any]
     kwargs: dict[str, Any]
-    log: EventLog
-    graph: CompiledGraph[Any] = field(repr=False)
+    log: RunLog
+    graph: RunTarget = field(repr=False)
+    control: RunHandle = field(repr=False)
+    """The run's handle, given to the graph: its ``stop`` reaches the run wherever it is."""
+    remote: RemoteWaits = field(repr=False)
+    """The browser-side tool calls the run waits for."""
     status: RunStatus = "pending"
     created_at: str = field(default_factory=_now)
     updated_at: str = field(default_factory=_now)
@@ -100,10 +219,6 @@ class RunRecord:
     """True once the task began: cancelling it earlier would skip its ending (never settled)."""
     started: bool = False
     """True once the graph was called (a cancel then goes through ``control``)."""
-    control: RunControl = field(default_factory=lambda: RunControl("", None))
-    """The run's handle, given to the graph: its ``stop`` reaches the run wherever it is."""
-    remote: RemoteCalls = field(default_factory=RemoteCalls)
-    """The browser-side tool calls the run waits for (see ``remote_tools``)."""
 
     @property
     def finished(self) -> bool:
@@ -129,17 +244,24 @@ class RunRecord:
         self.status, self.updated_at = status, _now()
 
 
-class RunManager:
-    """The runs of one server process: started as tasks, ordered per thread, kept a while."""
+class RunRegistry:
+    """The runs of one process: started as tasks, ordered per thread, kept a while."""
+
+    orders_in_memory = True
+    """An ``enqueue`` run waits here for the earlier runs of its thread started here (the
+    durable registry orders them by their rows instead)."""
 
     def __init__(
         self,
-        limits: EventLogLimits | None = None,
+        parts: RunParts,
+        limits: Any = None,
         *,
         keep_finished: int = 10_000,
         keep_logs: int = 1_000,
     ) -> None:
-        self.limits = limits or EventLogLimits()
+        """``limits`` are what ``parts.new_log`` bounds a run's log by (the server's)."""
+        self.parts = parts
+        self.limits = limits
         self.keep_finished = keep_finished
         """Finished runs whose records are kept (``get``, ``join``); older ones are a 404."""
         self.keep_logs = keep_logs
@@ -190,7 +312,8 @@ class RunManager:
             kwargs=dict(kwargs or {}),
             log=self._new_log(run_id),
             graph=spec.graph,
-            control=RunControl(run_id, None),
+            control=self.parts.new_handle(run_id),
+            remote=self.parts.new_remote(),
         )
         attempt = self._attempt(run_id)
         record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": attempt}))
@@ -199,9 +322,8 @@ class RunManager:
             ahead = []
         self._runs[run_id] = record
         self._threads.setdefault((user_id, thread_id), []).append(record)
-        record.task = asyncio.get_running_loop().create_task(
-            self._execute(record, spec, ahead if strategy == "enqueue" else [])
-        )
+        waits = ahead if strategy == "enqueue" and self.orders_in_memory else []
+        record.task = asyncio.get_running_loop().create_task(self._execute(record, spec, waits))
         return record
 
     async def enqueue(
@@ -218,7 +340,7 @@ class RunManager:
     async def admit(self, spec: RunSpec) -> None:
         """Refuse a run before it starts (``ThreadBusyError``); ``start`` checks this process.
 
-        The durable manager also reads the run table: a ``reject`` run on a
+        The durable registry also reads the run table: a ``reject`` run on a
         thread busy in another worker is refused here, not failed once started.
         """
 
@@ -230,9 +352,7 @@ class RunManager:
 
     async def _execute(self, record: RunRecord, spec: RunSpec, ahead: list[RunRecord]) -> None:
         """The worker: wait for its turn, run the graph into the log, record how it ended."""
-        writer = RunStreamWriter(
-            record.log, spec.encoder, spec.stream_modes, record.run_id, record.remote
-        )
+        writer = self.parts.open_writer(record, spec)
         record.entered = True
         try:
             if record.cancel_reason is not None:  # displaced or stopped before its task began
@@ -244,9 +364,7 @@ class RunManager:
             await self._starting(record, spec)
             record.set_status("running")
             record.started = True
-            status = await writer.run(
-                spec.graph, spec.input, spec.config, spec.invocation_state, record.control
-            )
+            status = await writer.run(record, spec)
             record.output = writer.output
             record.set_status(self._cancelled_as(record) or status)
         except asyncio.CancelledError:
@@ -263,11 +381,11 @@ class RunManager:
             writer.end()
             await self._finish(record, spec)
 
-    # --- hooks of the durable queue (``_durable_runs``); nothing to do in one process ---
+    # --- hooks of the durable queue (``_durable``); nothing to do in one process ---
 
-    def _new_log(self, run_id: str) -> EventLog:
+    def _new_log(self, run_id: str) -> RunLog:
         """The log of a new run's stream events."""
-        return EventLog(self.limits)
+        return self.parts.new_log(run_id, self.limits)
 
     def _attempt(self, run_id: str) -> int:
         """Which attempt at the run this is (its stream's ``metadata`` says it)."""
@@ -279,7 +397,7 @@ class RunManager:
     async def _settled(self, record: RunRecord) -> None:
         """The run's final status is set; its stream's ``end`` goes out next.
 
-        The durable manager records the outcome in the run's row here, so a
+        The durable registry records the outcome in the run's row here, so a
         reader on any worker who saw ``end`` reads the final status.
         """
 
@@ -325,7 +443,7 @@ class RunManager:
     async def locate(
         self, user_id: str, run_id: str, thread_id: str | None = None
     ) -> RunRecord | None:
-        """As ``get``, for a run that may live in another worker (see ``_durable_runs``)."""
+        """As ``get``, for a run that may live in another worker (see ``_durable``)."""
         return self.get(user_id, run_id, thread_id)
 
     async def locate_runs(

@@ -1,29 +1,43 @@
-"""Runs that survive their worker: the run manager of a server on Postgres (and Redis).
+"""Runs that survive their worker: the run registry of a server on Postgres (and Redis).
 
-``DurableRunManager`` is the in-process ``RunManager`` (same records, logs,
-per-thread order, cancel through the graph's stop) plus a row per run in
-``PgRunQueue``:
+``DurableRunManager`` is the in-process ``RunRegistry`` (same records, logs,
+cancel through the graph's stop) plus a row per run in ``PgRunQueue``. A
+running run's only owner is its thread's lease:
 
-- **Every run is a row, leased by the worker running it.** A run starts
-  where it was asked for (no hop), its row added held by that worker and
-  kept by a heartbeat (every ``queue.heartbeat_seconds``). Once a killed
-  worker's lease expired, a consumer of another worker claims the row and
-  **resumes** the run: if the thread moved past the version the first
-  attempt began from, the input was saved and the run continues the thread
-  (input None; the tool ledger keeps finished tools from running again);
-  otherwise the input is run again. A turn that had completed is recorded.
-- **Consumers**: ``consumers`` tasks per worker claim rows no live worker holds.
+- **A run starts where it was asked for (no hop).** Its row is added
+  pending; when its turn comes the worker takes the thread's lease and marks
+  the row ``running`` in one transaction (``take_thread`` with the queue's
+  ``take``, so the multitask strategy is the runtime's: ``enqueue`` waits,
+  ``interrupt`` and ``rollback`` end the thread's earlier pending rows and
+  ask the running one to stop through its lease). The worker keeps that
+  lease (``ThreadLease``, renewed by its heartbeat) for the whole run, its
+  pauses for browser-side tools included, and hands it to the graph
+  (``RunControl.lease_owner``), which renews it too and leaves it held.
+  The outcome is written to the row before the lease is let go.
+- **Consumers** (``consumers`` tasks per worker) claim rows whose thread has
+  no live lease: queued background runs, and ``running`` rows whose worker
+  died (its lease expired) or handed them back (released it). A claimed run
+  is **resumed**: if the thread moved past the version the first attempt
+  began from, the input was saved and the run continues the thread (input
+  None; the tool ledger keeps finished tools from running again); a turn
+  that had ended is recorded; otherwise the input is run again.
 - **Streams.** With Redis, each run's events also go to a Redis Stream
   (``_redis_events``), so ``locate`` answers a run held by another worker
-  with a record whose log reads that stream: join, stream and reconnect with
-  ``Last-Event-ID`` work on any worker.
-- **Cancel** on any worker: the holder's own record is stopped at once; a
-  run held elsewhere gets the request in its row, which its holder reads
-  with its next heartbeat and then stops it as a local cancel does. Tool
-  results for a run held elsewhere go to its holder (``_tool_relay``).
+  with a record whose log reads that stream.
+- **Cancel** on any worker: a run held here is stopped at once; one held
+  elsewhere is stopped through its thread's lease (``request_stop`` names
+  the run, so a later run on the thread is not stopped), and a row that
+  no live lease holds ends ``interrupted`` at once. Tool results for a run
+  held elsewhere are a letter to the run (``_tool_relay``).
 - **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
-  ``drain_seconds``, then cut the rest off and hand their rows back (no
-  lease to wait for: another worker resumes them at once).
+  ``drain_seconds``, then cut the rest off and release their leases without
+  ending their rows: another worker claims them at once.
+
+As the registry in memory, this one imports neither the runtime nor a wire
+format: the layer above gives it a ``RunTransport`` besides the
+``RunParts`` (how a run's events are shared across workers, how a claimed
+run's stored request becomes a run again, the records that follow runs of
+other workers, and the relay of browser-side tool results).
 """
 
 from __future__ import annotations
@@ -36,7 +50,6 @@ import os
 import random
 import socket
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,32 +57,34 @@ import pydantic_core
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
-from tenxgraph.server._event_log import EventLog, EventLogLimits
-from tenxgraph.server._redis_events import RedisStreamReader, RedisStreamWriter
-from tenxgraph.server._run_manager import (
+from tenxgraph.runs._leases import ThreadLease, take_thread
+from tenxgraph.runs._pg_queue import RunGone
+from tenxgraph.runs._registry import (
     DRAIN_SECONDS,
     FINISHED,
     CancelAction,
-    RunManager,
+    RunLog,
+    RunParts,
     RunRecord,
+    RunRegistry,
     RunSpec,
+    RunTarget,
 )
-from tenxgraph.server._run_stream import StreamEncoder
-from tenxgraph.server._tool_relay import ToolResultRelay
+from tenxgraph.runs._transport import RunTransport, settle
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph
-    from tenxgraph.server._pg_queue import ClaimedRun, PgRunQueue
-    from tenxgraph.server._redis_events import RedisEvents
+    from tenxgraph.runs._pg_queue import ClaimedRun, PgRunQueue
+    from tenxgraph.storage.checkpointer.base import Checkpointer
 
 __all__ = ["DurableRunManager", "default_worker_id"]
+
 
 logger = logging.getLogger("tenxgraph.server.runs")
 
 MAX_ATTEMPTS = 5
 """Claims of one run after which it ends ``error`` instead of being run again."""
-_HANDED_BACK = frozenset({"shutdown", "lease lost"})
-"""Cancel reasons of runs this worker gives up without ending them (another one resumes them)."""
+_HANDED_BACK = frozenset({"shutdown", "lease lost", "taken elsewhere"})
+"""Cancel reasons of runs this worker gives up without ending them (another one runs them)."""
 
 
 def default_worker_id() -> str:
@@ -77,39 +92,56 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class DurableRunManager(RunManager):
+class DurableRunManager(RunRegistry):
     """The run manager of one worker among several sharing a Postgres run table."""
+
+    orders_in_memory = False  # the rows order a thread's runs, whichever worker holds them
 
     def __init__(
         self,
-        graph: CompiledGraph[Any],
+        graph: RunTarget,
         queue: PgRunQueue,
-        events: RedisEvents | None = None,
+        parts: RunParts,
+        transport: RunTransport,
         *,
-        limits: EventLogLimits | None = None,
+        limits: Any = None,
         keep_finished: int = 10_000,
         keep_logs: int = 1_000,
         consumers: int = 4,
         poll_seconds: float = 0.25,
         drain_seconds: float = DRAIN_SECONDS,
         worker_id: str | None = None,
+        lease_seconds: float | None = None,
     ) -> None:
-        """Run ``graph``'s runs, recorded in ``queue``; ``events`` shares streams across workers."""
-        super().__init__(limits, keep_finished=keep_finished, keep_logs=keep_logs)
-        self.graph, self.queue, self.events = graph, queue, events
+        """Run ``graph``'s runs, recorded in ``queue``, of ``parts``; ``transport`` links workers.
+
+        ``lease_seconds``: the thread lease of the runs served (the graph's
+        by default): how long a dead worker's run waits to be resumed.
+        """
+        super().__init__(parts, limits, keep_finished=keep_finished, keep_logs=keep_logs)
+        self.graph, self.queue, self.transport = graph, queue, transport
         self.consumers, self.poll_seconds = consumers, poll_seconds
         self.drain_seconds = drain_seconds
+        self.lease_seconds = lease_seconds or graph.leases.lease_seconds
         self.worker_id = worker_id or default_worker_id()
-        self.encoder = StreamEncoder()
         self._held: dict[str, RunRecord] = {}
-        self.relay = ToolResultRelay(queue, self.worker_id, self._held.get)
+        self.relay = transport.relay(
+            queue, self.worker_id, self._held.get, lambda: list(self._held)
+        )
         self._adds: dict[str, asyncio.Task[None]] = {}
+        """The row inserts of the runs started here, by run id."""
+        self._last_add: dict[tuple[str, str], asyncio.Task[None]] = {}
+        """The newest row insert per thread: a thread's rows go in the order its runs came."""
         self._rows: set[str] = set()
-        """Held runs whose row is in the table (the heartbeat extends these)."""
+        """Held runs whose row is in the table (their outcome is recorded there)."""
+        self._leases: dict[str, ThreadLease] = {}
+        """The thread leases of the runs held here (taken with their rows, kept to their end)."""
+        self._attempts: dict[str, int] = {}
+        """Which attempt at each held run this worker makes (``finish`` is fenced by it)."""
         self._resumes: dict[str, tuple[int, int | None]] = {}
         """Claimed runs being started: run id -> (attempt, last event id published)."""
-        self._remote: OrderedDict[str, RunRecord] = OrderedDict()
         self._background: set[asyncio.Task[Any]] = set()
+        self.followers = transport.followers(queue, self.limits, poll_seconds, self._spawn)
         self._closing = False
         self._claims_failing = False
         self._work = asyncio.Event()
@@ -120,10 +152,13 @@ class DurableRunManager(RunManager):
     # --- lifecycle --------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Start the heartbeat and the consumers (server startup)."""
-        self._spawn(self._heartbeats())
-        wake = {self.queue.channel: lambda _: self._work.set()}
-        self._spawn(self.queue.listen({**wake, self.relay.channel: self.relay.notified}))
+        """Start listening and the consumers (server startup)."""
+        channels = {
+            self.queue.channel: lambda _: self._work.set(),
+            self.queue.mail.channel: self.relay.mail_came,
+            self.relay.channel: self.relay.notified,
+        }
+        self._spawn(self.queue.listen(channels))
         self._spawn(self.relay.serve())
         for _ in range(self.consumers):
             self._spawn(self._consume())
@@ -152,10 +187,9 @@ class DurableRunManager(RunManager):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.queue.aclose()
-        if self.events is not None:
-            await self.events.aclose()
+        await self.transport.aclose()
 
-    # --- hooks of RunManager ----------------------------------------------------------
+    # --- hooks of RunRegistry ----------------------------------------------------------
 
     def start(
         self,
@@ -165,8 +199,9 @@ class DurableRunManager(RunManager):
         metadata: Any = None,
         kwargs: Any = None,
     ) -> RunRecord:
-        """Start the run here, as one worker does, and add its row held by this worker."""
+        """Start the run here (no hop), its row added pending until its turn comes."""
         resumed = str(spec.config.get("run_id") or "") in self._resumes
+        spec.config["lease_seconds"] = self.lease_seconds
         record = super().start(spec, assistant_id=assistant_id, metadata=metadata, kwargs=kwargs)
         self._resumes.pop(record.run_id, None)
         self._held[record.run_id] = record
@@ -178,9 +213,17 @@ class DurableRunManager(RunManager):
                 "delete_thread": spec.on_completion is not None,
                 "after_seconds": spec.after_seconds,
             }
-            task = asyncio.get_running_loop().create_task(self._add(record, request))
-            self._adds[record.run_id] = task
+            thread = (record.user_id, record.thread_id)
+            add = asyncio.get_running_loop().create_task(
+                self._add(record, request, spec.after_seconds, self._last_add.get(thread))
+            )
+            self._adds[record.run_id] = self._last_add[thread] = add
+            add.add_done_callback(lambda done: self._added(thread, done))
         return record
+
+    def _added(self, thread: tuple[str, str], add: asyncio.Task[None]) -> None:
+        if self._last_add.get(thread) is add:
+            del self._last_add[thread]
 
     async def enqueue(
         self,
@@ -212,23 +255,26 @@ class DurableRunManager(RunManager):
             multitask_strategy=strategy,
             metadata=dict(metadata or {}),
             kwargs=dict(kwargs or {}),
-            log=EventLog(self.limits),
+            log=self.parts.new_log(run_id, self.limits),
             graph=self.graph,
+            control=self.parts.new_handle(run_id),
+            remote=self.parts.new_remote(),
             created_at=now,
             updated_at=now,
         )  # what the answer shows; readers get a live record through ``locate``
         request = {
             "kwargs": pydantic_core.to_jsonable_python(dict(kwargs or {})),
             "delete_thread": spec.on_completion is not None,
-            "held": False,
         }
+        before = self._last_add.get((user_id, thread_id))
+        if before is not None:  # a run started here just before: its row goes first
+            await asyncio.wait([before])
         await self.queue.add(
             run_id=run_id,
             user_id=user_id,
             thread_id=thread_id,
             record=pydantic_core.to_jsonable_python(record.as_json()),
             request=request,
-            owner=None,
         )
         return record
 
@@ -260,7 +306,21 @@ class DurableRunManager(RunManager):
             return await super().submit_tool_results(record, results)
         return await self.relay.send(record, results)
 
-    async def _add(self, record: RunRecord, request: dict[str, Any]) -> None:
+    async def _add(
+        self,
+        record: RunRecord,
+        request: dict[str, Any],
+        after_seconds: float,
+        before: asyncio.Task[None] | None,
+    ) -> None:
+        """Add the run's row, after the row of the thread's run started here just before.
+
+        Consumers leave it to this worker until ``after_seconds`` plus the
+        queue's ``reserve_seconds`` passed (each try to start it pushes that
+        further while it waits for its thread).
+        """
+        if before is not None:
+            await asyncio.wait([before])
         try:
             await self.queue.add(
                 run_id=record.run_id,
@@ -268,7 +328,7 @@ class DurableRunManager(RunManager):
                 thread_id=record.thread_id,
                 record=pydantic_core.to_jsonable_python(record.as_json()),
                 request=request,
-                owner=self.worker_id,
+                run_after=after_seconds + self.queue.reserve_seconds,
             )
             self._rows.add(record.run_id)
         except Exception as exc:  # the run goes on here; it only loses its durability
@@ -279,79 +339,114 @@ class DurableRunManager(RunManager):
                 extra=self._extra(record),
             )
 
-    def _new_log(self, run_id: str) -> EventLog:
-        if self.events is None:
-            return EventLog(self.limits)
+    def _new_log(self, run_id: str) -> RunLog:
         after = self._resumes.get(run_id, (1, 0))[1]
-        return RedisStreamWriter(self.events, run_id, self.limits, start_after=after)
+        return self.transport.log(run_id, self.limits, after)
 
     def _attempt(self, run_id: str) -> int:
         return self._resumes.get(run_id, (1, 0))[0]
 
     async def _starting(self, record: RunRecord, spec: RunSpec) -> None:
-        add = self._adds.get(record.run_id)
-        if add is not None:  # shielded: a cancel of the run must not cancel its row's insert
-            await asyncio.shield(add)
-        try:
-            stamp = await self._checkpointer().aversion(ThreadKey(record.thread_id, record.user_id))
-            await self.queue.started(record.run_id, self.worker_id, stamp.version if stamp else 0)
-        except Exception as exc:  # the run goes on; a resume after a crash re-runs its input
-            logger.warning("run %s: start not recorded: %s", record.run_id, exc)
+        """Take the thread and mark the row running in one go (a claimed run holds both already).
+
+        Raises ``CancelledError`` when the row was stopped meanwhile, or
+        claimed by another worker (the run then goes on there).
+        """
+        lease = self._leases.get(record.run_id)  # a claimed run's, beating since its claim
+        if lease is None:
+            add = self._adds.get(record.run_id)
+            if add is not None:  # shielded: a cancel of the run must not cancel its row's insert
+                await asyncio.shield(add)
+            if record.run_id not in self._rows:  # not recorded (Postgres away): the graph takes it
+                return
+            try:
+                lease = await self._take(record, spec)
+            except RunGone as gone:  # stopped, or (rarely) claimed by another worker meanwhile
+                moved = gone.status == "running"
+                record.cancel_reason = "taken elsewhere" if moved else "interrupt"
+                raise asyncio.CancelledError from None
+            self._leases[record.run_id] = lease
+            lease.start_heartbeat()
+        record.control.lease_owner = lease.owner
+        lease.on_stop = lambda request: self._stop_held(record, request)
+
+    async def _take(self, record: RunRecord, spec: RunSpec) -> ThreadLease:
+        """Take the run's thread by its strategy, marking its row running in the same go."""
+        key = ThreadKey(record.thread_id, record.user_id)
+        policy = self.graph.leases.for_run(spec.config)
+        if policy.strategy in ("interrupt", "rollback"):
+            await self.queue.displace(record.user_id, record.thread_id, record.run_id)
+
+        async def take(key: ThreadKey, owner: str, seconds: float) -> Any:
+            holder, stamp, attempts = await self.queue.take(record.run_id, key, owner, seconds)
+            if holder is None:
+                self._attempts[record.run_id] = attempts
+            return holder, stamp
+
+        return await take_thread(self._checkpointer(), key, record.run_id, policy, take=take)
+
+    def _stop_held(self, record: RunRecord, request: str) -> None:
+        """A stop request on the run's lease (a cancel from any worker, or a newer run)."""
+        if record.finished:
+            return
+        if request == "lost":  # another worker took the run again: stop here, record nothing
+            self._lost(record)
+        elif record.cancel_reason is None:
+            action: CancelAction = "rollback" if request == "rollback" else "interrupt"
+            if record.started and not record.remote.waiting:  # in the graph, which acts on it
+                record.cancel_reason = action  # (a rollback discards its own turn before it ends)
+                record.control.stop(action)
+            else:
+                self._spawn(super().cancel(record, action=action))
 
     async def _settled(self, record: RunRecord) -> None:
-        """Write the outcome (or the hand-back) into the row before the stream's ``end``.
+        """Write the outcome into the row before the stream's ``end``, then let the lease go.
 
-        So no reader on any worker sees ``end`` while the row says ``running``
-        (``PgRunQueue.record_end`` retries for up to a lease while Postgres is away).
+        So no reader on any worker sees ``end`` while the row says
+        ``running``, and no worker claims the run between its end and its
+        record (``PgRunQueue.record_end`` waits out a Postgres outage). A run
+        handed back keeps its row ``running``: its released lease makes it
+        claimable at once.
         """
+        try:
+            await self.transport.flushed(record.log)
+        except Exception as exc:  # the row is the record; the events are the transport
+            logger.warning("run %s: events not flushed: %s", record.run_id, exc)
         add = self._adds.pop(record.run_id, None)
-        if add is not None:
+        if add is not None:  # a run stopped before its turn: its row is ended, not left pending
             await asyncio.wait([add])
-        if isinstance(record.log, RedisStreamWriter):
-            try:
-                await record.log.flushed()
-            except Exception as exc:  # the row is the record; the events are the transport
-                logger.warning("run %s: events not flushed: %s", record.run_id, exc)
-        if record.run_id in self._rows:
-            outcome = None if record.cancel_reason in _HANDED_BACK else record.status
-            await self.queue.record_end(self.worker_id, record.run_id, outcome, record.output)
-            self._rows.discard(record.run_id)
+        attempt = self._attempts.pop(record.run_id, 0)
+        if record.run_id in self._rows and record.cancel_reason not in _HANDED_BACK:
+            await self.queue.record_end(record.run_id, attempt, record.status, record.output)
+        self._rows.discard(record.run_id)
+        lease = self._leases.pop(record.run_id, None)
+        if lease is not None:
+            await lease.release()
+            if record.cancel_reason == "shutdown":
+                await self.queue.handed_back()
 
     async def _finish(self, record: RunRecord, spec: RunSpec) -> None:
         self._held.pop(record.run_id, None)
         if record.cancel_reason not in _HANDED_BACK and self.on_ended is not None:
             self.on_ended(record)
         await super()._finish(record, spec)
+        if record.cancel_reason in _HANDED_BACK:  # it goes on elsewhere: its row answers for it
+            RunRegistry.forget(self, record)
+            return
+        if record.cancel_reason == "rollback":  # its turn is gone: so is the run, on every worker
+            await self.aforget(record)
         logger.info("run %s ended %s", record.run_id, record.status, extra=self._extra(record))
 
     def _extra(self, record: RunRecord) -> dict[str, str]:
         """The fields of a log line about ``record`` (see ``_logging``)."""
         return {"run_id": record.run_id, "thread_id": record.thread_id, "worker": self.worker_id}
 
-    def _checkpointer(self) -> Any:
+    def _checkpointer(self) -> Checkpointer:
         checkpointer = self.graph.checkpointer
-        assert checkpointer is not None  # create_app refuses a graph without one
+        assert checkpointer is not None  # a served graph has one
         return checkpointer
 
-    # --- heartbeats and cancel across workers -----------------------------------------
-
-    async def _heartbeats(self) -> None:
-        while True:
-            await asyncio.sleep(self.queue.heartbeat_seconds)
-            held = [r for r in self._held.values() if not r.finished and r.run_id in self._rows]
-            try:
-                answer = await self.queue.heartbeat(self.worker_id, [r.run_id for r in held])
-            except Exception as exc:  # the next beat tries again; leases outlive a few misses
-                logger.warning("worker %s: heartbeat failed: %s", self.worker_id, exc)
-                continue
-            for record in held:
-                if record.finished:
-                    continue
-                if record.run_id not in answer:
-                    self._lost(record)
-                elif (asked := answer[record.run_id]) and record.cancel_reason is None:
-                    action: CancelAction = "rollback" if asked == "rollback" else "interrupt"
-                    self._spawn(super().cancel(record, action=action))
+    # --- stopping across workers -----------------------------------------------------
 
     def _lost(self, record: RunRecord) -> None:
         """Another worker took the run (this one stalled past its lease): stop it here."""
@@ -364,24 +459,24 @@ class DurableRunManager(RunManager):
         Not the graph's stop: a stopped run answers its unfinished tool calls
         "interrupted" when continued, while a run cut off like this leaves them
         to be started again by the worker that resumes it (the thread stays
-        ``running``, its lease released). Its row is handed back, and its
-        stream's ``end`` stays local (see ``RedisStreamWriter.hand_back``).
+        ``running``). Its lease is released with its row left ``running``
+        (handed back), and its stream's ``end`` stays local (see
+        ``RedisStreamWriter.hand_back``).
         """
-        if isinstance(record.log, RedisStreamWriter):
-            record.log.hand_back = True
+        self.transport.hand_back(record.log)
         record.cancel_reason = reason
         self._cancel_task(record)
 
     async def cancel(
         self, record: RunRecord, *, action: CancelAction = "interrupt", wait: bool = False
     ) -> None:
-        """Stop a run held here at once, or ask its holder elsewhere through its row."""
+        """Stop a run held here at once, or one held elsewhere through its thread's lease."""
         if record.run_id in self._held or record.finished:
             await super().cancel(record, action=action, wait=wait)
             return
-        row = await self.queue.request_cancel(record.run_id, action)
+        row = await self.queue.request_stop(record.run_id, action)
         if row is not None and row.status in FINISHED:  # nobody held it: ended here
-            self._settle(record, row.status, row.output)
+            settle(record, row.status, row.output)
         if wait or action == "rollback":
             await record.done.wait()
 
@@ -394,24 +489,13 @@ class DurableRunManager(RunManager):
         local = self.get(user_id, run_id, thread_id)
         if local is not None:
             return local
-        row = await self.queue.get(user_id, run_id)
-        if row is None or (thread_id is not None and row.thread_id != thread_id):
-            return None
-        known = self._remote.get(run_id)
-        if known is not None and not known.finished:
-            self._follow_row(known, row)
-            return known
-        record = await self._follower(row)
-        self._remote[run_id] = record
-        while len(self._remote) > 1000:
-            self._remote.popitem(last=False)
-        return record
+        return await self.followers.locate(user_id, run_id, thread_id)
 
     async def aforget(self, record: RunRecord) -> None:
         """Drop a finished run here and its row, returning once the row is gone."""
         super().forget(record)
         if record.finished:
-            self._remote.pop(record.run_id, None)
+            self.followers.forget(record.run_id)
             await self.queue.forget(record.run_id)
 
     async def locate_runs(
@@ -433,69 +517,13 @@ class DurableRunManager(RunManager):
             out.append(local.as_json() if local is not None else row.as_json())
         return out
 
-    async def _follower(self, row: ClaimedRun) -> RunRecord:
-        data = row.record
-        log: EventLog
-        if self.events is not None:
-
-            async def ended() -> bool:
-                now = await self.queue.get(row.user_id, row.run_id)
-                return now is None or now.status in FINISHED
-
-            reader = RedisStreamReader(self.events, self.events.key(row.run_id), ended=ended)
-            await reader.prepare()
-            log = reader
-        else:  # no Redis: the events of another worker's run cannot be followed from here
-            log = EventLog.unavailable(self.limits, "this server runs without Redis")
-        record = RunRecord(
-            run_id=row.run_id,
-            thread_id=row.thread_id,
-            user_id=row.user_id,
-            assistant_id=str(data.get("assistant_id", "")),
-            multitask_strategy=str(data.get("multitask_strategy", "")),
-            metadata=dict(data.get("metadata") or {}),
-            kwargs=dict(data.get("kwargs") or {}),
-            log=log,
-            graph=self.graph,
-            created_at=str(data.get("created_at", "")),
-            started=True,
-        )
-        if row.status in FINISHED:
-            self._settle(record, row.status, row.output)
-        else:
-            record.set_status("running" if row.status == "running" else "pending")
-            self._spawn(self._watch(record))
-        return record
-
-    async def _watch(self, record: RunRecord) -> None:
-        """Poll the row of a run held elsewhere until it ended (join and wait end then)."""
-        while not record.finished:
-            await asyncio.sleep(self.poll_seconds * 2)
-            with contextlib.suppress(Exception):
-                self._follow_row(record, await self.queue.get(record.user_id, record.run_id))
-
-    def _follow_row(self, record: RunRecord, row: ClaimedRun | None) -> None:
-        """Bring the record of a run held elsewhere up to its row (read just now)."""
-        if row is None:
-            self._settle(record, "error", {"__error__": {"error": "RunLost"}})
-        elif row.status in FINISHED:
-            self._settle(record, row.status, row.output)
-        elif row.status != record.status:
-            record.set_status("running" if row.status == "running" else "pending")
-
-    @staticmethod
-    def _settle(record: RunRecord, status: str, output: Any) -> None:
-        record.output = output
-        record.set_status(status)  # type: ignore[arg-type]
-        record.done.set()
-
     # --- consumers --------------------------------------------------------------------
 
     async def _consume(self) -> None:
         """Claim runs no live worker holds, one at a time, and run them to their end."""
         while not self._closing:
             try:
-                claim = await self.queue.claim(self.worker_id)
+                claim = await self.queue.claim(self.lease_seconds)
                 self._claims_failing = False
             except Exception as exc:  # logged once per outage, retried at the next poll
                 if not self._claims_failing:
@@ -507,92 +535,61 @@ class DurableRunManager(RunManager):
                     wait = self.poll_seconds * (0.5 + random.random())
                     await asyncio.wait_for(self._work.wait(), wait)
                 continue
+            lease = self._claimed_lease(claim)
             try:
                 record = await self._run_claimed(claim)
             except Exception as exc:  # a row that cannot be run ends as an error, once
                 logger.exception("run %s: could not be started: %s", claim.run_id, exc)
                 error = {"__error__": {"error": type(exc).__name__, "message": str(exc)}}
-                with contextlib.suppress(Exception):
-                    await self.queue.finish(claim.run_id, self.worker_id, "error", error)
+                await self._end_claimed(claim, "error", error)
                 continue
             if record is not None:
                 await record.done.wait()
+            elif self._leases.pop(claim.run_id, None) is lease:
+                await lease.release()
+                await self.queue.handed_back()
+
+    def _claimed_lease(self, claim: ClaimedRun) -> ThreadLease:
+        """The thread lease the claim took, kept alive from now on (a heartbeat, stop requests)."""
+        assert claim.lease_owner is not None
+        lease = ThreadLease(self._checkpointer(), claim.key, claim.lease_owner, self.lease_seconds)
+        lease.start_heartbeat()  # its stop requests reach the run once it started (``_starting``)
+        self._leases[claim.run_id] = lease
+        self._attempts[claim.run_id] = claim.attempts
+        return lease
+
+    async def _end_claimed(self, claim: ClaimedRun, status: str, output: Any) -> None:
+        """Record how a claimed run ended without running it, and let its thread go."""
+        with contextlib.suppress(Exception):
+            await self.queue.finish(claim.run_id, claim.attempts, status, output)
+        self._attempts.pop(claim.run_id, None)
+        lease = self._leases.pop(claim.run_id, None)
+        if lease is not None:
+            await lease.release()
 
     async def _run_claimed(self, claim: ClaimedRun) -> RunRecord | None:
         """Start a claimed run again: continue its thread, or run its input, or just record it."""
-        from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
-
-        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
-        if self._closing:
-            await self.queue.release(self.worker_id, [claim.run_id])
-            return None
-        if claim.cancel:
-            reason = {"__error__": {"error": "RunCancelled", "message": claim.cancel}}
-            await self.queue.finish(claim.run_id, self.worker_id, "interrupted", reason)
+        if self._closing:  # handed back: ``_consume`` releases the lease
             return None
         if claim.attempts > MAX_ATTEMPTS:  # its workers keep dying: do not take a third down
             message = f"its workers died {claim.attempts - 1} times while running it"
             error = {"__error__": {"error": "RunAbandoned", "message": message}}
-            await self.queue.finish(claim.run_id, self.worker_id, "error", error)
+            await self._end_claimed(claim, "error", error)
             return None
-        request = claim.request
-        body = RunRequest.model_validate(
-            {**request["kwargs"], "assistant_id": claim.record.get("assistant_id", "")}
-        )
-        config = run_config_of(body, claim.thread_id, claim.user_id)
-        config.update(run_id=claim.run_id, multitask_strategy="enqueue")
-        run_input = graph_input(body)
-        if claim.base_version is not None:
-            resume = await self._resume_point(claim)
-            if resume is not None:  # the turn ended before its worker died: record it
-                status, values = resume
-                await self.queue.finish(claim.run_id, self.worker_id, status, values)
-                return None
-            if await self._input_saved(claim):
-                run_input = None
-        attempt = claim.attempts + (1 if request.get("held", True) else 0)
-        start_after = await self.events.start_after(claim.run_id, attempt) if self.events else 0
+        spec = await self.transport.resume(claim)
+        if not isinstance(spec, RunSpec):  # the turn ended before its worker died: record it
+            await self._end_claimed(claim, *spec)
+            return None
+        attempt = claim.attempts
+        start_after = await self.transport.start_after(claim.run_id, attempt)
         self._resumes[claim.run_id] = (attempt, start_after)
+        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
-        spec = RunSpec(
-            graph=self.graph,
-            input=run_input,
-            config=config,
-            stream_modes=body.modes(),
-            encoder=self.encoder,
-            invocation_state=dict(body.context) if body.context else None,
-            on_completion=self._deleter(claim) if request.get("delete_thread") else None,
-        )
         record = self.start(
             spec,
             assistant_id=str(claim.record.get("assistant_id", "")),
             metadata=claim.record.get("metadata"),
-            kwargs=request["kwargs"],
+            kwargs=claim.request["kwargs"],
         )
         record.created_at = str(claim.record.get("created_at", record.created_at))
         return record
-
-    async def _input_saved(self, claim: ClaimedRun) -> bool:
-        stamp = await self._checkpointer().aversion(ThreadKey(claim.thread_id, claim.user_id))
-        return stamp is not None and stamp.version > (claim.base_version or 0)
-
-    async def _resume_point(self, claim: ClaimedRun) -> tuple[str, Any] | None:
-        """``(status, values)`` when the run's turn already ended; None when it must go on."""
-        if not await self._input_saved(claim):
-            return None
-        config = {"thread_id": claim.thread_id, "user_id": claim.user_id}
-        state = await self.graph.aget_state(config)
-        if state is None:
-            return None
-        status = state.execution_meta.status
-        if status in ("completed", "interrupted"):  # done, or paused for a human
-            return ("success" if status == "completed" else "interrupted"), self.encoder.values(
-                state
-            )
-        return None
-
-    def _deleter(self, claim: ClaimedRun) -> Any:
-        async def delete() -> None:
-            await self._checkpointer().adelete_thread(ThreadKey(claim.thread_id, claim.user_id))
-
-        return delete

@@ -1,7 +1,12 @@
-"""The PostgreSQL checkpointer's lease and rewind statements, run on the caller's connection.
+"""The PostgreSQL lease rows' statements (and the rewind's), run on the caller's connection.
 
 Kept apart from ``postgres.py`` so the backend's save and load path reads in
-one sitting. Lease times are the database's clock (``clock_timestamp()`` as
+one sitting, and public so that a store sharing the database can take,
+release or stop a thread's lease inside its own transaction: the run queue
+(``tenxgraph.runs``) marks a run ``running`` in the transaction that takes
+its thread's lease, and asks for ``free(...)`` in its claim. The table is
+``{schema}.leases`` of the ``threads`` component (``postgres.THREADS``),
+whose migrations create it. Lease times are the database's clock (``clock_timestamp()`` as
 epoch seconds), so processes on several machines agree on when a lease
 expires whatever their own clocks say.
 
@@ -29,11 +34,14 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
 __all__ = [
+    "NOW",
     "check_lease",
+    "free",
     "release",
     "renew",
     "request_stop",
     "rewind",
+    "stamp",
     "take",
 ]
 
@@ -64,6 +72,27 @@ async def take(
             return str(row[0])
 
 
+def free(s: str, user_id: str, thread_id: str) -> str:
+    """SQL true when the thread named by the columns ``user_id``/``thread_id`` has no live lease.
+
+    ``s`` is the quoted schema; the column expressions come from the caller's
+    query (e.g. ``"r.user_id"``), so a claim can filter its rows by it.
+    """
+    return (
+        f"NOT EXISTS (SELECT FROM {s}.leases l WHERE l.user_id = {user_id} "
+        f"AND l.thread_id = {thread_id} AND l.expires_at >= {NOW})"
+    )
+
+
+async def stamp(conn: AsyncConnection[Any], s: str, key: ThreadKey) -> ThreadStamp | None:
+    """The thread's stamp (incarnation and version), None when it does not exist."""
+    cursor = await conn.execute(
+        f"SELECT incarnation, version FROM {s}.threads WHERE user_id = %s AND thread_id = %s",
+        (key.user_id, key.thread_id),
+    )
+    return stamp_of(key, await cursor.fetchone())
+
+
 async def renew(
     conn: AsyncConnection[Any], s: str, key: ThreadKey, owner: str, seconds: float
 ) -> str | None:
@@ -88,13 +117,20 @@ async def release(conn: AsyncConnection[Any], s: str, key: ThreadKey, owner: str
 
 
 async def request_stop(
-    conn: AsyncConnection[Any], s: str, key: ThreadKey, request: str
+    conn: AsyncConnection[Any],
+    s: str,
+    key: ThreadKey,
+    request: str,
+    owner_prefix: str | None = None,
 ) -> str | None:
-    """Mark the unexpired lease with ``request``; return its holder (None: no one holds it)."""
+    """Mark the unexpired lease with ``request``; return its holder (None: no one holds it).
+
+    With ``owner_prefix``, only a lease whose owner starts with it is marked.
+    """
     cursor = await conn.execute(
-        f"UPDATE {s}.leases SET stop = %s "
-        f"WHERE user_id = %s AND thread_id = %s AND expires_at >= {NOW} RETURNING owner",
-        (request, key.user_id, key.thread_id),
+        f"UPDATE {s}.leases SET stop = %s WHERE user_id = %s AND thread_id = %s "
+        f"AND expires_at >= {NOW} AND starts_with(owner, %s) RETURNING owner",
+        (request, key.user_id, key.thread_id, owner_prefix or ""),
     )
     row = await cursor.fetchone()
     return None if row is None else str(row[0])
