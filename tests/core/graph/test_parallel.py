@@ -412,3 +412,30 @@ def test_recursion_limit_counts_a_parallel_step_once() -> None:
     with pytest.raises(Exception, match="recursion limit of 3"):
         graph.compile(recursion_limit=3).invoke({})
     assert graph.compile(recursion_limit=4).invoke({})["state"].notes[-1] == "d"
+
+
+def test_drawings_show_fan_out_joins_and_sends() -> None:
+    shape = diamond(join=True).get_graph()
+    edges = {(e.source, e.target, e.kind, e.label) for e in shape.edges}
+    assert {("a", "b", "edge", ""), ("a", "c", "edge", "")} <= edges  # fan-out: both run
+    assert {("b", "d", "join", "b + c2"), ("c2", "d", "join", "b + c2")} <= edges
+    assert ("b", "__end__", "edge", "") not in edges  # a join source does not end the run
+    assert not shape.problems
+    assert 'b ==>|"join b + c2"| d' in shape.draw_mermaid()
+    assert '"c2" -> "d" [style=bold, label="join b + c2"];' in shape.draw_dot()
+    assert "=j=> d   once b + c2 have all finished" in shape.draw_ascii()
+
+    def fan(state: Notes) -> list[Send]:
+        return [Send("work", n) for n in range(3)]
+
+    graph = StateGraph(Notes)
+    graph.add_node("plan", lambda state: None)
+    graph.add_node("work", lambda n: None)
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", fan, ["work"])
+    shape = graph.get_graph()
+    assert ("plan", "work", "send", "") in {
+        (e.source, e.target, e.kind, e.label) for e in shape.edges
+    }
+    assert 'plan -.->|"Send"| work' in shape.draw_mermaid()
+    assert "-s-> work" in shape.draw_ascii()
