@@ -56,6 +56,26 @@ class RunContext:
     stored_thread: StoredThreadRef | None = None
     """The stored thread the run holds (its session); None for a run without one."""
 
+    def for_task(self, node: str, scope: InterruptScope) -> RunContext:
+        """A copy of the context for one task of a parallel step: its node, its answers.
+
+        Sync code runs on the worker threads even under ``invoke``, so the
+        step's tasks run concurrently. Built field by field: ``dataclasses.replace``
+        cost more than a no-op task.
+        """
+        return RunContext(
+            node,
+            self.config,
+            self.invocation_state,
+            scope,
+            self.id_generator,
+            self.context_manager,
+            False,
+            self.run_id,
+            self.workers,
+            self.stored_thread,
+        )
+
     def tool_call_key(self, message_id: str | int, call_id: str) -> str:
         """The idempotency key of call ``call_id`` of assistant message ``message_id``.
 
@@ -99,6 +119,8 @@ class RunContext:
         if is_async:
             token = _scope.set(scope or self.interrupt_scope)
             try:
+                if run_limit is None:  # no timeout context: a parallel step makes one per task
+                    return await function(*args, **kwargs)
                 async with asyncio.timeout(run_limit):
                     return await function(*args, **kwargs)
             finally:

@@ -24,7 +24,6 @@ one-node path is untouched.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from tenxgraph.core.graph._command import PARALLEL
@@ -182,7 +181,7 @@ class ParallelSteps(RunSteps[S]):
             raise NodeError(name, "the saved step names a node this graph does not have")
         answers = list(run.state.execution_meta.resume_values) if paused else []
         scope = InterruptScope(answers, thread=run.control.thread)
-        ctx = replace(run.ctx, node=name, interrupt_scope=scope, run_sync_inline=False)
+        ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
         save = lambda: self._shielded_save(run, step, always=True)  # noqa: E731
