@@ -439,3 +439,63 @@ def test_drawings_show_fan_out_joins_and_sends() -> None:
     }
     assert 'plan -.->|"Send"| work' in shape.draw_mermaid()
     assert "-s-> work" in shape.draw_ascii()
+
+
+def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retried() -> None:
+    from tenxgraph.core.graph import ToolNode
+
+    searches: list[str] = []
+    broken = [True]
+
+    def search(q: str) -> str:
+        """Search the web."""
+        searches.append(q)
+        return f"found {q}"
+
+    def plan(state: Notes) -> Message:
+        calls = [ToolCallBlock(id=f"c{n}", name="search", args={"q": f"q{n}"}) for n in (1, 2)]
+        return Message(role="assistant", content=calls)
+
+    async def audit(state: Notes) -> dict[str, Any]:
+        if broken[0]:  # fail once the tools' write is saved (a failure cancels the others)
+            for _ in range(3000):
+                saved = await app.aget_state(config)
+                if saved.execution_meta.task_writes:
+                    break
+                await asyncio.sleep(0.01)
+            raise ValueError("audit log unavailable")
+        return {"notes": ["audited"]}
+
+    graph = StateGraph(Notes)
+    graph.add_node("plan", plan)
+    graph.add_node("tools", ToolNode([search]))
+    graph.add_node("audit", audit)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "tools")
+    graph.add_edge("plan", "audit")
+    app = graph.compile(InMemoryCheckpointer())
+    config = {"thread_id": "t"}
+    with pytest.raises(NodeError, match="audit log unavailable"):
+        app.invoke({"messages": [("user", "look it up")]}, config)
+    meta = app.get_state(config).execution_meta
+    assert list(meta.task_writes) == ["1"]  # tools (task 1, after audit) finished
+    assert (meta.tool_ledger, meta.tool_starts) == ({}, {})  # in its saved write now
+    broken[0] = False
+    state = app.invoke(None, config)["state"]
+    assert sorted(searches) == ["q1", "q2"]  # each call ran once
+    assert pairing_violations(state.context) == []
+    assert [m.role for m in state.context] == ["user", "assistant", "tool", "tool"]
+    assert state.notes == ["audited"]
+
+
+def test_interrupt_after_a_node_of_a_parallel_step_pauses_after_the_merge() -> None:
+    graph = diamond(join=True)
+    app = graph.compile(InMemoryCheckpointer(), interrupt_after=["c"])
+    config = {"thread_id": "t"}
+    app.invoke({"messages": [("user", "go")]}, config)
+    paused = app.get_state(config)
+    assert paused.notes == ["a", "b", "c"]  # the step of b and c merged, then paused
+    assert paused.execution_meta.interrupt_kind == "after"
+    meta = paused.execution_meta
+    assert (meta.next_node, meta.tasks, meta.joins) == ("c2", [], {"b+c2->d": ["b"]})
+    assert app.invoke({"resume": None}, config)["state"].notes == ["a", "b", "c", "c2", "d"]
