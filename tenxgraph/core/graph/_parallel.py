@@ -89,14 +89,16 @@ class ParallelSteps(RunSteps[S]):
         step = _Step(tasks, writes)
         context_size = len(run.state.context)
         stopped = await self._run_tasks(run, step)
+        unsaved: BaseException | None = None
         for saver in step.savers:  # a save a stop left running finishes before the next one
             try:
                 await saver
-            except Exception as exc:  # the thread could not be saved: the step fails
-                return [], Fail(label, exc, resume_at=PARALLEL)
-        if stopped:
-            await self._save_writes(run, step)
+            except Exception as exc:
+                unsaved = unsaved or exc
+        if stopped:  # every finished task's write went out with its own save
             return [], control.outcome()
+        if unsaved is not None:  # the thread could not be saved: the step fails
+            return [], Fail(label, unsaved, resume_at=PARALLEL)
         if len(run.state.context) != context_size:
             error = NodeError(label, "nodes of a parallel step must return their messages")
             return [], Fail(label, error, resume_at=PARALLEL)
