@@ -233,9 +233,17 @@ class FunctionNode(Node):
         self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]
     ) -> Any:
         """Call the function and return what it returned (it never asks for a save)."""
-        if self.is_async or not ctx.run_sync_inline:
+        if self.is_async:  # ``ctx.call`` written out: one coroutine less per step
+            token = _scope.set(ctx.interrupt_scope)
+            try:
+                if self.wants_config:
+                    return await self.function(state, config=ctx.config)
+                return await self.function(state)
+            finally:
+                _scope.reset(token)
+        if not ctx.run_sync_inline:
             kwargs = {"config": ctx.config} if self.wants_config else {}
-            return await ctx.call(self.function, (state,), kwargs, is_async=self.is_async)
+            return await ctx.call(self.function, (state,), kwargs, is_async=False)
         return self.run_here(state, ctx)
 
     def run_here(self, state: AgentState, ctx: RunContext) -> Any:
