@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
+from tenxgraph.core.graph._node import FunctionNode
 from tenxgraph.core.graph._run_control import Fail, Outcome, Pause
 from tenxgraph.core.graph._steps import Run, RunSteps
 from tenxgraph.core.graph._updates import Applied, TaskWrite
@@ -181,13 +182,32 @@ class ParallelSteps(RunSteps[S]):
         node = self.nodes.get(name)
         if node is None:
             raise NodeError(name, "the saved step names a node this graph does not have")
+        given = run.state
+        if is_send:  # a function gets the arg as it is; any other node, a state
+            given = arg if isinstance(node, FunctionNode) else self._state_of(name, arg)
         answers = list(run.state.execution_meta.resume_values) if paused else []
         scope = InterruptScope(answers, thread=run.control.thread)
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
         save = lambda: self._shielded_save(run, step, always=True)  # noqa: E731
-        return await node.run_to_end(arg if is_send else run.state, ctx, save)
+        return await node.run_to_end(given, ctx, save)
+
+    def _state_of(self, name: str, arg: Any) -> Any:
+        """A ``Send`` arg for a node that reads a state: one, or a dict of its fields."""
+        state_class = self.schema.state_class
+        if isinstance(arg, state_class):
+            return arg
+        if isinstance(arg, dict):
+            try:
+                return state_class.model_validate(arg)
+            except ValueError as exc:
+                raise NodeError(name, f"its Send arg is no {state_class.__name__}: {exc}") from None
+        raise NodeError(
+            name,
+            f"a Send to a {type(self.nodes[name]).__name__} needs a {state_class.__name__} "
+            f"(or a dict of its fields) as its arg, got {type(arg).__name__}",
+        )
 
     async def _shielded_save(self, run: Run[S], step: _Step, *, always: bool = False) -> None:
         """``_save_writes``, run to its end even when the task awaiting it is cancelled.

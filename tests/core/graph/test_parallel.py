@@ -499,3 +499,23 @@ def test_interrupt_after_a_node_of_a_parallel_step_pauses_after_the_merge() -> N
     meta = paused.execution_meta
     assert (meta.next_node, meta.tasks, meta.joins) == ("c2", [], {"b+c2->d": ["b"]})
     assert app.invoke({"resume": None}, config)["state"].notes == ["a", "b", "c", "c2", "d"]
+
+
+def test_two_branches_that_interrupt_are_answered_one_after_the_other() -> None:
+    def ask(name: str) -> Callable[[Notes], dict[str, Any]]:
+        def node(state: Notes) -> dict[str, Any]:
+            return {"notes": [f"{name}:{interrupt(f'{name}?')}"]}
+
+        return node
+
+    graph = StateGraph(Notes)
+    graph.add_node("first", ask("first"))
+    graph.add_node("second", ask("second"))
+    graph.add_edge(START, "first")
+    graph.add_edge(START, "second")
+    app = graph.compile(InMemoryCheckpointer())
+    config = {"thread_id": "t"}
+    assert app.invoke({"messages": [("user", "go")]}, config)["interrupt"].value == "first?"
+    assert app.invoke({"resume": 1}, config)["interrupt"].value == "second?"
+    assert list(app.get_state(config).execution_meta.task_writes) == ["0"]
+    assert app.invoke({"resume": 2}, config)["state"].notes == ["first:1", "second:2"]

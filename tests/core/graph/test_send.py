@@ -10,7 +10,7 @@ import pytest
 
 from tenxgraph.core.graph import Send, StateGraph
 from tenxgraph.core.graph._command import PARALLEL
-from tenxgraph.core.state import AgentState
+from tenxgraph.core.state import AgentState, Message
 from tenxgraph.errors import NodeError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import START
@@ -99,4 +99,29 @@ def test_a_send_to_no_node_is_an_error_naming_it() -> None:
     graph.add_edge(START, "plan")
     graph.add_conditional_edges("plan", lambda state: [Send("nowhere", 1)])
     with pytest.raises(NodeError, match=r"Send\('nowhere', \.\.\.\) names no node"):
+        graph.compile().invoke({})
+
+
+def test_a_send_to_an_agent_gives_it_a_state_made_from_the_arg() -> None:
+    from tenxgraph.core.graph import Agent
+    from tenxgraph.core.llm import ScriptedModel
+
+    graph = StateGraph(Squares)
+    graph.add_node("plan", lambda state: None)
+    graph.add_node("ask", Agent(ScriptedModel(["one", "two"])))
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges(
+        "plan",
+        lambda state: [Send("ask", {"context": [Message.text_message(q)]}) for q in "ab"],
+    )
+    result = graph.compile().invoke({})
+    assert [m.text() for m in result["state"].context] == ["one", "two"]
+    assert result["messages"] == result["state"].context
+
+    graph = StateGraph(Squares)
+    graph.add_node("plan", lambda state: None)
+    graph.add_node("ask", Agent(ScriptedModel(["one"])))
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", lambda state: [Send("ask", 42)])
+    with pytest.raises(NodeError, match="a Send to a Agent needs a Squares"):
         graph.compile().invoke({})
