@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from tenxgraph.core.graph._command import PARALLEL, Command, Send
 from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
 from tenxgraph.core.graph._hooks import HookCaller
@@ -281,6 +283,8 @@ class RunSteps(Generic[S]):
                 if isinstance(item, Send):
                     if item.node not in self.nodes:
                         raise NodeError(name, f"Send({item.node!r}, ...) names no node")
+                    if run.session is not None:
+                        _check_saved_arg(name, item)
                     sends.append(item)
                 elif item != END:
                     if item not in self.nodes:
@@ -333,3 +337,15 @@ class RunSteps(Generic[S]):
             lease.released = True
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)
+
+
+def _check_saved_arg(source: str, send: Send) -> None:
+    """A ``Send`` arg is saved with its step: refuse one that is not JSON data, naming it."""
+    try:
+        to_json(send.arg)
+    except PydanticSerializationError as exc:
+        raise NodeError(
+            source,
+            f"Send({send.node!r}, ...): its arg must be JSON data, as it is saved with the "
+            f"step on a graph with a checkpointer ({exc})",
+        ) from None

@@ -125,3 +125,15 @@ def test_a_send_to_an_agent_gives_it_a_state_made_from_the_arg() -> None:
     graph.add_conditional_edges("plan", lambda state: [Send("ask", 42)])
     with pytest.raises(NodeError, match="a Send to a Agent needs a Squares"):
         graph.compile().invoke({})
+
+
+def test_with_a_checkpointer_a_send_arg_that_is_not_json_data_is_refused_naming_it() -> None:
+    graph = StateGraph(Squares)
+    graph.add_node("plan", lambda state: None)
+    graph.add_node("square", square_of)
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", lambda state: [Send("square", object())])
+    app = graph.compile(InMemoryCheckpointer())
+    with pytest.raises(NodeError, match=r"Send\('square', \.\.\.\): its arg must be JSON data"):
+        app.invoke({"messages": [("user", "go")]}, {"thread_id": "t"})
+    assert mapped(square_of).invoke({"state": {"items": [2]}})["state"].squares == [4]
