@@ -35,6 +35,7 @@ WORKLOADS = (
     "w7_media",
     "w8_memory_recall",
     "w9_server",
+    "w11_fanout",
     "startup",
     "floors",
 )

@@ -103,6 +103,20 @@ def w1_rows(r: Results) -> list[Row]:
     ]
 
 
+def w11_rows(r: Results) -> list[Row]:
+    per_task = value(r, "w11_fanout", "per_task_us")
+    floor = value(r, "w11_fanout", "floor_per_task_us")
+    return [
+        row(
+            "W11 parallel step of 100 no-op tasks, overhead per task; floor: `asyncio.gather`",
+            per_task,
+            floor,
+            "µs",
+            ("≤ 3x floor", over(per_task, floor), 3),
+        )
+    ]
+
+
 def scaling_row(r: Results, backend: str, label: str, floor: float | None) -> Row:
     sizes = ("10", "1000", "10000", "100000")
     turns = [value(r, "w2_scaling", backend, "by_size", size, "turn_ms") for size in sizes]
@@ -387,6 +401,7 @@ def rows(results: Results) -> list[Row]:
         *w6_rows(results),
         *w7_rows(results),
         *w8_rows(results),
+        *w11_rows(results),
         *startup_rows(results),
     ]
 

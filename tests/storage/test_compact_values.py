@@ -126,6 +126,9 @@ def states_to_encode() -> list[AgentState]:
         ("resume_values", [1]),
         ("tool_ledger", {"c": {"output": 1}}),
         ("tool_starts", {"c": 2}),
+        ("tasks", [{"node": "a"}, {"node": "b", "arg": {"n": 1}}]),
+        ("task_writes", {"1": {"values": [["notes", ["x"]]]}}),
+        ("joins", {"a+b->c": ["a"]}),
         ("step", 7),
         ("turn_start", 3),
     ]:
@@ -171,4 +174,5 @@ def test_the_short_cuts_know_every_state_and_bookkeeping_field() -> None:
     always = {"current_node", "step", "status", "turn_start"}
     scalars = {name for name, _ in state_codec._META_SCALARS}
     json_valued = {"interrupt_value", "resume_values", "tool_ledger", "tool_starts"}  # refused
+    json_valued |= {"tasks", "task_writes", "joins"}
     assert set(ExecMeta.model_fields) == always | scalars | json_valued

@@ -31,6 +31,7 @@ __all__ = [
     "RunControl",
     "RunHooks",
     "RunResult",
+    "Send",
     "StateGraph",
     "StateSnapshot",
     "StreamEvent",
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
         remote_tool_result,
     )
     from tenxgraph.core.graph._run_control import RunControl
+    from tenxgraph.core.graph._send import Send
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
@@ -144,6 +146,7 @@ else:
                 "remote_tool_result",
             ),
             "tenxgraph.core.graph._run_control": ("RunControl",),
+            "tenxgraph.core.graph._send": ("Send",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
             "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (

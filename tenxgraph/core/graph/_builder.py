@@ -11,6 +11,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from tenxgraph.core.graph._command import PARALLEL, Send
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
     from tenxgraph.storage.checkpointer.base import Checkpointer
 
-__all__ = ["Branch", "StateGraph"]
+__all__ = ["Branch", "Join", "StateGraph"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -52,6 +53,11 @@ class Branch:
         """The router's name, for error messages."""
         return str(getattr(self.router, "__name__", self.router))
 
+    def destinations(self, source: str, value: Any, nodes: Container[str]) -> list[str | Send]:
+        """Where the router's return leads: one value, a ``Send``, or a list of them."""
+        values = value if isinstance(value, list | tuple) else [value]
+        return [v if isinstance(v, Send) else self.target(source, v, nodes) for v in values]
+
     def target(self, source: str, value: Any, nodes: Container[str]) -> str:
         """The node the router's ``value`` leads to; ``NodeError`` (at ``source``) if none."""
         if self.path_map is None:
@@ -70,6 +76,19 @@ class Branch:
                 f"router {self.name!r} returned {target!r}, which is not a node of the graph",
             )
         return str(target)
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """``add_edge([a, b], c)``: ``c`` runs once every source has finished since it last ran."""
+
+    sources: tuple[str, ...]
+    target: str
+
+    @property
+    def key(self) -> str:
+        """The join's name in ``ExecMeta.joins``, where the sources finished so far are kept."""
+        return f"{'+'.join(self.sources)}->{self.target}"
 
 
 class StateGraph(Generic[S]):
@@ -102,6 +121,10 @@ class StateGraph(Generic[S]):
         self.id_generator = id_generator
         self.nodes: dict[str, Node] = {}
         self.edges: dict[str, str] = {}
+        """Each source with exactly one plain edge: its target (the run loop's fast path)."""
+        self.fanout: dict[str, tuple[str, ...]] = {}
+        """Each source with several plain edges: their targets, run in one parallel step."""
+        self.joins: list[Join] = []
         self.branches: dict[str, Branch] = {}
         self.command_targets: dict[str, tuple[str, ...]] = {}
 
@@ -122,7 +145,7 @@ class StateGraph(Generic[S]):
             name = str(getattr(node, "name", None) or getattr(node, "__name__", ""))
         if not isinstance(name, str) or not name:
             raise GraphBuildError(f"a node needs a non-empty string name, got {name!r}")
-        if name in (START, END):
+        if name in (START, END, PARALLEL):
             raise GraphBuildError(f"{name!r} is reserved and cannot be a node name")
         if name in self.nodes:
             raise GraphBuildError(f"node {name!r} is already in the graph")
@@ -135,16 +158,51 @@ class StateGraph(Generic[S]):
             raise GraphBuildError(f"node {name!r} must be a function or a Node, got {node!r}")
         return self
 
-    def add_edge(self, source: str, target: str) -> StateGraph[S]:
-        """After ``source`` runs, go to ``target``."""
+    def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph[S]:
+        """After ``source`` runs, go to ``target``; a list of sources is a join.
+
+        Several edges from one source run their targets concurrently in one
+        step. ``add_edge(["a", "b"], "c")`` runs ``c`` once both ``a`` and
+        ``b`` have finished (in one step or in different ones), where plain
+        edges from ``a`` and ``b`` would run ``c`` after each.
+        """
+        if not isinstance(source, str):
+            return self._add_join(tuple(source), target)
         if source == END:
             raise GraphBuildError("END has no outgoing edges")
-        if source in self.edges or source in self.branches:
+        if source in self.branches:
             raise GraphBuildError(
-                f"{source!r} already has an outgoing edge; use add_conditional_edges to branch"
+                f"{source!r} already has conditional edges; a router may return several "
+                "nodes (or Send items) instead of adding plain edges beside it"
             )
-        self.edges[source] = target
+        targets = self.fanout.get(source) or ((self.edges[source],) if source in self.edges else ())
+        if target in targets:
+            raise GraphBuildError(f"edge {source!r} -> {target!r} is already in the graph")
+        if targets:
+            self.edges.pop(source, None)
+            self.fanout[source] = (*targets, target)
+        else:
+            self.edges[source] = target
         return self
+
+    def _add_join(self, sources: tuple[str, ...], target: str) -> StateGraph[S]:
+        if not sources or not all(isinstance(name, str) for name in sources):
+            raise GraphBuildError(f"a join needs a non-empty list of node names, got {sources!r}")
+        if START in sources or END in sources or len(set(sources)) != len(sources):
+            raise GraphBuildError(
+                f"a join's sources must be distinct nodes (not START or END), got {list(sources)}"
+            )
+        join = Join(sources, target)
+        if join in self.joins:
+            raise GraphBuildError(f"join {list(sources)} -> {target!r} is already in the graph")
+        self.joins.append(join)
+        return self
+
+    def ways_out(self, source: str) -> tuple[str, ...]:
+        """The targets of ``source``'s plain edges (joins apart)."""
+        if source in self.edges:
+            return (self.edges[source],)
+        return self.fanout.get(source, ())
 
     def add_conditional_edges(
         self,
@@ -157,8 +215,10 @@ class StateGraph(Generic[S]):
         ``path_map`` maps router values to node names; a list of names (or None)
         means the router returns node names itself.
         """
-        if source in self.edges or source in self.branches:
-            raise GraphBuildError(f"{source!r} already has an outgoing edge")
+        if source in self.edges or source in self.fanout or source in self.branches:
+            raise GraphBuildError(
+                f"{source!r} already has an outgoing edge; a node has plain edges or one router"
+            )
         if path_map is None:
             mapping = None
         elif isinstance(path_map, Mapping):
@@ -194,6 +254,7 @@ class StateGraph(Generic[S]):
         multitask_strategy: MultitaskStrategy = "reject",
         busy_timeout: float = 60.0,
         hooks: Sequence[RunHooks] = (),
+        max_concurrency: int | None = None,
     ) -> CompiledGraph[S]:
         """Check the graph and return it runnable; every problem is a ``GraphBuildError``.
 
@@ -214,6 +275,8 @@ class StateGraph(Generic[S]):
         config may say otherwise), and ``busy_timeout`` bounds the waits.
         ``hooks`` (``RunHooks``) are told when runs and nodes start and end and
         when the thread is saved: the seam for tracing, metrics and servers.
+        ``max_concurrency`` bounds how many tasks of one parallel step (several
+        edges, a join, ``Send`` items) run at once; None runs them all at once.
         """
         from tenxgraph.core.graph._compiled import CompiledGraph
 
@@ -228,6 +291,8 @@ class StateGraph(Generic[S]):
             raise GraphBuildError(problem)
         if recursion_limit < 1:
             raise GraphBuildError("recursion_limit must be at least 1")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise GraphBuildError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if tool_threads < 1:
             raise GraphBuildError(f"tool_threads must be at least 1, got {tool_threads}")
         try:
@@ -247,6 +312,7 @@ class StateGraph(Generic[S]):
             workers=WorkerPool(tool_threads),
             leases=leases,
             hooks=hooks,
+            max_concurrency=max_concurrency,
         )
 
     def _frozen_copy(self) -> StateGraph[S]:
@@ -258,6 +324,7 @@ class StateGraph(Generic[S]):
         """
         copied = copy.copy(self)
         copied.nodes, copied.edges = dict(self.nodes), dict(self.edges)
+        copied.fanout, copied.joins = dict(self.fanout), list(self.joins)
         copied.branches, copied.command_targets = dict(self.branches), dict(self.command_targets)
         if self.initial_state is not None:
             copied.initial_state = self.initial_state.model_copy(deep=True)
@@ -265,9 +332,14 @@ class StateGraph(Generic[S]):
 
     def _check_names(self, before: Iterable[str], after: Iterable[str]) -> None:
         known = set(self.nodes)
-        for source, target in self.edges.items():
+        plain = [(s, t) for s, ts in self.fanout.items() for t in ts] + list(self.edges.items())
+        for source, target in plain:
             self._check_known(source, known | {START}, f"edge {source!r} -> {target!r}")
             self._check_known(target, known | {END}, f"edge {source!r} -> {target!r}")
+        for join in self.joins:
+            for name in join.sources:
+                self._check_known(name, known, f"join {list(join.sources)} -> {join.target!r}")
+            self._check_known(join.target, known | {END}, f"join -> {join.target!r}")
         for source, branch in self.branches.items():
             self._check_known(source, known | {START}, f"conditional edges from {source!r}")
             for target in branch.targets() or ():
@@ -285,7 +357,7 @@ class StateGraph(Generic[S]):
             raise GraphBuildError(f"{where}: unknown node {name!r} (known: {choices})")
 
     def _check_reachable(self) -> None:
-        if START not in self.edges and START not in self.branches:
+        if not self.ways_out(START) and START not in self.branches:
             raise GraphBuildError(
                 "the graph has no entry point: call set_entry_point(name) or add_edge(START, name)"
             )
@@ -297,9 +369,9 @@ class StateGraph(Generic[S]):
                 continue
             seen.add(name)
             todo.extend(self.command_targets.get(name, ()))
-            if name in self.edges:
-                todo.append(self.edges[name])
-            elif name in self.branches:
+            todo.extend(j.target for j in self.joins if name in j.sources)
+            todo.extend(self.ways_out(name))
+            if name in self.branches:
                 targets = self.branches[name].targets()
                 if targets is None:  # the router may return any node name
                     return

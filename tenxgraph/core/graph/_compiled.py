@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Se
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
+from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.graph._entry import (
     Entry,
     answer_pending_calls,
@@ -28,6 +29,7 @@ from tenxgraph.core.graph._events import (
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
 from tenxgraph.core.graph._interrupt import InterruptKind, InterruptScope
 from tenxgraph.core.graph._node import Node, RunContext
+from tenxgraph.core.graph._parallel import ParallelSteps
 from tenxgraph.core.graph._remote_tools import REMOTE_CALLS_KIND, settle_remote_input
 from tenxgraph.core.graph._run_control import (
     Displaced,
@@ -40,7 +42,7 @@ from tenxgraph.core.graph._run_control import (
     new_run_id,
 )
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.core.graph._steps import COMPLETED, Run, RunSteps
+from tenxgraph.core.graph._steps import COMPLETED, Run
 from tenxgraph.core.graph._thread_ops import ThreadOperations
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
@@ -68,7 +70,7 @@ __all__ = ["CompiledGraph"]
 S = TypeVar("S", bound=AgentState)
 
 
-class CompiledGraph(RunSteps[S], ThreadOperations[S]):
+class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
     """A checked, runnable graph. Create it with ``StateGraph.compile``."""
 
     def __init__(
@@ -86,6 +88,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         workers: WorkerPool | None = None,
         leases: LeasePolicy | None = None,
         hooks: Sequence[RunHooks] = (),
+        max_concurrency: int | None = None,
     ) -> None:
         self._source = source
         self._shape = shape
@@ -102,10 +105,18 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         self.nodes = dict(nodes)
         self.edges = dict(shape.edges)
         self.branches = dict(shape.branches)
+        self.max_concurrency = max_concurrency
+        joins_of: dict[str, tuple[Any, ...]] = {}
+        for join in shape.joins:
+            for name in join.sources:
+                joins_of[name] = (*joins_of.get(name, ()), join)
+        self._joins_of = joins_of
+        self._ways_out = {**{s: (t,) for s, t in shape.edges.items()}, **shape.fanout}
+        self._single = {s: t for s, t in shape.edges.items() if s not in joins_of}
         self.context_manager = shape.context_manager
         self._active: dict[ThreadKey | None, RunControl] = {}
         self._runs: dict[str, RunControl] = {}
-        self._goto = {name: Next(name) for name in [*self.nodes, END]}
+        self._goto = {name: Next(name) for name in [*self.nodes, END, PARALLEL]}
         self._where = {name: f"node {name!r}" for name in self.nodes}
         self._routed = frozenset(self.branches)
         self.hooks = HookCaller(hooks)
@@ -171,6 +182,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             "multitask_strategy": self.leases.strategy,
             "busy_timeout": self.leases.busy_timeout,
             "hooks": self.hooks.hooks,
+            "max_concurrency": self.max_concurrency,
         }
         unknown = sorted(set(changes) - set(options))
         if unknown:
@@ -389,7 +401,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         first = run.next_node
         if first == START:
             try:
-                first = await self._route(START, run)
+                first = await self._plan(run, ((START, None),))
             except TenxGraphError as exc:
                 return Fail(START, exc)
         if run.new_input and run.session is not None:
@@ -449,6 +461,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             turn_start = 0 if session is None else session.version
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
+            if meta.tasks or meta.joins:  # a stopped parallel step the new turn leaves behind
+                meta.tasks, meta.task_writes, meta.joins = [], {}, {}
             if state.context:  # it may end in tool calls without results
                 runner, added = answer_pending_calls(state, input_messages, meta.status, self)
                 if runner is not None:  # a conversation that ends in tool calls runs them first
@@ -520,7 +534,8 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
             run.state = state
         meta = state.execution_meta
         meta.set_status("completed" if status == "completed" else "stopped")
-        if meta.next_node is not None or meta.interrupt_value is not None:  # often both None
+        pending = meta.next_node is not None or meta.interrupt_value is not None  # often neither
+        if pending and not meta.tasks:  # a stopped parallel step continues with invoke(None)
             meta.clear_pause()
         if meta.stop_requested != (status == "stopped"):
             meta.stop_requested = status == "stopped"

@@ -16,6 +16,11 @@ Decisions:
 - A node without an outgoing edge ends the run: drawn as an edge to END.
 - ``Command(goto=...)`` targets declared with ``add_node(..., ends=[...])``
   (and middleware ``can_jump_to``) are dashed ``goto`` edges.
+- Several plain edges from one node (a fan-out) are drawn as they are: all
+  of them run, in one parallel step. A join (``add_edge([a, b], c)``) is a
+  thick ``join`` edge from each source, labelled with every source it waits
+  for. A router whose return annotation names ``Send`` (``-> list[Send]``)
+  draws its targets as ``send`` edges: one task per item sent.
 - ``collapse_middleware=True`` folds create_agent's middleware hook nodes into
   the Agent node (listed on it), leaving model <-> tools.
 """
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ANY_NODE", "DrawnEdge", "DrawnNode", "GraphDescription", "describe_graph"]
 
 NodeKind = Literal["start", "end", "function", "agent", "tools", "hook", "node", "missing", "any"]
-EdgeKind = Literal["edge", "branch", "goto", "any"]
+EdgeKind = Literal["edge", "branch", "goto", "any", "join", "send"]
 
 ANY_NODE = "?"
 """The stand-in target of a router that declared no targets."""
@@ -79,14 +84,17 @@ class DrawnEdge:
     """One possible step out of ``source``.
 
     Its ``kind``: always (``edge``), a router's pick (``branch``), a declared
-    ``Command`` goto (``goto``), or a router that declared no targets (``any``).
+    ``Command`` goto (``goto``), a router that declared no targets (``any``),
+    one source of a join (``join``, waits for all its sources), or a router's
+    ``Send`` items (``send``, one task each).
     """
 
     source: str
     target: str
     kind: EdgeKind = "edge"
     label: str = ""
-    """The router's value when it is not the target's name; the router's name for ``any``."""
+    """The router's value when it is not the target's name; the router's name for ``any``;
+    the sources a ``join`` waits for (``a + b``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,24 +189,48 @@ def describe_graph(
 
 def _edges(builder: StateGraph[Any]) -> list[DrawnEdge]:
     edges = [DrawnEdge(source, target) for source, target in builder.edges.items()]
+    edges += [DrawnEdge(s, t) for s, targets in builder.fanout.items() for t in targets]
     for source, branch in builder.branches.items():
         edges += _branch_edges(source, branch)
+    for join in builder.joins:
+        label = " + ".join(join.sources)
+        edges += [DrawnEdge(source, join.target, "join", label) for source in join.sources]
     for source, targets in builder.command_targets.items():
         edges += [DrawnEdge(source, target, "goto") for target in targets]
-    ends = [n for n in builder.nodes if n not in builder.edges and n not in builder.branches]
+    joined = {name for join in builder.joins for name in join.sources}
+    leads = {*builder.edges, *builder.fanout, *builder.branches, *joined}
+    ends = [n for n in builder.nodes if n not in leads]
     return edges + [DrawnEdge(name, END) for name in ends]  # the run ends after them
 
 
 def _branch_edges(source: str, branch: Branch) -> list[DrawnEdge]:
+    kind: EdgeKind = "send" if _sends(branch.router) else "branch"
     if branch.path_map is not None:
         return [
-            DrawnEdge(source, target, "branch", "" if value == target else str(value))
+            DrawnEdge(source, target, kind, "" if value == target else str(value))
             for value, target in branch.path_map.items()
         ]
     names = _literal_names(branch.router)
     if names:
-        return [DrawnEdge(source, name, "branch") for name in names]
+        return [DrawnEdge(source, name, kind) for name in names]
     return [DrawnEdge(source, ANY_NODE, "any", branch.name)]
+
+
+def _sends(router: Any) -> bool:
+    """True when the router's return annotation names ``Send`` (``-> list[Send]``)."""
+    from tenxgraph.core.graph._send import Send
+
+    try:
+        hint = typing.get_type_hints(router).get("return")
+    except Exception:  # an annotation that does not resolve declares nothing
+        return False
+    todo = [hint]
+    while todo:
+        item = todo.pop()
+        if item is Send:
+            return True
+        todo.extend(typing.get_args(item))
+    return False
 
 
 def _literal_names(router: Any) -> list[str]:

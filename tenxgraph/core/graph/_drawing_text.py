@@ -24,8 +24,16 @@ __all__ = ["ascii_listing", "dot_source", "mermaid", "run_dot"]
 DOT_TIMEOUT = 30.0
 """Seconds ``dot`` may take; a graph of a few hundred nodes needs well under one."""
 
-_ARROWS = {"edge": "-->", "branch": "-?->", "goto": "-g->", "any": "-?->"}
+_ARROWS = {
+    "edge": "-->",
+    "branch": "-?->",
+    "goto": "-g->",
+    "any": "-?->",
+    "join": "=j=>",
+    "send": "-s->",
+}
 _LEGEND = "--> always   -?-> the router picks   -g-> Command(goto=...)"
+_MORE_LEGEND = "=j=> join: waits for all its sources   -s-> Send: one task per item"
 
 
 def _label(node: DrawnNode) -> str:
@@ -39,7 +47,10 @@ def _label(node: DrawnNode) -> str:
 
 def ascii_listing(description: GraphDescription) -> str:
     """Each node with its marks, then one line per way out of it."""
-    lines = [f"graph {description.title}".rstrip() + f"   ({_LEGEND})"]
+    legend = _LEGEND
+    if any(edge.kind in ("join", "send") for edge in description.edges):
+        legend += "   " + _MORE_LEGEND
+    lines = [f"graph {description.title}".rstrip() + f"   ({legend})"]
     outgoing: dict[str, list[DrawnEdge]] = {}
     for edge in description.edges:
         outgoing.setdefault(edge.source, []).append(edge)
@@ -55,6 +66,8 @@ def ascii_listing(description: GraphDescription) -> str:
             when = f"   when the router returns {edge.label!r}" if edge.label else ""
             if edge.kind == "any":
                 when = f"   {edge.label} returns a node name (no path_map)"
+            elif edge.kind == "join":
+                when = f"   once {edge.label} have all finished"
             lines.append(f"  {_ARROWS[edge.kind]} {target}{when}")
     lines += [f"! {problem}" for problem in description.problems]
     return "\n".join(lines) + "\n"
@@ -81,7 +94,14 @@ def _mermaid_text(text: str) -> str:
 
 
 _MERMAID_SHAPES = {"start": ('(["', '"])'), "end": ('(["', '"])'), "any": ('{{"', '"}}')}
-_MERMAID_ARROWS = {"edge": "-->", "branch": "-.->", "goto": "-.->", "any": "-.->"}
+_MERMAID_ARROWS = {
+    "edge": "-->",
+    "branch": "-.->",
+    "goto": "-.->",
+    "any": "-.->",
+    "join": "==>",
+    "send": "-.->",
+}
 _MERMAID_CLASSES = {
     "first": "fill:#e8f5e9,stroke:#2e7d32",
     "last": "fill:#eceff1,stroke:#455a64",
@@ -116,7 +136,7 @@ def mermaid(description: GraphDescription) -> str:
             lines.append(f"    class {ids[node.name]} {','.join(classes)}")
     for edge in description.edges:
         arrow = _MERMAID_ARROWS[edge.kind]
-        text = "goto" if edge.kind == "goto" else edge.label
+        text = _edge_text(edge)
         label = f'|"{_mermaid_text(text)}"|' if text else ""
         lines.append(f"    {ids[edge.source]} {arrow}{label} {ids[edge.target]}")
     styles = _MERMAID_CLASSES.items()
@@ -135,7 +155,25 @@ _DOT_NODES = {
     "missing": 'shape=box, style="dashed,filled", fillcolor="#ffebee", fontcolor="#b71c1c"',
     "any": "shape=hexagon, style=dashed",
 }
-_DOT_EDGES = {"edge": "", "branch": "style=dashed", "goto": "style=dotted", "any": "style=dashed"}
+_DOT_EDGES = {
+    "edge": "",
+    "branch": "style=dashed",
+    "goto": "style=dotted",
+    "any": "style=dashed",
+    "join": "style=bold",
+    "send": "style=dashed",
+}
+
+
+def _edge_text(edge: DrawnEdge) -> str:
+    """An edge's label in Mermaid and DOT: its kind for goto, join and send edges."""
+    if edge.kind == "goto":
+        return "goto"
+    if edge.kind == "join":
+        return f"join {edge.label}"
+    if edge.kind == "send":
+        return f"Send {edge.label}".rstrip()
+    return edge.label
 
 
 def _dot_node(node: DrawnNode, ident: str) -> str:
@@ -161,7 +199,7 @@ def dot_source(description: GraphDescription) -> str:
     lines += [_dot_node(node, ids[node.name]) for node in description.nodes]
     for edge in description.edges:
         attributes = [a for a in (_DOT_EDGES[edge.kind],) if a]
-        text = "goto" if edge.kind == "goto" else edge.label
+        text = _edge_text(edge)
         if text:
             attributes.append(f'label="{_dot_text(text)}"')
         suffix = f" [{', '.join(attributes)}]" if attributes else ""

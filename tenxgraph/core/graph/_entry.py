@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.graph._node import Node
 from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
@@ -98,6 +99,8 @@ def entry_point(meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, first:
         return Entry(meta.next_node or first, False)
     if meta.status == "running" and meta.next_node and not has_messages:
         return Entry(meta.next_node, False)  # a run that died mid-way continues
+    if meta.status == "stopped" and meta.next_node == PARALLEL and not has_messages:
+        return Entry(PARALLEL, False)  # a parallel step stopped midway: its finished tasks stay
     return Entry(first, True)
 
 

@@ -10,11 +10,13 @@ only after ``Next``, and ``CompiledGraph._conclude`` ends the run on any other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from tenxgraph.core.graph._command import Command
+from pydantic_core import PydanticSerializationError, to_json
+
+from tenxgraph.core.graph._command import PARALLEL, Command, Send
 from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
 from tenxgraph.core.graph._hooks import HookCaller
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
@@ -22,7 +24,7 @@ from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgres
 from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._updates import Applied, StateSchema
-from tenxgraph.core.state.agent_state import AgentState
+from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     NodeError,
@@ -35,7 +37,7 @@ from tenxgraph.runs import ThreadLease
 from tenxgraph.utils.constants import END
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph._builder import Branch
+    from tenxgraph.core.graph._builder import Branch, Join
 
 __all__ = ["COMPLETED", "Run", "RunSteps"]
 
@@ -83,6 +85,14 @@ class RunSteps(Generic[S]):
     is armed even when the node itself is sync."""
     _where: dict[str, str]
     """Each node's name as merge errors quote it (``node 'a'``), made once."""
+    _single: dict[str, str]
+    """The nodes whose one way out is one plain edge, and its target: the fast path."""
+    _ways_out: dict[str, tuple[str, ...]]
+    """Each node's plain edges' targets (joins apart)."""
+    _joins_of: dict[str, tuple[Join, ...]]
+    """The joins each node is a source of."""
+    _parallel_step: Callable[[Run[S], bool], Awaitable[tuple[list[StreamEvent], Outcome]]]
+    """Runs the step of several tasks in ``ExecMeta.tasks`` (``ParallelSteps``)."""
 
     async def _step(
         self, run: Run[S], name: str, node: Node | None, progress: bool
@@ -91,6 +101,8 @@ class RunSteps(Generic[S]):
 
         For ``invoke``, and for nodes that never stream (``Node.streams``).
         """
+        if node is None and name == PARALLEL:
+            return await self._parallel_step(run, progress)
         stop = self._enter(run, name)
         if stop is not None or node is None:
             return [], stop or COMPLETED
@@ -180,9 +192,9 @@ class RunSteps(Generic[S]):
                 applied = self.schema.apply(run.state, output, self._where[name])
             except StateError as exc:  # a bad return is the node's error
                 raise NodeError(name, str(exc)) from None
-            next_node = goto or self.edges.get(name) or await self._route(name, run)
-            if next_node != END and next_node not in self.nodes:
-                raise NodeError(name, f"Command(goto={next_node!r}) names no node")
+            next_node = self._single.get(name) if goto is None else None
+            if next_node is None:
+                next_node = await self._plan(run, ((name, goto),))
         except (Exception, asyncio.CancelledError) as exc:
             return [], await self._broke(run, name, exc)
         run.control.disarm()
@@ -247,11 +259,59 @@ class RunSteps(Generic[S]):
             return Pause(name, name, exc.value, exc.kind)
         return Fail(name, exc)
 
-    async def _route(self, node: str, run: Run[S]) -> str:
-        """Where a node without a plain edge leads: its branch's router, or END."""
-        branch = self.branches.get(node)
-        if branch is None:
-            return END
+    async def _plan(self, run: Run[S], finished: Iterable[tuple[str, Any]]) -> str:
+        """Where the run goes after the tasks ``finished`` (node, its ``Command`` goto or None).
+
+        Every target of every task counts: its goto, else its router's pick
+        (one value, a ``Send`` or a list), else its plain edges, else END. A
+        node reached by several runs once; ``Send`` items each run. One plain
+        target is returned as it is; several (or any ``Send``) are put in
+        ``ExecMeta.tasks``, in merge order, and ``PARALLEL`` is returned.
+        """
+        meta = run.state.execution_meta
+        targets: dict[str, None] = {}
+        sends: list[Send] = []
+        for name, goto in finished:
+            found: Iterable[Any]
+            if goto is not None:
+                found = goto if isinstance(goto, list | tuple) else (goto,)
+            elif name in self.branches:
+                found = await self._route(name, run)
+            else:
+                found = self._ways_out.get(name) or (() if name in self._joins_of else (END,))
+            for item in found:
+                if isinstance(item, Send):
+                    if item.node not in self.nodes:
+                        raise NodeError(name, f"Send({item.node!r}, ...) names no node")
+                    if run.session is not None:
+                        _check_saved_arg(name, item)
+                    sends.append(item)
+                elif item != END:
+                    if item not in self.nodes:
+                        raise NodeError(name, f"Command(goto={item!r}) names no node")
+                    targets[item] = None
+            if name in self._joins_of:
+                self._join(meta, name, targets)
+        if not sends and len(targets) <= 1:
+            return next(iter(targets), END)
+        edge_tasks: list[dict[str, Any]] = [{"node": node} for node in sorted(targets)]
+        meta.tasks = edge_tasks + [{"node": s.node, "arg": s.arg} for s in sends]
+        return PARALLEL
+
+    def _join(self, meta: ExecMeta, name: str, targets: dict[str, None]) -> None:
+        """Count ``name`` finished for each join it is a source of; add the joins it completes."""
+        for join in self._joins_of[name]:
+            seen = meta.joins.setdefault(join.key, [])
+            if name not in seen:
+                seen.append(name)
+            if len(seen) == len(join.sources):
+                del meta.joins[join.key]
+                if join.target != END:
+                    targets[join.target] = None
+
+    async def _route(self, node: str, run: Run[S]) -> list[str | Send]:
+        """Where ``node``'s router leads: node names (END among them) and ``Send`` items."""
+        branch = self.branches[node]
         try:
             value = await run.ctx.call(branch.router, (run.state,))
         except (GraphInterrupt, TenxGraphError):
@@ -259,7 +319,7 @@ class RunSteps(Generic[S]):
         except Exception as exc:
             detail = f"router {branch.name!r} raised {type(exc).__name__}: {exc}"
             raise NodeError(node, detail) from exc
-        return branch.target(node, value, self.nodes)
+        return branch.destinations(node, value, self.nodes)
 
     async def _save(
         self, run: Run[S], added: list[Message], node: str, *, last: bool = False
@@ -278,3 +338,15 @@ class RunSteps(Generic[S]):
             lease.released = True
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)
+
+
+def _check_saved_arg(source: str, send: Send) -> None:
+    """A ``Send`` arg is saved with its step: refuse one that is not JSON data, naming it."""
+    try:
+        to_json(send.arg)
+    except PydanticSerializationError as exc:
+        raise NodeError(
+            source,
+            f"Send({send.node!r}, ...): its arg must be JSON data, as it is saved with the "
+            f"step on a graph with a checkpointer ({exc})",
+        ) from None

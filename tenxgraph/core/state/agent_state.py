@@ -55,6 +55,16 @@ class ExecMeta(BaseModel):
     a call whose runs all died is not started again past the ToolNode's ``max_starts``."""
     turn_start: int = 0
     """The thread's version before its latest turn began; ``rollback`` returns to it."""
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    """The tasks of the parallel step the run is in or goes to (``next_node`` is
+    ``__parallel__``), in merge order: ``{"node": name}`` for an edge's target, with
+    ``"arg"`` for a ``Send``, and ``"paused": true`` on the one an ``interrupt`` paused."""
+    task_writes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """What each finished task of that step returned, by its index in ``tasks``, saved as
+    it finishes and merged into the state when the whole step has: a crash, a failure
+    or a stop re-runs only the tasks missing here."""
+    joins: dict[str, list[str]] = Field(default_factory=dict)
+    """For each join (``add_edge([a, b], c)``) waiting for more sources: those finished."""
 
     def enter_node(self, name: str) -> None:
         """Record that node ``name`` runs now, one more step: the run loop's write per step.

@@ -109,7 +109,8 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
     """``execution_meta`` as stored: the four fields tools read, then those not at their default.
 
     Made from the attributes while the fields that hold JSON values (the interrupt's
-    value, resume values, the tool ledger and starts) are empty, as they are on most
+    value, resume values, the tool ledger and starts, a parallel step's tasks,
+    writes and joins) are empty, as they are on most
     steps: pydantic's ``exclude_defaults`` calls each default factory to compare.
     """
     fields = meta.__dict__
@@ -120,6 +121,9 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
         or fields["resume_values"]
         or fields["tool_ledger"]
         or fields["tool_starts"]
+        or fields["tasks"]
+        or fields["task_writes"]
+        or fields["joins"]
         or not _PLAIN_SCALARS.issuperset(map(type, _meta_plain(fields)))  # no generator
     ):
         data.update(meta.model_dump(mode="json", exclude_defaults=True))
