@@ -120,9 +120,7 @@ def _citation(ref: AnnotationRef) -> dict[str, Any]:
     return citation
 
 
-def _media(
-    block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock, v0: bool
-) -> dict[str, Any]:
+def _media(block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock, v0: bool) -> dict[str, Any]:
     kind = "file" if isinstance(block, DocumentBlock) else block.type
     out: dict[str, Any] = {"type": kind, **_source(block.media, v0)}
     extra = block.model_dump(mode="json", exclude_none=True, exclude={"type", "media"})

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -51,9 +51,10 @@ from tenxgraph.core.state._langchain_blocks import (
     describe,
 )
 from tenxgraph.core.state.edits import RemoveMessage
-from tenxgraph.core.state.message import Message, Role, TokenUsages
+from tenxgraph.core.state.message import Message, Role, TokenUsages, _block_for
 from tenxgraph.core.state.message_block import (
     ContentBlock,
+    MediaRef,
     RemoteToolCallBlock,
     TextBlock,
     ToolCallBlock,
@@ -77,11 +78,15 @@ LANGCHAIN_KEY = "langchain"
 """``Message.metadata[LANGCHAIN_KEY]``: the parts of a LangChain message tenxgraph has no
 field for, written back in their place."""
 
-_TYPE_OF_ROLE: dict[Role, str] = {"user": "human", "assistant": "ai", "system": "system"}
-_TYPE_OF_ROLE["tool"] = "tool"
+_TYPE_OF_ROLE: dict[Role, str] = {
+    "user": "human",
+    "assistant": "ai",
+    "system": "system",
+    "tool": "tool",
+}
 _ROLE_OF_TYPE: dict[str, Role] = {kind: role for role, kind in _TYPE_OF_ROLE.items()}
-_CHUNK_OF_TYPE = {"human": "HumanMessageChunk", "ai": "AIMessageChunk", "system": "SystemMessageChunk"}
-_CHUNK_OF_TYPE["tool"] = "ToolMessageChunk"
+_CHUNK_OF_TYPE = {kind: f"{kind.capitalize()}MessageChunk" for kind in _ROLE_OF_TYPE}
+_CHUNK_OF_TYPE["ai"] = "AIMessageChunk"
 _TYPE_OF_CHUNK = {chunk: kind for kind, chunk in _CHUNK_OF_TYPE.items()}
 LANGCHAIN_TYPES = frozenset({*_ROLE_OF_TYPE, *_TYPE_OF_CHUNK, "remove"})
 """The ``type`` values of LangChain messages this module reads."""
@@ -99,6 +104,7 @@ _READ: dict[Role, frozenset[str]] = {
     "tool": _BASE_KEYS | {"tool_call_id", "status", *_TOOL_DEFAULTS},
 }
 """The keys of a LangChain message read for each role; other keys are kept as they are."""
+_CHUNK_KEYS = frozenset({"name", "args", "id", "index", "type"})
 _ALL_DEFAULTS = {**_DEFAULTS, **_AI_DEFAULTS, **_CHUNK_DEFAULTS, **_TOOL_DEFAULTS}
 _MESSAGE_FIELDS = ("tools_calls", "reasoning", "raw", "parsed_content")
 """``Message`` fields LangChain has no place for, kept as they are when set."""
@@ -243,8 +249,9 @@ def _tool_fields(blocks: list[ContentBlock], own: dict[str, Any], forms: Any) ->
         content = output
     elif isinstance(output, list) and (not output or hasattr(output[0], "model_dump")):
         forms = forms if isinstance(forms, dict) else {}
-        content = [block_to_langchain(b, forms.get(str(i))) for i, b in enumerate(output)]
-    elif hasattr(output, "kind"):  # a MediaRef
+        items = cast("list[ContentBlock]", output)
+        content = [block_to_langchain(b, forms.get(str(i))) for i, b in enumerate(items)]
+    elif isinstance(output, MediaRef):
         content = [block_to_langchain(_media_block(output))]
         own["output_media"] = True
     else:
@@ -256,9 +263,8 @@ def _tool_fields(blocks: list[ContentBlock], own: dict[str, Any], forms: Any) ->
     return {"content": content, "tool_call_id": result.call_id, "status": status}
 
 
-def _media_block(media: Any) -> ContentBlock:
-    from tenxgraph.core.state.message import _block_for  # the kind of block its MIME type implies
-
+def _media_block(media: MediaRef) -> ContentBlock:
+    """The block a tool's media output is shown as: the kind its MIME type implies."""
     return _block_for(media, media.mime_type or "application/octet-stream")
 
 
@@ -305,8 +311,10 @@ def from_langchain_message(data: Any, where: str = "message") -> Message | Remov
     was wrong and where (``where`` names the message, e.g. ``input
     'messages'[2]``).
     """
-    if isinstance(data, Mapping) and set(data) == {"type", "data"} and isinstance(
-        data["data"], Mapping
+    if (
+        isinstance(data, Mapping)
+        and set(data) == {"type", "data"}
+        and isinstance(data["data"], Mapping)
     ):
         data = {**data["data"], "type": data["type"]}  # message_to_dict's form
     if not is_langchain_message(data):
@@ -446,11 +454,8 @@ def _calls_from_chunks(chunks: Any, kept: dict[str, Any], where: str) -> list[di
         whole = isinstance(args, dict) and chunk.get("id") and chunk.get("name") is not None
         if whole:
             calls.append({"name": chunk["name"], "args": args, "id": chunk["id"]})
-        expected = {"name", "args", "id", "index", "type"}
-        if not whole or chunk.get("index", j) != j or set(chunk) - expected:
-            exact = False
-        elif json.dumps(args) != chunk.get("args"):
-            exact = False
+        exact = exact and bool(whole) and chunk.get("index", j) == j
+        exact = exact and not set(chunk) - _CHUNK_KEYS and json.dumps(args) == chunk.get("args")
     if exact:
         kept.pop("tool_call_chunks", None)
     return calls
@@ -486,7 +491,9 @@ def _tool_result(
         raise StateError(f"{where}: a tool message needs 'tool_call_id', the call it answers")
     status = data.get("status", "success")
     if status not in ("success", "error"):
-        raise StateError(f"{where}: a tool message's status is 'success' or 'error', not {status!r}")
+        raise StateError(
+            f"{where}: a tool message's status is 'success' or 'error', not {status!r}"
+        )
     output: Any
     if "output_json" in own:
         output = own["output_json"]

@@ -77,7 +77,9 @@ media_refs = st.one_of(
         **media_extras,
     ),
     st.builds(MediaRef, kind=st.just("data"), data_base64=b64, **media_extras),
-    st.builds(MediaRef, kind=st.just("file_id"), file_id=word, data_base64=opt(b64), **media_extras),
+    st.builds(
+        MediaRef, kind=st.just("file_id"), file_id=word, data_base64=opt(b64), **media_extras
+    ),
 )
 refs = st.builds(
     AnnotationRef,
@@ -90,7 +92,12 @@ refs = st.builds(
 simple_blocks = st.one_of(
     st.builds(TextBlock, text=text, annotations=st.lists(refs, max_size=2)),
     st.builds(ReasoningBlock, summary=text, details=opt(st.lists(text, max_size=2))),
-    st.builds(ImageBlock, media=media_refs, alt_text=opt(text), bbox=opt(st.lists(finite, min_size=4, max_size=4))),
+    st.builds(
+        ImageBlock,
+        media=media_refs,
+        alt_text=opt(text),
+        bbox=opt(st.lists(finite, min_size=4, max_size=4)),
+    ),
     st.builds(AudioBlock, media=media_refs, transcript=opt(text), sample_rate=opt(small)),
     st.builds(VideoBlock, media=media_refs, thumbnail=opt(media_refs)),
     st.builds(
@@ -113,9 +120,7 @@ calls = st.one_of(
     st.builds(ToolCallBlock, id=word, name=text, args=json_dicts, tool_type=opt(word)),
     st.builds(RemoteToolCallBlock, id=word, name=text, args=json_dicts),
 )
-outputs = st.one_of(
-    text, json_values, st.lists(simple_blocks, max_size=2), media_refs
-)
+outputs = st.one_of(text, json_values, st.lists(simple_blocks, max_size=2), media_refs)
 results = st.builds(
     ToolResultBlock,
     call_id=word,
@@ -236,7 +241,9 @@ def test_a_delta_is_a_chunk_with_tool_call_chunks() -> None:
 
 def test_media_as_standard_blocks() -> None:
     image = ImageBlock(media=MediaRef(kind="url", url="https://x/a.png", mime_type="image/png"))
-    pdf = DocumentBlock(media=MediaRef(kind="data", data_base64="aGk=", mime_type="application/pdf"))
+    pdf = DocumentBlock(
+        media=MediaRef(kind="data", data_base64="aGk=", mime_type="application/pdf")
+    )
     data = to_langchain_message(Message(role="user", content=[TextBlock(text="see"), image, pdf]))
     assert data["content"] == [
         {"type": "text", "text": "see"},
@@ -263,7 +270,11 @@ def langchain_messages() -> list[Any]:
                 },
                 {"type": "file", "base64": "aGk=", "mime_type": "application/pdf", "id": "b1"},
                 {"type": "image", "url": "https://x/y.png"},
-                {"type": "text", "text": "cited", "annotations": [{"type": "citation", "url": "u"}]},
+                {
+                    "type": "text",
+                    "text": "cited",
+                    "annotations": [{"type": "citation", "url": "u"}],
+                },
             ],
             id="h2",
         ),
@@ -284,7 +295,10 @@ def langchain_messages() -> list[Any]:
             additional_kwargs={"refusal": None},
         ),
         lc.AIMessage(
-            [{"type": "reasoning", "reasoning": "think", "id": "r1"}, {"type": "text", "text": "ok"}],
+            [
+                {"type": "reasoning", "reasoning": "think", "id": "r1"},
+                {"type": "text", "text": "ok"},
+            ],
             id="a2",
         ),
         lc.ToolMessage("nope", tool_call_id="c1", status="error", artifact={"k": 1}, id="t1"),
@@ -313,7 +327,7 @@ def test_langchain_messages_round_trip(original: Any) -> None:
 def test_langchain_messages_read_as_tenxgraph_blocks() -> None:
     human = from_langchain_message(langchain_messages()[1].model_dump())
     assert isinstance(human, Message) and human.role == "user"
-    text, image, pdf, url, cited = human.content
+    _, image, pdf, url, cited = human.content
     assert isinstance(image, ImageBlock) and image.media.data_base64 == "aGk="
     assert isinstance(pdf, DocumentBlock) and pdf.media.mime_type == "application/pdf"
     assert isinstance(url, ImageBlock) and url.media.url == "https://x/y.png"
