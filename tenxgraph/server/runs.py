@@ -29,6 +29,13 @@ from tenxgraph.server import remote_tools
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
+from tenxgraph.server._message_format import (
+    Encode,
+    MessageEncoder,
+    output_json,
+    tenxgraph_json,
+    translate_event,
+)
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import (
     RunRequest,
@@ -119,7 +126,7 @@ async def _start(
     elif body.if_not_exists != "create" and not manager.busy(user, thread_id):
         await _require_thread(context, thread_id, user)
     ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
-    given = graph_input(body)
+    given = graph_input(body, context.graph.state_class.model_fields)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
     spec = RunSpec(
         graph=context.graph,
@@ -171,8 +178,12 @@ def _stream(
     after: int = 0,
     modes: frozenset[str] | None = None,
     cancel_on_disconnect: bool = False,
+    encode: MessageEncoder = tenxgraph_json,
 ) -> EventSourceResponse:
-    """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode)."""
+    """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode).
+
+    The log holds tenxgraph's message JSON; ``encode`` is the reader's format.
+    """
     try:
         record.log.check_resume(after)
     except EventsLostError as exc:
@@ -185,7 +196,8 @@ def _stream(
                     yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
                     continue
                 chunk = "".join(
-                    f"id: {logged.id}\r\nevent: {logged.event}\r\ndata: {logged.data}\r\n\r\n"
+                    f"id: {logged.id}\r\nevent: {logged.event}\r\n"
+                    f"data: {translate_event(logged.event, logged.data, encode)}\r\n\r\n"
                     for logged in batch
                     if modes is None or _wanted(logged.event, modes)
                 )
@@ -216,17 +228,22 @@ def _wanted(event: str, modes: frozenset[str]) -> bool:
     return event in modes
 
 
-async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool) -> Any:
-    """The run's output once it ended; a client gone meanwhile cancels it if asked to."""
+async def _wait(
+    request: Request, record: RunRecord, cancel_on_disconnect: bool, encode: MessageEncoder
+) -> Any:
+    """The run's output once it ended, its messages as ``encode`` writes them.
+
+    A client gone meanwhile cancels the run if asked to.
+    """
     if not cancel_on_disconnect:
         await record.done.wait()
-        return record.output
+        return output_json(record.output, encode)
     while not record.done.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(record.done.wait(), 0.5)
         if not record.done.is_set() and await request.is_disconnected():
             await manager_of(request.app.state.context).cancel(record)
-    return record.output
+    return output_json(record.output, encode)
 
 
 # --- stateless runs ------------------------------------------------------------------------
@@ -234,20 +251,21 @@ async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool)
 
 @router.post("/runs/stream")
 async def stream_stateless(
-    body: RunRequest, request: Request, context: Context, user: User
+    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on a new thread and stream it."""
     record = await _start(context, user, body, None)
-    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+    cancel = body.on_disconnect == "cancel"
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
 
 @router.post("/runs/wait")
 async def wait_stateless(
-    body: RunRequest, request: Request, context: Context, user: User
+    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on a new thread; answer with its final values."""
     record = await _start(context, user, body, None)
-    output = await _wait(request, record, body.on_disconnect == "cancel")
+    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -296,20 +314,21 @@ async def cancel_many(
 
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
     record = await _start(context, user, body, thread_id)
-    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+    cancel = body.on_disconnect == "cancel"
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
 async def wait_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on the thread; answer with its final values (``__error__`` when it failed)."""
     record = await _start(context, user, body, thread_id)
-    output = await _wait(request, record, body.on_disconnect == "cancel")
+    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -380,11 +399,11 @@ async def cancel_run(
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
 async def join_run(
-    thread_id: str, run_id: str, request: Request, context: Context, user: User
+    thread_id: str, run_id: str, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Wait for the run to end; its final values (``__error__`` when it failed)."""
     record = await run_or_404(context, user, thread_id, run_id)
-    output = await _wait(request, record, False)
+    output = await _wait(request, record, False, encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -395,6 +414,7 @@ async def join_stream(
     request: Request,
     context: Context,
     user: User,
+    encode: Encode,
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
     cancel_on_disconnect: bool = False,
@@ -414,7 +434,12 @@ async def join_stream(
         )
     after = _last_event_id(last_event_id)
     return _stream(
-        request, record, after=after, modes=modes, cancel_on_disconnect=cancel_on_disconnect
+        request,
+        record,
+        after=after,
+        modes=modes,
+        cancel_on_disconnect=cancel_on_disconnect,
+        encode=encode,
     )
 
 

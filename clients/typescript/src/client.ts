@@ -135,7 +135,8 @@ export class Client {
 
   constructor(url: string, options: ClientOptions = {}) {
     this.url = url.replace(/\/+$/, "");
-    this.headers = { ...(options.headers ?? {}) };
+    // tenxgraph's message JSON: the server's LangGraph routes default to LangChain's format
+    this.headers = { "x-message-format": "tenxgraph", ...(options.headers ?? {}) };
     if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.assistants = new Assistants(this);
