@@ -72,7 +72,9 @@ class Transport:
     ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self._headers = {**FORMAT_HEADERS, **(headers or {})}
+        given = dict(headers or {})
+        chosen = any(name.lower() == "x-message-format" for name in given)
+        self._headers = given if chosen else {**FORMAT_HEADERS, **given}
         if api_key is not None:
             self._headers[API_KEY_HEADER] = api_key
         self._client: httpx.AsyncClient | None = None

@@ -136,7 +136,9 @@ export class Client {
   constructor(url: string, options: ClientOptions = {}) {
     this.url = url.replace(/\/+$/, "");
     // tenxgraph's message JSON: the server's LangGraph routes default to LangChain's format
-    this.headers = { "x-message-format": "tenxgraph", ...(options.headers ?? {}) };
+    const given = { ...(options.headers ?? {}) };
+    const chosen = Object.keys(given).some((name) => name.toLowerCase() === "x-message-format");
+    this.headers = chosen ? given : { "x-message-format": "tenxgraph", ...given };
     if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.assistants = new Assistants(this);
