@@ -19,12 +19,11 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Depends
-from pydantic import BaseModel, ConfigDict, TypeAdapter
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 from starlette.requests import Request
 
-from tenxgraph.core.state.langchain_format import to_langchain_message
-from tenxgraph.core.state.message import Message, MessagesAdapter
+from tenxgraph.core.state.langchain_format import langchain_from_json, to_langchain_message
+from tenxgraph.core.state.message import Message
 from tenxgraph.errors import StateError
 
 __all__ = [
@@ -71,59 +70,41 @@ Encode = Annotated[MessageEncoder, Depends(message_encoder)]
 """A route's parameter: how the messages of its answer are written."""
 
 
-class _Values(BaseModel):
-    """A ``values`` payload with its messages read as messages and the rest as it is."""
-
-    model_config = ConfigDict(extra="allow")
-
-    messages: list[Message] | None = None
-
-
-_VALUES = TypeAdapter(_Values)
-_UPDATES = TypeAdapter(dict[str, _Values | list[Any] | Any])
-_TUPLE = TypeAdapter(tuple[Message, dict[str, Any]])
-
-
 def output_json(output: Any, encode: MessageEncoder) -> Any:
     """A run's output (its final values) with its messages in ``encode``'s format."""
     if encode is tenxgraph_json or not isinstance(output, dict):
         return output
-    messages = output.get("messages")
-    if not isinstance(messages, list):
-        return output
-    # as JSON, as the stream is read: a tool's media output stays media
-    read = MessagesAdapter.validate_json(to_json(messages))
-    return {**output, "messages": [encode(message) for message in read]}
+    return _values(output)
 
 
 def translate_event(event: str, data: str, encode: MessageEncoder) -> str:
-    """One logged stream event's data (tenxgraph's JSON) with its messages in ``encode``'s."""
-    if encode is tenxgraph_json:
+    """One logged stream event's data (tenxgraph's JSON) with its messages in ``encode``'s.
+
+    Only LangChain's format differs from what the log holds; each message is
+    translated from its JSON (``langchain_from_json``: plain text ones without
+    being validated again).
+    """
+    if encode is tenxgraph_json or event not in _MESSAGE_EVENTS:
         return data
+    parsed = from_json(data)
     if event == "values":
-        return _dump(_values(_VALUES.validate_json(data), encode))
-    if event == "updates":
-        updates = _UPDATES.validate_json(data)
-        return _dump(
-            {
-                node: _values(update, encode) if isinstance(update, _Values) else update
-                for node, update in updates.items()
-            }
-        )
-    if event == "messages":
-        message, metadata = _TUPLE.validate_json(data)
-        return _dump([encode(message), metadata])
-    if event in ("messages/partial", "messages/complete"):
-        return _dump([encode(message) for message in MessagesAdapter.validate_json(data)])
-    return data
+        translated: Any = _values(parsed)
+    elif event == "updates":
+        translated = {node: _values(update) for node, update in parsed.items()}
+    elif event == "messages":
+        translated = [langchain_from_json(parsed[0]), *parsed[1:]]
+    else:
+        translated = [langchain_from_json(message) for message in parsed]
+    return to_json(translated, inf_nan_mode="null").decode()
 
 
-def _values(values: _Values, encode: MessageEncoder) -> dict[str, Any]:
-    out = dict(values.model_extra or {})
-    if values.messages is not None:
-        out = {"messages": [encode(message) for message in values.messages], **out}
-    return out
+_MESSAGE_EVENTS = frozenset(
+    {"values", "updates", "messages", "messages/partial", "messages/complete"}
+)
 
 
-def _dump(data: Any) -> str:
-    return to_json(data, inf_nan_mode="null").decode()
+def _values(values: Any) -> Any:
+    """State values (or a node's update) with the messages under ``messages`` translated."""
+    if not isinstance(values, dict) or not isinstance(values.get("messages"), list):
+        return values
+    return {**values, "messages": [langchain_from_json(m) for m in values["messages"]]}

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from tenxgraph.core.state._langchain_blocks import (
     KEY,
@@ -68,6 +69,7 @@ __all__ = [
     "TENXGRAPH_KEY",
     "from_langchain_message",
     "is_langchain_message",
+    "langchain_from_json",
     "to_langchain_message",
 ]
 
@@ -106,6 +108,8 @@ _READ: dict[Role, frozenset[str]] = {
 """The keys of a LangChain message read for each role; other keys are kept as they are."""
 _CHUNK_KEYS = frozenset({"name", "args", "id", "index", "type"})
 _ALL_DEFAULTS = {**_DEFAULTS, **_AI_DEFAULTS, **_CHUNK_DEFAULTS, **_TOOL_DEFAULTS}
+_PLAIN_KEYS = frozenset(Message.model_fields)
+_TEXT_KEYS = frozenset({"type", "text", "annotations"})
 _MESSAGE_FIELDS = ("tools_calls", "reasoning", "raw", "parsed_content")
 """``Message`` fields LangChain has no place for, kept as they are when set."""
 
@@ -139,6 +143,81 @@ def to_langchain_message(message: Message) -> dict[str, Any]:
         if back == message:  # what was kept fits back where it came from
             return out
     return _to_langchain(message, None)
+
+
+def langchain_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``to_langchain_message`` of a message given as its JSON (``model_dump(mode="json")``).
+
+    For what a stream or a stored answer already holds as JSON. A message of
+    plain text blocks with the other fields at their defaults (most streamed
+    chunks and chat turns) is written from the JSON directly, the same dict
+    the general path makes; any other is validated as a ``Message`` first.
+    """
+    plain = _plain_langchain(data)
+    if plain is not None:
+        return plain
+    return to_langchain_message(Message.model_validate_json(to_json(data)))
+
+
+def _plain_langchain(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``to_langchain_message``'s dict for the JSON of a plain text message, else None."""
+    if not _PLAIN_KEYS.issuperset(data) or "timestamp" not in data:
+        return None
+    if any(data.get(name) is not None for name in (*_MESSAGE_FIELDS, "usages")):
+        return None
+    role, message_id, delta = data.get("role"), data.get("message_id"), data.get("delta", False)
+    metadata = data.get("metadata", {})
+    if (
+        role not in ("user", "assistant", "system")
+        or type(message_id) not in (str, int)
+        or type(delta) is not bool
+        or type(metadata) is not dict
+        or LANGCHAIN_KEY in metadata
+    ):
+        return None
+    texts = _plain_texts(data.get("content"))
+    if texts is None:
+        return None
+    own: dict[str, Any] = {"message_id": message_id} if type(message_id) is int else {}
+    own["timestamp"] = data["timestamp"]
+    if metadata:
+        own["metadata"] = metadata
+    kind = _TYPE_OF_ROLE[role]
+    out: dict[str, Any] = {
+        "content": texts[0] if len(texts) == 1 and texts[0] else _text_list(texts),
+        "additional_kwargs": {KEY: own},
+        "response_metadata": {},
+        "name": None,
+        "type": _CHUNK_OF_TYPE[kind] if delta else kind,
+        "id": str(message_id),
+    }
+    if role == "assistant":
+        out.update(tool_calls=[], invalid_tool_calls=[], usage_metadata=None)
+        if delta:
+            out.update(tool_call_chunks=[], chunk_position=None)
+    return out
+
+
+def _plain_texts(content: Any) -> list[str] | None:
+    """The texts of a content list of plain text blocks (no citations), else None."""
+    if type(content) is not list:
+        return None
+    texts = []
+    for block in content:
+        if (
+            type(block) is not dict
+            or block.get("type") != "text"
+            or type(block.get("text")) is not str
+            or block.get("annotations", []) != []
+            or not _TEXT_KEYS.issuperset(block)
+        ):
+            return None
+        texts.append(block["text"])
+    return texts
+
+
+def _text_list(texts: list[str]) -> str | list[dict[str, Any]]:
+    return [{"type": "text", "text": text} for text in texts] if texts else ""
 
 
 def _to_langchain(message: Message, kept: dict[str, Any] | None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from tenxgraph.core.state import (
     from_langchain_message,
     to_langchain_message,
 )
+from tenxgraph.core.state.langchain_format import langchain_from_json
 from tenxgraph.errors import StateError
 
 lc = pytest.importorskip("langchain_core.messages")
@@ -185,6 +186,25 @@ def test_convert_to_messages_reads_every_dict(message: Message) -> None:
     assert converted.id == data["id"]
     assert (converted.content or "") == (data["content"] or "")  # it reads [] as ""
     assert getattr(converted, "tool_calls", []) == data.get("tool_calls", [])
+
+
+plain_messages = st.builds(
+    Message,
+    message_id=word | small,
+    role=st.sampled_from(["user", "assistant", "system"]),
+    content=st.lists(st.builds(TextBlock, text=text), max_size=3),
+    delta=st.booleans(),
+    timestamp=opt(finite),
+    metadata=json_dicts,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_messages | messages)
+def test_from_json_is_the_same_dict(message: Message) -> None:
+    """The shortcut for plain text messages writes what the general path writes."""
+    dumped = json.loads(message.model_dump_json())
+    assert langchain_from_json(dumped) == to_langchain_message(message)
 
 
 def test_shapes_the_sdks_read() -> None:
