@@ -9,6 +9,8 @@ tenxgraph client reading the same thread gets tenxgraph's JSON.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +99,8 @@ def test_the_sdk_reads_langchain_messages_everywhere(sdk: Any, backend: str) -> 
     chunks = [m for m in tuples if m["type"] == "AIMessageChunk"]
     assert "".join(message_text(m) for m in chunks) == "the sum is 5"
     assert all(m["id"] == chunks[0]["id"] for m in chunks)
+    gathered = functools.reduce(operator.add, [langchain_message(m) for m in chunks])
+    assert gathered.text == "the sum is 5"  # LangChain programs add the chunks together
     check_turn(client.threads.get_state(thread_id)["values"]["messages"])
     check_turn(client.threads.get(thread_id)["values"]["messages"])
     history = client.threads.get_history(thread_id, limit=2)

@@ -25,8 +25,10 @@ rest of a tenxgraph message travels under ``additional_kwargs["tenxgraph"]``
 (``timestamp``, ``metadata``, ``raw``, ``parsed_content``, an ``int`` id,
 where tool calls stood among the blocks, which were remote, a tool's JSON
 output, usage fields LangChain has no name for), so converting back gives an
-equal message. The other way, what tenxgraph has no field for (``name``,
-``response_metadata``, other ``additional_kwargs``, ``artifact``,
+equal message (a streamed piece's ``timestamp`` excepted: LangChain adds the
+chunks of a message together and refuses two times for one key, so a chunk
+carries none and reads back with ``None``). The other way, what tenxgraph
+has no field for (``name``, ``response_metadata``, other ``additional_kwargs``, ``artifact``,
 ``invalid_tool_calls``, a block's ``id`` or a client's keys in it) is kept in
 the message's ``metadata["langchain"]`` and written back in its place.
 
@@ -179,13 +181,14 @@ def _plain_langchain(data: Mapping[str, Any]) -> dict[str, Any] | None:
     if texts is None:
         return None
     own: dict[str, Any] = {"message_id": message_id} if type(message_id) is int else {}
-    own["timestamp"] = data["timestamp"]
+    if not delta:
+        own["timestamp"] = data["timestamp"]
     if metadata:
         own["metadata"] = metadata
     kind = _TYPE_OF_ROLE[role]
     out: dict[str, Any] = {
         "content": texts[0] if len(texts) == 1 and texts[0] else _text_list(texts),
-        "additional_kwargs": {KEY: own},
+        "additional_kwargs": {KEY: own} if own else {},
         "response_metadata": {},
         "name": None,
         "type": _CHUNK_OF_TYPE[kind] if delta else kind,
@@ -240,12 +243,18 @@ def _to_langchain(message: Message, kept: dict[str, Any] | None) -> dict[str, An
     if kept:
         out.update({k: v for k, v in kept.items() if k != "content"})
     own.update(_message_own(message, kept))
-    out["additional_kwargs"] = {**out["additional_kwargs"], KEY: own}
+    if own:
+        out["additional_kwargs"] = {**out["additional_kwargs"], KEY: own}
     return out
 
 
 def _message_own(message: Message, kept: dict[str, Any] | None) -> dict[str, Any]:
-    own: dict[str, Any] = {"timestamp": message.timestamp}
+    """What LangChain has no field for, but the time of a chunk.
+
+    LangChain adds the chunks of a message together, and refuses two
+    different times for one key.
+    """
+    own: dict[str, Any] = {} if message.delta else {"timestamp": message.timestamp}
     metadata = dict(message.metadata)
     if kept:
         del metadata[LANGCHAIN_KEY]
@@ -420,6 +429,8 @@ def from_langchain_message(data: Any, where: str = "message") -> Message | Remov
             del kept["additional_kwargs"]
     fields = _fields(data, role, own, kept, where)
     fields["delta"] = delta
+    if delta and "timestamp" not in own:
+        fields["timestamp"] = None  # a chunk carries no time (see _message_own)
     try:
         return Message.model_validate(fields)
     except ValidationError as exc:
