@@ -523,6 +523,8 @@ def _with_calls(
         here = f"{where}.tool_calls[{j}]"
         block = _call_block(call, note if isinstance(note, Mapping) else {}, here)
         at = note.get("at", others + j) if isinstance(note, Mapping) else others + j
+        if type(at) is not int or not 0 <= at <= len(result):
+            raise StateError(f"{here}: additional_kwargs[{KEY!r}] places it at {at!r}")
         result.insert(at, block)
     return result
 

@@ -404,6 +404,15 @@ def test_remove_and_other_forms() -> None:
         ({"type": "ai", "content": "", "tool_calls": "f"}, "'tool_calls' must be a list"),
         ({"type": "ai", "content": "", "usage_metadata": {"x": 1}}, "'usage_metadata' needs"),
         ({"type": "remove"}, "needs the 'id'"),
+        (
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "f", "args": {}, "id": "c"}],
+                "additional_kwargs": {"tenxgraph": {"tool_calls": [{"at": "x"}]}},
+            },
+            "places it at 'x'",
+        ),
         ({"type": "human", "content": [{"type": "image_url", "image_url": 3}]}, "image_url"),
         (
             {"type": "human", "content": [{"type": "image", "url": "data:image/png,xyz"}]},
