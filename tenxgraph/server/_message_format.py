@@ -15,6 +15,7 @@ formats can follow the same run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "FORMAT_HEADER",
     "Encode",
     "MessageEncoder",
+    "StreamTranslator",
     "langchain_json",
     "message_encoder",
     "output_json",
@@ -75,6 +77,48 @@ def output_json(output: Any, encode: MessageEncoder) -> Any:
     if encode is tenxgraph_json or not isinstance(output, dict):
         return output
     return _values(output)
+
+
+class StreamTranslator:
+    """One reader's stream: each event's data in the reader's format.
+
+    In LangChain's format a message streamed as chunks is not sent again
+    whole on ``messages-tuple`` (clients such as ``useStream`` add every
+    message of an id to the chunks before it, as LangGraph's server sends
+    it once): its last piece is a chunk that adds what the chunks did not
+    carry (tool calls, usage), with ``chunk_position: "last"``. The whole
+    message is in the ``values``, ``updates`` and ``messages/complete`` events.
+    """
+
+    def __init__(self, encode: MessageEncoder) -> None:
+        self.encode = encode
+        self._streamed: set[str] = set()
+
+    def data(self, event: str, data: str) -> str:
+        """``data`` of the logged ``event``, for this reader."""
+        if event != "messages" or self.encode is tenxgraph_json:
+            return translate_event(event, data, self.encode)
+        message, *rest = from_json(data)
+        out = langchain_from_json(message)
+        if message.get("delta"):
+            self._streamed.add(out["id"])
+        elif out["id"] in self._streamed and out["type"] == "ai":
+            self._streamed.discard(out["id"])
+            out = _last_chunk(out)
+        return to_json([out, *rest], inf_nan_mode="null").decode()
+
+
+def _last_chunk(message: dict[str, Any]) -> dict[str, Any]:
+    """A whole AI message as the chunk that completes the chunks streamed before it."""
+    calls = message.get("tool_calls", [])
+    chunks = [
+        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+        | {"type": "tool_call_chunk"}
+        for i, c in enumerate(calls)
+    ]
+    last = {**message, "type": "AIMessageChunk", "content": "", "tool_call_chunks": chunks}
+    last["chunk_position"] = "last"
+    return last
 
 
 def translate_event(event: str, data: str, encode: MessageEncoder) -> str:

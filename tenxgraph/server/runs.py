@@ -32,9 +32,9 @@ from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._message_format import (
     Encode,
     MessageEncoder,
+    StreamTranslator,
     output_json,
     tenxgraph_json,
-    translate_event,
 )
 from tenxgraph.server._run_manager import RunManager, RunRecord, RunSpec
 from tenxgraph.server._run_request import (
@@ -189,6 +189,8 @@ def _stream(
     except EventsLostError as exc:
         bad_request(str(exc), 410)
 
+    reader = StreamTranslator(encode)
+
     async def events() -> AsyncIterator[bytes | ServerSentEvent]:
         try:
             async for batch in record.log.follow(after, heartbeat=PING_SECONDS):
@@ -197,7 +199,7 @@ def _stream(
                     continue
                 chunk = "".join(
                     f"id: {logged.id}\r\nevent: {logged.event}\r\n"
-                    f"data: {translate_event(logged.event, logged.data, encode)}\r\n\r\n"
+                    f"data: {reader.data(logged.event, logged.data)}\r\n\r\n"
                     for logged in batch
                     if modes is None or _wanted(logged.event, modes)
                 )

@@ -10,6 +10,7 @@ tenxgraph client reading the same thread gets tenxgraph's JSON.
 from __future__ import annotations
 
 import functools
+import json
 import operator
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,8 @@ from langgraph_sdk import get_sync_client
 
 from tenxgraph.core.graph import CompiledGraph, create_agent, interrupt, tool
 from tenxgraph.core.llm import FunctionModel, ModelRequest
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock
+from tenxgraph.core.state import AgentState, Message, TextBlock, ToolCallBlock
+from tenxgraph.server._message_format import StreamTranslator, langchain_json, tenxgraph_json
 from tenxgraph.storage.checkpointer import Checkpointer
 from tests.server.conftest import BACKENDS, Serve, langchain_message, message_text
 
@@ -99,6 +101,7 @@ def test_the_sdk_reads_langchain_messages_everywhere(sdk: Any, backend: str) -> 
     chunks = [m for m in tuples if m["type"] == "AIMessageChunk"]
     assert "".join(message_text(m) for m in chunks) == "the sum is 5"
     assert all(m["id"] == chunks[0]["id"] for m in chunks)
+
     gathered = functools.reduce(operator.add, [langchain_message(m) for m in chunks])
     assert gathered.text == "the sum is 5"  # LangChain programs add the chunks together
     check_turn(client.threads.get_state(thread_id)["values"]["messages"])
@@ -181,3 +184,31 @@ def test_command_update_and_state_updates_take_langchain_messages(serve: Serve) 
         )
         assert bad.status_code == 422
         assert "input 'messages'[0].content[0]" in bad.json()["detail"]
+
+
+def test_a_streamed_message_is_completed_by_a_last_chunk_not_sent_again() -> None:
+    """As LangGraph's server does: useStream adds every message of an id to its chunks."""
+    reader = StreamTranslator(langchain_json)
+    meta = {"langgraph_node": "agent"}
+
+    def event(message: Message) -> dict[str, Any]:
+        data = reader.data("messages", json.dumps([message.model_dump(mode="json"), meta]))
+        sent, sent_meta = json.loads(data)
+        assert sent_meta == meta
+        return dict(sent)
+
+    pieces = [
+        event(Message(role="assistant", message_id="m", delta=True, content=[TextBlock(text=t)]))
+        for t in ("4", "2")
+    ]
+    call = ToolCallBlock(id="c", name="add", args={"a": 1})
+    whole = Message(role="assistant", message_id="m", content=[TextBlock(text="42"), call])
+    last = event(whole)
+    assert [p["type"] for p in pieces] == ["AIMessageChunk", "AIMessageChunk"]
+    assert (last["type"], last["content"], last["chunk_position"]) == ("AIMessageChunk", "", "last")
+    gathered = functools.reduce(operator.add, [langchain_message(m) for m in [*pieces, last]])
+    assert (gathered.content, gathered.tool_calls[0]["args"]) == ("42", {"a": 1})
+    assert event(whole)["type"] == "ai"  # not streamed (again): sent whole
+    own = StreamTranslator(tenxgraph_json)
+    data = json.dumps([whole.model_dump(mode="json"), meta])
+    assert own.data("messages", data) == data  # tenxgraph's readers get the log as it is

@@ -108,6 +108,8 @@ _READ: dict[Role, frozenset[str]] = {
     "tool": _BASE_KEYS | {"tool_call_id", "status", *_TOOL_DEFAULTS},
 }
 """The keys of a LangChain message read for each role; other keys are kept as they are."""
+_NONE_KEYS = ("name", "usage_metadata", "chunk_position", "artifact")
+"""Keys whose LangChain default is None: left out at that default."""
 _CHUNK_KEYS = frozenset({"name", "args", "id", "index", "type"})
 _ALL_DEFAULTS = {**_DEFAULTS, **_AI_DEFAULTS, **_CHUNK_DEFAULTS, **_TOOL_DEFAULTS}
 _PLAIN_KEYS = frozenset(Message.model_fields)
@@ -133,7 +135,10 @@ def to_langchain_message(message: Message) -> dict[str, Any]:
     """``message`` as a LangChain message dict (a delta as a ``...MessageChunk``).
 
     Keys at their LangChain defaults are written too, as ``model_dump()``
-    writes them, so a client finds every field it expects.
+    writes them, so a client finds every field it expects; but those whose
+    default is None (``name``, ``usage_metadata``, ``artifact``,
+    ``chunk_position``) are left out then: the JS SDK types them as optional
+    strings and objects, which ``null`` is not.
     """
     kept = message.metadata.get(LANGCHAIN_KEY)
     if isinstance(kept, dict) and kept:
@@ -190,14 +195,13 @@ def _plain_langchain(data: Mapping[str, Any]) -> dict[str, Any] | None:
         "content": texts[0] if len(texts) == 1 and texts[0] else _text_list(texts),
         "additional_kwargs": {KEY: own} if own else {},
         "response_metadata": {},
-        "name": None,
         "type": _CHUNK_OF_TYPE[kind] if delta else kind,
         "id": str(message_id),
     }
     if role == "assistant":
-        out.update(tool_calls=[], invalid_tool_calls=[], usage_metadata=None)
+        out.update(tool_calls=[], invalid_tool_calls=[])
         if delta:
-            out.update(tool_call_chunks=[], chunk_position=None)
+            out["tool_call_chunks"] = []
     return out
 
 
@@ -231,17 +235,20 @@ def _to_langchain(message: Message, kept: dict[str, Any] | None) -> dict[str, An
     kind = _TYPE_OF_ROLE[message.role]
     out: dict[str, Any] = {"content": "", **_DEFAULTS}
     out["type"] = _CHUNK_OF_TYPE[kind] if message.delta else kind
-    out["name"], out["id"] = None, str(message.message_id)
+    out["id"] = str(message.message_id)
     if message.role == "assistant":
         out.update(_ai_fields(message, own, forms))
     elif message.role == "tool":
-        out.update(_tool_fields(message.content, own, forms), **_TOOL_DEFAULTS)
+        out.update(_tool_fields(message.content, own, forms))
     else:
         out["content"] = _content(message.content, forms)
     if message.role != "assistant" and message.usages is not None:
         own["usages"] = message.usages.model_dump()
     if kept:
         out.update({k: v for k, v in kept.items() if k != "content"})
+    for key in _NONE_KEYS:  # optional in the JS SDK's types: absent, never null
+        if key in out and out[key] is None:
+            del out[key]
     own.update(_message_own(message, kept))
     if own:
         out["additional_kwargs"] = {**out["additional_kwargs"], KEY: own}
@@ -309,14 +316,13 @@ def _ai_fields(message: Message, own: dict[str, Any], forms: Any) -> dict[str, A
         for _, call in calls
     ]
     out: dict[str, Any] = {"content": _content(others, forms), "tool_calls": tool_calls}
-    out.update(_AI_DEFAULTS)
+    out["invalid_tool_calls"] = []
     if message.delta:
         out["tool_call_chunks"] = [
             {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": j}
             | {"type": "tool_call_chunk"}
             for j, c in enumerate(tool_calls)
         ]
-        out.update(_CHUNK_DEFAULTS)
     if message.usages is not None:
         out["usage_metadata"] = _usage_metadata(message.usages)
         if _usages(out["usage_metadata"]) != message.usages:
