@@ -47,6 +47,8 @@ _STATUS_ERRORS: dict[int, type[APIStatusError]] = {
 
 API_KEY_HEADER = "X-Api-Key"
 """The header the API key travels in (the one the LangGraph SDK sends too)."""
+FORMAT_HEADERS = {"X-Message-Format": "tenxgraph"}
+"""Asks the server for tenxgraph's message JSON (its LangGraph routes default to LangChain's)."""
 
 
 def _httpx() -> Any:
@@ -70,7 +72,9 @@ class Transport:
     ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self._headers = dict(headers or {})
+        given = dict(headers or {})
+        chosen = any(name.lower() == "x-message-format" for name in given)
+        self._headers = given if chosen else {**FORMAT_HEADERS, **given}
         if api_key is not None:
             self._headers[API_KEY_HEADER] = api_key
         self._client: httpx.AsyncClient | None = None

@@ -16,12 +16,14 @@ is refused unless its value is null (newer clients send new fields as null).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tenxgraph.core.state.edits import RemoveMessage
 from tenxgraph.core.state.ids import run_config
+from tenxgraph.core.state.langchain_format import from_langchain_message, is_langchain_message
 from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
 from tenxgraph.errors import StateError
 from tenxgraph.server._run_stream import STREAM_MODES
@@ -36,6 +38,7 @@ __all__ = [
     "graph_input",
     "input_messages",
     "run_config_of",
+    "state_update",
 ]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
@@ -49,15 +52,7 @@ _UNSUPPORTED = {
     "interrupt_after": "set interrupt_after when compiling the served graph",
     "webhook": "webhooks are not supported; join the run (GET .../join) or stream it",
 }
-_LANGCHAIN_EMPTY = {
-    "additional_kwargs": {},
-    "response_metadata": {},
-    "example": False,
-    "name": None,
-    "invalid_tool_calls": [],
-    "usage_metadata": None,
-}
-"""LangChain message keys dropped when they hold their default (they carry nothing)."""
+_LANGCHAIN_TYPE = {"user": "human", "assistant": "ai", "system": "system", "tool": "tool"}
 _OWN_CONFIG_KEYS = ("thread_id", "user_id", "run_id")
 
 
@@ -132,12 +127,14 @@ class RunRequest(BaseModel):
         return (modes,) if isinstance(modes, str) else tuple(modes)
 
 
-def graph_input(request: RunRequest) -> dict[str, Any] | None:
+def graph_input(request: RunRequest, fields: Collection[str] = ()) -> dict[str, Any] | None:
     """The graph's input: ``messages``, ``state`` (other input keys) and/or ``resume``.
 
     None (no input, no command) continues the thread: a failed turn is
-    retried, a dead run goes on. LangChain-style messages
-    (``{"type": "human", "content": ...}``) are read as their role.
+    retried, a dead run goes on. Messages may be LangChain's
+    (``{"type": "human", "content": ...}``, see ``langchain_format``) or
+    tenxgraph's. ``command.update``'s ``messages`` (unless ``fields``, the
+    state class's fields, has its own ``messages``) are added as the input's.
     """
     command = request.command
     if command is not None:
@@ -146,14 +143,22 @@ def graph_input(request: RunRequest) -> dict[str, Any] | None:
         if "resume" in given:
             result["resume"] = command.resume
         if command.update:
-            result["state"] = dict(command.update)
+            update = dict(command.update)
+            if "messages" in update and "messages" not in fields:
+                where = "command.update 'messages'"
+                result["messages"] = as_messages(
+                    input_messages(update.pop("messages"), where), where
+                )
+            if update:
+                result["state"] = update
         return result or None
     if request.input is None:
         return None
     values = dict(request.input)
     result = {}
     if "messages" in values:
-        result["messages"] = as_messages(input_messages(values.pop("messages")), "input 'messages'")
+        messages = input_messages(values.pop("messages"))
+        result["messages"] = as_messages(messages, "input 'messages'")
     if values:
         result["state"] = values
     return result
@@ -181,15 +186,40 @@ def check_state_input(graph: CompiledGraph[Any], given: dict[str, Any] | None) -
         pass
 
 
-def input_messages(value: Any) -> Any:
-    """Messages as runs and state updates take them, in the forms ``as_messages`` reads."""
+def input_messages(value: Any, where: str = "input 'messages'", *, edits: bool = False) -> Any:
+    """Messages as runs and state updates take them, in the forms ``as_messages`` reads.
+
+    LangChain message dicts become ``Message``s (``remove`` ones ``RemoveMessage``
+    edits where ``edits`` allows them: in state updates, not as a run's input).
+    """
     if isinstance(value, (list, tuple)):
-        return [_message(item) for item in value]
-    return _message(value)
+        return [_message(item, f"{where}[{i}]", edits) for i, item in enumerate(value)]
+    return _message(value, where, edits)
 
 
-def _message(item: Any) -> Any:
-    """A LangChain message dict as a role/content dict, a JSON ``[role, text]`` as a pair."""
+def state_update(values: Any, fields: Collection[str]) -> Any:
+    """A state update's values, its ``messages`` as the ``context`` field.
+
+    ``messages`` is what states show and LangGraph clients send, unless the
+    state class (``fields``) has a field of that name. Its messages may take
+    the forms a run input takes: tenxgraph's or LangChain's message dicts
+    (``remove`` ones included), or ``[role, text]`` pairs.
+    """
+    if isinstance(values, dict) and "messages" in values and "messages" not in fields:
+        if "context" in values:
+            raise StateError("give the messages once: under 'messages' or under 'context'")
+        given = values["messages"]
+        values = {k: v for k, v in values.items() if k != "messages"}
+        values["context"] = input_messages(given, "'messages'", edits=True)
+    return values
+
+
+def _message(item: Any, where: str, edits: bool) -> Any:
+    """A LangChain message dict as a ``Message``, a JSON ``[role, text]`` as a pair.
+
+    A ``type`` naming a role (``user``) or a LangChain class (``HumanMessage``)
+    is read as LangChain's type for it.
+    """
     if (
         isinstance(item, list)
         and len(item) == 2
@@ -199,17 +229,17 @@ def _message(item: Any) -> Any:
         return (item[0], item[1])
     if not isinstance(item, Mapping) or "role" in item or "type" not in item:
         return item
-    kind = str(item["type"]).removesuffix("MessageChunk").removesuffix("Message").lower()
-    if kind not in ROLE_ALIASES:
-        return item
-    message = {k: v for k, v in item.items() if k != "type"}
-    for key, empty in _LANGCHAIN_EMPTY.items():
-        if key in message and message[key] == empty:
-            del message[key]
-    status = message.pop("status", None)
-    if status not in (None, "success"):
-        raise StateError(f"input message: tool message status {status!r} is not supported")
-    message["role"] = ROLE_ALIASES[kind]
+    if not is_langchain_message(item):
+        kind = str(item["type"]).removesuffix("MessageChunk").removesuffix("Message").lower()
+        if kind not in ROLE_ALIASES:
+            return item
+        item = {**item, "type": _LANGCHAIN_TYPE[ROLE_ALIASES[kind]]}
+    message = from_langchain_message(item, where)
+    if isinstance(message, RemoveMessage) and not edits:
+        raise StateError(
+            f"{where}: a 'remove' message edits the thread's messages; send it in a "
+            "state update (POST /threads/{thread_id}/state), not as a run's input"
+        )
     return message
 
 

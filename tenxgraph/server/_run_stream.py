@@ -17,9 +17,9 @@ LangGraph's server sends them, so ``langgraph-sdk`` reads them):
 
 Every run's stream starts with ``metadata`` (``{"run_id", "attempt"}``),
 may carry ``error`` (``{"error": type, "message": text}``) and ends with
-``end``. Messages are tenxgraph's own JSON (``Message.model_dump``: ``role``,
-typed ``content`` blocks, ``message_id``, ``delta``), as the thread
-endpoints return them.
+``end``. Messages are logged as tenxgraph's own JSON (``Message.model_dump``:
+``role``, typed ``content`` blocks, ``message_id``, ``delta``); each reader
+gets them in the format it asked for (``_message_format.translate_event``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ The shapes are LangGraph server's (``langgraph_sdk.schema``: ``Thread``,
 threads:
 
 - ``values`` is the state as JSON with the context window under
-  ``messages`` (tenxgraph ``Message`` JSON), the other declared fields as
+  ``messages`` (in the format the request asks for, LangChain's by
+  default: see ``_message_format``), the other declared fields as
   they are, and the runtime's bookkeeping (``execution_meta``) left out:
   it shows as ``status``, ``next``, ``tasks`` and ``interrupts``.
 - A checkpoint id is the checkpoint's version as text (``"1"``, ``"2"``...);
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import pending_remote_calls
 from tenxgraph.core.state.remote_calls import REMOTE_CALLS_KIND
+from tenxgraph.server._message_format import MessageEncoder, tenxgraph_json
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import StateSnapshot
@@ -51,10 +53,10 @@ def iso_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat()
 
 
-def state_values(state: AgentState) -> dict[str, Any]:
+def state_values(state: AgentState, encode: MessageEncoder = tenxgraph_json) -> dict[str, Any]:
     """The state as JSON: ``messages`` (the context window) and the other declared fields."""
     values = state.model_dump(mode="json", exclude={"context", "execution_meta"})
-    return {"messages": [m.model_dump(mode="json") for m in state.context], **values}
+    return {"messages": [encode(m) for m in state.context], **values}
 
 
 def thread_status(state: AgentState | None, busy: bool = False) -> str:
@@ -109,7 +111,9 @@ def state_metadata(node: str, step: int, status: str) -> dict[str, Any]:
     return {"source": source, "step": step, "node": node, "status": status}
 
 
-def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
+def state_json(
+    thread_id: str, snapshot: StateSnapshot[Any], encode: MessageEncoder = tenxgraph_json
+) -> dict[str, Any]:
     """A LangGraph ``ThreadState`` of one checkpoint."""
     state = snapshot.state
     meta = state.execution_meta
@@ -131,7 +135,7 @@ def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
     ]
     version = snapshot.version
     return {
-        "values": state_values(state),
+        "values": state_values(state, encode),
         "next": next_nodes,
         "tasks": tasks,
         "checkpoint": checkpoint_json(thread_id, version),
@@ -142,7 +146,12 @@ def state_json(thread_id: str, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
     }
 
 
-def thread_json(info: ThreadInfo, state: AgentState | None, busy: bool = False) -> dict[str, Any]:
+def thread_json(
+    info: ThreadInfo,
+    state: AgentState | None,
+    busy: bool = False,
+    encode: MessageEncoder = tenxgraph_json,
+) -> dict[str, Any]:
     """A LangGraph ``Thread``: its metadata, times, status, values and interrupts."""
     thread_id = info.key.thread_id
     interrupts = [] if state is None else interrupts_json(thread_id, state)
@@ -153,6 +162,6 @@ def thread_json(info: ThreadInfo, state: AgentState | None, busy: bool = False) 
         "state_updated_at": iso_time(info.updated_at),  # every change of a thread is a save
         "metadata": info.metadata,
         "status": thread_status(state, busy),
-        "values": {} if state is None else state_values(state),
+        "values": {} if state is None else state_values(state, encode),
         "interrupts": {item["id"]: [item] for item in interrupts},
     }

@@ -17,6 +17,7 @@ from tenxgraph.core.graph import CheckpointInfo
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._context import ServerContext, thread_config
+from tenxgraph.server._message_format import MessageEncoder, tenxgraph_json
 
 if TYPE_CHECKING:
     from tenxgraph.storage import ThreadInfo
@@ -43,6 +44,7 @@ async def search(
     sort_by: str | None,
     sort_order: str | None,
     page: slice | None,
+    encode: MessageEncoder = tenxgraph_json,
 ) -> tuple[list[Json], int]:
     """The page of the tenant's matching threads as JSON, and how many match in all."""
     infos = await context.graph.alist_threads(user, metadata=metadata or None)
@@ -56,18 +58,21 @@ async def search(
         infos.reverse()  # the listing is newest update first
     if status is None and sort_by != "status":
         chosen = infos if page is None else infos[page]
-        return [await _thread(context, user, info) for info in chosen], len(infos)
-    threads = [await _thread(context, user, info) for info in infos]
+        return [await _thread(context, user, info, encode) for info in chosen], len(infos)
+    threads = [await _thread(context, user, info, encode) for info in infos]
     threads = [t for t in threads if status is None or t["status"] == status]
     if sort_by == "status":
         threads.sort(key=lambda t: str(t["status"]), reverse=descending)
     return (threads if page is None else threads[page]), len(threads)
 
 
-async def _thread(context: ServerContext, user: str, info: ThreadInfo) -> Json:
+async def _thread(
+    context: ServerContext, user: str, info: ThreadInfo, encode: MessageEncoder
+) -> Json:
     thread_id = info.key.thread_id
     state = await context.graph.aget_state(thread_config(thread_id, user))
-    return shapes.thread_json(info, state, await runs_busy(context, user, thread_id))
+    busy = await runs_busy(context, user, thread_id)
+    return shapes.thread_json(info, state, busy, encode)
 
 
 async def runs_busy(context: ServerContext, user: str, thread_id: str) -> bool:
@@ -88,6 +93,7 @@ async def state_history(
     limit: int,
     before: int | None,
     metadata: Mapping[str, Any] | None,
+    encode: MessageEncoder = tenxgraph_json,
 ) -> list[Json] | None:
     """The thread's checkpoints as states, newest first; None when the thread does not exist."""
     wanted = list((metadata or {}).items())
@@ -105,4 +111,4 @@ async def state_history(
     )
     if not snapshots and await context.graph.athread_info(config) is None:
         return None
-    return [shapes.state_json(key.thread_id, snapshot) for snapshot in snapshots]
+    return [shapes.state_json(key.thread_id, snapshot, encode) for snapshot in snapshots]

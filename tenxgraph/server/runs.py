@@ -29,6 +29,13 @@ from tenxgraph.runs import RunRecord, RunRegistry, RunSpec
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
+from tenxgraph.server._message_format import (
+    Encode,
+    MessageEncoder,
+    StreamTranslator,
+    output_json,
+    tenxgraph_json,
+)
 from tenxgraph.server._run_request import (
     RunRequest,
     check_state_input,
@@ -113,7 +120,7 @@ async def _start(
     create = stateless or body.if_not_exists == "create"
     tag = cleanup is None and not manager.busy(user, thread_id)
     info = await _thread_info(context, key, create=create) if tag else None
-    given = graph_input(body)
+    given = graph_input(body, context.graph.state_class.model_fields)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
     spec = RunSpec(
         graph=context.graph,
@@ -201,13 +208,19 @@ def _stream(
     after: int = 0,
     modes: frozenset[str] | None = None,
     cancel_on_disconnect: bool = False,
+    encode: MessageEncoder = tenxgraph_json,
 ) -> EventSourceResponse:
-    """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode)."""
+    """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode).
+
+    The log holds tenxgraph's message JSON; ``encode`` is the reader's format.
+    """
     log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
     try:
         log.check_resume(after)
     except EventsLostError as exc:
         bad_request(str(exc), 410)
+
+    reader = StreamTranslator(encode)
 
     async def events() -> AsyncIterator[bytes | ServerSentEvent]:
         try:
@@ -216,7 +229,8 @@ def _stream(
                     yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
                     continue
                 chunk = "".join(
-                    f"id: {logged.id}\r\nevent: {logged.event}\r\ndata: {logged.data}\r\n\r\n"
+                    f"id: {logged.id}\r\nevent: {logged.event}\r\n"
+                    f"data: {reader.data(logged.event, logged.data)}\r\n\r\n"
                     for logged in batch
                     if modes is None or _wanted(logged.event, modes)
                 )
@@ -247,17 +261,22 @@ def _wanted(event: str, modes: frozenset[str]) -> bool:
     return event in modes
 
 
-async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool) -> Any:
-    """The run's output once it ended; a client gone meanwhile cancels it if asked to."""
+async def _wait(
+    request: Request, record: RunRecord, cancel_on_disconnect: bool, encode: MessageEncoder
+) -> Any:
+    """The run's output once it ended, its messages as ``encode`` writes them.
+
+    A client gone meanwhile cancels the run if asked to.
+    """
     if not cancel_on_disconnect:
         await record.done.wait()
-        return record.output
+        return output_json(record.output, encode)
     while not record.done.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(record.done.wait(), 0.5)
         if not record.done.is_set() and await request.is_disconnected():
             await manager_of(request.app.state.context).cancel(record)
-    return record.output
+    return output_json(record.output, encode)
 
 
 # --- stateless runs ------------------------------------------------------------------------
@@ -265,20 +284,21 @@ async def _wait(request: Request, record: RunRecord, cancel_on_disconnect: bool)
 
 @router.post("/runs/stream")
 async def stream_stateless(
-    body: RunRequest, request: Request, context: Context, user: User
+    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on a new thread and stream it."""
     record = await _start(context, user, body, None)
-    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+    cancel = body.on_disconnect == "cancel"
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
 
 @router.post("/runs/wait")
 async def wait_stateless(
-    body: RunRequest, request: Request, context: Context, user: User
+    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on a new thread; answer with its final values."""
     record = await _start(context, user, body, None)
-    output = await _wait(request, record, body.on_disconnect == "cancel")
+    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -386,20 +406,21 @@ async def _cancel(
 
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
     record = await _start(context, user, body, thread_id)
-    return _stream(request, record, cancel_on_disconnect=body.on_disconnect == "cancel")
+    cancel = body.on_disconnect == "cancel"
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
 async def wait_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on the thread; answer with its final values (``__error__`` when it failed)."""
     record = await _start(context, user, body, thread_id)
-    output = await _wait(request, record, body.on_disconnect == "cancel")
+    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -471,11 +492,11 @@ async def cancel_run(
 
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
 async def join_run(
-    thread_id: str, run_id: str, request: Request, context: Context, user: User
+    thread_id: str, run_id: str, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Wait for the run to end; its final values (``__error__`` when it failed)."""
     record = await run_or_404(context, user, thread_id, run_id)
-    output = await _wait(request, record, False)
+    output = await _wait(request, record, False, encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -486,6 +507,7 @@ async def join_stream(
     request: Request,
     context: Context,
     user: User,
+    encode: Encode,
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
     cancel_on_disconnect: bool = False,
@@ -505,5 +527,10 @@ async def join_stream(
         )
     after = _last_event_id(last_event_id)
     return _stream(
-        request, record, after=after, modes=modes, cancel_on_disconnect=cancel_on_disconnect
+        request,
+        record,
+        after=after,
+        modes=modes,
+        cancel_on_disconnect=cancel_on_disconnect,
+        encode=encode,
     )

@@ -17,7 +17,8 @@ from tenxgraph.server import _shapes as shapes
 from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._limits import CheckedJsonRoute
-from tenxgraph.server._run_request import input_messages
+from tenxgraph.server._message_format import Encode, MessageEncoder, tenxgraph_json
+from tenxgraph.server._run_request import state_update
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage import ThreadInfo
 
@@ -143,15 +144,18 @@ async def thread_info_or_404(context: ServerContext, thread_id: str, user: str) 
     return info
 
 
-async def thread_or_404(context: ServerContext, thread_id: str, user: str) -> Json:
-    """The caller's thread as JSON; 404 when it has none by that id."""
+async def thread_or_404(
+    context: ServerContext, thread_id: str, user: str, encode: MessageEncoder = tenxgraph_json
+) -> Json:
+    """The caller's thread as JSON (messages as ``encode`` writes them); 404 when it has none."""
     info = await thread_info_or_404(context, thread_id, user)
     state = await context.graph.aget_state(thread_config(thread_id, user))
-    return shapes.thread_json(info, state, await queries.runs_busy(context, user, thread_id))
+    busy = await queries.runs_busy(context, user, thread_id)
+    return shapes.thread_json(info, state, busy, encode)
 
 
 @router.post("/threads")
-async def create_thread(body: ThreadCreate, context: Context, user: User) -> Json:
+async def create_thread(body: ThreadCreate, context: Context, user: User, encode: Encode) -> Json:
     """Create a thread (empty, with metadata), or find the existing one (``do_nothing``)."""
     if body.ttl is not None:
         bad_request("ttl is not supported: threads live until deleted")
@@ -163,7 +167,7 @@ async def create_thread(body: ThreadCreate, context: Context, user: User) -> Jso
         for step in body.supersteps or ():
             for update in step.updates:
                 await _apply(context, thread_id, user, update.values, update.as_node)
-    return await thread_or_404(context, thread_id, user)
+    return await thread_or_404(context, thread_id, user, encode)
 
 
 async def _apply(
@@ -176,25 +180,14 @@ async def _apply(
 
 
 def _input(context: ServerContext, values: Any) -> Any:
-    """``messages`` (what states show and LangGraph clients send) is the ``context`` field.
-
-    Its messages may take the forms a run input takes (``_run_request``):
-    message dicts, LangChain message dicts, or JSON ``[role, text]`` pairs.
-    """
-    fields = context.graph.state_class.model_fields
-    if isinstance(values, dict) and "messages" in values and "messages" not in fields:
-        if "context" in values:
-            bad_request("give the messages once: under 'messages' or under 'context'")
-        given = values["messages"]
-        values = {k: v for k, v in values.items() if k != "messages"}
-        values["context"] = input_messages(given)
-    return values
+    """The update's values, ``messages`` as the ``context`` field (``state_update``)."""
+    return state_update(values, context.graph.state_class.model_fields)
 
 
 @router.get("/threads/{thread_id}")
-async def get_thread(thread_id: str, context: Context, user: User) -> Json:
+async def get_thread(thread_id: str, context: Context, user: User, encode: Encode) -> Json:
     """The thread: metadata, times, status, current values and interrupts."""
-    return await thread_or_404(context, thread_id, user)
+    return await thread_or_404(context, thread_id, user, encode)
 
 
 @router.patch("/threads/{thread_id}", response_model=None)
@@ -203,6 +196,7 @@ async def patch_thread(
     body: ThreadPatch,
     context: Context,
     user: User,
+    encode: Encode,
     prefer: Annotated[str | None, Header()] = None,
 ) -> Json | Response:
     """Merge metadata into the thread's (``Prefer: return=minimal`` answers 204)."""
@@ -211,7 +205,7 @@ async def patch_thread(
     await context.graph.aupdate_metadata(_write(thread_id, user), body.metadata)
     if prefer and "return=minimal" in prefer:
         return Response(status_code=204)
-    return await thread_or_404(context, thread_id, user)
+    return await thread_or_404(context, thread_id, user, encode)
 
 
 @router.delete("/threads/{thread_id}", status_code=204)
@@ -223,10 +217,12 @@ async def delete_thread(thread_id: str, context: Context, user: User) -> Respons
 
 
 @router.post("/threads/search")
-async def search_threads(body: ThreadSearch, context: Context, user: User) -> list[Json]:
+async def search_threads(
+    body: ThreadSearch, context: Context, user: User, encode: Encode
+) -> list[Json]:
     """The caller's threads matching the filters, newest update first unless sorted."""
     page = slice(body.offset, body.offset + body.limit)
-    return (await _search(context, user, body, page))[0]
+    return (await _search(context, user, body, page, encode))[0]
 
 
 @router.post("/threads/count")
@@ -236,7 +232,11 @@ async def count_threads(body: ThreadSearch, context: Context, user: User) -> int
 
 
 async def _search(
-    context: ServerContext, user: str, body: ThreadSearch, page: slice
+    context: ServerContext,
+    user: str,
+    body: ThreadSearch,
+    page: slice,
+    encode: MessageEncoder = tenxgraph_json,
 ) -> tuple[list[Json], int]:
     if body.values:
         bad_request("searching threads by values is not supported: filter by metadata")
@@ -249,16 +249,17 @@ async def _search(
         sort_by=body.sort_by,
         sort_order=body.sort_order,
         page=page,
+        encode=encode,
     )
 
 
 @router.post("/threads/{thread_id}/copy")
-async def copy_thread(thread_id: str, context: Context, user: User) -> Json:
+async def copy_thread(thread_id: str, context: Context, user: User, encode: Encode) -> Json:
     """A new thread (random id) holding a copy of this one as it is now."""
     await thread_info_or_404(context, thread_id, user)
     new_id = str(uuid.uuid4())
     await context.graph.afork(thread_config(thread_id, user), new_id)
-    return await thread_or_404(context, new_id, user)
+    return await thread_or_404(context, new_id, user, encode)
 
 
 @router.post("/threads/prune")
@@ -284,7 +285,9 @@ async def prune_threads(body: ThreadPrune, context: Context, user: User) -> Json
 
 
 @router.get("/threads/{thread_id}/state")
-async def get_state(thread_id: str, context: Context, user: User, subgraphs: bool = False) -> Json:
+async def get_state(
+    thread_id: str, context: Context, user: User, encode: Encode, subgraphs: bool = False
+) -> Json:
     """The thread's current state (its newest checkpoint), with the thread's metadata.
 
     A checkpoint's ``metadata`` is what it records (``source``, ``step``,
@@ -295,7 +298,7 @@ async def get_state(thread_id: str, context: Context, user: User, subgraphs: boo
     history = await context.graph.aget_state_history(thread_config(thread_id, user), limit=1)
     if not history:
         not_found(f"thread {thread_id!r}")
-    state = shapes.state_json(thread_id, history[0])
+    state = shapes.state_json(thread_id, history[0], encode)
     if isinstance(info.metadata, dict):
         state["metadata"] = {**info.metadata, **state["metadata"]}
     return state
@@ -316,21 +319,26 @@ async def patch_state(thread_id: str, body: StatePatch, context: Context, user: 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}")
 async def get_state_at(
-    thread_id: str, checkpoint_id: str, context: Context, user: User, subgraphs: bool = False
+    thread_id: str,
+    checkpoint_id: str,
+    context: Context,
+    user: User,
+    encode: Encode,
+    subgraphs: bool = False,
 ) -> Json:
     """The thread's state at one checkpoint (its id is the version, ``"3"``)."""
-    return await _state_at(context, thread_id, user, checkpoint_id)
+    return await _state_at(context, thread_id, user, checkpoint_id, encode)
 
 
 @router.post("/threads/{thread_id}/state/checkpoint")
 async def post_state_at(
-    thread_id: str, body: CheckpointQuery, context: Context, user: User
+    thread_id: str, body: CheckpointQuery, context: Context, user: User, encode: Encode
 ) -> Json:
     """The thread's state at ``checkpoint.checkpoint_id`` (the current one without an id)."""
     checkpoint_id = body.checkpoint.get("checkpoint_id")
     if checkpoint_id is None:
-        return await get_state(thread_id, context, user)
-    return await _state_at(context, thread_id, user, checkpoint_id)
+        return await get_state(thread_id, context, user, encode)
+    return await _state_at(context, thread_id, user, checkpoint_id, encode)
 
 
 def version_of(checkpoint_id: object) -> int:
@@ -341,10 +349,14 @@ def version_of(checkpoint_id: object) -> int:
     return int(text)
 
 
-async def _state_at(context: ServerContext, thread_id: str, user: str, checkpoint: object) -> Json:
+async def _state_at(
+    context: ServerContext, thread_id: str, user: str, checkpoint: object, encode: MessageEncoder
+) -> Json:
     version = version_of(checkpoint)
     key = _key(thread_id, user)
-    newest = await queries.state_history(context, key, limit=1, before=version + 1, metadata=None)
+    newest = await queries.state_history(
+        context, key, limit=1, before=version + 1, metadata=None, encode=encode
+    )
     if newest and newest[0]["checkpoint"]["checkpoint_id"] == str(version):
         return newest[0]  # only this checkpoint's messages are loaded, not the whole history
     not_found(f"checkpoint {version} of thread {thread_id!r}")
@@ -366,9 +378,11 @@ async def update_state(thread_id: str, body: StateUpdate, context: Context, user
 
 
 @router.post("/threads/{thread_id}/history")
-async def history(thread_id: str, body: HistoryQuery, context: Context, user: User) -> list[Json]:
+async def history(
+    thread_id: str, body: HistoryQuery, context: Context, user: User, encode: Encode
+) -> list[Json]:
     """The thread's checkpoints, newest first, each as a state."""
-    return await _history(context, thread_id, user, body)
+    return await _history(context, thread_id, user, body, encode)
 
 
 @router.get("/threads/{thread_id}/history")
@@ -376,11 +390,13 @@ async def history_get(
     thread_id: str,
     context: Context,
     user: User,
+    encode: Encode,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
     before: str | None = None,
 ) -> list[Json]:
     """``POST /threads/{thread_id}/history`` as a GET with query parameters."""
-    return await _history(context, thread_id, user, HistoryQuery(limit=limit, before=before))
+    query = HistoryQuery(limit=limit, before=before)
+    return await _history(context, thread_id, user, query, encode)
 
 
 def _before_id(before: str | Json | None) -> str | None:
@@ -400,7 +416,7 @@ def _before_id(before: str | Json | None) -> str | None:
 
 
 async def _history(
-    context: ServerContext, thread_id: str, user: str, body: HistoryQuery
+    context: ServerContext, thread_id: str, user: str, body: HistoryQuery, encode: MessageEncoder
 ) -> list[Json]:
     before = _before_id(body.before)
     states = await queries.state_history(
@@ -409,6 +425,7 @@ async def _history(
         limit=body.limit,
         before=None if before is None else version_of(before),
         metadata=body.metadata,
+        encode=encode,
     )
     if states is None:
         not_found(f"thread {thread_id!r}")

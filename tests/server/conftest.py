@@ -121,3 +121,24 @@ def _drop(schema: str, prefix: str) -> None:
             client.delete(*keys)
     finally:
         client.close()
+
+
+def langchain_message(message: Any) -> Any:
+    """``message`` (a dict the server sent) checked as a LangChain message, loaded by
+    langchain_core: the shape the LangGraph SDKs read (``type``, ``id``, ``content``,
+    ``tool_calls``)."""
+    from langchain_core.messages import messages_from_dict
+
+    assert isinstance(message, dict), message
+    assert message["type"] in ("human", "ai", "tool", "system", "AIMessageChunk"), message
+    assert isinstance(message["id"], str) and message["id"], message
+    assert isinstance(message["content"], str | list), message
+    if message["type"] in ("ai", "AIMessageChunk"):
+        assert all(call["type"] == "tool_call" for call in message["tool_calls"]), message
+    (loaded,) = messages_from_dict([{"type": message["type"], "data": message}])
+    return loaded
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a LangChain message dict the server sent (checked as one)."""
+    return str(langchain_message(message).text)

@@ -43,7 +43,7 @@ def test_list_and_call_tools(client: httpx.Client) -> None:
     assert (result.json()["type"], result.json()["is_error"]) == ("tool_result", False)
     assert "5" in str(result.json()["output"])
     messages = client.get("/threads/t/state").json()["values"]["messages"]
-    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]  # note, call, result
+    assert [m["type"] for m in messages] == ["human", "ai", "tool"]  # note, call, result
 
     unrecorded = client.post(
         "/threads/t/tools/add", json={"args": {"a": 1, "b": 1}, "record": False}

@@ -9,7 +9,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from tests.server.conftest import BACKENDS, Serve, make_graph
+from tests.server.conftest import BACKENDS, Serve, make_graph, message_text
 from tests.server.test_runs import AGENT, asking_graph, slow_graph, texts
 
 
@@ -108,7 +108,7 @@ def test_sdk_stateless_stream(sdk: Any) -> None:
         )
     )
     messages = [p.data for p in parts if p.event == "messages"]
-    assert [m[0]["content"][0]["text"] for m in messages] == [
+    assert [message_text(m[0]) for m in messages] == [
         "s0 after hey",
         "s1 after s0 after hey",
     ]

@@ -9,7 +9,7 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk._sync.client import SyncLangGraphClient
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
-from tests.server.conftest import Serve
+from tests.server.conftest import Serve, message_text
 
 
 @pytest.fixture
@@ -24,9 +24,10 @@ def client(url: str) -> Iterator[SyncLangGraphClient]:
 
 
 def texts(values: dict[str, object]) -> list[str]:
+    """The texts of the messages the SDK read, each checked as a LangChain message."""
     messages = values["messages"]
     assert isinstance(messages, list)
-    return [block["text"] for m in messages for block in m["content"] if block["type"] == "text"]
+    return [message_text(m) for m in messages]
 
 
 def test_threads_lifecycle(client: SyncLangGraphClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -86,8 +87,8 @@ def test_the_stream_sends_the_call_and_goes_on_with_the_posted_result(serve: Ser
         assert wait_status(client, "r1", run_id, "success")["status"] == "success"
         log = client.get("/threads/r1/state").json()["values"]
         assert texts(log)[-1] == "Found you."
-        result = log["messages"][-2]["content"][0]
-        assert result["call_id"] == "c0" and result["output"] == {"city": "Paris"}
+        result = log["messages"][-2]  # a LangChain tool message: the output as JSON text
+        assert result["tool_call_id"] == "c0" and json.loads(result["content"]) == {"city": "Paris"}
         late = client.post(
             f"/threads/r1/runs/{run_id}/tool_results", json={"call_id": "c0", "output": 1}
         )
@@ -124,7 +125,7 @@ def test_results_for_calls_that_are_not_pending_are_refused(serve: Serve) -> Non
         client.post(path, json={"call_id": "c1", "output": "Lyon", "is_error": False})
         values = client.get(f"/threads/r2/runs/{run['run_id']}/join").json()
         assert texts(values)[-1] == "Found you."
-        outputs = [m["content"][0]["output"] for m in values["messages"] if m["role"] == "tool"]
+        outputs = [m["content"] for m in values["messages"] if m["type"] == "tool"]
         assert outputs == ["Paris", "Lyon"]
 
 
@@ -135,9 +136,9 @@ def test_an_unanswered_call_gets_a_timed_out_result_at_its_deadline(serve: Serve
         values = client.post("/threads/r3/runs/wait", json=_body()).json()
         assert time.monotonic() - started >= 0.5
         assert texts(values)[-1] == "Found you."
-        [result] = [m["content"][0] for m in values["messages"] if m["role"] == "tool"]
-        assert result["is_error"] is True
-        assert "timed out after 0.5 s" in str(result["output"])
+        [result] = [m for m in values["messages"] if m["type"] == "tool"]
+        assert result["status"] == "error"
+        assert "timed out after 0.5 s" in result["content"]
 
 
 def test_cancelling_a_run_that_waits_for_the_client_leaves_the_thread_paused(

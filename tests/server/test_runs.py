@@ -19,7 +19,7 @@ from tenxgraph.core.graph import CompiledGraph, StateGraph, interrupt
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.server.auth import api_keys
 from tenxgraph.storage.checkpointer import Checkpointer
-from tests.server.conftest import BACKENDS, Serve
+from tests.server.conftest import BACKENDS, Serve, message_text
 
 AGENT = "agent"
 
@@ -72,11 +72,8 @@ def user_input(text: str) -> dict[str, Any]:
 
 
 def texts(values: dict[str, Any]) -> list[str]:
-    """The texts of a state's context window, as the server sends it."""
-    return [
-        "".join(block.get("text", "") for block in message["content"])
-        for message in values["messages"]
-    ]
+    """The texts of a state's context window, as the server sends it (LangChain's format)."""
+    return [message_text(message) for message in values["messages"]]
 
 
 def wait_steps(client: httpx.Client, thread_id: str, messages: int) -> None:

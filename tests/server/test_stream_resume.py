@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server.conftest import BACKENDS, Serve
+from tests.server.conftest import BACKENDS, Serve, message_text
 from tests.server.test_runs import AGENT, slow_graph, user_input, wait_status
 
 
@@ -65,11 +65,18 @@ def test_a_stream_sends_numbered_events_in_order(serve: Serve, backend: str) -> 
     assert events[-1] == {"event": "end", "id": str(len(events)), "data": None}
     updates = [e["data"] for e in events if e["event"] == "updates"]
     assert [next(iter(u)) for u in updates] == ["s0", "s1", "s2"]
-    assert updates[1]["s1"]["messages"][0]["content"][0]["text"] == "s1 after s0 after go"
+    assert message_text(updates[1]["s1"]["messages"][0]) == "s1 after s0 after go"
     messages = [e["data"] for e in events if e["event"] == "messages"]
     assert [m[1]["langgraph_node"] for m in messages] == ["s0", "s1", "s2"]
+    assert [m[0]["type"] for m in messages] == ["ai", "ai", "ai"]  # LangChain's format
     values = [e["data"] for e in events if e["event"] == "values"]
     assert [len(v["messages"]) for v in values] == [2, 3, 4]  # after each step
+    assert [message_text(m) for m in values[-1]["messages"]][-1] == "s2 after s1 after s0 after go"
+    with httpx.Client(base_url=url, timeout=30) as client:  # the same run in tenxgraph's format
+        own = client.get(location, headers={"x-message-format": "tenxgraph"})
+    own_values = [e["data"] for e in sse(own) if e["event"] == "values"]
+    roles = [m["role"] for m in own_values[-1]["messages"]]
+    assert roles == ["user", "assistant", "assistant", "assistant"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -163,13 +170,15 @@ def test_messages_mode_sends_partials_that_grow_then_the_complete_message(serve:
         with client.stream("POST", "/threads/s7/runs/stream", json=request) as response:
             events = list(sse(response))
     kinds = [e["event"] for e in events]
-    partials = [
-        e["data"][0]["content"][0]["text"] for e in events if e["event"] == "messages/partial"
-    ]
+    partials = [message_text(e["data"][0]) for e in events if e["event"] == "messages/partial"]
+    assert {e["data"][0]["type"] for e in events if e["event"] == "messages/partial"} == {
+        "AIMessageChunk"
+    }
     assert len(partials) > 1
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(partials))
     assert kinds.index("messages/metadata") < kinds.index("messages/partial")
     [complete] = [e["data"][0] for e in events if e["event"] == "messages/complete"]
-    assert complete["content"][0]["text"] == partials[-1]
-    chunks = [e["data"][0] for e in events if e["event"] == "messages" and e["data"][0]["delta"]]
-    assert "".join(c["content"][0]["text"] for c in chunks) == partials[-1]
+    assert (complete["type"], message_text(complete)) == ("ai", partials[-1])
+    chunks = [e["data"][0] for e in events if e["event"] == "messages"]
+    chunks = [c for c in chunks if c["type"] == "AIMessageChunk"]
+    assert "".join(message_text(c) for c in chunks) == partials[-1]

@@ -73,8 +73,12 @@ def test_update_state_then_state_and_history(client: httpx.Client) -> None:
     assert updated.json()["checkpoint"]["checkpoint_id"] == "2"
 
     state = client.get("/threads/t2/state").json()
-    assert [m["content"][0]["text"] for m in state["values"]["messages"]] == ["hello"]
-    assert state["values"]["messages"][0]["role"] == "user"
+    assert [m["content"] for m in state["values"]["messages"]] == ["hello"]  # LangChain's format
+    assert state["values"]["messages"][0]["type"] == "human"
+    own = client.get("/threads/t2/state", headers={"x-message-format": "tenxgraph"}).json()
+    assert own["values"]["messages"][0]["content"][0]["text"] == "hello"
+    assert own["values"]["messages"][0]["role"] == "user"
+    assert client.get("/threads/t2/state", headers={"x-message-format": "xml"}).status_code == 422
     assert state["checkpoint"] == {
         "thread_id": "t2",
         "checkpoint_ns": "",
@@ -119,7 +123,7 @@ def test_search_count_and_copy(client: httpx.Client) -> None:
     copy = client.post("/threads/a/copy").json()
     assert copy["thread_id"] not in ("a", "b", "c")
     copied = client.get(f"/threads/{copy['thread_id']}/state").json()
-    assert copied["values"]["messages"][0]["content"][0]["text"] == "copied"
+    assert copied["values"]["messages"][0]["content"] == "copied"
 
 
 def test_bad_input_is_a_clear_4xx(client: httpx.Client) -> None:
@@ -167,11 +171,18 @@ def test_state_updates_take_the_message_forms_runs_take(client: httpx.Client) ->
     response = client.post("/threads/forms/state", json={"values": {"messages": messages}})
     assert response.status_code == 200, response.text
     shown = client.get("/threads/forms/state").json()["values"]["messages"]
-    assert [(m["role"], m["content"][0]["text"]) for m in shown] == [
-        ("user", "a pair"),
-        ("user", "langchain"),
-        ("user", "dict"),
+    assert [(m["type"], m["content"]) for m in shown] == [
+        ("human", "a pair"),
+        ("human", "langchain"),
+        ("human", "dict"),
     ]
+    removed = client.post(
+        "/threads/forms/state",
+        json={"values": {"messages": [{"type": "remove", "id": shown[0]["id"]}]}},
+    )
+    assert removed.status_code == 200, removed.text
+    shown = client.get("/threads/forms/state").json()["values"]["messages"]
+    assert [m["content"] for m in shown] == ["langchain", "dict"]
     twice = client.post("/threads/forms/state", json={"values": {"messages": [], "context": []}})
     assert twice.status_code == 422 and "once" in twice.json()["detail"]
 
@@ -186,7 +197,7 @@ def test_history_filters_by_metadata_and_supersteps_apply_on_create(client: http
     }
     created = client.post("/threads", json=body)
     assert created.status_code == 200, created.text
-    assert [m["role"] for m in created.json()["values"]["messages"]] == ["user", "assistant"]
+    assert [m["type"] for m in created.json()["values"]["messages"]] == ["human", "ai"]
     history = client.post("/threads/steps/history", json={"metadata": {"node": "agent"}}).json()
     assert [h["checkpoint"]["checkpoint_id"] for h in history] == ["3", "2"]
     assert all(h["metadata"]["node"] == "agent" for h in history)
@@ -232,7 +243,7 @@ def test_a_paused_thread_shows_its_interrupt(serve: Serve, tmp_path: Path) -> No
         writer.invoke({"resume": "yes"}, config)
         resumed = client.get("/threads/p").json()
         assert (resumed["status"], resumed["interrupts"]) == ("idle", {})
-        assert resumed["values"]["messages"][-1]["content"][0]["text"] == "Deploy: yes"
+        assert resumed["values"]["messages"][-1]["content"] == "Deploy: yes"
         assert client.get("/threads/p/state").json()["next"] == []
     saver.close()
 
@@ -270,7 +281,7 @@ def test_deleting_a_thread_a_run_holds_answers_409(serve: Serve, tmp_path: Path)
             gate.set()
             run.join(30)
             messages = client.get("/threads/b").json()["values"]["messages"]
-            assert [m["content"][0]["text"] for m in messages] == ["hi", "done"]
+            assert [m["content"] for m in messages] == ["hi", "done"]
             assert client.delete("/threads/b").status_code == 204
             assert client.get("/threads/b").status_code == 404
     finally:

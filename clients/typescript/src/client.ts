@@ -135,7 +135,10 @@ export class Client {
 
   constructor(url: string, options: ClientOptions = {}) {
     this.url = url.replace(/\/+$/, "");
-    this.headers = { ...(options.headers ?? {}) };
+    // tenxgraph's message JSON: the server's LangGraph routes default to LangChain's format
+    const given = { ...(options.headers ?? {}) };
+    const chosen = Object.keys(given).some((name) => name.toLowerCase() === "x-message-format");
+    this.headers = chosen ? given : { "x-message-format": "tenxgraph", ...given };
     if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.assistants = new Assistants(this);

@@ -60,6 +60,7 @@ __all__ = [
     "check_id",
     "field_reducers",
     "filter_messages",
+    "from_langchain_message",
     "is_paired",
     "messages_for_model",
     "new_message_id",
@@ -70,6 +71,7 @@ __all__ = [
     "replace_value",
     "run_config",
     "summary_message",
+    "to_langchain_message",
     "trim_messages",
     "truncate_largest_tool_results",
 ]
@@ -103,6 +105,10 @@ if TYPE_CHECKING:
         ThreadKey,
         check_id,
         run_config,
+    )
+    from tenxgraph.core.state.langchain_format import (
+        from_langchain_message,
+        to_langchain_message,
     )
     from tenxgraph.core.state.message import (
         MAX_INLINE_BYTES,
@@ -191,6 +197,10 @@ else:
                 "ThreadKey",
                 "check_id",
                 "run_config",
+            ),
+            "tenxgraph.core.state.langchain_format": (
+                "from_langchain_message",
+                "to_langchain_message",
             ),
             "tenxgraph.core.state.message": (
                 "MAX_INLINE_BYTES",

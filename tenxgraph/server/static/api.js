@@ -29,7 +29,8 @@ export class Api {
   }
 
   async call(method, path, body, signal) {
-    const headers = { Accept: "application/json" };
+    // tenxgraph's message JSON (blocks, media refs): the LangGraph routes default to LangChain's
+    const headers = { Accept: "application/json", "X-Message-Format": "tenxgraph" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.apiKey) headers["x-api-key"] = this.apiKey;
     const response = await fetch(this.base + path, {

@@ -20,7 +20,7 @@ is down, recovery without user action) and ``redis_cache`` (timeouts and a
 cool-down after a Redis failure).
 
 An outage shorter than ``outage_timeout`` delays what a run depends on
-(loads, saves, the lease calls, rewinds); it does not fail them. Those calls
+(loads, saves, the lease calls, rewinds, a thread's listing line); it does not fail them. Those calls
 are decorated ``@_retried``: run again with backoff while Postgres is
 unreachable. A save whose connection broke after it was sent may have
 committed: its next attempt first looks for the write it made (the
@@ -485,8 +485,13 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         return list_threads(user_id, rows)
 
     @on_io_loop
+    @_retried
     async def athread_info(self, key: ThreadKey) -> ThreadInfo | None:
-        """One thread's listing line, by its key (one indexed row)."""
+        """One thread's listing line, by its key (one indexed row).
+
+        Retried through an outage as a load is: a run's start reads it (does
+        its thread exist, is it tagged with the graph).
+        """
         async with self._db.connection() as conn:
             cursor = await conn.execute(
                 "SELECT thread_id, version, log_length, metadata::text, created_at, updated_at "

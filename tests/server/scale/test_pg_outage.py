@@ -109,7 +109,7 @@ async def test_runs_in_flight_and_created_during_a_short_outage_end_success(
                 assert statuses == ["success"] * 5
                 for thread, _ in flying:
                     state = (await client.get(f"/threads/{thread}/state")).json()
-                    texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
+                    texts = [m["content"] for m in state["values"]["messages"]]
                     assert len(texts) == STEPS + 1 and texts[-1].startswith(f"s{STEPS - 1} after")
     finally:
         if not private_postgres.running:

@@ -132,7 +132,7 @@ def test_a_run_on_one_worker_is_followed_from_another_after_a_reconnect(
         final = _status(on_b, "t1", run["run_id"], "success")
         assert final["run_id"] == run["run_id"]
         joined = on_b.get(f"/threads/t1/runs/{run['run_id']}/join").json()
-        assert joined["messages"][-1]["content"][0]["text"].startswith("s7 after")
+        assert joined["messages"][-1]["content"].startswith("s7 after")
 
 
 def test_cancel_on_another_worker_stops_the_run_at_its_next_step(two: tuple[str, str]) -> None:
@@ -159,7 +159,7 @@ def test_cancel_on_another_worker_stops_the_run_at_its_next_step(two: tuple[str,
         assert on_a.get("/threads/t2/runs").json() == []
         state = on_b.get("/threads/t2/state").json()
         assert 2 <= len(state["values"]["messages"]) < 9  # stopped before its last step
-        assert state["values"]["messages"][0]["content"][0]["text"] == "go"
+        assert state["values"]["messages"][0]["content"] == "go"
 
 
 async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, prefix: str) -> None:
@@ -196,7 +196,7 @@ async def test_a_run_left_by_a_vanished_worker_is_claimed_and_run(schema: str, p
         assert row is not None and row.attempts == 1 and "kwargs" in str(row.output)
         left = await queue.get("default", "r-left")
         assert left is not None and left.attempts == 2
-        texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
+        texts = [m["content"] for m in state["values"]["messages"]]
         assert texts == ["hi", "s0 after hi", "s1 after s0 after hi"]
     finally:
         await queue.aclose()
@@ -243,7 +243,7 @@ def test_background_runs_are_queued_for_any_worker_and_kept_in_order(
         for run in (first.json(), second.json()):
             _status(on_a, "t5", run["run_id"], "success")
         state = on_b.get("/threads/t5/state").json()
-        texts = [m["content"][0]["text"] for m in state["values"]["messages"]]
+        texts = [m["content"] for m in state["values"]["messages"]]
         assert texts[0] == "one" and texts[9] == "two" and len(texts) == 18  # in order, whole
 
 

@@ -1,0 +1,154 @@
+"""Which message format an answer is in: LangChain's (the default) or tenxgraph's.
+
+The LangGraph routes (threads, their state and history, runs: their output
+and every stream mode) answer with messages in LangChain's format, which the
+official LangGraph SDKs, ``useStream`` and Agent Chat UI read. A request
+with the header ``X-Message-Format: tenxgraph`` gets tenxgraph's own
+``Message`` JSON instead (typed blocks, media refs, citations, timestamps),
+as tenxgraph's clients and the web page ask for. tenxgraph's own routes
+(``/threads/{id}/messages``, ``/window``...) always answer in tenxgraph's.
+
+A run's stream is kept in tenxgraph's format (what the runtime emits, on
+every backend) and translated as each reader reads it, so readers of both
+formats can follow the same run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends
+from pydantic_core import from_json, to_json
+from starlette.requests import Request
+
+from tenxgraph.core.state.langchain_format import langchain_from_json, to_langchain_message
+from tenxgraph.core.state.message import Message
+from tenxgraph.errors import StateError
+
+__all__ = [
+    "FORMAT_HEADER",
+    "Encode",
+    "MessageEncoder",
+    "StreamTranslator",
+    "langchain_json",
+    "message_encoder",
+    "output_json",
+    "tenxgraph_json",
+    "translate_event",
+]
+
+FORMAT_HEADER = "x-message-format"
+"""The request header that picks the format of the messages in an answer."""
+
+MessageEncoder = Callable[[Message], dict[str, Any]]
+"""A message as the JSON of an answer."""
+
+
+def tenxgraph_json(message: Message) -> dict[str, Any]:
+    """The message as tenxgraph's own ``Message`` JSON."""
+    return message.model_dump(mode="json")
+
+
+def langchain_json(message: Message) -> dict[str, Any]:
+    """The message as a LangChain message dict (``to_langchain_message``)."""
+    return to_langchain_message(message)
+
+
+_FORMATS: dict[str, MessageEncoder] = {"langchain": langchain_json, "tenxgraph": tenxgraph_json}
+
+
+def message_encoder(request: Request) -> MessageEncoder:
+    """The encoder the request asks for with ``X-Message-Format`` (default: LangChain's)."""
+    value = request.headers.get(FORMAT_HEADER, "langchain").strip().lower()
+    encoder = _FORMATS.get(value)
+    if encoder is None:
+        raise StateError(f"{FORMAT_HEADER} must be 'langchain' or 'tenxgraph', got {value[:40]!r}")
+    return encoder
+
+
+Encode = Annotated[MessageEncoder, Depends(message_encoder)]
+"""A route's parameter: how the messages of its answer are written."""
+
+
+def output_json(output: Any, encode: MessageEncoder) -> Any:
+    """A run's output (its final values) with its messages in ``encode``'s format."""
+    if encode is tenxgraph_json or not isinstance(output, dict):
+        return output
+    return _values(output)
+
+
+class StreamTranslator:
+    """One reader's stream: each event's data in the reader's format.
+
+    In LangChain's format a message streamed as chunks is not sent again
+    whole on ``messages-tuple`` (clients such as ``useStream`` add every
+    message of an id to the chunks before it, as LangGraph's server sends
+    it once): its last piece is a chunk that adds what the chunks did not
+    carry (tool calls, usage), with ``chunk_position: "last"``. The whole
+    message is in the ``values``, ``updates`` and ``messages/complete`` events.
+    """
+
+    def __init__(self, encode: MessageEncoder) -> None:
+        self.encode = encode
+        self._streamed: set[str] = set()
+
+    def data(self, event: str, data: str) -> str:
+        """``data`` of the logged ``event``, for this reader."""
+        if event != "messages" or self.encode is tenxgraph_json:
+            return translate_event(event, data, self.encode)
+        message, *rest = from_json(data)
+        out = langchain_from_json(message)
+        if message.get("delta"):
+            self._streamed.add(out["id"])
+        elif out["id"] in self._streamed and out["type"] == "ai":
+            self._streamed.discard(out["id"])
+            out = _last_chunk(out)
+        return to_json([out, *rest], inf_nan_mode="null").decode()
+
+
+def _last_chunk(message: dict[str, Any]) -> dict[str, Any]:
+    """A whole AI message as the chunk that completes the chunks streamed before it."""
+    calls = message.get("tool_calls", [])
+    chunks = [
+        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+        | {"type": "tool_call_chunk"}
+        for i, c in enumerate(calls)
+    ]
+    last = {**message, "type": "AIMessageChunk", "content": "", "tool_call_chunks": chunks}
+    last["chunk_position"] = "last"
+    return last
+
+
+def translate_event(event: str, data: str, encode: MessageEncoder) -> str:
+    """One logged stream event's data (tenxgraph's JSON) with its messages in ``encode``'s.
+
+    Only LangChain's format differs from what the log holds; each message is
+    translated from its JSON (``langchain_from_json``: plain text ones without
+    being validated again).
+    """
+    if encode is tenxgraph_json or event not in _MESSAGE_EVENTS:
+        return data
+    parsed = from_json(data)
+    if event == "values":
+        translated: Any = _values(parsed)
+    elif event == "updates":
+        translated = {node: _values(update) for node, update in parsed.items()}
+    elif event == "messages":
+        translated = [langchain_from_json(parsed[0]), *parsed[1:]]
+    else:
+        translated = [langchain_from_json(message) for message in parsed]
+    return to_json(translated, inf_nan_mode="null").decode()
+
+
+_MESSAGE_EVENTS = frozenset(
+    {"values", "updates", "messages", "messages/partial", "messages/complete"}
+)
+
+
+def _values(values: Any) -> Any:
+    """State values (or a node's update) with the messages under ``messages`` translated."""
+    if not isinstance(values, dict) or not isinstance(values.get("messages"), list):
+        return values
+    return {**values, "messages": [langchain_from_json(m) for m in values["messages"]]}
