@@ -46,7 +46,7 @@ from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import ThreadKey, run_config
+from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     GraphRunError,
@@ -271,6 +271,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
+        checkpoint_of(config)  # a bad checkpoint id fails before the thread is held
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
@@ -431,7 +432,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         if lease is None:
             session, state = None, self._fresh_state()
         else:
-            session, state = await self._load(lease)
+            session, state = await self._load(lease, checkpoint_of(config))
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
@@ -439,7 +440,7 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         input_messages = input_messages_of(input, state, self.id_generator)
         added: list[Message] = []
         if entry.new_turn:
-            turn_start = 0 if session is None else session.version
+            turn_start = 0 if session is None else session.base
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
             if state.context:  # it may end in tool calls without results
@@ -474,9 +475,19 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
 
-    async def _load(self, lease: ThreadLease) -> tuple[ThreadSession, S]:
-        """The thread's session and state: kept warm, loaded, or new."""
+    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+        """The thread's session and state: kept warm, loaded, or new.
+
+        ``at`` (the config's ``checkpoint_id``): the run starts from that older
+        checkpoint, and its first save branches the thread there.
+        """
         assert self.checkpointer is not None  # a lease is taken only then
+        if at is not None and (lease.stamp is None or at != lease.stamp.version):
+            session = ThreadSession(self.checkpointer, lease.key)
+            branched = await session.load(self.state_class, at)
+            assert branched is not None  # a missing thread or checkpoint raised
+            session.lease = lease.owner
+            return session, branched
         session, state = await self.warm.open(
             self.checkpointer, lease.key, self.state_class, lease.stamp
         )

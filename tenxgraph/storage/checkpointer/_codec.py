@@ -109,6 +109,9 @@ class EncodedWrite(NamedTuple):
     """None keeps the stored metadata."""
     incarnation: str
     """The incarnation the write expects, or the new one when it creates the thread."""
+    parent: int | None = None
+    """The parent column of the new checkpoint: None for ``expected_version`` (a linear
+    save, the usual case), else the older checkpoint a branch starts from (0: no parent)."""
 
 
 def new_incarnation() -> str:
@@ -146,7 +149,28 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
         window_json(key, write.window),
         None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
         incarnation,
+        _parent(key, write),
     )
+
+
+def _parent(key: ThreadKey, write: ThreadWrite) -> int | None:
+    """The stored parent of a write's checkpoint (None: the one before it); checked first."""
+    parent = write.parent_version
+    if parent is None or parent == write.expected_version:
+        return None
+    if type(parent) is not int or not 0 <= parent < write.expected_version:
+        raise StateError(
+            f"thread {key.thread_id!r}: parent_version must be an earlier checkpoint's version "
+            f"(0 to {write.expected_version}), got {parent!r}"
+        )
+    return parent
+
+
+def parent_of(version: int, stored: int | None) -> int | None:
+    """A checkpoint's parent from its stored column: NULL is the one before it, 0 none."""
+    if stored is None:
+        return version - 1 if version > 1 else None
+    return stored or None
 
 
 def conflict(
@@ -415,8 +439,12 @@ def decode_checkpoint(
     values: Any,
     window: Any,
     created_at: float,
+    parent: int | None = None,
 ) -> Checkpoint:
-    """A checkpoint row as every backend stores it (values and window as JSON)."""
+    """A checkpoint row as every backend stores it (values and window as JSON).
+
+    ``parent`` is the stored parent column (see ``parent_of``).
+    """
     return Checkpoint(
         version=version,
         node=node,
@@ -425,6 +453,7 @@ def decode_checkpoint(
         values=decode_json_object(key, "checkpoint values", values),
         window=decode_window(key, window, log_length, "checkpoint window"),
         created_at=created_at,
+        parent_version=parent_of(version, parent),
     )
 
 

@@ -106,6 +106,12 @@ R = TypeVar("R")
 P = ParamSpec("P")
 
 
+_CHECKPOINT_ROW = (
+    'version, node, step, log_length, "values"::text, "window"::text, created_at, parent_version'
+)
+"""A checkpoint row's columns, in ``decode_checkpoint``'s order."""
+
+
 def _retried(
     method: Callable[Concatenate[PgCheckpointer, P], Coroutine[Any, Any, R]],
 ) -> Callable[Concatenate[PgCheckpointer, P], Coroutine[Any, Any, R]]:
@@ -324,6 +330,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             "bodies": [row.body for row in encoded.messages],
             "prune_upto": write.expected_version + 1 - (self._keep or 0),
             "lease": write.lease,
+            "parent": encoded.parent,
         }
         statement = self._create_statement if write.expected_version == 0 else self._save_statement
         async with self._db.connection() as conn:
@@ -370,6 +377,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             "WHERE c.user_id = %(user)s AND c.thread_id = %(thread)s AND c.version = %(version)s "
             "AND t.incarnation = %(incarnation)s AND c.node = %(node)s AND c.step = %(step)s "
             'AND c."values" = %(values)s::jsonb AND c."window" = %(window)s::jsonb '
+            "AND c.parent_version IS NOT DISTINCT FROM %(parent)s::bigint "
             f"AND ARRAY(SELECT m.message_id FROM {self._s}.messages AS m "
             "WHERE m.user_id = %(user)s AND m.thread_id = %(thread)s "
             "AND m.seq >= c.log_length - %(added)s AND m.seq < c.log_length ORDER BY m.seq) "
@@ -539,13 +547,25 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         check_page(0, limit)
         async with self._db.connection() as conn:
             cursor = await conn.execute(
-                'SELECT version, node, step, log_length, "values"::text, "window"::text, '
-                f"created_at FROM {self._s}.checkpoints WHERE user_id = %s AND thread_id = %s "
-                "ORDER BY version DESC LIMIT %s",
+                f"SELECT {_CHECKPOINT_ROW} FROM {self._s}.checkpoints "
+                "WHERE user_id = %s AND thread_id = %s ORDER BY version DESC LIMIT %s",
                 (key.user_id, key.thread_id, limit),
             )
             rows = await cursor.fetchall()
         return [decode_checkpoint(key, *row) for row in rows]
+
+    @on_io_loop
+    @_retried
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """Checkpoint ``version``: one row by its primary key."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_CHECKPOINT_ROW} FROM {self._s}.checkpoints "
+                "WHERE user_id = %s AND thread_id = %s AND version = %s",
+                (key.user_id, key.thread_id, version),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else decode_checkpoint(key, *row)
 
     @on_io_loop
     @_retried

@@ -243,8 +243,19 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
             )
             conn.execute(
                 "INSERT INTO checkpoints (tid, version, node, step, log_length, "
-                '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                (tid, version, write.node, write.step, length, encoded.values, encoded.window, now),
+                '"values", "window", created_at, parent_version) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tid,
+                    version,
+                    write.node,
+                    write.step,
+                    length,
+                    encoded.values,
+                    encoded.window,
+                    now,
+                    encoded.parent,
+                ),
             )
             self._after_write(conn, key, write, tid, version)
         return ThreadStamp(encoded.incarnation, version)
@@ -373,6 +384,11 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         rows = self._db.run(_checkpoint_rows, key, limit)
         return [decode_checkpoint(key, *row) for row in rows]
 
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """Checkpoint ``version``: one row by its primary key."""
+        row = await self._db.call(_checkpoint_row, key, version)
+        return None if row is None else decode_checkpoint(key, *row)
+
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
         return await asyncio.to_thread(self._load_messages, key, window)
@@ -457,12 +473,22 @@ def _thread_info_rows(conn: sqlite3.Connection, key: ThreadKey) -> list[Any]:
     ).fetchall()
 
 
+_CHECKPOINT_ROW = 'version, node, step, log_length, "values", "window", created_at, parent_version'
+
+
 def _checkpoint_rows(conn: sqlite3.Connection, key: ThreadKey, limit: int | None) -> list[Any]:
     return conn.execute(
-        'SELECT version, node, step, log_length, "values", "window", created_at '
+        f"SELECT {_CHECKPOINT_ROW} "
         f"FROM checkpoints WHERE tid = ({_TID}) ORDER BY version DESC LIMIT ?",
         (key.user_id, key.thread_id, -1 if limit is None else limit),
     ).fetchall()
+
+
+def _checkpoint_row(conn: sqlite3.Connection, key: ThreadKey, version: int) -> Any:
+    return conn.execute(
+        f"SELECT {_CHECKPOINT_ROW} FROM checkpoints WHERE tid = ({_TID}) AND version = ?",
+        (key.user_id, key.thread_id, version),
+    ).fetchone()
 
 
 def _delete(conn: sqlite3.Connection, key: ThreadKey) -> bool:
