@@ -75,9 +75,7 @@ async def _branched_since(
     Reads only the checkpoints after ``start``: a turn's, plus the branch it left.
     """
     newer = await checkpointer.alist_checkpoints(key, limit=version - start)
-    return any(
-        (c.parent_version or 0) != c.version - 1 for c in newer if c.version > start
-    )
+    return any((c.parent_version or 0) != c.version - 1 for c in newer if c.version > start)
 
 
 async def _branch_back(

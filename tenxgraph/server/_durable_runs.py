@@ -550,6 +550,7 @@ class DurableRunManager(RunManager):
                 return None
             if await self._input_saved(claim):
                 run_input = None
+                config.pop("checkpoint_id", None)  # its first save branched the thread already
         attempt = claim.attempts + (1 if request.get("held", True) else 0)
         start_after = await self.events.start_after(claim.run_id, attempt) if self.events else 0
         self._resumes[claim.run_id] = (attempt, start_after)

@@ -122,17 +122,30 @@ async def _start(
     ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
     given = graph_input(body)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
+    config = run_config_of(body, thread_id, user)
+    if "checkpoint_id" in config:  # a checkpoint the thread lacks: 404 now, not in the run
+        await context.graph.aget_state(config)
     spec = RunSpec(
         graph=context.graph,
         input=given,
-        config=run_config_of(body, thread_id, user),
+        config=config,
         stream_modes=body.modes(),
         encoder=_encoder(context),
         invocation_state=dict(body.context) if body.context else None,
         after_seconds=body.after_seconds or 0.0,
         on_completion=cleanup,
     )
-    kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
+    kwargs = body.model_dump(
+        include={
+            "input",
+            "command",
+            "config",
+            "context",
+            "stream_mode",
+            "checkpoint",
+            "checkpoint_id",
+        }
+    )
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
     if background:
         return await manager.enqueue(spec, assistant_id=context.graph_id, **options)

@@ -305,7 +305,8 @@ class Checkpointer(Closing, ABC):
         as a new version (``stamp.version + 1``: versions never go back, so a
         writer holding a discarded version still conflicts). ``to_version`` 0
         deletes the thread and returns None. The new checkpoint's ``parent_version`` is
-        ``to_version``. This is the one operation that removes log entries: it exists to discard a turn that did not finish.
+        ``to_version``. This is the one operation that removes log entries: it
+        exists to discard a turn that did not finish.
         Raises ``StateError`` when the checkpoint is no longer kept
         (``keep_checkpoints``). ``lease`` fences it like ``ThreadWrite.lease`` (on a
         backend that is also a ``ThreadLeases``).
