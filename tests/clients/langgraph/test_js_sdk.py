@@ -88,7 +88,7 @@ JS_CHECKS: dict[str, str | None] = {
         "#33: an empty input beside command.resume is refused ('not both')"
     ),
     "runs.stream(command.goto)": "#33: command.goto is refused with 422",
-    "runs.stream(checkpoint: regenerate)": "#33: a run's checkpoint is refused with 422",
+    "runs.stream(checkpoint: regenerate)": None,
     "runs.wait": None,
     "runs.wait(stateless)": None,
     "runs.list": None,
