@@ -34,11 +34,11 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window,
     encode_write,
     lease_lost,
-    list_threads,
     missing_checkpoint,
     rewind_conflict,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -406,7 +406,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
     ) -> list[ThreadInfo]:
         """The tenant's threads, most recently updated first, filtered by metadata containment.
 
-        A damaged row is left out and logged (see ``_codec.list_threads``).
+        A damaged row is left out and logged (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)

@@ -55,11 +55,11 @@ from tenxgraph.storage.checkpointer._codec import (
     encode_json,
     encode_write,
     lease_lost,
-    list_threads,
     stamp_of,
     thread_not_found,
     window_reach,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -476,7 +476,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter.
 
         Without a filter every row is read, so a damaged one is left out and
-        logged rather than hidden (see ``_codec.list_threads``).
+        logged rather than hidden (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)

@@ -39,10 +39,10 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
-    list_threads,
     stamp_of,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -296,7 +296,7 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
 
         The metadata filter (``jsonb @>`` containment) runs in Python over the
         tenant's threads; without a filter, paging happens in SQL. A damaged
-        row is left out and logged (see ``_codec.list_threads``).
+        row is left out and logged (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)

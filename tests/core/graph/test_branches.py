@@ -12,6 +12,7 @@ the branch is written under the thread's lease. On every backend.
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 
 from tenxgraph.core.graph import StateGraph, create_agent
