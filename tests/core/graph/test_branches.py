@@ -21,7 +21,7 @@ from tenxgraph.core.llm import FunctionModel, ModelRequest, ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
 from tenxgraph.errors import StateError, ThreadBusyError, ThreadNotFoundError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
+from tenxgraph.storage.checkpointer import Checkpointer
 
 CONFIG = {"thread_id": "branches"}
 KEY = ThreadKey("branches")
@@ -276,40 +276,3 @@ async def test_discarding_a_failed_turn_across_a_branch_point_branches_back(
     assert await log(checkpointer) == kept
     assert texts(await app.aget_state(CONFIG)) == ["a", "r1", "b", "r2"]
     assert texts(await app.aget_state(CONFIG, version=newest.version)) == ["a", "r1"]
-
-
-async def test_a_branch_records_its_parent_in_storage(checkpointer: Checkpointer) -> None:
-    def write(expected: int, parent: int | None, incarnation: str | None) -> ThreadWrite:
-        return ThreadWrite(
-            expected_version=expected,
-            expected_incarnation=incarnation,
-            new_messages=[Message.text_message(f"m{expected}")],
-            values={},
-            window=[(0, 1)],
-            node="n",
-            step=expected,
-            parent_version=parent,
-        )
-
-    incarnation, _ = await checkpointer.asave(KEY, write(0, None, None))
-    stamp = await checkpointer.asave(KEY, write(1, None, incarnation))
-    stamp = await checkpointer.asave(KEY, write(2, 1, incarnation))
-    stamp = await checkpointer.asave(KEY, write(3, 0, incarnation))  # a new root
-    for bad in (5, -1):
-        with pytest.raises(StateError, match="parent_version"):
-            await checkpointer.asave(KEY, write(4, bad, incarnation))
-    assert await checkpointer.aversion(KEY) == stamp
-    checkpoints = await checkpointer.alist_checkpoints(KEY)
-    assert [(c.version, c.parent_version) for c in checkpoints] == [
-        (4, None),
-        (3, 1),
-        (2, 1),
-        (1, None),
-    ]
-    found = await checkpointer.aget_checkpoint(KEY, 3)
-    assert found is not None and found.parent_version == 1 and found.window == [(0, 1)]
-    assert await checkpointer.aget_checkpoint(KEY, 9) is None
-    rewound = await checkpointer.arewind(KEY, stamp, 2)
-    assert rewound is not None
-    newest = (await checkpointer.alist_checkpoints(KEY, limit=1))[0]
-    assert (newest.version, newest.parent_version, newest.node) == (5, 2, "__rollback__")
