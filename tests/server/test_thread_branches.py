@@ -167,3 +167,32 @@ def test_a_checkpoint_the_thread_lacks_is_refused_before_the_run(
     assert answer.status_code == 422 and "another thread" in answer.text
     assert [r["status"] for r in client.runs.list(thread_id)] == ["success"]  # no run created
     assert len(client.threads.get_history(thread_id, limit=100)) == saved
+
+
+def test_a_resume_from_an_older_pause_branches_there(serve: Serve) -> None:
+    from tests.server.test_runs import asking_graph
+
+    url = serve(graph=asking_graph)
+    with get_sync_client(url=url, api_key=None) as client:
+        thread_id = client.threads.create()["thread_id"]
+        client.runs.wait(thread_id, "agent", input=user("hi"))
+        paused = client.threads.get_state(thread_id)
+        assert paused["next"] == ["ask"] and paused["interrupts"]
+        client.runs.wait(thread_id, "agent", command={"resume": "Ada"})
+        assert said(client.threads.get_state(thread_id)["values"])[-1] == "hello Ada"
+        again = client.runs.wait(
+            thread_id, "agent", command={"resume": "Grace"}, checkpoint=paused["checkpoint"]
+        )
+        assert said(again)[-1] == "hello Grace"
+        history = client.threads.get_history(thread_id, limit=100)
+        parent = {
+            s["checkpoint"]["checkpoint_id"]: (s["parent_checkpoint"] or {}).get("checkpoint_id")
+            for s in history
+        }
+        chain, at = [], history[0]["checkpoint"]["checkpoint_id"]
+        while at is not None:
+            chain.append(at)
+            at = parent[at]
+        ada = next(s for s in history if said(s["values"])[-1] == "hello Ada")
+        assert paused["checkpoint"]["checkpoint_id"] in chain
+        assert ada["checkpoint"]["checkpoint_id"] not in chain  # the other branch, still there
