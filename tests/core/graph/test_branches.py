@@ -276,3 +276,21 @@ async def test_discarding_a_failed_turn_across_a_branch_point_branches_back(
     assert await log(checkpointer) == kept
     assert texts(await app.aget_state(CONFIG)) == ["a", "r1", "b", "r2"]
     assert texts(await app.aget_state(CONFIG, version=newest.version)) == ["a", "r1"]
+
+
+async def test_a_recorded_direct_call_does_not_branch_silently(
+    checkpointer: Checkpointer,
+) -> None:
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    app = create_agent(numbered(), [add], checkpointer=checkpointer)
+    await app.ainvoke({"messages": [("user", "a")]}, CONFIG)
+    stamp = await checkpointer.aversion(KEY)
+    at_first = {**CONFIG, "checkpoint_id": 1}
+    with pytest.raises(StateError, match="record=False"):
+        await app.acall_tool("add", {"a": 2, "b": 3}, at_first)
+    assert await checkpointer.aversion(KEY) == stamp
+    result = await app.acall_tool("add", {"a": 2, "b": 3}, at_first, record=False)
+    assert result.output in (5, "5") and not result.is_error
