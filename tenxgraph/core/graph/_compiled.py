@@ -271,7 +271,6 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         the result) the per-step message and update events are not built.
         """
         config = run_config(config)
-        checkpoint_of(config)  # a bad checkpoint id fails before the thread is held
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
@@ -356,7 +355,12 @@ class CompiledGraph(RunSteps[S], ThreadOperations[S]):
         config: Mapping[str, Any],
         run_id: str,
     ) -> ThreadLease | None:
-        """The thread's lease, unless the run's handle was stopped first (None: nothing held)."""
+        """The thread's lease, unless the run's handle was stopped first (None: nothing held).
+
+        A bad ``checkpoint_id`` fails here, before the thread is held.
+        """
+        if checkpoint_of(config) is not None and self.checkpointer is None:
+            raise StateError("this graph has no checkpointer, so no checkpoint to start from")
         if control.stop_requested or self.checkpointer is None:
             return None
         lease = await self._take(key, config, run_id)

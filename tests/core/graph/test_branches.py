@@ -294,3 +294,11 @@ async def test_a_recorded_direct_call_does_not_branch_silently(
     assert await checkpointer.aversion(KEY) == stamp
     result = await app.acall_tool("add", {"a": 2, "b": 3}, at_first, record=False)
     assert result.output in (5, "5") and not result.is_error
+
+
+def test_a_graph_without_a_checkpointer_has_no_checkpoint_to_start_from() -> None:
+    app = create_agent(numbered())
+    with pytest.raises(StateError, match="no checkpointer"):
+        app.invoke({"messages": [("user", "a")]}, {"checkpoint_id": 1})
+    with pytest.raises(StateError, match="checkpoint_id must name"):
+        app.invoke({"messages": [("user", "a")]}, {"checkpoint_id": "x"})
