@@ -50,6 +50,7 @@ async def resumed(
         if state is not None and ended is not None:
             return ended, encoder.values(state)
         run_input = None
+        config.pop("checkpoint_id", None)  # its first save branched the thread already
     return RunSpec(
         graph=graph,
         input=run_input,

@@ -2,10 +2,11 @@
 
 ``RunRequest`` accepts what ``langgraph-sdk`` sends to ``/runs``,
 ``/runs/stream``, ``/runs/wait`` and their ``/threads/{id}/...`` forms.
+``checkpoint``/``checkpoint_id`` start the run from that older checkpoint,
+branching the thread there (the run config's ``checkpoint_id``).
 Fields LangGraph's server has and this one does not act on are refused with
 a 422 that says what to do instead, never silently dropped:
-``checkpoint``/``checkpoint_id`` (a run always continues the thread's latest
-state), ``interrupt_before``/``interrupt_after`` (set when compiling the
+``interrupt_before``/``interrupt_after`` (set when compiling the
 graph), ``webhook`` and ``command.goto``. Fields that only tune LangGraph's
 own machinery and change nothing a client sees here (``durability``,
 ``checkpoint_during``, ``stream_subgraphs``, ``stream_resumable``: every
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tenxgraph.core.state.edits import RemoveMessage
-from tenxgraph.core.state.ids import run_config
+from tenxgraph.core.state.ids import checkpoint_of, run_config
 from tenxgraph.core.state.langchain_format import from_langchain_message, is_langchain_message
 from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
 from tenxgraph.errors import StateError
@@ -35,6 +36,7 @@ __all__ = [
     "RunCommand",
     "RunRequest",
     "check_state_input",
+    "checkpoint_named",
     "graph_input",
     "input_messages",
     "run_config_of",
@@ -44,10 +46,6 @@ __all__ = [
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
 _UNSUPPORTED = {
-    "checkpoint": "a run always continues the thread's latest state; fork the thread "
-    "from an older checkpoint (POST /threads/{id}/copy or the state history) instead",
-    "checkpoint_id": "a run always continues the thread's latest state; fork the thread "
-    "from an older checkpoint instead",
     "interrupt_before": "set interrupt_before when compiling the served graph",
     "interrupt_after": "set interrupt_after when compiling the served graph",
     "webhook": "webhooks are not supported; join the run (GET .../join) or stream it",
@@ -92,8 +90,10 @@ class RunRequest(BaseModel):
     feedback_keys: list[str] | None = None
     langsmith_tracer: dict[str, Any] | None = None
     strict_resume: bool | None = None
-    checkpoint: Any = None
-    checkpoint_id: Any = None
+    checkpoint: dict[str, Any] | None = None
+    """Start from this checkpoint of the thread (a ``Checkpoint``; its id is the version)."""
+    checkpoint_id: str | None = None
+    """Start from the checkpoint of this id, as ``checkpoint`` does."""
     interrupt_before: Any = None
     interrupt_after: Any = None
     webhook: Any = None
@@ -243,6 +243,26 @@ def _message(item: Any, where: str, edits: bool) -> Any:
     return message
 
 
+def checkpoint_named(
+    checkpoint: Mapping[str, Any] | None, checkpoint_id: str | None, thread_id: str
+) -> str | None:
+    """The checkpoint id a request names with ``checkpoint`` and/or ``checkpoint_id``, or None.
+
+    A ``Checkpoint`` of another thread, or of a subgraph namespace, is refused.
+    """
+    named = None if checkpoint is None else checkpoint.get("checkpoint_id")
+    if checkpoint is not None:
+        if checkpoint.get("thread_id") not in (None, "", thread_id):
+            raise StateError("'checkpoint' names another thread than the request's")
+        if checkpoint.get("checkpoint_ns") not in (None, ""):
+            raise StateError("'checkpoint' names a subgraph namespace; this server has none")
+    if named in (None, ""):
+        named = checkpoint_id
+    elif checkpoint_id not in (None, "", named):
+        raise StateError("'checkpoint' and 'checkpoint_id' name different checkpoints")
+    return None if named in (None, "") else str(named)
+
+
 def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str, Any]:
     """The graph's run config: the request's config, the thread and user, the strategy.
 
@@ -262,6 +282,12 @@ def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str
             f"the run config's 'recursion_limit' must be a positive integer, got {limit!r}"
         )
     config.pop("run_id", None)
+    named = checkpoint_named(request.checkpoint, request.checkpoint_id, thread_id)
+    if named is not None:
+        if config.get("checkpoint_id") not in (None, "", named):
+            raise StateError("the run names two checkpoints: its config's and 'checkpoint'")
+        config["checkpoint_id"] = named
+    checkpoint_of(config)  # a bad id is a 422 before the run is created
     config.update(thread_id=thread_id, user_id=user_id)
     if request.multitask_strategy is not None:
         config["multitask_strategy"] = request.multitask_strategy

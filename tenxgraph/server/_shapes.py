@@ -118,8 +118,7 @@ def state_json(
     state = snapshot.state
     meta = state.execution_meta
     interrupts = interrupts_json(thread_id, state)
-    paused = meta.status == "interrupted" and meta.next_node is not None
-    next_nodes = [meta.next_node] if paused else []
+    next_nodes = next_of(state)
     tasks = [
         {
             "id": interrupt_id(thread_id, state),
@@ -133,7 +132,7 @@ def state_json(
         }
         for node in next_nodes
     ]
-    version = snapshot.version
+    version, parent = snapshot.version, snapshot.parent_version
     return {
         "values": state_values(state, encode),
         "next": next_nodes,
@@ -141,9 +140,22 @@ def state_json(
         "checkpoint": checkpoint_json(thread_id, version),
         "metadata": state_metadata(snapshot.node, snapshot.step, meta.status),
         "created_at": iso_time(snapshot.created_at),
-        "parent_checkpoint": checkpoint_json(thread_id, version - 1) if version > 1 else None,
+        "parent_checkpoint": None if parent is None else checkpoint_json(thread_id, parent),
         "interrupts": interrupts,
     }
+
+
+_GOING_ON = frozenset({"running", "interrupted", "error"})
+"""Statuses of a checkpoint saved inside a turn: a node is still to run."""
+
+
+def next_of(state: AgentState) -> list[str]:
+    """The node that runs next from this checkpoint (LangGraph's ``next``); [] at a turn's end."""
+    meta = state.execution_meta
+    node = meta.next_node
+    if meta.status not in _GOING_ON or node is None or node == "__end__":
+        return []
+    return [node]
 
 
 def thread_json(

@@ -122,17 +122,30 @@ async def _start(
     info = await _thread_info(context, key, create=create) if tag else None
     given = graph_input(body, context.graph.state_class.model_fields)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
+    config = run_config_of(body, thread_id, user)
+    if "checkpoint_id" in config:  # a checkpoint the thread lacks: 404 now, not in the run
+        await context.graph.aget_state(config)
     spec = RunSpec(
         graph=context.graph,
         input=given,
-        config=run_config_of(body, thread_id, user),
+        config=config,
         stream_modes=body.modes(),
         encoder=_encoder(context),
         invocation_state=dict(body.context) if body.context else None,
         after_seconds=body.after_seconds or 0.0,
         on_completion=cleanup,
     )
-    kwargs = body.model_dump(include={"input", "command", "config", "context", "stream_mode"})
+    kwargs = body.model_dump(
+        include={
+            "input",
+            "command",
+            "config",
+            "context",
+            "stream_mode",
+            "checkpoint",
+            "checkpoint_id",
+        }
+    )
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
     if not background and not stateless:  # a reject run on a thread busy elsewhere: 409 now
         await manager.admit(spec)

@@ -18,7 +18,7 @@ from tenxgraph.server import _thread_queries as queries
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._message_format import Encode, MessageEncoder, tenxgraph_json
-from tenxgraph.server._run_request import state_update
+from tenxgraph.server._run_request import checkpoint_named, state_update
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage import ThreadInfo
 
@@ -171,11 +171,18 @@ async def create_thread(body: ThreadCreate, context: Context, user: User, encode
 
 
 async def _apply(
-    context: ServerContext, thread_id: str, user: str, values: Any, as_node: str | None
+    context: ServerContext,
+    thread_id: str,
+    user: str,
+    values: Any,
+    as_node: str | None,
+    checkpoint_id: str | None = None,
 ) -> int:
     if as_node is not None and as_node not in context.graph.nodes:
         bad_request(f"as_node {as_node!r} is not a node of the graph")
     config = thread_config(thread_id, user)
+    if checkpoint_id is not None:  # the thread branches at that checkpoint
+        config["checkpoint_id"] = checkpoint_id
     return await context.graph.aupdate_state(config, _input(context, values), as_node=as_node)
 
 
@@ -364,16 +371,16 @@ async def _state_at(
 
 @router.post("/threads/{thread_id}/state")
 async def update_state(thread_id: str, body: StateUpdate, context: Context, user: User) -> Json:
-    """Merge values into the thread as a node's update would; answers the new checkpoint."""
-    if body.checkpoint_id is not None or (body.checkpoint or {}).get("checkpoint_id"):
-        bad_request(
-            "updating from an older checkpoint is not supported: "
-            "copy the thread (POST /threads/{id}/copy) and update the copy"
-        )
+    """Merge values into the thread as a node's update would; answers the new checkpoint.
+
+    With ``checkpoint``/``checkpoint_id`` the values go into that older
+    checkpoint's state, and the thread branches there (as a run from it does).
+    """
+    at = checkpoint_named(body.checkpoint, body.checkpoint_id, thread_id)
     if isinstance(body.values, list):
         bad_request("values must be one object of state fields, not a list")
     await thread_info_or_404(context, thread_id, user)
-    version = await _apply(context, thread_id, user, body.values or {}, body.as_node)
+    version = await _apply(context, thread_id, user, body.values or {}, body.as_node, at)
     return {"checkpoint": shapes.checkpoint_json(thread_id, version)}
 
 

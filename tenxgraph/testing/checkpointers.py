@@ -30,14 +30,15 @@ offer them: this suite needs only the ``Checkpointer`` methods.
 from __future__ import annotations
 
 from tenxgraph.testing._checkpointer_base import MakeCheckpointer
+from tenxgraph.testing._checkpointer_branches import BranchContract
 from tenxgraph.testing._checkpointer_rewind import RewindContract
 from tenxgraph.testing._checkpointer_threads import ThreadContract
 
 __all__ = ["CheckpointerContract", "MakeCheckpointer"]
 
 
-class CheckpointerContract(ThreadContract, RewindContract):
-    """What every checkpointer does: threads and rewind, as pytest test methods.
+class CheckpointerContract(ThreadContract, RewindContract, BranchContract):
+    """What every checkpointer does: threads, rewind and branches, as pytest test methods.
 
     The subclass provides the ``make_checkpointer`` fixture; the suite's
     ``checkpointer`` fixture is ``make_checkpointer()``.

@@ -287,7 +287,8 @@ def test_bad_requests_get_clear_4xx_answers(serve: Serve) -> None:
             ("POST", "/threads/b1/runs", {**ok, "stream_mode": "debug"}, 422, "debug"),
             ("POST", "/threads/b1/runs", {**ok, "command": {"resume": 1}}, 422, "not both"),
             ("POST", "/threads/b1/runs", {**ok, "multitask_strategy": "x"}, 422, "reject"),
-            ("POST", "/threads/b1/runs", {**ok, "checkpoint_id": "c"}, 422, "latest state"),
+            ("POST", "/threads/b1/runs", {**ok, "checkpoint_id": "c"}, 422, "checkpoint_id"),
+            ("POST", "/threads/b1/runs", {**ok, "checkpoint_id": "99"}, 404, "checkpoint 99"),
             ("POST", "/threads/b1/runs", {**ok, "assistant_id": "other"}, 404, "assistant"),
             ("POST", "/threads/b1/runs", {**ok, "interrupt_before": ["s0"]}, 422, "compiling"),
             (

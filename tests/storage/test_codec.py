@@ -9,11 +9,8 @@ import pytest
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError
-from tenxgraph.storage.checkpointer._codec import (
-    decode_window_messages,
-    json_contains,
-    window_problem,
-)
+from tenxgraph.storage.checkpointer._codec import decode_window_messages, window_problem
+from tenxgraph.storage.checkpointer._listing import json_contains
 
 KEY = ThreadKey("t", "u")
 

@@ -26,11 +26,10 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_checkpoint,
     decode_json_object,
     decode_messages,
-    decode_thread_row,
     decode_window,
     decode_window_messages,
-    list_threads,
 )
+from tenxgraph.storage.checkpointer._listing import decode_thread_row, list_threads
 
 KEY = ThreadKey("fuzzed", "alice")
 

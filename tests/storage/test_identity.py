@@ -202,6 +202,7 @@ async def test_postgres_threads_from_before_incarnations_get_the_legacy_one(
         await checkpointer.aclose()
         async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
             await conn.execute(f'ALTER TABLE "{pg_schema}".threads DROP COLUMN incarnation')
+            await conn.execute(f'ALTER TABLE "{pg_schema}".checkpoints DROP COLUMN parent_version')
             await conn.execute(f'DROP TABLE "{pg_schema}".leases')
             await conn.execute(f'DROP TABLE "{pg_schema}".schema_versions')
             await conn.execute(
@@ -216,7 +217,7 @@ async def test_postgres_threads_from_before_incarnations_get_the_legacy_one(
             cursor = await conn.execute(
                 f'SELECT component, version FROM "{pg_schema}".schema_versions ORDER BY version'
             )
-            assert await cursor.fetchall() == [("threads", v) for v in range(1, 4)]
+            assert await cursor.fetchall() == [("threads", v) for v in range(1, 5)]
             cursor = await conn.execute(f'SELECT version FROM "{pg_schema}".schema_version')
             assert await cursor.fetchall() == [(LEGACY_TOMBSTONE,)]
     finally:

@@ -48,7 +48,7 @@ from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import ThreadKey, run_config
+from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     GraphRunError,
@@ -367,7 +367,12 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         config: Mapping[str, Any],
         run_id: str,
     ) -> ThreadLease | None:
-        """The thread's lease, unless the run's handle was stopped first (None: nothing held)."""
+        """The thread's lease, unless the run's handle was stopped first (None: nothing held).
+
+        A bad ``checkpoint_id`` fails here, before the thread is held.
+        """
+        if checkpoint_of(config) is not None and self.checkpointer is None:
+            raise StateError("this graph has no checkpointer, so no checkpoint to start from")
         if control.stop_requested or self.checkpointer is None:
             return None
         lease = await self._take(key, config, run_id, control.lease_owner)
@@ -450,7 +455,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         if lease is None:
             session, state = None, self._fresh_state()
         else:
-            session, state = await self._load(lease)
+            session, state = await self._load(lease, checkpoint_of(config))
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
@@ -458,7 +463,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         input_messages = input_messages_of(input, state, self.id_generator)
         added: list[Message] = []
         if entry.new_turn:
-            turn_start = 0 if session is None else session.version
+            turn_start = 0 if session is None else session.base
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
             if meta.tasks or meta.joins:  # a stopped parallel step the new turn leaves behind
@@ -495,9 +500,19 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
 
-    async def _load(self, lease: ThreadLease) -> tuple[ThreadSession, S]:
-        """The thread's session and state: kept warm, loaded, or new."""
+    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+        """The thread's session and state: kept warm, loaded, or new.
+
+        ``at`` (the config's ``checkpoint_id``): the run starts from that older
+        checkpoint, and its first save branches the thread there.
+        """
         assert self.checkpointer is not None  # a lease is taken only then
+        if at is not None and (lease.stamp is None or at != lease.stamp.version):
+            session = ThreadSession(self.checkpointer, lease.key)
+            branched = await session.load(self.state_class, at)
+            assert branched is not None  # a missing thread or checkpoint raised
+            session.lease = lease.owner
+            return session, branched
         session, state = await self.warm.open(
             self.checkpointer, lease.key, self.state_class, lease.stamp
         )

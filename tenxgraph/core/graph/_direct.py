@@ -40,7 +40,7 @@ from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._tool_node import ToolOutcome, close_interrupted_calls, execute_tool
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import ThreadKey, run_config
+from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.tool_arguments import (
@@ -113,6 +113,12 @@ async def acall_tool(
         state = await graph.aget_state(config) or graph._fresh_state()
         ran = await _run(graph, tool, args, state, config, invocation_state, key)
         return ran.outcome.result_block(ran.call.id)
+    if checkpoint_of(config) is not None:
+        raise StateError(
+            f"a recorded direct call of {name!r} is added to the thread's current state; to "
+            "branch from an older checkpoint, run from it (invoke with checkpoint_id) first, "
+            "or pass record=False to run the tool on that checkpoint's state unrecorded"
+        )
     if running_thread() == key:
         raise UsageError(
             f"cannot record a direct call of {name!r} on thread {key.thread_id!r} from code that "

@@ -46,6 +46,9 @@ class StateSnapshot(Generic[S]):
     step: int
     created_at: float
     state: S
+    parent_version: int | None = None
+    """The checkpoint this one continues from (see ``Checkpoint.parent_version``): the
+    history of a thread that branched is a tree, each branch readable at its versions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +62,20 @@ class CheckpointInfo:
     status: str
     """The run status the checkpoint saved (``idle``, ``completed``, ``interrupted``...)."""
     created_at: float
+    parent_version: int | None = None
+    """The checkpoint this one continues from (None for the thread's first)."""
 
 
 def _info(checkpoint: Checkpoint) -> CheckpointInfo:
     meta = checkpoint.values.get("execution_meta")
     status = meta.get("status", "idle") if isinstance(meta, dict) else "idle"
     return CheckpointInfo(
-        checkpoint.version, checkpoint.node, checkpoint.step, str(status), checkpoint.created_at
+        checkpoint.version,
+        checkpoint.node,
+        checkpoint.step,
+        str(status),
+        checkpoint.created_at,
+        checkpoint.parent_version,
     )
 
 
@@ -97,6 +107,7 @@ async def state_history(
             c.step,
             c.created_at,
             await _state_at(checkpointer, key, state_class, c),
+            c.parent_version,
         )
         for c in checkpoints
     ]
@@ -108,14 +119,18 @@ async def update_state(
     schema: StateSchema,
     values: Any,
     as_node: str | None,
+    lease: str | None = None,
+    at: int | None = None,
 ) -> int:
     """Merge ``values`` as a node update would, saved as a new checkpoint; return its version.
 
     The run status is left as it is, so a thread paused at an interrupt can
-    be edited and then resumed.
+    be edited and then resumed. ``at``: update the state of that older
+    checkpoint instead, branching the thread there (as a run from it does).
     """
     session = ThreadSession(checkpointer, key)
-    state = await session.load(schema.state_class)
+    session.lease = lease
+    state = await session.load(schema.state_class, at)
     if state is None:
         raise ThreadNotFoundError(f"thread {key.thread_id!r} does not exist for {key.user_id!r}")
     applied = schema.apply(state, values, "update_state")
@@ -205,9 +220,9 @@ async def state_at(
 
 
 async def _checkpoint(checkpointer: Checkpointer, key: ThreadKey, version: int) -> Checkpoint:
-    for checkpoint in await checkpointer.alist_checkpoints(key):
-        if checkpoint.version == version:
-            return checkpoint
+    checkpoint = await checkpointer.aget_checkpoint(key, version)
+    if checkpoint is not None:
+        return checkpoint
     raise ThreadNotFoundError(
         f"thread {key.thread_id!r} has no checkpoint {version} (it may have been pruned)"
     )

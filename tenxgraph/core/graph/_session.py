@@ -27,8 +27,14 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import TextBlock
 from tenxgraph.core.state.reducers import MessageIndex
-from tenxgraph.errors import UnstorableStateError
-from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp, ThreadWrite, Window
+from tenxgraph.errors import ThreadNotFoundError, UnstorableStateError
+from tenxgraph.storage.checkpointer.base import (
+    Checkpointer,
+    StoredThread,
+    ThreadStamp,
+    ThreadWrite,
+    Window,
+)
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values, values_text
 
 __all__ = ["ThreadSession", "approx_bytes"]
@@ -77,17 +83,38 @@ class ThreadSession:
         self.lease: str | None = None
         """The owner of the thread lease the saves are made under (fences every save)."""
         self._index: MessageIndex | None = None
+        self.branch_from: int | None = None
+        """The older checkpoint the loaded state is, until the next save records it as
+        that save's parent (a branch inside the thread); None for the current state."""
 
     @property
     def stamp(self) -> ThreadStamp:
         """The incarnation and version this session holds (compare with ``aversion``)."""
         return ThreadStamp(self.incarnation, self.version)
 
-    async def load(self, state_class: type[S]) -> S | None:
-        """Load the thread's state, or None when the thread does not exist yet."""
+    @property
+    def base(self) -> int:
+        """The checkpoint whose state the session holds: the branch point, else the version."""
+        return self.version if self.branch_from is None else self.branch_from
+
+    async def load(self, state_class: type[S], at: int | None = None) -> S | None:
+        """Load the thread's state, or None when the thread does not exist yet.
+
+        ``at``: start from checkpoint ``at`` instead of the current state. The
+        state is that checkpoint's (values and window; the log is not copied),
+        the stamp the thread's current one, so the next save is compare-and-swap
+        on the current version and records ``at`` as its parent: the thread
+        branches there, and the branch left stays in the log and the history.
+        ``ThreadNotFoundError`` when the thread has no checkpoint ``at``.
+        """
         stored = await self.checkpointer.aload(self.key)
         if stored is None:
+            if at is not None:
+                raise self._no_checkpoint(at)
             return None
+        if at is not None and at != stored.version:
+            stored = await self._branched(stored, at)
+            self.branch_from = at
         state = decode_state(state_class, stored)
         self.incarnation = stored.incarnation
         self.version = stored.version
@@ -104,6 +131,29 @@ class ThreadSession:
         else:
             self.approx_bytes = stored.context_chars + len(state.context) * _STORED_EXTRA_BYTES
         return state
+
+    async def _branched(self, current: StoredThread, at: int) -> StoredThread:
+        """``current`` (the thread's row) with checkpoint ``at``'s values, window and messages."""
+        checkpoint = await self.checkpointer.aget_checkpoint(self.key, at)
+        if checkpoint is None:
+            raise self._no_checkpoint(at)
+        return StoredThread(
+            key=self.key,
+            version=current.version,
+            log_length=current.log_length,
+            values=checkpoint.values,
+            window=checkpoint.window,
+            context=await self.checkpointer.aload_messages(self.key, checkpoint.window),
+            metadata=current.metadata,
+            incarnation=current.incarnation,
+        )
+
+    def _no_checkpoint(self, at: int) -> ThreadNotFoundError:
+        key = self.key
+        return ThreadNotFoundError(
+            f"thread {key.thread_id!r} (user {key.user_id!r}) has no checkpoint {at} to "
+            "start from (never saved, or dropped by keep_checkpoints)"
+        )
 
     def revive(self, state_class: type[S]) -> S | None:
         """Rebuild the state as this session last saved it, without reading storage.
@@ -195,8 +245,10 @@ class ThreadSession:
                 lease=self.lease,
                 release_lease=release and self.lease is not None,
                 metadata=metadata,
+                parent_version=self.branch_from,
             ),
         )
+        self.branch_from = None
         if new != sent:  # identical objects compare equal without a field compare
             _hold_stored(context, sent, new)
         self._values = values

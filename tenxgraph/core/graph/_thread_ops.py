@@ -18,7 +18,7 @@ from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, run_config
+from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
 from tenxgraph.core.state.message import IdGenerator, Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
@@ -76,9 +76,14 @@ class ThreadOperations(Generic[S]):
     async def aget_state(
         self, config: Mapping[str, Any], *, version: int | None = None
     ) -> S | None:
-        """The thread's saved state (or its state at checkpoint ``version``); None if new."""
+        """The thread's saved state (or its state at checkpoint ``version``); None if new.
+
+        A ``checkpoint_id`` in ``config`` names the version too (LangGraph's way).
+        """
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)
+        if version is None:
+            version = checkpoint_of(run_config(config))
         if version is not None:
             return await history.state_at(checkpointer, key, self.state_class, version)
         stamp = await checkpointer.aversion(key)
@@ -206,11 +211,14 @@ class ThreadOperations(Generic[S]):
         """Merge ``values`` (anything a node may return) into the thread as a new checkpoint.
 
         Returns the new version. The run status is kept, so a paused thread can be
-        corrected and then resumed.
+        corrected and then resumed. With a ``checkpoint_id`` in ``config`` the values
+        are merged into that older checkpoint's state instead, and the thread
+        branches there (its new checkpoint's parent is that one).
         """
+        at = checkpoint_of(run_config(config))
         async with self._holding(config) as lease:
             return await history.update_state(
-                lease.checkpointer, lease.key, self.schema, values, as_node
+                lease.checkpointer, lease.key, self.schema, values, as_node, lease.owner, at
             )
 
     def update_state(

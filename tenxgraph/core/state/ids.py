@@ -14,7 +14,14 @@ from typing import Any
 from tenxgraph.core.state.json_policy import lone_surrogate
 from tenxgraph.errors import InvalidIdError, StateError
 
-__all__ = ["DEFAULT_USER", "MAX_ID_LENGTH", "ThreadKey", "check_id", "run_config"]
+__all__ = [
+    "DEFAULT_USER",
+    "MAX_ID_LENGTH",
+    "ThreadKey",
+    "check_id",
+    "checkpoint_of",
+    "run_config",
+]
 
 DEFAULT_USER = "default"
 """The tenant of threads saved without a ``user_id`` (missing or None) in the run config."""
@@ -29,7 +36,7 @@ e-mail address (at most 254 characters).
 """
 
 
-_NO_CHECKPOINT_KEYS = frozenset({"checkpoint_id", "checkpoint_ns"})
+_NO_CHECKPOINT_KEYS = frozenset({"checkpoint_ns"})
 """LangGraph config keys with no meaning here, refused (when set) rather than ignored."""
 
 
@@ -40,7 +47,8 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     top level of the config; LangGraph code puts the first two under
     ``config["configurable"]``. Both spellings work. The same key given in both
     places with different values is refused, never silently resolved, and so
-    is a ``checkpoint_id`` (runs always continue a thread from its latest state).
+    is a ``checkpoint_ns`` (tenxgraph graphs have no subgraph state). A
+    ``checkpoint_id`` (``checkpoint_of``) names the checkpoint a run starts from.
     """
     flat = dict(config or {})
     nested = flat.pop("configurable", None)
@@ -53,9 +61,8 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in nested.items():
         if key in _NO_CHECKPOINT_KEYS and value not in (None, ""):
             raise StateError(
-                f"the run config's {key!r} is not supported: a run always continues a thread "
-                "from its latest state; read an older one with get_state(config, version=N) "
-                "or continue from it with fork(config, new_thread_id, version=N)"
+                f"the run config's {key!r} is not supported: tenxgraph threads have one "
+                "namespace (no subgraph state); name a checkpoint with 'checkpoint_id' alone"
             )
         if key in flat and flat[key] != value:
             raise StateError(
@@ -64,6 +71,25 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
             )
         flat[key] = value
     return flat
+
+
+def checkpoint_of(config: Mapping[str, Any]) -> int | None:
+    """The checkpoint a (flat) run config names with ``checkpoint_id``, as its version; or None.
+
+    A checkpoint id is its version, as an int or its text (``3``, ``"3"``: the
+    server's ids); anything else raises ``StateError`` before anything is read.
+    """
+    value = config.get("checkpoint_id")
+    if value is None or value == "":
+        return None
+    if type(value) is str and value.isascii() and value.isdigit():
+        value = int(value)
+    if type(value) is not int or value < 1:
+        raise StateError(
+            f"checkpoint_id must name a checkpoint by its version (1, 2, ... or its text), "
+            f"got {str(value)[:40]!r}"
+        )
+    return value
 
 
 def check_id(name: str, value: object) -> str:

@@ -9,7 +9,7 @@ data, messages through the declared ``Message`` model only.
 A row that fails to decode raises ``CorruptRecordError`` naming the thread,
 the row (seq or column) and the field; nothing is skipped, except in a thread
 listing: there a damaged row is left out and logged (``list_threads``), so one
-bad thread does not hide a tenant's others. Whatever the stored data, decoding
+bad thread does not hide a tenant's others (``_listing``). Whatever the stored data, decoding
 raises only library errors: never ``KeyError``, ``TypeError``,
 ``RecursionError`` or ``MemoryError`` (a window is checked against the log
 length before any of its seqs is listed).
@@ -18,9 +18,8 @@ length before any of its seqs is listed).
 from __future__ import annotations
 
 import json
-import logging
 import secrets
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import islice, pairwise
 from typing import Any, NamedTuple, TypeVar
 
@@ -31,7 +30,6 @@ from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
 from tenxgraph.errors import (
     ConflictError,
     CorruptRecordError,
-    InvalidIdError,
     StateError,
     ThreadBusyError,
     ThreadNotFoundError,
@@ -41,7 +39,6 @@ from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
     StoredMessage,
     StoredThread,
-    ThreadInfo,
     ThreadStamp,
     ThreadWrite,
     Window,
@@ -63,9 +60,7 @@ __all__ = [
     "decode_window_messages",
     "encode_json",
     "encode_write",
-    "json_contains",
     "lease_lost",
-    "list_threads",
     "missing_checkpoint",
     "new_incarnation",
     "rewind_conflict",
@@ -77,8 +72,6 @@ __all__ = [
 ]
 
 Body = TypeVar("Body", str, bytes)
-
-logger = logging.getLogger("tenxgraph.storage")
 
 
 class MessageRow(NamedTuple):
@@ -109,6 +102,9 @@ class EncodedWrite(NamedTuple):
     """None keeps the stored metadata."""
     incarnation: str
     """The incarnation the write expects, or the new one when it creates the thread."""
+    parent: int | None = None
+    """The parent column of the new checkpoint: None for ``expected_version`` (a linear
+    save, the usual case), else the older checkpoint a branch starts from (0: no parent)."""
 
 
 def new_incarnation() -> str:
@@ -146,7 +142,28 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
         window_json(key, write.window),
         None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
         incarnation,
+        _parent(key, write),
     )
+
+
+def _parent(key: ThreadKey, write: ThreadWrite) -> int | None:
+    """The stored parent of a write's checkpoint (None: the one before it); checked first."""
+    parent = write.parent_version
+    if parent is None or parent == write.expected_version:
+        return None
+    if type(parent) is not int or not 0 <= parent < write.expected_version:
+        raise StateError(
+            f"thread {key.thread_id!r}: parent_version must be an earlier checkpoint's version "
+            f"(0 to {write.expected_version}), got {parent!r}"
+        )
+    return parent
+
+
+def parent_of(version: int, stored: int | None) -> int | None:
+    """A checkpoint's parent from its stored column: NULL is the one before it, 0 none."""
+    if stored is None:
+        return version - 1 if version > 1 else None
+    return stored or None
 
 
 def conflict(
@@ -415,8 +432,12 @@ def decode_checkpoint(
     values: Any,
     window: Any,
     created_at: float,
+    parent: int | None = None,
 ) -> Checkpoint:
-    """A checkpoint row as every backend stores it (values and window as JSON)."""
+    """A checkpoint row as every backend stores it (values and window as JSON).
+
+    ``parent`` is the stored parent column (see ``parent_of``).
+    """
     return Checkpoint(
         version=version,
         node=node,
@@ -425,6 +446,7 @@ def decode_checkpoint(
         values=decode_json_object(key, "checkpoint values", values),
         window=decode_window(key, window, log_length, "checkpoint window"),
         created_at=created_at,
+        parent_version=parent_of(version, parent),
     )
 
 
@@ -481,75 +503,6 @@ def _loads(key: ThreadKey, column: str, stored: Any) -> Any:
         ) from None
 
 
-ThreadRow = tuple[Any, Any, Any, Any, Any, Any]
-"""A listing row: thread_id, version, log_length, metadata (JSON), created_at, updated_at."""
-
-
-def list_threads(
-    user_id: str,
-    rows: Iterable[ThreadRow],
-    wanted: Mapping[str, Any] | None = None,
-    offset: int = 0,
-    limit: int | None = None,
-) -> list[ThreadInfo]:
-    """Decode a tenant's listing rows, keeping those whose metadata contains ``wanted``.
-
-    A damaged row is left out and logged (a warning on the ``tenxgraph.storage``
-    logger naming the thread and what is wrong), so one bad thread never hides
-    the others. It keeps its place in paging, as it does where the database
-    pages (``offset``/``limit`` here are for backends that page in Python):
-    a page can come back shorter than ``limit``. Metadata that is not a JSON
-    object matches no filter (as with Postgres' ``@>``); an empty filter is no
-    filter.
-    """
-    wanted = wanted or None
-    page: list[ThreadInfo | None] = []  # None: a damaged row
-    for row in rows:
-        try:
-            info = decode_thread_row(user_id, row, wanted)
-        except (CorruptRecordError, InvalidIdError) as exc:
-            logger.warning(
-                "thread listing of user %r skips thread %s: %s", user_id, _preview(row[0]), exc
-            )
-            page.append(None)
-            continue
-        if info is not None:
-            page.append(info)
-    page = page[offset:] if limit is None else page[offset : offset + limit]
-    return [info for info in page if info is not None]
-
-
-def decode_thread_row(
-    user_id: str, row: ThreadRow, wanted: Mapping[str, Any] | None = None
-) -> ThreadInfo | None:
-    """One listing row, or None when its metadata does not contain ``wanted``.
-
-    Raises ``CorruptRecordError`` (or ``InvalidIdError`` for a stored id the
-    id rule now refuses) when the row is damaged.
-    """
-    thread_id, version, log_length, metadata, created_at, updated_at = row
-    key = ThreadKey(thread_id, user_id)
-    data = _loads(key, "metadata", metadata)
-    if wanted is not None and not json_contains(data, wanted):
-        return None
-    where = f"thread {thread_id!r} (user {user_id!r})"
-    if not isinstance(data, dict):
-        raise CorruptRecordError(
-            f"{where}: column 'metadata' holds a {type(data).__name__}, expected a JSON object"
-        )
-    for column, value, least in (("version", version, 1), ("log_length", log_length, 0)):
-        if type(value) is not int or value < least:
-            raise CorruptRecordError(
-                f"{where}: column {column!r} holds {_preview(value)}, expected an int >= {least}"
-            )
-    for column, value in (("created_at", created_at), ("updated_at", updated_at)):
-        if type(value) not in (int, float):
-            raise CorruptRecordError(
-                f"{where}: column {column!r} holds {_preview(value)}, expected a timestamp"
-            )
-    return ThreadInfo(key, version, log_length, data, float(created_at), float(updated_at))
-
-
 def _preview(value: Any, size: int = 80) -> str:
     """A short repr of stored data, safe for any value (deep nesting, huge ints)."""
     if isinstance(value, str | bytes):
@@ -568,23 +521,3 @@ def _corrupt(key: ThreadKey, row: str, exc: ValidationError) -> CorruptRecordErr
         f"thread {key.thread_id!r} (user {key.user_id!r}): {row} is corrupt at field "
         f"{field!r}: {error['msg']}"
     )
-
-
-def json_contains(stored: Any, wanted: Any) -> bool:
-    """Postgres ``jsonb @>`` containment, so every backend filters metadata alike.
-
-    Objects contain an object whose keys they all have with contained values;
-    arrays contain an array whose every element some element contains;
-    scalars must be equal (``true`` is not ``1``).
-    """
-    if isinstance(wanted, Mapping):
-        return isinstance(stored, Mapping) and all(
-            name in stored and json_contains(stored[name], value) for name, value in wanted.items()
-        )
-    if isinstance(wanted, list):
-        return isinstance(stored, list) and all(
-            any(json_contains(item, value) for item in stored) for value in wanted
-        )
-    if isinstance(wanted, bool) or isinstance(stored, bool):
-        return type(wanted) is type(stored) and wanted == stored
-    return not isinstance(stored, Mapping | list) and bool(stored == wanted)

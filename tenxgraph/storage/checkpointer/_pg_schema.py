@@ -63,6 +63,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (user_id, thread_id)
         )""",
     ),
+    (  # 4: branches inside a thread; NULL is the checkpoint before (every older row)
+        "ALTER TABLE {schema}.checkpoints ADD COLUMN parent_version bigint",
+    ),
 )
 """Ordered schema changes (``{schema}`` is the quoted schema name). Append only.
 
@@ -111,9 +114,9 @@ appended AS (
 ),
 recorded AS (
     INSERT INTO {schema}.checkpoints (user_id, thread_id, version, node, step, log_length,
-        "values", "window", created_at)
+        "values", "window", created_at, parent_version)
     SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
-        %(values)s::jsonb, %(window)s::jsonb, %(now)s
+        %(values)s::jsonb, %(window)s::jsonb, %(now)s, %(parent)s::bigint
     FROM claimed
 ){prune}
 SELECT base FROM claimed"""

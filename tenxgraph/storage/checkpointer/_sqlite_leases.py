@@ -155,7 +155,7 @@ def rewind(
     )
     conn.execute(
         "INSERT INTO checkpoints (tid, version, node, step, log_length, "
-        '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-        (tid, version, "__rollback__", step, log_length, values, window, now),
+        '"values", "window", created_at, parent_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        (tid, version, "__rollback__", step, log_length, values, window, now, to_version),
     )
     return ThreadStamp(stamp.incarnation, version)

@@ -136,6 +136,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (leases.LEASES_TABLE,),  # 3: one run per thread at a time
     _INTEGER_KEYS,  # 4
+    (  # 5: branches inside a thread; NULL is the checkpoint before (every older row)
+        "ALTER TABLE checkpoints ADD COLUMN parent_version INTEGER",
+    ),
 )
 """Ordered schema changes of the ``threads`` component (recorded in ``schema_versions``).
 

@@ -143,6 +143,11 @@ class ThreadWrite:
     """With ``lease``: give the lease up with this write, as ``ThreadLeases.arelease_lease``
     would (a run's last save), saving the runtime a round trip; nothing is released if the
     write fails. Ignored, like ``lease``, by a backend without leases."""
+    parent_version: int | None = None
+    """The checkpoint this write's state continues from, when it is not the thread's current
+    one: a branch inside the thread (its state row goes back to that checkpoint's values and
+    window; the log keeps every message). None: ``expected_version``, a linear save. 0: no
+    parent (a new root). Recorded as the new checkpoint's ``parent_version``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,10 @@ class Checkpoint:
     values: dict[str, Any]
     window: Window
     created_at: float
+    parent_version: int | None = None
+    """The checkpoint this one continues from: ``version - 1`` along a run, an older one
+    where a branch (or a rollback) starts, None for a thread's first checkpoint. The
+    checkpoints of a thread form a tree by it; the newest is the current branch's head."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +278,17 @@ class Checkpointer(Closing, ABC):
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
 
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """The thread's checkpoint ``version``, or None (never saved, pruned, or no thread).
+
+        The default searches ``alist_checkpoints``; tenxgraph's backends read one row, so
+        branching from an old checkpoint costs the same on a long thread as on a short one.
+        """
+        for checkpoint in await self.alist_checkpoints(key):
+            if checkpoint.version == version:
+                return checkpoint
+        return None
+
     @abstractmethod
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in order (used to rebuild a past checkpoint)."""
@@ -284,8 +304,9 @@ class Checkpointer(Closing, ABC):
         checkpoints are deleted, and the state row becomes the checkpoint's,
         as a new version (``stamp.version + 1``: versions never go back, so a
         writer holding a discarded version still conflicts). ``to_version`` 0
-        deletes the thread and returns None. This is the one operation that
-        removes log entries: it exists to discard a turn that did not finish.
+        deletes the thread and returns None. The new checkpoint's ``parent_version`` is
+        ``to_version``. This is the one operation that removes log entries: it
+        exists to discard a turn that did not finish.
         Raises ``StateError`` when the checkpoint is no longer kept
         (``keep_checkpoints``). ``lease`` fences it like ``ThreadWrite.lease`` (on a
         backend that is also a ``ThreadLeases``).

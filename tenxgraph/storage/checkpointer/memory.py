@@ -34,11 +34,11 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window,
     encode_write,
     lease_lost,
-    list_threads,
     missing_checkpoint,
     rewind_conflict,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -76,6 +76,8 @@ class _Checkpoint(NamedTuple):
     values: str
     window: str
     created_at: float
+    parent: int | None = None
+    """The stored parent (``_codec.parent_of``): None for the checkpoint before it."""
 
 
 _BATCH = 16
@@ -92,7 +94,16 @@ class _Sealed:
     @classmethod
     def of(cls, checkpoints: Sequence[_Checkpoint]) -> _Sealed:
         rows = [
-            [cp.version, cp.node, cp.step, cp.log_length, cp.values, cp.window, cp.created_at]
+            [
+                cp.version,
+                cp.node,
+                cp.step,
+                cp.log_length,
+                cp.values,
+                cp.window,
+                cp.created_at,
+                cp.parent,
+            ]
             for cp in checkpoints
         ]
         text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
@@ -268,7 +279,14 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
             thread.log += bodies
             checkpoint = _Checkpoint(
-                version, write.node, write.step, log_length, encoded.values, encoded.window, now
+                version,
+                write.node,
+                write.step,
+                log_length,
+                encoded.values,
+                encoded.window,
+                now,
+                encoded.parent,
             )
             thread.add(checkpoint, self._keep)
             if write.release_lease and write.lease is not None:
@@ -307,6 +325,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                     target.values,
                     target.window,
                     thread.updated_at,
+                    to_version,
                 )
             )
             thread.replace(checkpoints)
@@ -391,7 +410,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
     ) -> list[ThreadInfo]:
         """The tenant's threads, most recently updated first, filtered by metadata containment.
 
-        A damaged row is left out and logged (see ``_codec.list_threads``).
+        A damaged row is left out and logged (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)
@@ -451,9 +470,21 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 cp.values,
                 cp.window,
                 cp.created_at,
+                cp.parent,
             )
             for cp in (stored if limit is None else stored[:limit])
         ]
+
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """Checkpoint ``version``, opening only the sealed batch that holds it."""
+        with self._lock:
+            thread = self._get(key)
+            items = [] if thread is None else list(thread.checkpoints)
+        for item in reversed(items):
+            for cp in _opened([item]):
+                if cp.version == version:
+                    return decode_checkpoint(key, *cp)
+        return None
 
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""

@@ -170,9 +170,9 @@ moved AS (
 ),
 recorded AS (
     INSERT INTO {s}.checkpoints (user_id, thread_id, version, node, step, log_length,
-        "values", "window", created_at)
+        "values", "window", created_at, parent_version)
     SELECT %(user)s, %(thread)s, %(version)s, '__rollback__', step, log_length,
-        "values", "window", %(now)s
+        "values", "window", %(now)s, %(to)s
     FROM target
 )
 SELECT FROM target"""

@@ -20,9 +20,9 @@ is down, recovery without user action) and ``redis_cache`` (timeouts and a
 cool-down after a Redis failure).
 
 An outage shorter than ``outage_timeout`` delays what a run depends on
-(loads, saves, the lease calls, rewinds, a thread's listing line); it does not fail them. Those calls
-are decorated ``@_retried``: run again with backoff while Postgres is
-unreachable. A save whose connection broke after it was sent may have
+(loads, saves, the lease calls, rewinds, a thread's listing line); it
+does not fail them. Those calls are decorated ``@_retried``: run again
+with backoff while Postgres is unreachable. A save whose connection broke after it was sent may have
 committed: its next attempt first looks for the write it made (the
 checkpoint of the version it claimed, with its values and its messages' ids)
 and returns that, so a retry never appends the messages twice. A rewind
@@ -55,11 +55,11 @@ from tenxgraph.storage.checkpointer._codec import (
     encode_json,
     encode_write,
     lease_lost,
-    list_threads,
     stamp_of,
     thread_not_found,
     window_reach,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -104,6 +104,12 @@ THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
 
 R = TypeVar("R")
 P = ParamSpec("P")
+
+
+_CHECKPOINT_ROW = (
+    'version, node, step, log_length, "values"::text, "window"::text, created_at, parent_version'
+)
+"""A checkpoint row's columns, in ``decode_checkpoint``'s order."""
 
 
 def _retried(
@@ -324,6 +330,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             "bodies": [row.body for row in encoded.messages],
             "prune_upto": write.expected_version + 1 - (self._keep or 0),
             "lease": write.lease,
+            "parent": encoded.parent,
         }
         statement = self._create_statement if write.expected_version == 0 else self._save_statement
         async with self._db.connection() as conn:
@@ -370,6 +377,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             "WHERE c.user_id = %(user)s AND c.thread_id = %(thread)s AND c.version = %(version)s "
             "AND t.incarnation = %(incarnation)s AND c.node = %(node)s AND c.step = %(step)s "
             'AND c."values" = %(values)s::jsonb AND c."window" = %(window)s::jsonb '
+            "AND c.parent_version IS NOT DISTINCT FROM %(parent)s::bigint "
             f"AND ARRAY(SELECT m.message_id FROM {self._s}.messages AS m "
             "WHERE m.user_id = %(user)s AND m.thread_id = %(thread)s "
             "AND m.seq >= c.log_length - %(added)s AND m.seq < c.log_length ORDER BY m.seq) "
@@ -465,7 +473,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         """The tenant's threads, most recently updated first, whose metadata ``@>`` the filter.
 
         Without a filter every row is read, so a damaged one is left out and
-        logged rather than hidden (see ``_codec.list_threads``).
+        logged rather than hidden (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)
@@ -541,13 +549,25 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         check_page(0, limit)
         async with self._db.connection() as conn:
             cursor = await conn.execute(
-                'SELECT version, node, step, log_length, "values"::text, "window"::text, '
-                f"created_at FROM {self._s}.checkpoints WHERE user_id = %s AND thread_id = %s "
-                "ORDER BY version DESC LIMIT %s",
+                f"SELECT {_CHECKPOINT_ROW} FROM {self._s}.checkpoints "
+                "WHERE user_id = %s AND thread_id = %s ORDER BY version DESC LIMIT %s",
                 (key.user_id, key.thread_id, limit),
             )
             rows = await cursor.fetchall()
         return [decode_checkpoint(key, *row) for row in rows]
+
+    @on_io_loop
+    @_retried
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """Checkpoint ``version``: one row by its primary key."""
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_CHECKPOINT_ROW} FROM {self._s}.checkpoints "
+                "WHERE user_id = %s AND thread_id = %s AND version = %s",
+                (key.user_id, key.thread_id, version),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else decode_checkpoint(key, *row)
 
     @on_io_loop
     @_retried

@@ -39,10 +39,10 @@ from tenxgraph.storage.checkpointer._codec import (
     decode_window_messages,
     encode_json,
     encode_write,
-    list_threads,
     stamp_of,
     thread_not_found,
 )
+from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
     after_save,
     delete_with_media,
@@ -243,8 +243,19 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
             )
             conn.execute(
                 "INSERT INTO checkpoints (tid, version, node, step, log_length, "
-                '"values", "window", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-                (tid, version, write.node, write.step, length, encoded.values, encoded.window, now),
+                '"values", "window", created_at, parent_version) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tid,
+                    version,
+                    write.node,
+                    write.step,
+                    length,
+                    encoded.values,
+                    encoded.window,
+                    now,
+                    encoded.parent,
+                ),
             )
             self._after_write(conn, key, write, tid, version)
         return ThreadStamp(encoded.incarnation, version)
@@ -285,7 +296,7 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
 
         The metadata filter (``jsonb @>`` containment) runs in Python over the
         tenant's threads; without a filter, paging happens in SQL. A damaged
-        row is left out and logged (see ``_codec.list_threads``).
+        row is left out and logged (see ``_listing.list_threads``).
         """
         check_id("user_id", user_id)
         check_page(offset, limit)
@@ -375,6 +386,11 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         rows = self._db.run(_checkpoint_rows, key, limit)
         return [decode_checkpoint(key, *row) for row in rows]
 
+    async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
+        """Checkpoint ``version``: one row by its primary key."""
+        row = await self._db.call(_checkpoint_row, key, version)
+        return None if row is None else decode_checkpoint(key, *row)
+
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
         return await asyncio.to_thread(self._load_messages, key, window)
@@ -459,12 +475,22 @@ def _thread_info_rows(conn: sqlite3.Connection, key: ThreadKey) -> list[Any]:
     ).fetchall()
 
 
+_CHECKPOINT_ROW = 'version, node, step, log_length, "values", "window", created_at, parent_version'
+
+
 def _checkpoint_rows(conn: sqlite3.Connection, key: ThreadKey, limit: int | None) -> list[Any]:
     return conn.execute(
-        'SELECT version, node, step, log_length, "values", "window", created_at '
+        f"SELECT {_CHECKPOINT_ROW} "
         f"FROM checkpoints WHERE tid = ({_TID}) ORDER BY version DESC LIMIT ?",
         (key.user_id, key.thread_id, -1 if limit is None else limit),
     ).fetchall()
+
+
+def _checkpoint_row(conn: sqlite3.Connection, key: ThreadKey, version: int) -> Any:
+    return conn.execute(
+        f"SELECT {_CHECKPOINT_ROW} FROM checkpoints WHERE tid = ({_TID}) AND version = ?",
+        (key.user_id, key.thread_id, version),
+    ).fetchone()
 
 
 def _delete(conn: sqlite3.Connection, key: ThreadKey) -> bool:

@@ -228,7 +228,7 @@ def _run_status(url: str, thread_id: str) -> str | None:
     return str(runs[0]["status"]) if runs else None
 
 
-@pytest.mark.xfail(strict=True, reason=_FORMAT + "; a run's checkpoint is refused with 422")
+@pytest.mark.xfail(strict=True, reason=_FORMAT)
 def test_regenerate_from_a_checkpoint(open_page: Open) -> None:
     page = open_page()
     _said(page, "hi", "w9")
@@ -238,7 +238,7 @@ def test_regenerate_from_a_checkpoint(open_page: Open) -> None:
     assert [m["type"] for m in _messages(page)] == ["human", "ai"]
 
 
-@pytest.mark.xfail(strict=True, reason=_FORMAT + "; a run's checkpoint is refused with 422")
+@pytest.mark.xfail(strict=True, reason=_FORMAT)
 def test_edit_then_switch_branch(open_page: Open) -> None:
     page = open_page()
     _said(page, "hi", "said: hi w0")

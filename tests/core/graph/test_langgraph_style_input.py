@@ -115,11 +115,15 @@ def test_conflicting_thread_ids_are_refused() -> None:
     assert ThreadKey.from_config({"configurable": {"thread_id": 5}}) == ThreadKey("5")
 
 
-def test_a_checkpoint_id_is_refused_rather_than_ignored() -> None:
-    app = echo_app(InMemoryCheckpointer())
+def test_a_checkpoint_id_that_names_no_version_is_refused_before_anything_is_read() -> None:
+    checkpointer = InMemoryCheckpointer()
+    app = echo_app(checkpointer)
     config = {"configurable": {"thread_id": "t1", "checkpoint_id": "abc"}}
-    with pytest.raises(StateError, match=r"'checkpoint_id' is not supported.*version=N"):
+    with pytest.raises(StateError, match=r"checkpoint_id must name a checkpoint by its version"):
         app.invoke({"messages": [("user", "hi")]}, config)
+    assert app.get_state({"thread_id": "t1"}) is None
+    with pytest.raises(StateError, match=r"'checkpoint_ns' is not supported"):
+        run_config({"configurable": {"thread_id": "t", "checkpoint_ns": "sub"}})
     assert run_config({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}) == {
         "thread_id": "t",
         "checkpoint_ns": "",
