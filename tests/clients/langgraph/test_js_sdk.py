@@ -73,11 +73,9 @@ JS_CHECKS: dict[str, str | None] = {
     "runs.stream(streamMode=checkpoints)": _MODE.format("checkpoints"),
     "runs.stream(streamMode=tools)": _MODE.format("tools"),
     "runs.stream(streamMode=lifecycle)": _MODE.format("lifecycle"),
-    "runs.stream(values: messages are LangChain Messages)": (
-        "#33: state messages are tenxgraph's JSON (role, blocks), not LangChain's (type)"
-    ),
+    "runs.stream(values: messages are LangChain Messages)": None,
     "runs.stream(messages-tuple: chunks are Messages)": (
-        "#33: messages-tuple chunks are tenxgraph's JSON, not LangChain message chunks"
+        "#33: the JS SDK's Message type has no AIMessageChunk, which LangGraph's server sends"
     ),
     "runs.stream(multiple modes)": None,
     "runs.stream(stateless)": None,

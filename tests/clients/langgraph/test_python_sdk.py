@@ -347,7 +347,7 @@ for _mode, _reason in MODES.items():
     sdk_check(f"runs.stream(stream_mode={_mode})", _reason)(_stream_mode(_mode))
 
 
-@sdk_check("runs.stream(values: LangChain messages)", "#33: messages are tenxgraph's JSON")
+@sdk_check("runs.stream(values: LangChain messages)")
 def _(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     parts = list(client.runs.stream(thread_id, GRAPH_ID, input=user("tool")))
@@ -357,7 +357,7 @@ def _(client: Any) -> None:
     assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
 
 
-@sdk_check("runs.stream(messages-tuple: LangChain chunks)", "#33: chunks are tenxgraph's JSON")
+@sdk_check("runs.stream(messages-tuple: LangChain chunks)")
 def _(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     parts = client.runs.stream(thread_id, GRAPH_ID, input=user("hi"), stream_mode="messages-tuple")
