@@ -16,7 +16,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -27,9 +26,9 @@ from typing import Any
 
 import pytest
 
+from tests.browser import headless_chromium
+
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT = 20.0
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
@@ -105,25 +104,9 @@ def site_url(site: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium; skipped when it or Selenium is missing."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
-
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)) and not shutil.which(path):
-            pytest.skip(f"{path} is missing: install Debian's chromium and chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.add_argument("--window-size=1400,900")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    """Debian's headless Chromium; skipped when it is not installed."""
+    with headless_chromium("--window-size=1400,900") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _wait(driver: Any, condition: Any, what: str) -> Any:

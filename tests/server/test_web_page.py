@@ -8,9 +8,7 @@ are given, and Selenium Manager is told to stay offline.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -23,8 +21,6 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT = 15.0
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +29,6 @@ httpx = pytest.importorskip("httpx", reason="the client extra is not installed")
 pytest.importorskip("uvicorn", reason="the server extra is not installed")
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
@@ -41,6 +36,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from tenxgraph.storage.media import FilesystemMediaStore  # noqa: E402
 from tenxgraph.testing.server import free_port  # noqa: E402
+from tests.browser import headless_chromium  # noqa: E402
 from tests.server.conftest import Serve  # noqa: E402
 from tests.server.test_web_origin import HOSTILE, png_1x1, upload  # noqa: E402
 
@@ -95,22 +91,8 @@ def keyed_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
     """Debian's headless Chromium; skipped when it is not installed."""
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)) and not shutil.which(path):
-            pytest.skip(f"{path} is missing: install Debian's chromium and chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.add_argument("--window-size=1400,900")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP violations land there
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium("--window-size=1400,900", console_logs=True) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,17 +25,15 @@ from tests.clients.langgraph.node import installed, needs_node, run
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from tenxgraph.testing.server import free_port  # noqa: E402
+from tests.browser import headless_chromium  # noqa: E402
 
 pytestmark = [pytest.mark.slow, needs_node]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT = 20.0
 
 _FORMAT = "#33: useStream reads LangChain messages; the server sends tenxgraph's own JSON"
@@ -67,20 +63,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
     """Debian's headless Chromium; skipped when it is not installed."""
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)) and not shutil.which(path):
-            pytest.skip(f"{path} is missing: install Debian's chromium and chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SE_OFFLINE", "true")  # Selenium Manager must never download
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 Open = Callable[..., WebDriver]
