@@ -428,6 +428,8 @@ class RunRegistry:
             kept = self._runs.get(self._logged.popleft())
             if kept is not None:
                 kept.log.discard()
+        if record.cancel_reason == "rollback":  # rolled back (a cancel or a newer run): deleted,
+            self.forget(record)  # as LangGraph deletes it; its turn is gone too
 
     # --- reading ----------------------------------------------------------------------
 

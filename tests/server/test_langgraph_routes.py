@@ -237,7 +237,7 @@ def test_resume_beside_an_empty_input(client: httpx.Client) -> None:
     assert client.get(f"/threads/{thread_id}").json()["interrupts"] == interrupts != {}
     resumed = {**RUN, "input": {}, "command": {"resume": "Ada"}}
     values = client.post(f"/threads/{thread_id}/runs/wait", json=resumed).json()
-    assert values["messages"][-1]["content"][0]["text"] == "you answered: Ada"
+    assert values["messages"][-1]["content"] == "you answered: Ada"
     goto = {**RUN, "command": {"goto": "agent"}}
     refused(client.post(f"/threads/{thread_id}/runs/wait", json=goto), 422, "as_node")
 

@@ -86,7 +86,9 @@ async def mixed_runs(url: str, *, threads: int, runs: int, wave: int = 12) -> No
         unsettled = {r: s for r, s in statuses.items() if s not in FINISHED}
         assert (unanswered, unsettled) == ([], {})
         answered = [task.result() for task in done]
-        assert all(a.status_code in (200, 409, 503) for a in answered), [a.text for a in answered]
+        # 404: the join of a run a newer 'rollback' run displaced, which is deleted
+        allowed = (200, 404, 409, 503)
+        assert all(a.status_code in allowed for a in answered), [a.text for a in answered]
         for k in range(threads):
             thread = (await client.get(f"/threads/mix-{k}")).json()
             assert thread["status"] != "busy", thread
