@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.graph import RunControl
-from tenxgraph.runs import RunParts, RunRecord, RunRegistry, RunSpec
+from tenxgraph.runs import RunParts, RunRecord, RunRegistry, RunSpec, RunStatus
 from tenxgraph.server._event_log import EventLog, EventLogLimits
-from tenxgraph.server._run_stream import RunStatus, RunStreamWriter
+from tenxgraph.server._run_stream import RunStreamWriter
 from tenxgraph.server.remote_tools import RemoteCalls
 
 if TYPE_CHECKING:

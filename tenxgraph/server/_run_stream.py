@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import (
     InterruptEvent,
@@ -39,6 +39,7 @@ from tenxgraph.core.graph import (
 )
 from tenxgraph.core.state.json_policy import reader_json
 from tenxgraph.errors import GraphRunError
+from tenxgraph.runs import RunStatus
 from tenxgraph.server import _shapes as shapes
 
 if TYPE_CHECKING:
@@ -50,14 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STREAM_MODES",
-    "RunStatus",
     "RunStreamWriter",
     "StreamEncoder",
     "run_status",
 ]
-
-RunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
-"""LangGraph server's run statuses. A run paused for a human ends ``interrupted``."""
 
 STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"})
 """The ``stream_mode`` values this server produces."""

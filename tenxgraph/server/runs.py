@@ -25,7 +25,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
-from tenxgraph.runs import RunRecord, RunRegistry, RunSpec
+from tenxgraph.runs import CancelAction, RunRecord, RunRegistry, RunSpec
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
@@ -49,7 +49,6 @@ __all__ = ["manager_of", "router", "run_or_404"]
 
 router = APIRouter(tags=["runs"], route_class=CheckedJsonRoute)
 
-CancelAction = Literal["interrupt", "rollback"]
 
 PING_SECONDS = 15
 """A comment line on the stream this often keeps proxies from closing an idle one."""
