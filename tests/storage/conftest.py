@@ -8,6 +8,8 @@ removed afterwards, so the suite can run again and again against the shared serv
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -152,3 +154,19 @@ async def process_spec(
     await drop_schema(pg_schema)
     if kind == "postgres+redis":
         await drop_redis_keys(redis_prefix)
+
+
+async def run_child(target: Any, spec: dict[str, Any], work: Path) -> int | None:
+    """Run ``target(spec, work)`` in a fresh (spawned) process; its exit code.
+
+    A negative code is the signal that ended it (``-SIGKILL`` for a kill test's
+    victim). A child still running after 120 s is killed and fails the test.
+    """
+    child = multiprocessing.get_context("spawn").Process(target=target, args=(spec, str(work)))
+    child.start()
+    await asyncio.to_thread(child.join, 120)
+    if child.exitcode is None:
+        child.kill()
+        child.join()
+        pytest.fail(f"{target.__name__} did not end in 120 s")
+    return child.exitcode

@@ -8,8 +8,6 @@ a fresh process continues the run, and the tool must see the same key.
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
 import signal
 import threading
 from collections.abc import AsyncIterator
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.core.graph import _idempotency_worker as worker
-from tests.storage.conftest import process_spec
+from tests.storage.conftest import process_spec, run_child
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -28,17 +26,6 @@ async def spec(
 ) -> AsyncIterator[dict[str, Any]]:
     async with process_spec(request.param, tmp_path, pg_schema, redis_prefix) as spec:
         yield spec
-
-
-async def _run_child(target: Any, spec: dict[str, Any], work: Path) -> int | None:
-    child = multiprocessing.get_context("spawn").Process(target=target, args=(spec, str(work)))
-    child.start()
-    await asyncio.to_thread(child.join, 120)
-    if child.exitcode is None:
-        child.kill()
-        child.join()
-        pytest.fail(f"{target.__name__} did not end in 120 s")
-    return child.exitcode
 
 
 async def _stored(spec: dict[str, Any], work: Path) -> Any:
@@ -57,13 +44,13 @@ async def test_a_tool_run_again_after_a_kill_gets_the_same_key(
     work.mkdir()
     keys = work / "keys.log"
 
-    assert await _run_child(worker.charge_then_die, spec, work) == -signal.SIGKILL
+    assert await run_child(worker.charge_then_die, spec, work) == -signal.SIGKILL
     [first] = keys.read_text().splitlines()
     killed = await _stored(spec, work)
     meta = killed.execution_meta
     assert (meta.status, meta.tool_ledger, meta.tool_starts) == ("running", {}, {worker.CALL_ID: 1})
 
-    assert await _run_child(worker.resume, spec, work) == 0
+    assert await run_child(worker.resume, spec, work) == 0
     assert keys.read_text().splitlines() == [first, first]
     state = await _stored(spec, work)
     assert state.execution_meta.status == "completed"

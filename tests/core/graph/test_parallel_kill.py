@@ -8,8 +8,6 @@ as it finished.
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing
 import signal
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -20,7 +18,7 @@ import pytest
 
 from tenxgraph.core.graph._command import PARALLEL
 from tests.core.graph import _parallel_kill_worker as worker
-from tests.storage.conftest import process_spec
+from tests.storage.conftest import process_spec, run_child
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -29,17 +27,6 @@ async def spec(
 ) -> AsyncIterator[dict[str, Any]]:
     async with process_spec(request.param, tmp_path, pg_schema, redis_prefix) as spec:
         yield spec
-
-
-async def _run_child(target: Any, spec: dict[str, Any], work: Path) -> int | None:
-    child = multiprocessing.get_context("spawn").Process(target=target, args=(spec, str(work)))
-    child.start()
-    await asyncio.to_thread(child.join, 120)
-    if child.exitcode is None:
-        child.kill()
-        child.join()
-        pytest.fail(f"{target.__name__} did not end in 120 s")
-    return child.exitcode
 
 
 async def _stored(spec: dict[str, Any], work: Path) -> Any:
@@ -58,7 +45,7 @@ async def test_a_kill_mid_step_re_runs_no_finished_task(
     work.mkdir()
     starts = work / "starts.log"
 
-    assert await _run_child(worker.summarize_then_die, spec, work) == -signal.SIGKILL
+    assert await run_child(worker.summarize_then_die, spec, work) == -signal.SIGKILL
     killed = await _stored(spec, work)
     meta = killed.execution_meta
     assert (meta.status, meta.next_node) == ("running", PARALLEL)
@@ -68,7 +55,7 @@ async def test_a_kill_mid_step_re_runs_no_finished_task(
     first = Counter(map(int, starts.read_text().split()))
     assert first == Counter(range(worker.DOCUMENTS))  # all six had started
 
-    assert await _run_child(worker.resume, spec, work) == 0
+    assert await run_child(worker.resume, spec, work) == 0
     again = Counter(map(int, starts.read_text().split())) - first
     assert again == Counter(range(worker.FAST, worker.DOCUMENTS))  # 0 finished tasks re-run
     state = await _stored(spec, work)
