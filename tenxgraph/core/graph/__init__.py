@@ -19,6 +19,7 @@ __all__ = [
     "ErrorEvent",
     "GraphDescription",
     "GraphInterrupt",
+    "HumanApproval",
     "InterruptEvent",
     "MessageEvent",
     "ModelCall",
@@ -56,6 +57,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._agent import Agent
+    from tenxgraph.core.graph._approval import HumanApproval
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._command import Command
     from tenxgraph.core.graph._compiled import CompiledGraph
@@ -102,6 +104,7 @@ else:
         __name__,
         {
             "tenxgraph.core.graph._agent": ("Agent",),
+            "tenxgraph.core.graph._approval": ("HumanApproval",),
             "tenxgraph.core.graph._builder": ("StateGraph",),
             "tenxgraph.core.graph._command": ("Command",),
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
