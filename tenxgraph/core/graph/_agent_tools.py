@@ -93,7 +93,7 @@ class AgentTool(Tool):
         self.output = output
         tool_name = name
 
-        async def run(
+        async def run(  # noqa: D417 - the runtime fills in all but request
             request: str,
             state: AgentState,
             tool_call_id: str,
@@ -105,7 +105,9 @@ class AgentTool(Tool):
             Args:
                 request: What the agent should do, with everything it needs to know.
             """
-            return await self._run(tool_name, request, state, tool_call_id, config, invocation_state)
+            return await self._run(
+                tool_name, request, state, tool_call_id, config, invocation_state
+            )
 
         super().__init__(run, name=name, description=description)
 
@@ -128,7 +130,9 @@ class AgentTool(Tool):
             invocation_state=invocation_state,
         )
         if result.get("interrupt") is not None:
-            raise ToolError(f"agent tool {name!r}: its agent paused for a person, which a tool cannot")
+            raise ToolError(
+                f"agent tool {name!r}: its agent paused for a person, which a tool cannot"
+            )
         produced: list[Message] = result["messages"]
         if not produced:
             raise ToolError(f"agent tool {name!r}: its agent gave no answer")
@@ -214,11 +218,7 @@ def create_supervisor(
 
     tools: list[Any] = list(create_agent_options.pop("tools", ()))
     for worker in workers:
-        tools.append(
-            worker
-            if isinstance(worker, AgentTool)
-            else agent_tool(worker, output=output)
-        )
+        tools.append(worker if isinstance(worker, AgentTool) else agent_tool(worker, output=output))
     return create_agent(model, tools, name=name, **create_agent_options)
 
 
@@ -231,4 +231,3 @@ def _transcript_line(message: Message) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-

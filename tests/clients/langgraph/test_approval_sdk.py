@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("langgraph_sdk", reason="the official LangGraph SDK is not installed")
 pytest.importorskip("uvicorn", reason="the server extra is not installed")
 
-from langgraph_sdk import get_sync_client  # noqa: E402
+from langgraph_sdk import get_sync_client
 
-from tenxgraph.storage.checkpointer import SqliteCheckpointer  # noqa: E402
-from tenxgraph.testing.server import served  # noqa: E402
-from tests.server.approval_graph import GRAPH_ID, graph  # noqa: E402
+from tenxgraph.storage.checkpointer import SqliteCheckpointer
+from tenxgraph.testing.server import served
+from tests.server.approval_graph import GRAPH_ID, graph
 
 
 @pytest.fixture(scope="module")

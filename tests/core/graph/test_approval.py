@@ -81,9 +81,9 @@ def test_an_edit_runs_the_new_arguments_and_the_model_reads_them() -> None:
     edit = {"type": "edit", "args": {"path": "scratch.txt"}}
     app.invoke({"resume": {"decisions": [edit]}}, config)
     assert deleted == ["scratch.txt"]
-    asked = [m for m in model.requests[1].messages if m.tool_calls()][0]
+    asked = next(m for m in model.requests[1].messages if m.tool_calls())
     assert asked.tool_calls()[0].args == {"path": "scratch.txt"}
-    stored = [m for m in app.get_state(config).context if m.tool_calls()][0]
+    stored = next(m for m in app.get_state(config).context if m.tool_calls())
     assert stored.metadata["tool_approval"]["c1"]["original_args"] == {"path": "important.txt"}
     assert is_paired(app.get_state(config).context)
 
@@ -133,7 +133,7 @@ def test_a_paused_turn_can_be_discarded_instead() -> None:
     app = _app(model, HumanApproval(["delete_file"]))
     config = {"thread_id": "moved-on"}
     app.invoke({"messages": [("user", "delete a.txt")]}, config)
-    with pytest.raises(StateError, match="paused at node 'HumanApproval.after_model'"):
+    with pytest.raises(StateError, match=r"paused at node 'HumanApproval\.after_model'"):
         app.invoke({"messages": [("user", "never mind, hi")]}, config)
     app.rollback(config)
     app.invoke({"messages": [("user", "never mind, hi")]}, config)
