@@ -83,6 +83,7 @@ def create_swarm(
     checkpointer: Checkpointer | None = None,
     context_manager: Any = None,
     recursion_limit: int = 25,
+    **compile_options: Any,
 ) -> CompiledGraph[Any]:
     """One graph of named agents that hand the conversation to each other.
 
@@ -90,7 +91,8 @@ def create_swarm(
     checkpointer (the swarm's keeps the thread); ``default`` answers first
     (the first agent unless named). Members may use ``wrap_model_call`` and
     ``wrap_tool_call`` middleware; hooks that run as nodes (before/after) are
-    refused, since they belong to the member's own loop.
+    refused, since they belong to the member's own loop. ``compile_options``
+    go to ``StateGraph.compile`` (``lease_seconds=``, ``hooks=``...).
     """
     members = _members(agents)
     names = list(members)
@@ -115,7 +117,7 @@ def create_swarm(
         )
         graph.add_conditional_edges(f"{name}.tools", _active(first, names), names)
     graph.add_conditional_edges(START, _active(first, names), names)
-    return graph.compile(checkpointer, recursion_limit=recursion_limit)
+    return graph.compile(checkpointer, recursion_limit=recursion_limit, **compile_options)
 
 
 class _Holder:
