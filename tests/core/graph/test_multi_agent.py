@@ -182,9 +182,7 @@ def lookup(order: str) -> str:
 def _support(checkpointer: Checkpointer) -> tuple[Any, ScriptedModel]:
     billing_model = ScriptedModel(["Order 42 shipped; nothing is due.", "You are welcome."])
     members = [
-        create_agent(
-            ScriptedModel([_call("h1", "transfer_to_orders")]), name="triage", system_prompt="Route."
-        ),
+        create_agent(ScriptedModel([_call("h1", "transfer_to_orders")]), name="triage"),
         create_agent(
             ScriptedModel([_call("l1", "lookup", order="42"), _call("h2", "transfer_to_billing")]),
             [lookup],
@@ -311,4 +309,3 @@ async def test_a_kill_mid_handoff_resumes_with_the_right_agent(
     ]
     assert is_paired(state.context)
     assert (work / "lookups.log").read_text().splitlines() == ["42"]  # the lookup ran once
-
