@@ -103,7 +103,7 @@ class Agent(Node):
         that cannot be used raises ``GraphBuildError`` here.
         ``name`` (letters, digits, ``_`` and ``-``) marks every message the
         agent adds (``metadata["agent"]``) and names it in handoffs and agent
-        tools (see ``tenxgraph.core.graph._agents``).
+        tools (``_agent_tools``, ``_handoffs``).
         """
         from tenxgraph.core.llm.resolve import check_model
 
