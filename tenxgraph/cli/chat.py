@@ -19,7 +19,7 @@ from typing import Any
 from tenxgraph.cli.locations import describe_location, open_checkpointer
 from tenxgraph.cli.models import LOCAL, chat_model, close_model
 from tenxgraph.cli.options import ChatOptions, ContextChoice, check_options
-from tenxgraph.cli.pauses import settle_pauses
+from tenxgraph.cli.pauses import ask, settle_pauses
 from tenxgraph.cli.prompt import Reader, read_line
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
@@ -139,6 +139,12 @@ async def _chat_with_graph(options: ChatOptions, console: Console, read: Reader)
         session = _Session(checkpointer, console, options.user, options.thread or _new_id())
         console.line(f"graph {options.graph}, database {describe_location(options.db)}", "bold")
         await session.announce()
+        stored = await app.aget_state(session.config)
+        if stored is not None and stored.execution_meta.status == "interrupted":
+            console.note("the thread waits for an answer:")
+            answer = await ask(stored.execution_meta.interrupt_value, console, read)
+            result = await stream_turn(app, {"resume": answer}, session.config, console)
+            await settle_pauses(app, result, session.config, console, read)
         console.note("type a message, or /help for commands")
         await _converse(app, session, console, read)
         await session.farewell(options)

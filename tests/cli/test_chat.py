@@ -319,3 +319,29 @@ def test_chat_with_a_graph_in_a_terminal(tmp_path: Path) -> None:
     child.expect_exact("you> ")
     assert "delete_file said: deleted notes.txt" in str(child.before)
     quit_chat(child)
+
+
+async def test_a_thread_left_paused_is_asked_first_when_resumed(tmp_path: Path) -> None:
+    db = str(tmp_path / "c.sqlite")
+    options = ChatOptions(db=db, thread="left", graph="tests.server.approval_graph:graph")
+    first = iter(["delete notes.txt"])
+
+    async def leave(prompt: str) -> str:
+        try:
+            return next(first)
+        except StopIteration:
+            raise EOFError from None
+
+    out = io.StringIO()
+    await chat(options, Console(out), leave)
+    assert "the thread waits for that answer" in out.getvalue()
+
+    later = iter(["a", "/quit"])
+
+    async def answer(prompt: str) -> str:
+        return next(later)
+
+    out = io.StringIO()
+    await chat(options, Console(out), answer)
+    assert "the thread waits for an answer:" in out.getvalue()
+    assert "delete_file said: deleted notes.txt" in out.getvalue()
