@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,10 +29,16 @@ from pydantic import BaseModel
 from tenxgraph.core.graph._agent import Agent
 from tenxgraph.core.graph._builder import StateGraph
 from tenxgraph.core.graph._compiled import CompiledGraph
-from tenxgraph.core.graph._middleware import merge_state_schemas
+from tenxgraph.core.graph._middleware import (
+    AgentMiddleware,
+    HookNode,
+    agent_tools,
+    check_middleware,
+    merge_state_schemas,
+)
 from tenxgraph.core.graph._prebuilt import AGENT_NODE, TOOL_NODE
 from tenxgraph.core.graph._tool_node import ToolNode
-from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._tools import Tool, as_tools
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.pairing import last_tool_request, unanswered_calls
 from tenxgraph.core.state.tool_result import ToolResult
@@ -80,6 +87,7 @@ def create_swarm(
     *,
     default: str | None = None,
     state: type[AgentState] = AgentState,
+    middleware: Sequence[AgentMiddleware] = (),
     checkpointer: Checkpointer | None = None,
     context_manager: Any = None,
     recursion_limit: int = 25,
@@ -91,33 +99,115 @@ def create_swarm(
     checkpointer (the swarm's keeps the thread); ``default`` answers first
     (the first agent unless named). Members may use ``wrap_model_call`` and
     ``wrap_tool_call`` middleware; hooks that run as nodes (before/after) are
-    refused, since they belong to the member's own loop. ``compile_options``
-    go to ``StateGraph.compile`` (``lease_seconds=``, ``hooks=``...).
+    refused, since they belong to the member's own loop. ``middleware`` is
+    the swarm's own, around every member (a ``HumanApproval``, say): its
+    ``before_model``/``after_model`` hooks run around each member's model
+    node, ``before_agent``/``after_agent`` once per run, its ``wrap_*`` hooks
+    outside each member's own; jumps (``can_jump_to``) are refused.
+    ``compile_options`` go to ``StateGraph.compile`` (``lease_seconds=``...).
     """
     members = _members(agents)
     names = list(members)
     first = default if default is not None else names[0]
     if first not in members:
         raise GraphBuildError(f"create_swarm: default {first!r} is not one of {names}")
-    merged = merge_state_schemas(state, [_Holder(ActiveAgent)])
+    check_middleware(middleware)
+    for middle in middleware:
+        if middle.can_jump_to:
+            raise GraphBuildError(f"swarm middleware {middle.name!r}: can_jump_to is not supported")
+    merged = merge_state_schemas(state, [_Holder(ActiveAgent), *middleware])
     graph: StateGraph[Any] = StateGraph(merged, context_manager=context_manager)
+    entries = {
+        name: next(iter(_chain(middleware, "before_model", name)), (name,))[0] for name in names
+    }
+    finish = _hook_chain(graph, middleware, "after_agent", "", END)
+    route = _active(first, names, entries)
     for name, (agent, tools) in members.items():
-        handoffs = [handoff_tool(other) for other in names if other != name]
-        taken = set(agent.tools) & {h.name for h in handoffs}
-        if taken:
-            raise GraphBuildError(f"agent {name!r} already has a tool named {sorted(taken)[0]!r}")
-        model_node = copy.copy(agent)
-        model_node.tools = {**agent.tools, **{h.name: h for h in handoffs}}
-        tool_node = copy.copy(tools)
-        tool_node.tools = {**tools.tools, **{h.name: h for h in handoffs}}
-        graph.add_node(name, model_node)
-        graph.add_node(f"{name}.tools", tool_node)
+        _add_member(graph, name, agent, tools, [n for n in names if n != name], middleware)
+        after = _hook_chain(graph, middleware, "after_model", name, None)
         graph.add_conditional_edges(
-            name, _after_model(name), {f"{name}.tools": f"{name}.tools", END: END}
+            after, _after_model(name, finish), {f"{name}.tools": f"{name}.tools", finish: finish}
         )
-        graph.add_conditional_edges(f"{name}.tools", _active(first, names), names)
-    graph.add_conditional_edges(START, _active(first, names), names)
+        graph.add_conditional_edges(f"{name}.tools", route, list(entries.values()))
+    opening = _hook_chain(graph, middleware, "before_agent", "", None, start=True)
+    graph.add_conditional_edges(opening, route, list(entries.values()))
     return graph.compile(checkpointer, recursion_limit=recursion_limit, **compile_options)
+
+
+def _add_member(
+    graph: StateGraph[Any],
+    name: str,
+    agent: Agent,
+    tools: ToolNode,
+    others: list[str],
+    middleware: Sequence[AgentMiddleware],
+) -> None:
+    """The member's model and tools nodes, with its handoffs and the swarm's middleware."""
+    handoffs = {h.name: h for h in (handoff_tool(other) for other in others)}
+    extra = {**as_tools(agent_tools((), middleware)), **handoffs}
+    taken = sorted(set(agent.tools) & set(extra))
+    if taken:
+        raise GraphBuildError(f"agent {name!r} already has a tool named {taken[0]!r}")
+    model_node = copy.copy(agent)
+    model_node.tools = {**agent.tools, **extra}
+    model_node.wrappers = (*_wraps(middleware, "wrap_model_call"), *agent.wrappers)
+    tool_node = copy.copy(tools)
+    tool_node.tools = {**tools.tools, **extra}
+    tool_node.wrappers = (*_wraps(middleware, "wrap_tool_call"), *tools.wrappers)
+    before = _chain(middleware, "before_model", name)
+    for hook_name, middle in before:
+        graph.add_node(hook_name, HookNode(middle, "before_model", {}))
+    graph.add_node(name, model_node)
+    graph.add_node(f"{name}.tools", tool_node)
+    for (a, _), (b, _) in pairwise([*before, (name, None)]):
+        graph.add_edge(a, b)
+
+
+def _chain(
+    middleware: Sequence[AgentMiddleware], hook: str, prefix: str
+) -> list[tuple[str, AgentMiddleware]]:
+    """The node names of ``hook`` for member ``prefix`` (or the swarm's, for ``""``)."""
+    ordered = middleware if hook.startswith("before") else list(reversed(middleware))
+    head = f"{prefix}." if prefix else ""
+    return [(f"{head}{m.name}.{hook}", m) for m in ordered if m.overrides(hook)]
+
+
+def _hook_chain(
+    graph: StateGraph[Any],
+    middleware: Sequence[AgentMiddleware],
+    hook: str,
+    prefix: str,
+    then: str | None,
+    *,
+    start: bool = False,
+) -> str:
+    """Add ``hook``'s nodes in a line (after START with ``start``, then to ``then``).
+
+    Returns the first node of the line when ``then`` is given (where the line
+    is entered), else its last (where the caller routes from).
+    """
+    chain = _chain(middleware, hook, prefix)
+    for hook_name, middle in chain:
+        graph.add_node(hook_name, HookNode(middle, hook, {}))
+    line = [n for n, _ in chain]
+    anchor = prefix if hook == "after_model" else None
+    path = [*([START] if start else []), *([anchor] if anchor else []), *line]
+    path += [then] if then is not None and line else []
+    for a, b in pairwise(path):
+        graph.add_edge(a, b)
+    if then is not None:
+        return line[0] if line else then
+    return path[-1] if path else START
+
+
+def _entry(middleware: Sequence[AgentMiddleware], name: str) -> str:
+    """Where member ``name``'s turn is entered: its first before_model hook, or its model."""
+    chain = _chain(middleware, "before_model", name)
+    return chain[0][0] if chain else name
+
+
+def _wraps(middleware: Sequence[AgentMiddleware], hook: str) -> list[Any]:
+    return [getattr(m, hook) for m in middleware if m.overrides(hook)]
 
 
 class _Holder:
@@ -160,18 +250,19 @@ def _members(agents: Sequence[CompiledGraph[Any]]) -> dict[str, tuple[Agent, Too
     return members
 
 
-def _after_model(name: str) -> Any:
+def _after_model(name: str, finish: str) -> Any:
     def route(state: AgentState) -> str:
-        return f"{name}.tools" if unanswered_calls(state.context) else END
+        return f"{name}.tools" if unanswered_calls(state.context) else finish
 
     return route
 
 
-def _active(default: str, names: Sequence[str]) -> Any:
+def _active(default: str, names: Sequence[str], entries: dict[str, str]) -> Any:
+    """Route to where the active agent's turn is entered (its first before_model hook)."""
     known = frozenset(names)
 
     def route(state: Any) -> str:
         active = getattr(state, "active_agent", None)
-        return active if active in known else default
+        return entries[active if active in known else default]
 
     return route

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from tenxgraph.core.graph import (
+    HumanApproval,
     agent_tool,
     before_model,
     create_agent,
@@ -309,3 +310,37 @@ async def test_a_kill_mid_handoff_resumes_with_the_right_agent(
     ]
     assert is_paired(state.context)
     assert (work / "lookups.log").read_text().splitlines() == ["42"]  # the lookup ran once
+
+
+def test_swarm_middleware_approves_tool_calls_of_every_member() -> None:
+    seen: list[str] = []
+
+    @before_model
+    def note(state: AgentState) -> None:
+        seen.append(state.active_agent or "-")
+
+    members = [
+        create_agent(ScriptedModel([_call("h1", "transfer_to_orders")]), name="triage"),
+        create_agent(
+            ScriptedModel([_call("l1", "lookup", order="42"), "Shipped."]), [lookup], name="orders"
+        ),
+    ]
+    app = create_swarm(
+        members,
+        middleware=[HumanApproval(["lookup", "transfer_to_orders"]), note],
+        checkpointer=InMemoryCheckpointer(),
+    )
+    config = {"thread_id": "approved"}
+    paused = app.invoke({"messages": [("user", "Where is order 42?")]}, config)
+    assert [c["name"] for c in paused["interrupt"].value["calls"]] == ["transfer_to_orders"]
+    paused = app.invoke({"resume": "approve"}, config)
+    assert [c["name"] for c in paused["interrupt"].value["calls"]] == ["lookup"]
+    result = app.invoke(
+        {"resume": {"decisions": [{"type": "reject", "message": "not now"}]}}, config
+    )
+    assert result["messages"][-1].text() == "Shipped."
+    state = app.get_state(config)
+    assert state.active_agent == "orders"
+    assert is_paired(state.context)
+    assert "not now" in [m for m in state.context if m.role == "tool"][-1].text()
+    assert seen == ["-", "orders", "orders"]
