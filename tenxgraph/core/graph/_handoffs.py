@@ -10,8 +10,10 @@ handoff), so the next user message goes to whoever took over, in this run
 or a later one.
 
 All members read one shared history (``state.context``): each with its own
-system prompt, tools and ``wrap_model_call`` middleware; every message an
-agent writes carries its name (``metadata["agent"]``). A handoff is an
+system prompt, tools and ``wrap_model_call`` middleware, and through its own
+context manager when it has one (``_OwnWindow``: a trimmed view, never the
+shared window); every message an agent writes carries its name
+(``metadata["agent"]``). A handoff is an
 ordinary tool call, so it has its result before the next agent speaks, and
 a crash anywhere in it resumes like any tool call: the result and
 ``active_agent`` are saved together with the step.
@@ -20,7 +22,9 @@ a crash anywhere in it resumes like any tool call: the result and
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import dataclasses
+import warnings
+from collections.abc import AsyncIterator, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -29,6 +33,7 @@ from pydantic import BaseModel
 from tenxgraph.core.graph._agent import Agent
 from tenxgraph.core.graph._builder import StateGraph
 from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._events import MessageEvent
 from tenxgraph.core.graph._middleware import (
     AgentMiddleware,
     HookNode,
@@ -36,6 +41,7 @@ from tenxgraph.core.graph._middleware import (
     check_middleware,
     merge_state_schemas,
 )
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._prebuilt import AGENT_NODE, TOOL_NODE
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool, as_tools
@@ -122,8 +128,9 @@ def create_swarm(
     }
     finish = _hook_chain(graph, middleware, "after_agent", "", END)
     route = _active(first, names, entries)
-    for name, (agent, tools) in members.items():
-        _add_member(graph, name, agent, tools, [n for n in names if n != name], middleware)
+    for name, (agent, tools, window) in members.items():
+        others = [n for n in names if n != name]
+        _add_member(graph, name, agent, tools, window, others, middleware)
         after = _hook_chain(graph, middleware, "after_model", name, None)
         graph.add_conditional_edges(
             after, _after_model(name, finish), {f"{name}.tools": f"{name}.tools", finish: finish}
@@ -139,6 +146,7 @@ def _add_member(
     name: str,
     agent: Agent,
     tools: ToolNode,
+    window: Any,
     others: list[str],
     middleware: Sequence[AgentMiddleware],
 ) -> None:
@@ -157,7 +165,8 @@ def _add_member(
     before = _chain(middleware, "before_model", name)
     for hook_name, middle in before:
         graph.add_node(hook_name, HookNode(middle, "before_model", {}))
-    graph.add_node(name, model_node)
+    own = window is not None and agent.trim_context
+    graph.add_node(name, _OwnWindow(model_node, window) if own else model_node)
     graph.add_node(f"{name}.tools", tool_node)
     for (a, _), (b, _) in pairwise([*before, (name, None)]):
         graph.add_edge(a, b)
@@ -210,6 +219,35 @@ def _wraps(middleware: Sequence[AgentMiddleware], hook: str) -> list[Any]:
     return [getattr(m, hook) for m in middleware if m.overrides(hook)]
 
 
+class _OwnWindow(Node):
+    """A member's model node that reads the shared history through its own context manager.
+
+    The member's manager (``create_agent(context_manager=..., trim_context=True)``)
+    trims a view of the state, a copy whose window is its own; the shared
+    window and the stored log stay the swarm's, and the answer joins them.
+    """
+
+    def __init__(self, agent: Agent, manager: Any) -> None:
+        self.agent = agent
+        self.manager = manager
+
+    def bind(self, graph: StateGraph[Any], name: str) -> _OwnWindow:
+        with warnings.catch_warnings():  # the swarm may have no manager: this node has its own
+            warnings.simplefilter("ignore", UserWarning)
+            return _OwnWindow(self.agent.bind(graph, name), self.manager)
+
+    async def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
+        """Run the agent over a view of ``state`` trimmed by the member's manager."""
+        view = state.model_copy()
+        view.set_context(list(state.context))
+        async for item in self.agent.run(
+            view, dataclasses.replace(ctx, context_manager=self.manager)
+        ):
+            yield item
+
+
 class _Holder:
     """Something with a ``state_schema``, for ``merge_state_schemas``."""
 
@@ -217,9 +255,9 @@ class _Holder:
         self.state_schema = schema
 
 
-def _members(agents: Sequence[CompiledGraph[Any]]) -> dict[str, tuple[Agent, ToolNode]]:
-    """Each member's name, model node and tools node, checked."""
-    members: dict[str, tuple[Agent, ToolNode]] = {}
+def _members(agents: Sequence[CompiledGraph[Any]]) -> dict[str, tuple[Agent, ToolNode, Any]]:
+    """Each member's name, model node, tools node and own context manager, checked."""
+    members: dict[str, tuple[Agent, ToolNode, Any]] = {}
     if not agents:
         raise GraphBuildError("create_swarm needs at least one agent")
     for agent in agents:
@@ -246,7 +284,7 @@ def _members(agents: Sequence[CompiledGraph[Any]]) -> dict[str, tuple[Agent, Too
                 f"agent {model.name!r}: compile swarm members without a checkpointer; "
                 "give it to create_swarm"
             )
-        members[model.name] = (model, tools)
+        members[model.name] = (model, tools, agent.context_manager)
     return members
 
 

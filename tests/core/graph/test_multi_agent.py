@@ -344,3 +344,27 @@ def test_swarm_middleware_approves_tool_calls_of_every_member() -> None:
     assert is_paired(state.context)
     assert "not now" in [m for m in state.context if m.role == "tool"][-1].text()
     assert seen == ["-", "orders", "orders"]
+
+
+def test_each_agent_reads_the_shared_history_through_its_own_context_manager() -> None:
+    from tenxgraph.core.state.context.trimming import MessageContextManager
+
+    short_model = ScriptedModel(["short 1", "short 2", _call("h1", "transfer_to_long")])
+    long_model = ScriptedModel(["long 1"])
+    short = create_agent(
+        short_model,
+        name="short",
+        context_manager=MessageContextManager(max_messages=1),
+        trim_context=True,
+    )
+    app = create_swarm(
+        [short, create_agent(long_model, name="long")], checkpointer=InMemoryCheckpointer()
+    )
+    config = {"thread_id": "windows"}
+    for text in ("one", "two", "three"):
+        app.invoke({"messages": [("user", text)]}, config)
+    assert [m.text() for m in short_model.requests[2].messages] == ["three"]  # its own window
+    seen = [m.text() for m in long_model.requests[0].messages]
+    assert seen[:4] == ["one", "short 1", "two", "short 2"]  # the whole shared history
+    state = app.get_state(config)
+    assert len(state.context) == 8 and is_paired(state.context)
