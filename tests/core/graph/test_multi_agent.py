@@ -368,3 +368,23 @@ def test_each_agent_reads_the_shared_history_through_its_own_context_manager() -
     assert seen[:4] == ["one", "short 1", "two", "short 2"]  # the whole shared history
     state = app.get_state(config)
     assert len(state.context) == 8 and is_paired(state.context)
+
+
+def test_a_tool_of_your_own_hands_over_by_setting_active_agent() -> None:
+    from tenxgraph.core.state import ToolResult
+
+    def escalate(reason: str) -> ToolResult:
+        """Give the conversation to a person at billing."""
+        return ToolResult(f"escalated: {reason}", {"active_agent": "billing"})
+
+    members = [
+        create_agent(
+            ScriptedModel([_call("e1", "escalate", reason="refund over limit")]),
+            [escalate],
+            name="desk",
+        ),
+        create_agent(ScriptedModel(["Billing here, refund approved."]), name="billing"),
+    ]
+    result = create_swarm(members).invoke({"messages": [("user", "refund please")]})
+    assert result["state"].active_agent == "billing"
+    assert result["messages"][-1].text() == "Billing here, refund approved."
