@@ -123,9 +123,7 @@ def create_swarm(
             raise GraphBuildError(f"swarm middleware {middle.name!r}: can_jump_to is not supported")
     merged = merge_state_schemas(state, [_Holder(ActiveAgent), *middleware])
     graph: StateGraph[Any] = StateGraph(merged, context_manager=context_manager)
-    entries = {
-        name: next(iter(_chain(middleware, "before_model", name)), (name,))[0] for name in names
-    }
+    entries = {name: _entry(middleware, name) for name in names}
     finish = _hook_chain(graph, middleware, "after_agent", "", END)
     route = _active(first, names, entries)
     for name, (agent, tools, window) in members.items():
