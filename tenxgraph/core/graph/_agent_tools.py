@@ -91,7 +91,6 @@ class AgentTool(Tool):
         self.keep_context = keep_context
         self.keep_messages = keep_messages or keep_context
         self.output = output
-        tool_name = name
 
         async def run(  # noqa: D417 - the runtime fills in all but request
             request: str,
@@ -105,21 +104,25 @@ class AgentTool(Tool):
             Args:
                 request: What the agent should do, with everything it needs to know.
             """
-            return await self._run(
-                tool_name, request, state, tool_call_id, config, invocation_state
-            )
+            return await self._run(request, state, tool_call_id, config, invocation_state)
 
         super().__init__(run, name=name, description=description)
 
     async def _run(
         self,
-        name: str,
         request: str,
         state: AgentState,
         call_id: str,
         config: dict[str, Any],
         invocation_state: dict[str, Any],
     ) -> Any:
+        name = self.name
+        keeps = "agent_messages" in type(state).model_fields
+        if self.keep_context and not keeps:
+            raise ToolError(
+                f"agent tool {name!r} keeps its context in the state field agent_messages, "
+                "which this graph's state lacks: add AgentMessages to the state class"
+            )
         kept: list[Message] = getattr(state, "agent_messages", None) or []
         earlier = [m for m in kept if m.metadata.get(AGENT_TOOL_KEY) == name]
         asked = Message.text_message(request)
@@ -137,7 +140,7 @@ class AgentTool(Tool):
         if not produced:
             raise ToolError(f"agent tool {name!r}: its agent gave no answer")
         answer = self._answer(produced)
-        if not self.keep_messages or "agent_messages" not in type(state).model_fields:
+        if not self.keep_messages or not keeps:
             return answer
         marks = {AGENT_TOOL_KEY: name, AGENT_CALL_KEY: call_id}
         stored = [

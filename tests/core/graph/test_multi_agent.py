@@ -388,3 +388,20 @@ def test_a_tool_of_your_own_hands_over_by_setting_active_agent() -> None:
     result = create_swarm(members).invoke({"messages": [("user", "refund please")]})
     assert result["state"].active_agent == "billing"
     assert result["messages"][-1].text() == "Billing here, refund approved."
+
+
+def test_keep_context_in_a_graph_without_the_field_is_a_clear_tool_error() -> None:
+    from tenxgraph.core.graph import StateGraph, ToolNode
+
+    tool = agent_tool(_researcher(ScriptedModel([])), keep_context=True)
+    graph = StateGraph(AgentState)
+    graph.add_node(
+        "ask",
+        lambda state: [{"role": "assistant", "content": [_call("r1", "researcher", request="hi")]}],
+    )
+    graph.add_node("tools", ToolNode([tool]))
+    graph.set_entry_point("ask")
+    graph.add_edge("ask", "tools")
+    result = graph.compile().invoke({"messages": [("user", "hi")]})
+    [failed] = result["messages"][-1].tool_results()
+    assert failed.is_error and "add AgentMessages to the state class" in failed.output
