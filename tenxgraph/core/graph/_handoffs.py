@@ -121,7 +121,8 @@ def create_swarm(
     for middle in middleware:
         if middle.can_jump_to:
             raise GraphBuildError(f"swarm middleware {middle.name!r}: can_jump_to is not supported")
-    merged = merge_state_schemas(state, [_Holder(ActiveAgent), *middleware])
+    member_tools = [tool for _, tools, _ in members.values() for tool in tools.tools.values()]
+    merged = merge_state_schemas(state, [_Holder(ActiveAgent), *middleware, *member_tools])
     graph: StateGraph[Any] = StateGraph(merged, context_manager=context_manager)
     entries = {name: _entry(middleware, name) for name in names}
     finish = _hook_chain(graph, middleware, "after_agent", "", END)

@@ -405,3 +405,15 @@ def test_keep_context_in_a_graph_without_the_field_is_a_clear_tool_error() -> No
     result = graph.compile().invoke({"messages": [("user", "hi")]})
     [failed] = result["messages"][-1].tool_results()
     assert failed.is_error and "add AgentMessages to the state class" in failed.output
+
+
+def test_an_agent_tool_of_a_swarm_member_keeps_its_messages() -> None:
+    helper = create_agent(ScriptedModel(["42"]), name="helper")
+    member = create_agent(
+        ScriptedModel([_call("q1", "helper", request="6 x 7?"), "It is 42."]),
+        [agent_tool(helper)],
+        name="solo",
+    )
+    result = create_swarm([member]).invoke({"messages": [("user", "6 x 7?")]})
+    assert result["messages"][-1].text() == "It is 42."
+    assert [m.text() for m in result["state"].agent_messages] == ["6 x 7?", "42"]
