@@ -105,6 +105,7 @@ def main() -> None:
     checkpointer = SqliteCheckpointer(str(folder / "desk.sqlite"))  # a later process
     app = build(checkpointer)
     state = app.get_state(config)
+    assert state is not None
     print("active agent after a restart:", state.active_agent)
     for message in state.context:
         who = message.metadata.get("agent") or message.role
