@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 __all__ = [
     "Agent",
     "AgentMiddleware",
+    "AgentTool",
     "CheckpointInfo",
     "Command",
     "CompiledGraph",
@@ -19,6 +20,7 @@ __all__ = [
     "ErrorEvent",
     "GraphDescription",
     "GraphInterrupt",
+    "HumanApproval",
     "InterruptEvent",
     "MessageEvent",
     "ModelCall",
@@ -42,9 +44,13 @@ __all__ = [
     "UpdateEvent",
     "after_agent",
     "after_model",
+    "agent_tool",
     "before_agent",
     "before_model",
     "create_agent",
+    "create_supervisor",
+    "create_swarm",
+    "handoff_tool",
     "interrupt",
     "pending_remote_calls",
     "remote_tool_result",
@@ -56,6 +62,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._agent import Agent
+    from tenxgraph.core.graph._agent_tools import AgentTool, agent_tool, create_supervisor
+    from tenxgraph.core.graph._approval import HumanApproval
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._command import Command
     from tenxgraph.core.graph._compiled import CompiledGraph
@@ -68,6 +76,7 @@ if TYPE_CHECKING:
         StreamEvent,
         UpdateEvent,
     )
+    from tenxgraph.core.graph._handoffs import create_swarm, handoff_tool
     from tenxgraph.core.graph._history import CheckpointInfo, StateSnapshot
     from tenxgraph.core.graph._hooks import RunHooks
     from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
@@ -102,6 +111,9 @@ else:
         __name__,
         {
             "tenxgraph.core.graph._agent": ("Agent",),
+            "tenxgraph.core.graph._agent_tools": ("AgentTool", "agent_tool", "create_supervisor"),
+            "tenxgraph.core.graph._handoffs": ("create_swarm", "handoff_tool"),
+            "tenxgraph.core.graph._approval": ("HumanApproval",),
             "tenxgraph.core.graph._builder": ("StateGraph",),
             "tenxgraph.core.graph._command": ("Command",),
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
