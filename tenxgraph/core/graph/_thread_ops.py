@@ -16,6 +16,7 @@ from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
+from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
@@ -33,6 +34,7 @@ from tenxgraph.storage.checkpointer.base import (
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._node import Node
+    from tenxgraph.core.graph._subgraph import Nested
     from tenxgraph.core.graph._tools import Tool
     from tenxgraph.core.graph._updates import StateSchema
     from tenxgraph.core.graph._workers import WorkerPool
@@ -69,9 +71,44 @@ class ThreadOperations(Generic[S]):
             collapse_middleware=collapse_middleware,
         )
 
+    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+        """The thread's session and state: kept warm, loaded, or new.
+
+        ``at`` (the config's ``checkpoint_id``): the run starts from that older
+        checkpoint, and its first save branches the thread there.
+        """
+        assert self.checkpointer is not None  # a lease is taken only then
+        if at is not None and (lease.stamp is None or at != lease.stamp.version):
+            session = ThreadSession(self.checkpointer, lease.key)
+            branched = await session.load(self.state_class, at)
+            assert branched is not None  # a missing thread or checkpoint raised
+            session.lease = lease.owner
+            return session, branched
+        session, state = await self.warm.open(
+            self.checkpointer, lease.key, self.state_class, lease.stamp
+        )
+        session.lease = lease.owner
+        return session, self._fresh_state() if state is None else state
+
+    async def _open(
+        self, lease: ThreadLease | None, at: int | None, nested: Nested | None
+    ) -> tuple[ThreadSession | None, S]:
+        """A run's session (None without a stored thread) and the state it starts from.
+
+        A subgraph's run starts from the state its parent's node gave it.
+        """
+        if nested is not None:
+            return None, nested.state  # type: ignore[return-value]
+        if lease is None:
+            return None, self._fresh_state()
+        return await self._load(lease, at)
+
     def _fresh_state(self) -> S:
-        """The state a new thread starts from (``CompiledGraph`` provides it)."""
-        raise NotImplementedError
+        """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
+        initial = self._shape.initial_state
+        state = initial.model_copy(deep=True) if initial is not None else self.state_class()
+        state.message_index()
+        return state
 
     async def aget_state(
         self, config: Mapping[str, Any], *, version: int | None = None

@@ -1,0 +1,365 @@
+"""Subgraphs: a compiled graph run inside a node of another graph, on the parent's thread.
+
+A subgraph has no checkpointer of its own. It runs as part of one step of
+its parent, under the parent's lease; while it is paused (an ``interrupt``
+or ``interrupt_before`` inside it), its state waits in the parent's
+``ExecMeta.subgraphs`` under its namespace segment, and the parent's pause
+saves it. The parent's caller resumes the parent, the parent's node runs
+again, and the subgraph continues from its saved state with the answer.
+When the subgraph finishes, its entry is dropped with the parent's next
+save: nothing of it stays in the thread but what it handed back.
+
+One mechanism serves ``add_node("name", compiled)`` (``SubgraphNode``) and
+a node that calls ``compiled.invoke(...)`` itself (``run_nested``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.graph._events import (
+    MessageEvent,
+    RunResult,
+    StreamEvent,
+    SubgraphEvent,
+    UpdateEvent,
+)
+from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope, _scope
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, StoredThreadRef
+from tenxgraph.core.graph._run_control import drain
+from tenxgraph.core.graph._snapshots import ThreadSnapshot
+from tenxgraph.core.state.agent_state import RUNTIME_FIELDS, AgentState, field_reducers
+from tenxgraph.core.state.message import Message, MessagesAdapter
+from tenxgraph.errors import GraphBuildError, StateError, UsageError
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.graph._compiled import CompiledGraph
+
+__all__ = [
+    "Nested",
+    "StateTree",
+    "SubgraphNode",
+    "check_pausable",
+    "invoke_nested",
+    "parent_scope",
+    "run_nested",
+    "state_tree",
+]
+
+
+@dataclass(slots=True)
+class Nested:
+    """How a subgraph run starts: its state, and what it shares with its parent's run."""
+
+    state: AgentState
+    namespace: str
+    stored_thread: StoredThreadRef | None
+
+
+@dataclass(slots=True)
+class StateTree:
+    """A state with the states of its paused subgraphs (``get_state(subgraphs=True)``)."""
+
+    state: AgentState
+    namespace: str = ""
+    subgraphs: dict[str, StateTree] = field(default_factory=dict)
+    """The paused subgraphs' trees, by namespace segment (the node's name)."""
+
+
+def parent_scope(graph: CompiledGraph[Any]) -> InterruptScope | None:
+    """The running node's scope when ``graph`` (without a checkpointer) is called inside one."""
+    if graph.checkpointer is not None:
+        return None
+    scope = _scope.get()
+    return scope if scope is not None and scope.subgraphs is not None else None
+
+
+def check_pausable(graph: CompiledGraph[Any]) -> None:
+    """Refuse a top-level run of a graph that pauses but has no checkpointer to resume from.
+
+    Compiling one is allowed: as a subgraph it is saved by its parent's checkpointer.
+    """
+    if graph.interrupt_before or graph.interrupt_after:
+        raise UsageError(
+            "interrupt_before/interrupt_after need a checkpointer to resume: compile "
+            "with one, or run this graph as a subgraph of a graph that has one"
+        )
+
+
+def _segment(scope: InterruptScope) -> str:
+    """The namespace segment of the next subgraph run in this node: its name, then ``#2``..."""
+    scope.calls += 1
+    last = scope.namespace.rsplit("|", 1)[-1]
+    return last if scope.calls == 1 else f"{last}#{scope.calls}"
+
+
+async def run_nested(
+    graph: CompiledGraph[Any],
+    start: Callable[[], AgentState],
+    scope: InterruptScope,
+    ctx: RunContext | None,
+    config: Mapping[str, Any] | None,
+    progress: bool,
+    fresh_input: Mapping[str, Any] | None = None,
+    invocation_state: dict[str, Any] | None = None,
+) -> AsyncIterator[StreamEvent | SubgraphEvent]:
+    """Run ``graph`` as a subgraph of the node whose ``scope`` is given; yield its events.
+
+    Ends with the subgraph's ``RunResult`` when it finished. When it pauses,
+    its state is kept in the parent's ``ExecMeta.subgraphs`` and a
+    ``GraphInterrupt`` with its value pauses the parent. ``start`` makes the
+    state of a fresh run (not called when a paused one continues), which
+    ``fresh_input`` (an invoke input) is given to.
+    """
+    store = scope.subgraphs
+    assert store is not None  # parent_scope and SubgraphNode check
+    segment = _segment(scope)
+    namespace = scope.namespace.rsplit("|", 1)[0] if "|" in scope.namespace else ""
+    namespace = f"{namespace}|{segment}" if namespace else segment
+    saved = store.get(segment)
+    input: Mapping[str, Any] = fresh_input or {}
+    if saved is None:
+        state, used = start(), 0
+    else:
+        state, used = _restore(graph, saved, start), int(saved["used"])
+        scope.asked += used  # the answers it had: already in its saved state
+        if scope.asked >= len(scope.answers):  # no new answer: it stays paused
+            raise GraphInterrupt(saved["interrupt"])
+        input = {"resume": scope.answers[scope.asked]}
+        scope.asked, used = scope.asked + 1, used + 1
+    run_config = {k: v for k, v in (config or {}).items() if k != "checkpoint_id"}
+    nested = Nested(state, namespace, None if ctx is None else ctx.stored_thread)
+    events = graph._run(
+        input,
+        run_config,
+        ctx.invocation_state if ctx is not None else invocation_state,
+        inline_sync=False if ctx is None else ctx.run_sync_inline,
+        progress=progress,
+        nested=nested,
+    )
+    result: RunResult | None = None
+    async for event in events:
+        if isinstance(event, RunResult):
+            result = event
+        yield event
+    assert result is not None  # a run that did not raise ends with its result
+    if result.interrupt is not None:
+        store[segment] = _saved(result.state, start, used, result.interrupt.value)
+        raise GraphInterrupt(result.interrupt.value)
+    store.pop(segment, None)
+
+
+def _saved(
+    state: AgentState, start: Callable[[], AgentState], used: int, value: Any
+) -> dict[str, Any]:
+    """The JSON form of a paused subgraph's state, without the messages it got from its parent."""
+    snapshot = ThreadSnapshot.of(state)
+    base = getattr(start, "shared_prefix", 0)
+    context = snapshot.context
+    if base and [m.message_id for m in context[:base]] == getattr(start, "prefix_ids", None):
+        context = context[base:]
+    else:
+        base = 0
+    return {
+        "values": snapshot.values,
+        "context": MessagesAdapter.dump_python(context, mode="json"),
+        "base": base,
+        "used": used,
+        "interrupt": value,
+    }
+
+
+def _restore(
+    graph: CompiledGraph[Any], saved: Mapping[str, Any], start: Callable[[], AgentState] | None
+) -> AgentState:
+    """The paused subgraph's state from its saved form (the shared messages from the parent)."""
+    base = int(saved.get("base", 0))
+    prefix: list[Message] = list(getattr(start, "prefix", [])[:base]) if base else []
+    context = prefix + MessagesAdapter.validate_python(saved["context"])
+    snapshot = ThreadSnapshot(values=saved["values"], context=context)
+    state: AgentState = snapshot.to_state(graph.state_class)
+    return state
+
+
+class _Start:
+    """Makes a fresh subgraph state from its parent's, and remembers the messages shared."""
+
+    def __init__(self, make: Callable[[], AgentState], prefix: list[Message], shared: bool) -> None:
+        self.make = make
+        self.prefix = prefix
+        self.prefix_ids = [m.message_id for m in prefix] if shared else None
+        self.shared_prefix = len(prefix) if shared else 0
+
+    def __call__(self) -> AgentState:
+        return self.make()
+
+
+class SubgraphNode(Node):
+    """A compiled graph as a node: ``add_node("research", research_app)``.
+
+    With the same state fields as its parent (by name), the subgraph starts
+    from the parent's values of the fields both declare and its messages,
+    and hands back the shared fields it changed and the messages it added,
+    through the parent's reducers. ``input(parent_state)`` (a dict of the
+    subgraph's fields, ``context`` for its messages, or a state of its class)
+    and ``output(subgraph_state)`` (anything a node may return) map states
+    of different classes instead.
+    """
+
+    def __init__(
+        self,
+        graph: CompiledGraph[Any],
+        *,
+        input: Callable[[Any], Any] | None = None,
+        output: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.input = input
+        self.output = output
+        self.shared: tuple[str, ...] = ()
+        self.reduced: frozenset[str] = frozenset()
+
+    def bind(self, graph: StateGraph[Any], name: str) -> Node:
+        """Check the subgraph can run here and find the fields it shares with ``graph``."""
+        if self.graph.checkpointer is not None:
+            raise GraphBuildError(
+                f"subgraph {name!r} has a checkpointer of its own; compile it without one: "
+                "it is saved in its parent's thread, under the parent's checkpointer"
+            )
+        bound = copy.copy(self)
+        parent_fields = graph.state_class.model_fields
+        child_fields = self.graph.state_class.model_fields
+        if self.input is None or self.output is None:
+            shared = [f for f in child_fields if f in parent_fields and f not in RUNTIME_FIELDS]
+            bound.shared = tuple(shared)
+        bound.reduced = frozenset(field_reducers(graph.state_class))
+        return bound
+
+    def _start(self, state: AgentState) -> _Start:
+        if self.input is None:
+            prefix = list(state.context)
+
+            def make() -> AgentState:
+                values = {f: copy.deepcopy(getattr(state, f)) for f in self.shared}
+                child: AgentState = self.graph.state_class(**values)
+                child.set_context(list(prefix))
+                return child
+
+            return _Start(make, prefix, True)
+        mapped = self.input(state)
+
+        def make_mapped() -> AgentState:
+            if isinstance(mapped, self.graph.state_class):
+                copied: AgentState = mapped.model_copy(deep=True)
+                return copied
+            if not isinstance(mapped, Mapping):
+                raise StateError(
+                    f"a subgraph's input mapping must return a dict of "
+                    f"{self.graph.state_class.__name__} fields or a state, got {mapped!r}"
+                )
+            child: AgentState = self.graph.state_class()
+            self.graph.schema.apply(child, dict(mapped), "the subgraph's input mapping")
+            return child
+
+        return _Start(make_mapped, [], False)
+
+    async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[Any]:
+        """Run the subgraph; yield its events namespaced, then what it hands back."""
+        async for item in self._run(state, ctx, True):
+            yield item
+
+    async def run_to_end(self, state: AgentState, ctx: RunContext, save: Any) -> Any:
+        """Run the subgraph for a caller that keeps only the return value."""
+        value = None
+        async for item in self._run(state, ctx, False):
+            if isinstance(item, NodeOutput):
+                value = item.value
+        return value
+
+    async def _run(self, state: AgentState, ctx: RunContext, progress: bool) -> AsyncIterator[Any]:
+        scope = ctx.interrupt_scope
+        if scope.subgraphs is None:
+            raise StateError("a subgraph node runs only inside a graph")
+        start = self._start(state)
+        result: RunResult | None = None
+        segment = (scope.namespace.rsplit("|", 1)[-1],)
+        async for event in run_nested(self.graph, start, scope, ctx, ctx.config, progress):
+            if isinstance(event, RunResult):
+                result = event
+            elif isinstance(event, SubgraphEvent):
+                yield SubgraphEvent(segment + event.namespace, event.event)
+            elif progress and isinstance(event, MessageEvent | UpdateEvent):
+                yield SubgraphEvent(segment, event)
+        assert result is not None
+        yield NodeOutput(self._handed_back(state, result.state))
+
+    def _handed_back(self, parent: AgentState, child: AgentState) -> Any:
+        """What the finished subgraph gives its parent: the output mapping, or the shared delta."""
+        if self.output is not None:
+            return self.output(child)
+        known = {m.message_id for m in parent.context}
+        update: dict[str, Any] = {}
+        added = [m for m in child.context if m.message_id not in known]
+        if added:
+            update["context"] = added
+        for name in self.shared:
+            old, new = getattr(parent, name), getattr(child, name)
+            if new == old:
+                continue
+            appended = isinstance(old, list) and isinstance(new, list) and new[: len(old)] == old
+            if appended and name in self.reduced:  # hand back only what it added
+                new = new[len(old) :]
+            update[name] = new
+        return update
+
+
+def state_tree(graph: CompiledGraph[Any], state: AgentState, namespace: str = "") -> StateTree:
+    """``state`` with the states of its paused subgraphs, decoded by their graphs' classes.
+
+    A subgraph a node called itself (not a ``SubgraphNode``) is decoded as an
+    ``AgentState``: the parent does not know its class.
+    """
+    tree = StateTree(state, namespace)
+    for segment, saved in state.execution_meta.subgraphs.items():
+        node = graph.nodes.get(segment.split(":", 1)[0].split("#", 1)[0])
+        child_graph = node.graph if isinstance(node, SubgraphNode) else None
+        start = _prefix_of(state)
+        child_ns = f"{namespace}|{segment}" if namespace else segment
+        if child_graph is None:
+            child = _restore_as(AgentState, saved, start)
+            tree.subgraphs[segment] = StateTree(child, child_ns)
+        else:
+            child = _restore(child_graph, saved, start)
+            tree.subgraphs[segment] = state_tree(child_graph, child, child_ns)
+    return tree
+
+
+def _prefix_of(state: AgentState) -> _Start:
+    return _Start(lambda: state, list(state.context), True)
+
+
+def _restore_as(
+    state_class: type[AgentState], saved: Mapping[str, Any], start: _Start
+) -> AgentState:
+    base = int(saved.get("base", 0))
+    context = start.prefix[:base] + MessagesAdapter.validate_python(saved["context"])
+    declared = {k: v for k, v in saved["values"].items() if k in state_class.model_fields}
+    return ThreadSnapshot(values=declared, context=context).to_state(state_class)
+
+
+async def invoke_nested(
+    graph: CompiledGraph[Any],
+    scope: InterruptScope,
+    input: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+    invocation_state: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``graph.ainvoke`` called by a node of a running graph: it runs as that node's subgraph."""
+    events = run_nested(
+        graph, graph._fresh_state, scope, None, config, False, input or {}, invocation_state
+    )
+    return await drain(events)
