@@ -10,13 +10,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._subgraph import StateTree, state_tree
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
@@ -110,13 +111,35 @@ class ThreadOperations(Generic[S]):
         state.message_index()
         return state
 
+    @overload
     async def aget_state(
-        self, config: Mapping[str, Any], *, version: int | None = None
-    ) -> S | None:
+        self,
+        config: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        subgraphs: Literal[False] = False,
+    ) -> S | None: ...
+
+    @overload
+    async def aget_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: Literal[True]
+    ) -> StateTree | None: ...
+
+    async def aget_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: bool = False
+    ) -> S | StateTree | None:
         """The thread's saved state (or its state at checkpoint ``version``); None if new.
 
         A ``checkpoint_id`` in ``config`` names the version too (LangGraph's way).
+        ``subgraphs=True`` returns a ``StateTree``: the state with the states of
+        the subgraphs paused inside it, by namespace.
         """
+        state = await self._state(config, version)
+        if not subgraphs or state is None:
+            return state
+        return state_tree(self, state)  # type: ignore[arg-type]
+
+    async def _state(self, config: Mapping[str, Any], version: int | None) -> S | None:
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)
         if version is None:
@@ -129,8 +152,26 @@ class ThreadOperations(Generic[S]):
             self.warm.keep(session)  # the next run (or read) of the thread needs no reload
         return state
 
-    def get_state(self, config: Mapping[str, Any], *, version: int | None = None) -> S | None:
+    @overload
+    def get_state(
+        self,
+        config: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        subgraphs: Literal[False] = False,
+    ) -> S | None: ...
+
+    @overload
+    def get_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: Literal[True]
+    ) -> StateTree | None: ...
+
+    def get_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: bool = False
+    ) -> S | StateTree | None:
         """Sync ``aget_state``."""
+        if subgraphs:
+            return run_sync(self.aget_state(config, version=version, subgraphs=True))
         return run_sync(self.aget_state(config, version=version))
 
     async def aget_state_history(
