@@ -281,3 +281,24 @@ def test_subgraphs_in_a_parallel_step_pause_and_resume_by_task() -> None:
     done = app.invoke({"resume": "ok"}, config)
     assert done["state"].notes == ["inner:ok", "right"]
     assert done["messages"][-1].text() == "joined"
+
+
+def test_drawings_show_nested_graphs() -> None:
+    shape = nested_app(InMemoryCheckpointer()).get_graph()
+    middle = shape.node("middle")
+    assert middle.kind == "subgraph" and middle.subgraph is not None
+    inner = middle.subgraph.node("inner")
+    assert inner.subgraph is not None and [n.name for n in inner.subgraph.nodes][1:3] == [
+        "say",
+        "ask",
+    ]
+    mermaid = shape.draw_mermaid()
+    assert '    subgraph middle["middle<br/>subgraph over Notes"]' in mermaid
+    assert '        subgraph middle_inner["inner<br/>subgraph over Notes"]' in mermaid
+    assert "            middle_inner_say --> middle_inner_ask" in mermaid
+    assert "    start --> middle" in mermaid and "    middle --> finish" in mermaid
+    assert mermaid.count("\n        end\n") == 1 and mermaid.count("\n    end\n") == 1
+    listing = shape.draw_ascii().splitlines()
+    at = listing.index("middle  subgraph over Notes")
+    assert listing[at + 1 : at + 3] == ["    | START", "    |   --> pre"]
+    assert "    |     | say" in listing
