@@ -7,9 +7,11 @@ branching the thread there (the run config's ``checkpoint_id``).
 Fields LangGraph's server has and this one does not act on are refused with
 a 422 that says what to do instead, never silently dropped:
 ``interrupt_before``/``interrupt_after`` (set when compiling the
-graph), ``webhook`` and ``command.goto``. Fields that only tune LangGraph's
+graph), ``webhook`` and ``command.goto``. ``stream_subgraphs`` adds the
+subgraphs' events, named with their namespace (``updates|research``).
+Fields that only tune LangGraph's
 own machinery and change nothing a client sees here (``durability``,
-``checkpoint_during``, ``stream_subgraphs``, ``stream_resumable``: every
+``checkpoint_during``, ``stream_resumable``: every
 stream here is resumable, ``feedback_keys``, ``langsmith_tracer``,
 ``strict_resume``) are accepted and ignored. A field this server does not know
 is refused unless its value is null (newer clients send new fields as null).

@@ -176,9 +176,13 @@ async def set_latest_version(
 async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
     """JSON Schemas of the graph's state (input, output and state are the state class)."""
     check_assistant(context, assistant_id)
-    state_schema = context.graph.state_class.model_json_schema()
+    return _schemas(context.graph_id, context.graph.state_class)
+
+
+def _schemas(graph_id: str, state_class: type[Any]) -> Json:
+    state_schema = state_class.model_json_schema()
     return {
-        "graph_id": context.graph_id,
+        "graph_id": graph_id,
         "input_schema": state_schema,
         "output_schema": state_schema,
         "state_schema": state_schema,
@@ -188,7 +192,14 @@ async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
-async def get_subgraphs(assistant_id: str, context: Context, user: User) -> Json:
-    """Always empty: tenxgraph graphs have no subgraphs."""
+async def get_subgraphs(
+    assistant_id: str,
+    context: Context,
+    user: User,
+    namespace: str | None = None,
+    recurse: bool = False,
+) -> Json:
+    """The schemas of the graph's subgraphs, by namespace (``research``, ``research|search``)."""
     check_assistant(context, assistant_id)
-    return {}
+    found = context.graph.get_subgraphs(namespace=namespace, recurse=recurse)
+    return {ns: _schemas(context.graph_id, graph.state_class) for ns, graph in found.items()}

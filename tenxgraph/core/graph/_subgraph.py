@@ -48,6 +48,7 @@ __all__ = [
     "parent_scope",
     "run_nested",
     "state_tree",
+    "subgraphs_of",
 ]
 
 
@@ -363,3 +364,15 @@ async def invoke_nested(
         graph, graph._fresh_state, scope, None, config, False, input or {}, invocation_state
     )
     return await drain(events)
+
+
+def subgraphs_of(nodes: Mapping[str, Node], recurse: bool, prefix: str = "") -> dict[str, Any]:
+    """The compiled graphs of the ``SubgraphNode``s in ``nodes``, by namespace."""
+    found: dict[str, Any] = {}
+    for name, node in nodes.items():
+        if isinstance(node, SubgraphNode):
+            namespace = f"{prefix}|{name}" if prefix else name
+            found[namespace] = node.graph
+            if recurse:
+                found.update(subgraphs_of(node.graph.nodes, True, namespace))
+    return found

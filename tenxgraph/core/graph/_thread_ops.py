@@ -17,7 +17,7 @@ from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._session import ThreadSession
-from tenxgraph.core.graph._subgraph import StateTree, state_tree
+from tenxgraph.core.graph._subgraph import StateTree, state_tree, subgraphs_of
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
@@ -62,6 +62,24 @@ class ThreadOperations(Generic[S]):
 
     interrupt_before: frozenset[str]
     interrupt_after: frozenset[str]
+
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> dict[str, Any]:
+        """The graph's subgraph nodes' compiled graphs, by namespace (``research``).
+
+        ``recurse`` adds theirs (``research|search``); ``namespace`` keeps the one
+        named and, with ``recurse``, those under it. Graphs a node calls itself
+        are not known before they run, so they are not listed.
+        """
+        if namespace is None:
+            return subgraphs_of(self.nodes, recurse)
+        under = namespace + "|"
+        return {
+            ns: graph
+            for ns, graph in subgraphs_of(self.nodes, True).items()
+            if ns == namespace or (recurse and ns.startswith(under))
+        }
 
     def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
         """The graph's shape to draw (``draw_mermaid``, ``draw_ascii``...), pauses marked."""

@@ -1,0 +1,65 @@
+"""A served graph with subgraphs: their schemas, ``stream_subgraphs``, a pause inside one resumed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tenxgraph.core.graph import CompiledGraph
+from tenxgraph.storage.checkpointer import Checkpointer
+from tests.core.graph.test_subgraphs import nested_app
+from tests.server.conftest import Serve
+from tests.server.test_langgraph_routes import events, thread
+
+RUN = {"assistant_id": "agent"}
+
+
+def build(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    return nested_app(checkpointer)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client(serve: Serve) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=serve(build), timeout=60) as client:
+        yield client
+
+
+def test_the_assistant_lists_its_subgraphs_schemas(client: httpx.Client) -> None:
+    top = client.get("/assistants/agent/subgraphs")
+    assert top.status_code == 200, top.text
+    assert list(top.json()) == ["middle"]
+    assert "notes" in top.json()["middle"]["state_schema"]["properties"]
+    every = client.get("/assistants/agent/subgraphs", params={"recurse": "true"}).json()
+    assert list(every) == ["middle", "middle|inner"]
+    under = client.get("/assistants/agent/subgraphs", params={"namespace": "middle|inner"})
+    assert list(under.json()) == ["middle|inner"]
+
+
+def test_stream_subgraphs_names_the_namespace_and_a_resume_reaches_the_inner_graph(
+    client: httpx.Client,
+) -> None:
+    thread_id = thread(client)
+    body = {
+        **RUN,
+        "input": {"messages": [{"role": "user", "content": "go"}]},
+        "stream_mode": ["updates"],
+        "stream_subgraphs": True,
+    }
+    with client.stream("POST", f"/threads/{thread_id}/runs/stream", json=body) as response:
+        assert response.status_code == 200
+        names = [e["event"] for e in events(response) if e["event"].startswith("updates")]
+    assert names[:3] == ["updates", "updates|middle", "updates|middle|inner"]  # then the pause
+    state = client.get(f"/threads/{thread_id}/state").json()
+    assert state["next"] == ["middle"]
+    resumed = client.post(
+        f"/threads/{thread_id}/runs/wait", json={**RUN, "command": {"resume": "yes"}}
+    )
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["notes"] == ["outer", "middle", "inner:yes"]
+    plain = {**body, "stream_subgraphs": False}
+    with client.stream("POST", "/runs/stream", json=plain) as response:
+        names = [e["event"] for e in events(response)]
+    assert not any("|" in name for name in names)
