@@ -1,4 +1,4 @@
-"""A served graph with subgraphs: their schemas, ``stream_subgraphs``, a pause inside one resumed."""
+"""A served graph with subgraphs: their schemas, ``stream_subgraphs``, a pause inside resumed."""
 
 from __future__ import annotations
 
