@@ -300,12 +300,17 @@ async def get_state(
     A checkpoint's ``metadata`` is what it records (``source``, ``step``,
     ``node``, ``status``); the current one also shows the thread's metadata
     beneath those keys, which is what ``PATCH .../state`` changes.
+    ``subgraphs``: a task whose subgraph is paused shows that subgraph's state.
     """
     info = await thread_info_or_404(context, thread_id, user)
-    history = await context.graph.aget_state_history(thread_config(thread_id, user), limit=1)
+    config = thread_config(thread_id, user)
+    history = await context.graph.aget_state_history(config, limit=1)
     if not history:
         not_found(f"thread {thread_id!r}")
-    state = shapes.state_json(thread_id, history[0], encode)
+    tree = None
+    if subgraphs and history[0].state.execution_meta.subgraphs:
+        tree = context.graph.state_tree(history[0].state)
+    state = shapes.state_json(thread_id, history[0], encode, tree)
     if isinstance(info.metadata, dict):
         state["metadata"] = {**info.metadata, **state["metadata"]}
     return state

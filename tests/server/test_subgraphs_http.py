@@ -10,7 +10,7 @@ import pytest
 
 from tenxgraph.core.graph import CompiledGraph
 from tenxgraph.storage.checkpointer import Checkpointer
-from tests.core.graph.test_subgraphs import nested_app
+from tests.core.graph.test_subgraphs import nested_app, parallel_app
 from tests.server.conftest import Serve
 from tests.server.test_langgraph_routes import events, thread
 
@@ -63,3 +63,31 @@ def test_stream_subgraphs_names_the_namespace_and_a_resume_reaches_the_inner_gra
     with client.stream("POST", "/runs/stream", json=plain) as response:
         names = [e["event"] for e in events(response)]
     assert not any("|" in name for name in names)
+
+
+def test_a_paused_subgraph_shows_in_the_threads_state(client: httpx.Client) -> None:
+    thread_id = thread(client)
+    body = {**RUN, "input": {"messages": [{"role": "user", "content": "go"}]}}
+    assert client.post(f"/threads/{thread_id}/runs/wait", json=body).status_code == 200
+    plain = client.get(f"/threads/{thread_id}/state").json()
+    (task,) = plain["tasks"]
+    assert task["name"] == "middle" and task["state"] is None
+    assert task["checkpoint"] == {"thread_id": thread_id, "checkpoint_ns": "middle"}
+    nested = client.get(f"/threads/{thread_id}/state", params={"subgraphs": "true"}).json()
+    middle = nested["tasks"][0]["state"]
+    assert middle["checkpoint"]["checkpoint_ns"] == "middle"
+    assert middle["values"]["notes"] == ["outer", "middle"] and middle["next"] == ["inner"]
+    inner = middle["tasks"][0]["state"]
+    assert inner["checkpoint"]["checkpoint_ns"] == "middle|inner"
+    assert inner["next"] == ["ask"]
+    assert inner["interrupts"][0]["value"] == {"question": "approve?"}
+
+
+def test_next_names_the_unfinished_tasks_of_a_parallel_step(serve: Serve) -> None:
+    with httpx.Client(base_url=serve(parallel_app), timeout=60) as client:
+        thread_id = thread(client)
+        body = {**RUN, "input": {"messages": [{"role": "user", "content": "go"}]}}
+        assert client.post(f"/threads/{thread_id}/runs/wait", json=body).status_code == 200
+        state = client.get(f"/threads/{thread_id}/state").json()
+        assert state["next"] == ["left"]  # right finished; left's subgraph is paused
+        assert state["tasks"][0]["checkpoint"]["checkpoint_ns"] == "left:0"

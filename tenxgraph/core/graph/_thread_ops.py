@@ -157,6 +157,14 @@ class ThreadOperations(Generic[S]):
             return state
         return state_tree(self, state)  # type: ignore[arg-type]
 
+    def state_tree(self, state: AgentState) -> StateTree:
+        """``state`` with the states of the subgraphs paused inside it.
+
+        What ``get_state(subgraphs=True)`` returns, for a state read otherwise
+        (a history entry).
+        """
+        return state_tree(self, state)  # type: ignore[arg-type]
+
     async def _state(self, config: Mapping[str, Any], version: int | None) -> S | None:
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)

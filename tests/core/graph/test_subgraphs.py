@@ -259,20 +259,24 @@ async def test_an_async_node_that_awaits_a_graph_pauses_and_resumes_it() -> None
     assert done["state"].summary == "1, 2"
 
 
-def test_subgraphs_in_a_parallel_step_pause_and_resume_by_task() -> None:
+def parallel_app(checkpointer: Any) -> Any:
+    """START -> left (a subgraph that asks) and right, joined: one parallel step."""
     inner = StateGraph(Notes)
     inner.add_node("ask", ask)
     inner.add_edge(START, "ask")
-    inner_app = inner.compile()
     outer = StateGraph(Notes)
-    outer.add_node("left", inner_app)
+    outer.add_node("left", inner.compile())
     outer.add_node("right", lambda s: {"notes": ["right"]})
     outer.add_node("join", say("joined"))
     outer.add_edge(START, "left")
     outer.add_edge(START, "right")
     outer.add_edge(["left", "right"], "join")
     outer.add_edge("join", END)
-    app = outer.compile(InMemoryCheckpointer())
+    return outer.compile(checkpointer)
+
+
+def test_subgraphs_in_a_parallel_step_pause_and_resume_by_task() -> None:
+    app = parallel_app(InMemoryCheckpointer())
     config = {"thread_id": "parallel"}
     paused = app.invoke({"messages": [("user", "go")]}, config)
     assert paused["interrupt"].value == {"question": "approve?"}
