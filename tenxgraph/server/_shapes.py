@@ -43,6 +43,7 @@ __all__ = [
     "state_json",
     "state_metadata",
     "state_values",
+    "subgraph_json",
     "thread_json",
     "thread_status",
 ]
@@ -165,12 +166,12 @@ def _tasks_json(
             task["checkpoint"] = {"thread_id": thread_id, "checkpoint_ns": namespace}
             child = None if tree is None else tree.subgraphs.get(segment)
             if child is not None:
-                task["state"] = _subgraph_json(thread_id, child, encode)
+                task["state"] = subgraph_json(thread_id, child, encode)
         tasks.append(task)
     return tasks
 
 
-def _subgraph_json(thread_id: str, tree: StateTree, encode: MessageEncoder) -> dict[str, Any]:
+def subgraph_json(thread_id: str, tree: StateTree, encode: MessageEncoder) -> dict[str, Any]:
     """A paused subgraph's ``ThreadState``: it has no checkpoint of its own, only a namespace."""
     state = tree.state
     return {

@@ -91,3 +91,21 @@ def test_next_names_the_unfinished_tasks_of_a_parallel_step(serve: Serve) -> Non
         state = client.get(f"/threads/{thread_id}/state").json()
         assert state["next"] == ["left"]  # right finished; left's subgraph is paused
         assert state["tasks"][0]["checkpoint"]["checkpoint_ns"] == "left:0"
+
+
+def test_checkpoint_ns_reads_a_paused_subgraph_it_names(client: httpx.Client) -> None:
+    thread_id = thread(client)
+    url = f"/threads/{thread_id}/state/checkpoint"
+    nowhere = client.post(url, json={"checkpoint": {"checkpoint_ns": "middle"}})
+    assert nowhere.status_code == 404, nowhere.text  # nothing paused there yet
+    body = {**RUN, "input": {"messages": [{"role": "user", "content": "go"}]}}
+    assert client.post(f"/threads/{thread_id}/runs/wait", json=body).status_code == 200
+    inner = client.post(url, json={"checkpoint": {"checkpoint_ns": "middle|inner"}})
+    assert inner.status_code == 200, inner.text
+    assert inner.json()["next"] == ["ask"]
+    assert inner.json()["checkpoint"]["checkpoint_ns"] == "middle|inner"
+    unknown = client.post(url, json={"checkpoint": {"checkpoint_ns": "elsewhere"}})
+    assert unknown.status_code == 422, unknown.text
+    run = {**body, "checkpoint": {"checkpoint_ns": "middle"}}
+    refused = client.post(f"/threads/{thread_id}/runs/wait", json=run)
+    assert refused.status_code == 422 and "top of the thread" in refused.text
