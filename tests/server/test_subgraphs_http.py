@@ -109,3 +109,24 @@ def test_checkpoint_ns_reads_a_paused_subgraph_it_names(client: httpx.Client) ->
     run = {**body, "checkpoint": {"checkpoint_ns": "middle"}}
     refused = client.post(f"/threads/{thread_id}/runs/wait", json=run)
     assert refused.status_code == 422 and "top of the thread" in refused.text
+
+
+def test_the_graph_marks_joins_and_xray_shows_the_subgraphs(serve: Serve) -> None:
+    with httpx.Client(base_url=serve(parallel_app), timeout=60) as client:
+        drawn = client.get("/assistants/agent/graph").json()
+        joins = [e for e in drawn["edges"] if e["target"] == "join"]
+        assert joins == [
+            {"source": "left", "target": "join", "conditional": False, "data": "join left + right"},
+            {
+                "source": "right",
+                "target": "join",
+                "conditional": False,
+                "data": "join left + right",
+            },
+        ]
+        assert "left:ask" not in [n["id"] for n in drawn["nodes"]]
+        xray = client.get("/assistants/agent/graph", params={"xray": "true"}).json()
+        assert {"left", "left:ask", "left:__start__"} <= {n["id"] for n in xray["nodes"]}
+        assert {"source": "left:__start__", "target": "left:ask", "conditional": False} in xray[
+            "edges"
+        ]
