@@ -159,8 +159,8 @@ def _tasks_json(
             "state": None,
             "result": None,
         }
-        for segment in paused:
-            if segment.split(":", 1)[0].split("#", 1)[0] != node:
+        for segment, saved in paused.items():
+            if saved.get("done") or segment.split(":", 1)[0].split("#", 1)[0] != node:
                 continue
             namespace = f"{ns}|{segment}" if ns else segment
             task["checkpoint"] = {"thread_id": thread_id, "checkpoint_ns": namespace}

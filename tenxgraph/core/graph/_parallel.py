@@ -269,6 +269,8 @@ class ParallelSteps(RunSteps[S]):
         meta.tasks, meta.task_writes = [], {}
         if meta.resume_values:
             meta.resume_values = []
+        if meta.subgraphs:  # the tasks' subgraphs finished with them
+            meta.subgraphs.clear()
         try:
             next_node = await self._plan(run, [(name, write.goto) for name, write in pairs])
         except Exception as exc:  # the merge stands; retrying ends the turn

@@ -197,6 +197,8 @@ class RunSteps(Generic[S]):
             meta = run.state.execution_meta
             if meta.resume_values:
                 meta.resume_values = []
+            if meta.subgraphs:  # the node's subgraphs finished with it
+                meta.subgraphs.clear()
             try:
                 applied = self.schema.apply(run.state, output, self._where[name])
             except StateError as exc:  # a bad return is the node's error

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph._events import (
+    InterruptEvent,
     MessageEvent,
     RunResult,
     StreamEvent,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
 
 __all__ = [
+    "Fresh",
     "Nested",
     "StateTree",
     "SubgraphNode",
@@ -98,45 +100,62 @@ def _segment(scope: InterruptScope) -> str:
     return last if scope.calls == 1 else f"{last}#{scope.calls}"
 
 
+@dataclass(slots=True)
+class Fresh:
+    """How a subgraph's first run starts: its state, its input, the parent's messages it shares."""
+
+    make: Callable[[], AgentState]
+    input: Mapping[str, Any] = field(default_factory=dict)
+    shared: list[Message] = field(default_factory=list)
+    """The parent's messages the state starts with: not saved again with the subgraph."""
+
+
 async def run_nested(
     graph: CompiledGraph[Any],
-    start: Callable[[], AgentState],
+    fresh: Fresh,
     scope: InterruptScope,
     ctx: RunContext | None,
     config: Mapping[str, Any] | None,
     progress: bool,
-    fresh_input: Mapping[str, Any] | None = None,
     invocation_state: dict[str, Any] | None = None,
-) -> AsyncIterator[StreamEvent | SubgraphEvent]:
+) -> AsyncIterator[StreamEvent]:
     """Run ``graph`` as a subgraph of the node whose ``scope`` is given; yield its events.
 
     Ends with the subgraph's ``RunResult`` when it finished. When it pauses,
     its state is kept in the parent's ``ExecMeta.subgraphs`` and a
-    ``GraphInterrupt`` with its value pauses the parent. ``start`` makes the
-    state of a fresh run (not called when a paused one continues), which
-    ``fresh_input`` (an invoke input) is given to.
+    ``GraphInterrupt`` with its value pauses the parent; the parent's node
+    runs again on resume, and so does this call: it continues the subgraph
+    with the next answer. A subgraph that finished in an earlier run of the
+    node is not run again (the node runs again when a later part of it
+    paused): its result is kept until the node has finished.
     """
     store = scope.subgraphs
     assert store is not None  # parent_scope and SubgraphNode check
     segment = _segment(scope)
-    namespace = scope.namespace.rsplit("|", 1)[0] if "|" in scope.namespace else ""
-    namespace = f"{namespace}|{segment}" if namespace else segment
+    parent_ns = scope.namespace.rsplit("|", 1)[0] if "|" in scope.namespace else ""
     saved = store.get(segment)
-    input: Mapping[str, Any] = fresh_input or {}
+    input: Mapping[str, Any] = fresh.input
     if saved is None:
-        state, used = start(), 0
+        state, used, produced = fresh.make(), 0, []
     else:
-        state, used = _restore(graph, saved, start), int(saved["used"])
+        state = _restore(graph.state_class, saved, fresh.shared)
+        used, produced = int(saved["used"]), list(saved["produced"])
         scope.asked += used  # the answers it had: already in its saved state
+        if saved["done"]:
+            yield RunResult(_produced(state, produced), state)
+            return
         if scope.asked >= len(scope.answers):  # no new answer: it stays paused
             raise GraphInterrupt(saved["interrupt"])
         input = {"resume": scope.answers[scope.asked]}
         scope.asked, used = scope.asked + 1, used + 1
-    run_config = {k: v for k, v in (config or {}).items() if k != "checkpoint_id"}
-    nested = Nested(state, namespace, None if ctx is None else ctx.stored_thread)
+    nested = Nested(
+        state,
+        f"{parent_ns}|{segment}" if parent_ns else segment,
+        None if ctx is None else ctx.stored_thread,
+    )
     events = graph._run(
         input,
-        run_config,
+        {k: v for k, v in (config or {}).items() if k != "checkpoint_id"},
         ctx.invocation_state if ctx is not None else invocation_state,
         inline_sync=False if ctx is None else ctx.run_sync_inline,
         progress=progress,
@@ -146,57 +165,53 @@ async def run_nested(
     async for event in events:
         if isinstance(event, RunResult):
             result = event
-        yield event
+        else:
+            yield event
     assert result is not None  # a run that did not raise ends with its result
-    if result.interrupt is not None:
-        store[segment] = _saved(result.state, start, used, result.interrupt.value)
-        raise GraphInterrupt(result.interrupt.value)
-    store.pop(segment, None)
+    produced += [m.message_id for m in result.messages]
+    paused = result.interrupt
+    store[segment] = _saved(result.state, fresh.shared, used, produced, paused)
+    if paused is not None:
+        raise GraphInterrupt(paused.value)
+    yield RunResult(_produced(result.state, produced), result.state, None, result.invocation_state)
+
+
+def _produced(state: AgentState, ids: list[str | int]) -> list[Message]:
+    """The messages the subgraph's runs produced, in context order (from their ids)."""
+    wanted = set(ids)
+    return [m for m in state.context if m.message_id in wanted]
 
 
 def _saved(
-    state: AgentState, start: Callable[[], AgentState], used: int, value: Any
+    state: AgentState,
+    shared: list[Message],
+    used: int,
+    produced: list[str | int],
+    paused: InterruptEvent | None,
 ) -> dict[str, Any]:
-    """The JSON form of a paused subgraph's state, without the messages it got from its parent."""
+    """The JSON form of a subgraph's state, without the messages it got from its parent."""
     snapshot = ThreadSnapshot.of(state)
-    base = getattr(start, "shared_prefix", 0)
-    context = snapshot.context
-    if base and [m.message_id for m in context[:base]] == getattr(start, "prefix_ids", None):
-        context = context[base:]
-    else:
-        base = 0
+    context, base = snapshot.context, len(shared)
+    same = [m.message_id for m in context[:base]] == [m.message_id for m in shared]
+    context, base = (context[base:], base) if base and same else (context, 0)
     return {
         "values": snapshot.values,
         "context": MessagesAdapter.dump_python(context, mode="json"),
         "base": base,
         "used": used,
-        "interrupt": value,
+        "produced": produced,
+        "done": paused is None,
+        "interrupt": None if paused is None else paused.value,
     }
 
 
 def _restore(
-    graph: CompiledGraph[Any], saved: Mapping[str, Any], start: Callable[[], AgentState] | None
+    state_class: type[AgentState], saved: Mapping[str, Any], shared: list[Message]
 ) -> AgentState:
-    """The paused subgraph's state from its saved form (the shared messages from the parent)."""
-    base = int(saved.get("base", 0))
-    prefix: list[Message] = list(getattr(start, "prefix", [])[:base]) if base else []
-    context = prefix + MessagesAdapter.validate_python(saved["context"])
-    snapshot = ThreadSnapshot(values=saved["values"], context=context)
-    state: AgentState = snapshot.to_state(graph.state_class)
-    return state
-
-
-class _Start:
-    """Makes a fresh subgraph state from its parent's, and remembers the messages shared."""
-
-    def __init__(self, make: Callable[[], AgentState], prefix: list[Message], shared: bool) -> None:
-        self.make = make
-        self.prefix = prefix
-        self.prefix_ids = [m.message_id for m in prefix] if shared else None
-        self.shared_prefix = len(prefix) if shared else 0
-
-    def __call__(self) -> AgentState:
-        return self.make()
+    """A subgraph's state from its saved form, with the messages it shares with its parent."""
+    context = shared[: int(saved["base"])] + MessagesAdapter.validate_python(saved["context"])
+    declared = {k: v for k, v in saved["values"].items() if k in state_class.model_fields}
+    return ThreadSnapshot(values=declared, context=context).to_state(state_class)
 
 
 class SubgraphNode(Node):
@@ -240,17 +255,18 @@ class SubgraphNode(Node):
         bound.reduced = frozenset(field_reducers(graph.state_class))
         return bound
 
-    def _start(self, state: AgentState) -> _Start:
+    def _fresh(self, state: AgentState) -> Fresh:
+        """How the subgraph starts from the parent's ``state``: shared fields, or the mapping."""
         if self.input is None:
-            prefix = list(state.context)
+            shared = list(state.context)
 
             def make() -> AgentState:
                 values = {f: copy.deepcopy(getattr(state, f)) for f in self.shared}
                 child: AgentState = self.graph.state_class(**values)
-                child.set_context(list(prefix))
+                child.set_context(list(shared))
                 return child
 
-            return _Start(make, prefix, True)
+            return Fresh(make, shared=shared)
         mapped = self.input(state)
 
         def make_mapped() -> AgentState:
@@ -266,7 +282,7 @@ class SubgraphNode(Node):
             self.graph.schema.apply(child, dict(mapped), "the subgraph's input mapping")
             return child
 
-        return _Start(make_mapped, [], False)
+        return Fresh(make_mapped)
 
     async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[Any]:
         """Run the subgraph; yield its events namespaced, then what it hands back."""
@@ -285,10 +301,10 @@ class SubgraphNode(Node):
         scope = ctx.interrupt_scope
         if scope.subgraphs is None:
             raise StateError("a subgraph node runs only inside a graph")
-        start = self._start(state)
+        fresh = self._fresh(state)
         result: RunResult | None = None
         segment = (scope.namespace.rsplit("|", 1)[-1],)
-        async for event in run_nested(self.graph, start, scope, ctx, ctx.config, progress):
+        async for event in run_nested(self.graph, fresh, scope, ctx, ctx.config, progress):
             if isinstance(event, RunResult):
                 result = event
             elif isinstance(event, SubgraphEvent):
@@ -326,30 +342,17 @@ def state_tree(graph: CompiledGraph[Any], state: AgentState, namespace: str = ""
     """
     tree = StateTree(state, namespace)
     for segment, saved in state.execution_meta.subgraphs.items():
+        if saved["done"]:
+            continue
         node = graph.nodes.get(segment.split(":", 1)[0].split("#", 1)[0])
-        child_graph = node.graph if isinstance(node, SubgraphNode) else None
-        start = _prefix_of(state)
         child_ns = f"{namespace}|{segment}" if namespace else segment
-        if child_graph is None:
-            child = _restore_as(AgentState, saved, start)
-            tree.subgraphs[segment] = StateTree(child, child_ns)
+        if isinstance(node, SubgraphNode):
+            child = _restore(node.graph.state_class, saved, state.context)
+            tree.subgraphs[segment] = state_tree(node.graph, child, child_ns)
         else:
-            child = _restore(child_graph, saved, start)
-            tree.subgraphs[segment] = state_tree(child_graph, child, child_ns)
+            child = _restore(AgentState, saved, state.context)
+            tree.subgraphs[segment] = StateTree(child, child_ns)
     return tree
-
-
-def _prefix_of(state: AgentState) -> _Start:
-    return _Start(lambda: state, list(state.context), True)
-
-
-def _restore_as(
-    state_class: type[AgentState], saved: Mapping[str, Any], start: _Start
-) -> AgentState:
-    base = int(saved.get("base", 0))
-    context = start.prefix[:base] + MessagesAdapter.validate_python(saved["context"])
-    declared = {k: v for k, v in saved["values"].items() if k in state_class.model_fields}
-    return ThreadSnapshot(values=declared, context=context).to_state(state_class)
 
 
 async def invoke_nested(
@@ -360,10 +363,8 @@ async def invoke_nested(
     invocation_state: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """``graph.ainvoke`` called by a node of a running graph: it runs as that node's subgraph."""
-    events = run_nested(
-        graph, graph._fresh_state, scope, None, config, False, input or {}, invocation_state
-    )
-    return await drain(events)
+    fresh = Fresh(graph._fresh_state, input or {})
+    return await drain(run_nested(graph, fresh, scope, None, config, False, invocation_state))
 
 
 def subgraphs_of(nodes: Mapping[str, Node], recurse: bool, prefix: str = "") -> dict[str, Any]:

@@ -306,3 +306,30 @@ def test_drawings_show_nested_graphs() -> None:
     at = listing.index("middle  subgraph over Notes")
     assert listing[at + 1 : at + 3] == ["    | START", "    |   --> pre"]
     assert "    |     | say" in listing
+
+
+def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
+    first, second = inner_asking(), inner_asking()
+    runs: list[str] = []
+
+    def delegate(state: Report) -> dict[str, Any]:
+        a = first.invoke({"state": {"query": "a"}})["state"].findings
+        runs.append("between")  # reached again on every resume of this node
+        b = second.invoke({"state": {"query": "b"}})["state"].findings
+        confirmed = interrupt("publish?")
+        return {"summary": f"{a} {b} {confirmed}"}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "two-calls"}
+    asked = [app.invoke({"state": {"question": "q"}}, config)["interrupt"].value]
+    for answer in ["1", "2", "3", "4"]:
+        asked.append(app.invoke({"resume": answer}, config)["interrupt"].value)
+    assert asked == ["search a?", "more?", "search b?", "more?", "publish?"]
+    saved = app.get_state(config)
+    assert saved is not None and list(saved.execution_meta.subgraphs) == ["delegate", "delegate#2"]
+    done = app.invoke({"resume": "yes"}, config)
+    assert done["state"].summary == "['1', '2'] ['3', '4'] yes"
+    assert done["state"].execution_meta.subgraphs == {}
