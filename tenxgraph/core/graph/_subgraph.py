@@ -6,8 +6,9 @@ or ``interrupt_before`` inside it), its state waits in the parent's
 ``ExecMeta.subgraphs`` under its namespace segment, and the parent's pause
 saves it. The parent's caller resumes the parent, the parent's node runs
 again, and the subgraph continues from its saved state with the answer.
-When the subgraph finishes, its entry is dropped with the parent's next
-save: nothing of it stays in the thread but what it handed back.
+When the subgraph finishes, its entry is marked done (a node that runs
+again after a later pause does not run it twice) and dropped when its node
+finishes: nothing of it stays in the thread but what it handed back.
 
 One mechanism serves ``add_node("name", compiled)`` (``SubgraphNode``) and
 a node that calls ``compiled.invoke(...)`` itself (``run_nested``).
