@@ -36,7 +36,10 @@ __all__ = [
     "Send",
     "StateGraph",
     "StateSnapshot",
+    "StateTree",
     "StreamEvent",
+    "SubgraphEvent",
+    "SubgraphNode",
     "ThreadSnapshot",
     "Tool",
     "ToolNode",
@@ -74,6 +77,7 @@ if TYPE_CHECKING:
         MessageEvent,
         RunResult,
         StreamEvent,
+        SubgraphEvent,
         UpdateEvent,
     )
     from tenxgraph.core.graph._handoffs import create_swarm, handoff_tool
@@ -101,6 +105,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._send import Send
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._subgraph import StateTree, SubgraphNode
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
     from tenxgraph.runs import MultitaskStrategy
@@ -124,6 +129,7 @@ else:
                 "MessageEvent",
                 "RunResult",
                 "StreamEvent",
+                "SubgraphEvent",
                 "UpdateEvent",
             ),
             "tenxgraph.core.graph._history": ("CheckpointInfo", "StateSnapshot"),
@@ -160,6 +166,7 @@ else:
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._send": ("Send",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
+            "tenxgraph.core.graph._subgraph": ("StateTree", "SubgraphNode"),
             "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (
                 "ToolNode",
