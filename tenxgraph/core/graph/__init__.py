@@ -14,6 +14,7 @@ __all__ = [
     "CheckpointInfo",
     "Command",
     "CompiledGraph",
+    "CustomEvent",
     "DrawnEdge",
     "DrawnNode",
     "ErrorEvent",
@@ -35,6 +36,7 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "StreamEvent",
+    "StreamWriter",
     "ThreadSnapshot",
     "Tool",
     "ToolNode",
@@ -45,6 +47,7 @@ __all__ = [
     "before_agent",
     "before_model",
     "create_agent",
+    "get_stream_writer",
     "interrupt",
     "pending_remote_calls",
     "remote_tool_result",
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
     from tenxgraph.core.graph._drawing import DrawnEdge, DrawnNode, GraphDescription
     from tenxgraph.core.graph._events import (
+        CustomEvent,
         ErrorEvent,
         InterruptEvent,
         MessageEvent,
@@ -92,6 +96,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._send import Send
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._stream_writer import StreamWriter, get_stream_writer
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
     from tenxgraph.runs import MultitaskStrategy
@@ -107,6 +112,7 @@ else:
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
             "tenxgraph.core.graph._drawing": ("DrawnEdge", "DrawnNode", "GraphDescription"),
             "tenxgraph.core.graph._events": (
+                "CustomEvent",
                 "ErrorEvent",
                 "InterruptEvent",
                 "MessageEvent",
@@ -148,6 +154,7 @@ else:
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._send": ("Send",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
+            "tenxgraph.core.graph._stream_writer": ("StreamWriter", "get_stream_writer"),
             "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (
                 "ToolNode",

@@ -162,14 +162,19 @@ class Agent(Node):
                 system = [Message.text_message(prompt, role="system")] if prompt else []
                 await afit_before_request(state, manager, self.model.context_window, system)
         answer: Message | None = None
+        ids: dict[str | int, str | int] = {}
         async for message in self._answer(state, ctx, manager):
             if message.delta:
-                yield MessageEvent(ctx.node, message)
+                given = message.message_id
+                if given not in ids:
+                    ids[given] = ctx.id_generator()
+                yield MessageEvent(ctx.node, message.model_copy(update={"message_id": ids[given]}))
             else:
                 answer = message
         assert answer is not None  # stream_model_call ends with the complete message or raises
         if self.output is None:
-            yield NodeOutput([answer.model_copy(update={"message_id": ctx.id_generator()})])
+            stored = ids[answer.message_id] if answer.message_id in ids else ctx.id_generator()
+            yield NodeOutput([answer.model_copy(update={"message_id": stored})])
             return
         settled = await self.output.settle(
             answer,
@@ -177,7 +182,9 @@ class Agent(Node):
             native=not self.output.uses_tool(self.model, with_tools=bool(self.tools)),
             provider=self.model.provider,
         )
-        answer = settled.message.model_copy(update={"message_id": ctx.id_generator()})
+        given = settled.message.message_id
+        stored = ids[given] if given in ids else ctx.id_generator()
+        answer = settled.message.model_copy(update={"message_id": stored})
         if not settled.structured:  # the answer calls tools: they run first
             yield NodeOutput([answer])
             return

@@ -9,6 +9,7 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 
 __all__ = [
+    "CustomEvent",
     "ErrorEvent",
     "InterruptEvent",
     "MessageEvent",
@@ -46,6 +47,14 @@ class InterruptEvent:
     when: str
     """``before`` or ``after`` the node (``interrupt_before/after``), or ``inside`` it;
     ``remote_tool_calls`` when a ``ToolNode`` waits for the client's remote tool results."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomEvent:
+    """Data a node or a tool wrote with the writer of ``get_stream_writer()``."""
+
+    node: str
+    data: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,4 +98,4 @@ class RunResult:
         return result
 
 
-StreamEvent = MessageEvent | UpdateEvent | InterruptEvent | ErrorEvent | RunResult
+StreamEvent = MessageEvent | UpdateEvent | CustomEvent | InterruptEvent | ErrorEvent | RunResult

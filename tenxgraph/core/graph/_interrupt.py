@@ -10,6 +10,7 @@ tool call made from inside a run can tell that it is nested (see ``_direct``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -45,6 +46,8 @@ class InterruptScope:
     asked: int = 0
     thread: ThreadKey | None = None
     """The thread whose run (or direct tool call) executes the code in this scope."""
+    writer: Callable[[Any], None] | None = None
+    """Where ``get_stream_writer()``'s data goes: the run's stream, or None (nothing reads it)."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

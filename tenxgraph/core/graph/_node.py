@@ -24,6 +24,7 @@ from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.graph._stream_writer import CustomSink, StreamWriter
     from tenxgraph.core.state.ids import ThreadKey
 
 __all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress", "StoredThreadRef"]
@@ -55,6 +56,8 @@ class RunContext:
     """The graph's threads for sync user code, apart from the executor storage I/O uses."""
     stored_thread: StoredThreadRef | None = None
     """The stored thread the run holds (its session); None for a run without one."""
+    custom: CustomSink | None = None
+    """Where the run's ``get_stream_writer()`` data goes; None when nothing streams the run."""
 
     def for_task(self, node: str, scope: InterruptScope) -> RunContext:
         """A copy of the context for one task of a parallel step: its node, its answers.
@@ -74,7 +77,12 @@ class RunContext:
             self.run_id,
             self.workers,
             self.stored_thread,
+            self.custom,
         )
+
+    def writer(self, node: str) -> StreamWriter | None:
+        """The ``get_stream_writer()`` of the code ``node`` runs (None: nothing streams it)."""
+        return None if self.custom is None else self.custom.writer(node)
 
     def tool_call_key(self, message_id: str | int, call_id: str) -> str:
         """The idempotency key of call ``call_id`` of assistant message ``message_id``.

@@ -186,7 +186,7 @@ class ParallelSteps(RunSteps[S]):
         if is_send:  # a function gets the arg as it is; any other node, a state
             given = arg if isinstance(node, FunctionNode) else self._state_of(name, arg)
         answers = list(run.state.execution_meta.resume_values) if paused else []
-        scope = InterruptScope(answers, thread=run.control.thread)
+        scope = InterruptScope(answers, thread=run.control.thread, writer=run.ctx.writer(name))
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)

@@ -23,6 +23,7 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
 from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._stream_writer import written_before
 from tenxgraph.core.graph._updates import Applied, StateSchema
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.message import Message
@@ -143,12 +144,15 @@ class RunSteps(Generic[S]):
                 elif isinstance(item, SaveProgress):
                     await self._save_step(run, name)
                 else:
+                    if run.ctx.custom:  # what the node wrote comes before what it yields next
+                        for written in run.ctx.custom.take():
+                            yield written
                     yield item
         except (Exception, asyncio.CancelledError) as exc:
             yield await self._broke(run, name, exc)
             return
         events, outcome = await self._settle(run, name, output, True)
-        for event in events:
+        for event in written_before(run.ctx.custom, events):
             yield event
         yield outcome
 
@@ -168,7 +172,9 @@ class RunSteps(Generic[S]):
         run.path.append(name)
         meta.enter_node(name)
         run.ctx.node = name
-        run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=control.thread)
+        run.ctx.interrupt_scope = InterruptScope(
+            meta.resume_values, thread=control.thread, writer=run.ctx.writer(name)
+        )
         return None
 
     async def _save_step(self, run: Run[S], name: str) -> None:
