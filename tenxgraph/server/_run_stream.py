@@ -14,6 +14,9 @@ LangGraph's server sends them, so ``langgraph-sdk`` reads them):
 - ``messages``: ``messages/metadata`` once per message, then
   ``messages/partial`` with the message accumulated so far, and
   ``messages/complete`` with the complete message.
+- ``custom``, ``tasks``, ``checkpoints``, ``debug``, ``events``, ``tools``,
+  ``lifecycle``: written by a ``ModeWriter`` (``_stream_modes``) from the
+  same events; ``checkpoints`` and ``debug`` read each saved checkpoint back.
 
 Every run's stream starts with ``metadata`` (``{"run_id", "attempt"}``),
 may carry ``error`` (``{"error": type, "message": text}``) and ends with
@@ -44,7 +47,7 @@ from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._stream_modes import SNAPSHOT_MODES, TRANSLATED_MODES, ModeWriter
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph, RunControl
+    from tenxgraph.core.graph import CompiledGraph, RunControl, StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.server._event_log import EventLog
@@ -262,10 +265,7 @@ class RunStreamWriter:
         """
         state = None
         if self._snapshots:
-            last = self.translated.last_checkpoint or 0
-            history = await graph.aget_state_history(
-                self._config, where=lambda info: info.version > last
-            )
+            history = await self._new_checkpoints(graph, self.translated.last_checkpoint or 0)
             for snapshot in reversed(history):
                 self.translated.checkpoint(snapshot)
             state = history[0].state if history else None
@@ -279,6 +279,22 @@ class RunStreamWriter:
         self.translated.values = values
         if "values" in self.modes:
             self._send_values(values)
+
+    async def _new_checkpoints(
+        self, graph: CompiledGraph[Any], last: int
+    ) -> list[StateSnapshot[Any]]:
+        """The checkpoints newer than version ``last``, newest first.
+
+        The newest few are read, more only when all of those are new: a long
+        history is not read at each step.
+        """
+        limit = 4
+        while True:
+            history = await graph.aget_state_history(self._config, limit=limit)
+            fresh = [snapshot for snapshot in history if snapshot.version > last]
+            if len(fresh) < len(history) or len(history) < limit:
+                return fresh
+            limit *= 4
 
     async def _mark_checkpoint(self, graph: CompiledGraph[Any]) -> None:
         """Note the thread's newest checkpoint before the run saves: its own come after."""
