@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenxgraph.core.graph._events import MessageEvent
+from tenxgraph.core.graph._events import CustomEvent, MessageEvent
 from tenxgraph.core.graph._interrupt import InterruptScope, _scope
+from tenxgraph.core.graph._stream_writer import with_writer
 from tenxgraph.core.graph._tools import idempotency_key
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
@@ -183,7 +184,7 @@ class Node(ABC):
     @abstractmethod
     def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
+    ) -> AsyncIterator[MessageEvent | CustomEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
 
     async def run_to_end(
@@ -219,23 +220,42 @@ class Node(ABC):
 
 
 class FunctionNode(Node):
-    """A plain function ``fn(state)`` or ``fn(state, config)``, sync or async."""
+    """A plain function ``fn(state)``, ``fn(state, config)``, ``fn(state, writer)``, sync or async.
+
+    A function with a ``writer`` parameter gets the node's ``get_stream_writer()``
+    there, and what it writes is streamed while it runs (``streams``).
+    """
 
     streams = False
 
     def __init__(self, name: str, function: Callable[..., Any]) -> None:
         self.name = name
-        self.function = function
         parameters = inspect.signature(function).parameters
         self.wants_config = "config" in parameters
         self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - async callable objects
         )
         self.inline = not self.is_async
+        self.streams = "writer" in parameters
+        self.function = with_writer(function, self.is_async) if self.streams else function
 
-    async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
-        """Call the function and yield what it returned."""
-        yield NodeOutput(await self.run_to_end(state, ctx, _no_save))
+    async def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[CustomEvent | NodeOutput]:
+        """Call the function and yield what it returned; what it writes, as it writes it."""
+        sink = ctx.custom
+        if not self.streams or sink is None:
+            yield NodeOutput(await self.run_to_end(state, ctx, _no_save))
+            return
+        task = asyncio.ensure_future(self.run_to_end(state, ctx, _no_save))
+        try:
+            while not task.done():
+                await sink.written_or_done(task)
+                for event in sink.take():
+                    yield event
+            yield NodeOutput(task.result())
+        finally:
+            task.cancel()  # a stop cancelled the wait: the node's own await goes too
 
     async def run_to_end(
         self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 from typing import Any
 
 import pytest
@@ -141,3 +142,62 @@ def test_streamed_chunks_carry_the_id_the_stored_answer_gets() -> None:
     assert len(chunks) == 3
     stored = app.get_state(config).context[-1]
     assert {c.message_id for c in chunks} == {stored.message_id}
+
+
+async def test_a_node_taking_a_writer_streams_while_it_still_runs() -> None:
+    seen = asyncio.Event()
+
+    async def progress(state: AgentState, writer: Any) -> None:
+        writer("started")
+        await seen.wait()  # goes on only once the consumer has the first piece
+        writer("finished")
+
+    app = _steps(("progress", progress))
+    written = []
+    async for event in app.astream({}):
+        if isinstance(event, CustomEvent):
+            written.append(event.data)
+            seen.set()
+    assert written == ["started", "finished"]
+
+
+async def test_a_sync_node_taking_a_writer_streams_from_its_worker_thread() -> None:
+    seen = threading.Event()
+
+    def progress(state: AgentState, writer: Any) -> dict[str, Any]:
+        writer("started")
+        return {"context": [("assistant", f"consumer saw it: {seen.wait(30)}")]}
+
+    events = []
+    async for event in _steps(("progress", progress)).astream({}):
+        events.append(event)
+        if isinstance(event, CustomEvent):
+            seen.set()
+    assert events[-1].messages[-1].text() == "consumer saw it: True"
+
+
+def test_a_writer_node_under_invoke_and_stop_while_it_waits() -> None:
+    def quiet(state: AgentState, writer: Any) -> None:
+        writer("dropped")
+
+    assert _steps(("quiet", quiet)).invoke({})["messages"] == []
+
+    async def forever(state: AgentState, writer: Any) -> None:
+        writer("waiting")
+        await asyncio.Event().wait()
+
+    graph = StateGraph(AgentState)
+    graph.add_node("forever", forever)
+    graph.set_entry_point("forever")
+    app, config = graph.compile(InMemoryCheckpointer()), {"thread_id": "stop"}
+
+    async def main() -> RunResult:
+        async for event in app.astream({}, config):
+            if isinstance(event, CustomEvent):
+                assert app.stop(config)
+            elif isinstance(event, RunResult):
+                return event
+        raise AssertionError("no result")
+
+    result = asyncio.run(main())
+    assert result.state.execution_meta.status == "stopped"
