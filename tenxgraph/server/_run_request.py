@@ -176,6 +176,8 @@ def graph_input(request: RunRequest, fields: Collection[str] = ()) -> dict[str, 
 def _goto(goto: Any) -> str | Send | list[str | Send]:
     """``command.goto`` as the graph's ``goto`` input: node names and ``Send``s."""
     items = goto if isinstance(goto, list) else [goto]
+    if not items:
+        raise StateError("command.goto names no node")
     targets: list[str | Send] = []
     for item in items:
         if isinstance(item, str):

@@ -7,6 +7,7 @@ Also ``command.goto`` and the id of a streamed message's chunks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,8 @@ from langgraph_sdk import get_sync_client
 
 from tenxgraph.core.graph import CompiledGraph, create_agent, get_stream_writer, tool
 from tenxgraph.core.llm import FunctionModel
-from tenxgraph.core.state import ToolCallBlock
+from tenxgraph.core.state import Message, ToolCallBlock
+from tenxgraph.server._message_format import langchain_json, tenxgraph_json, translate_event
 from tenxgraph.storage.checkpointer import Checkpointer
 from tests.server.conftest import BACKENDS, Serve
 
@@ -153,7 +155,28 @@ def test_command_goto_runs_the_named_node(client: Any) -> None:
     client.runs.wait(thread_id, AGENT, input={"messages": [{"type": "human", "content": "hi"}]})
     values = client.runs.wait(thread_id, AGENT, command={"goto": "agent"})
     assert [m["content"] for m in values["messages"]] == ["hi", *["plain words here"] * 2]
-    with pytest.raises(httpx.HTTPStatusError, match="names no node"):
-        client.runs.wait(thread_id, AGENT, command={"goto": "nowhere"})
+    for wrong in ("nowhere", [], [["agent"]], {"node": 1}):
+        with pytest.raises(httpx.HTTPStatusError, match="goto"):
+            client.runs.wait(thread_id, AGENT, command={"goto": wrong})
     with pytest.raises(httpx.HTTPStatusError, match="not both"):
         client.runs.wait(thread_id, AGENT, command={"goto": "agent", "resume": 1})
+
+
+def test_the_translated_modes_messages_in_either_format() -> None:
+    answer = Message.text_message("hi", role="assistant", message_id="m1")
+    stored = answer.model_dump(mode="json")
+    values = {"messages": [stored], "topic": "x"}
+    logged = {
+        "checkpoints": {"values": values, "next": []},
+        "tasks": {"id": "t", "name": "agent", "result": [["messages", [stored]], ["topic", "x"]]},
+        "debug": {"type": "task", "step": 1, "payload": {"id": "t", "input": values}},
+        "events": {"event": "on_chat_model_end", "data": {"output": stored}},
+    }
+    for event, data in logged.items():
+        text = json.dumps(data)
+        assert translate_event(event, text, tenxgraph_json) == text  # kept as logged
+        translated = json.loads(translate_event(event, text, langchain_json))
+        found = json.dumps(translated)
+        assert '"type": "ai"' in found and '"role"' not in found, (event, translated)
+    tasks = json.loads(translate_event("tasks", json.dumps(logged["tasks"]), langchain_json))
+    assert tasks["result"][1] == ["topic", "x"]
