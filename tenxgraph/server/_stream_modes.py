@@ -120,7 +120,7 @@ class ModeWriter:
                 self._event("on_chain_end", event.node, task, {"output": update}, event.node)
         elif isinstance(event, ErrorEvent):
             self._task_end(event.node, self._task_of(event.node), {"error": event.error})
-        elif isinstance(event, InterruptEvent) and event.when != "before":
+        elif isinstance(event, InterruptEvent) and event.when not in ("before", "after"):
             task = self._task_of(event.node)
             interrupts = [{"value": event.value, "id": task}]
             self._task_end(event.node, task, {"result": []}, interrupts)

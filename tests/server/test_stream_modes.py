@@ -21,6 +21,7 @@ from tenxgraph.core.state import Message, ToolCallBlock
 from tenxgraph.server._message_format import langchain_json, tenxgraph_json, translate_event
 from tenxgraph.storage.checkpointer import Checkpointer
 from tests.server.conftest import BACKENDS, Serve
+from tests.server.test_runs import asking_graph
 
 AGENT = "agent"
 ALL = ["custom", "tasks", "checkpoints", "debug", "events", "tools", "lifecycle"]
@@ -180,3 +181,13 @@ def test_the_translated_modes_messages_in_either_format() -> None:
         assert '"type": "ai"' in found and '"role"' not in found, (event, translated)
     tasks = json.loads(translate_event("tasks", json.dumps(logged["tasks"]), langchain_json))
     assert tasks["result"][1] == ["topic", "x"]
+
+
+def test_a_task_paused_inside_ends_with_its_interrupt(serve: Serve) -> None:
+    client = get_sync_client(url=serve(asking_graph), api_key=None)
+    _, parts = _stream(client, "hi", ["tasks", "lifecycle"])
+    start, end = _of(parts, "tasks")
+    assert start["name"] == end["name"] == "ask" and start["id"] == end["id"]
+    assert end["interrupts"][0]["value"] == {"question": "your name?"}
+    assert [item["event"] for item in _of(parts, "lifecycle")] == ["started", "interrupted"]
+    client.close()
