@@ -137,13 +137,57 @@ def translate_event(event: str, data: str, encode: MessageEncoder) -> str:
         translated = {node: _values(update) for node, update in parsed.items()}
     elif event == "messages":
         translated = [langchain_from_json(parsed[0]), *parsed[1:]]
+    elif event in _TRANSLATED:
+        translated = _TRANSLATED[event](parsed)
     else:
         translated = [langchain_from_json(message) for message in parsed]
     return to_json(translated, inf_nan_mode="null").decode()
 
 
+def _checkpoint(data: Any) -> Any:
+    """A ``checkpoints`` event's data: its ``values``."""
+    return {**data, "values": _values(data.get("values"))}
+
+
+def _task(data: Any) -> Any:
+    """A ``tasks`` event's data: a start's ``input``, a result's ``messages`` pair."""
+    if "input" in data:
+        return {**data, "input": _values(data["input"])}
+    if isinstance(data.get("result"), list):
+        return {**data, "result": [[k, _values({k: v})[k]] for k, v in data["result"]]}
+    return data
+
+
+def _debug(data: Any) -> Any:
+    """A ``debug`` event's data: its payload, a checkpoint's or a task's."""
+    payload = data.get("payload")
+    translate = _checkpoint if data.get("type") == "checkpoint" else _task
+    return {**data, "payload": translate(payload)} if isinstance(payload, dict) else data
+
+
+def _record(data: Any) -> Any:
+    """An ``events`` record's data: a model's message (``chunk``, ``output``), a node's values."""
+    inner = data.get("data")
+    if not isinstance(inner, dict):
+        return data
+    out = {}
+    for key, value in inner.items():
+        if isinstance(value, dict) and "role" in value and "content" in value:
+            value = langchain_from_json(value)
+        out[key] = _values(value)
+    return {**data, "data": out}
+
+
+_TRANSLATED: dict[str, Callable[[Any], Any]] = {
+    "checkpoints": _checkpoint,
+    "tasks": _task,
+    "debug": _debug,
+    "events": _record,
+}
+"""How the messages in the translated modes' events are found (``_stream_modes``)."""
+
 _MESSAGE_EVENTS = frozenset(
-    {"values", "updates", "messages", "messages/partial", "messages/complete"}
+    {"values", "updates", "messages", "messages/partial", "messages/complete", *_TRANSLATED}
 )
 
 

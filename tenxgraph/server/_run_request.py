@@ -4,12 +4,12 @@
 ``/runs/stream``, ``/runs/wait`` and their ``/threads/{id}/...`` forms.
 ``checkpoint``/``checkpoint_id`` start the run from that older checkpoint,
 branching the thread there (the run config's ``checkpoint_id``).
+``command.goto`` starts the run at the node(s) it names (``goto_entry``).
 Fields LangGraph's server has and this one does not act on are refused with
 a 422 that says what to do instead, never silently dropped:
 ``interrupt_before``/``interrupt_after`` (set when compiling the
-graph), ``webhook`` and ``command.goto``. ``stream_subgraphs`` adds the
-subgraphs' events, named with their namespace (``updates|research``).
-Fields that only tune LangGraph's
+graph) and ``webhook``. ``stream_subgraphs`` adds the subgraphs' events,
+named with their namespace (``updates|research``). Fields that only tune LangGraph's
 own machinery and change nothing a client sees here (``durability``,
 ``checkpoint_during``, ``stream_resumable``: every
 stream here is resumable, ``feedback_keys``, ``langsmith_tracer``,
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tenxgraph.core.graph import Send
 from tenxgraph.core.state.edits import RemoveMessage
 from tenxgraph.core.state.ids import checkpoint_of, run_config
 from tenxgraph.core.state.langchain_format import from_langchain_message, is_langchain_message
@@ -57,7 +58,11 @@ _OWN_CONFIG_KEYS = ("thread_id", "user_id", "run_id")
 
 
 class RunCommand(BaseModel):
-    """LangGraph's ``Command``: ``resume`` answers an interrupt, ``update`` changes state."""
+    """LangGraph's ``Command``: ``resume``, ``update`` and ``goto``.
+
+    ``resume`` answers an interrupt, ``update`` changes state, ``goto`` names
+    the node(s) the run starts at (names, or ``Send``s: ``{"node", "input"}``).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,11 +116,12 @@ class RunRequest(BaseModel):
         if self.input and self.command is not None:  # an empty input beside it says nothing
             raise StateError("give either 'input' or 'command', not both")
         if self.command is not None and self.command.goto is not None:
-            raise StateError(
-                "command.goto is not supported: a run goes on where the thread stands and the "
-                "graph's edges pick each next node; to choose the next node, update the state "
-                "as the node before it (POST /threads/{id}/state with as_node), then run"
-            )
+            if "resume" in self.command.model_fields_set:
+                raise StateError(
+                    "give command.goto or command.resume, not both: a resumed node goes on "
+                    "along the graph's edges; resume first, then run with command.goto"
+                )
+            _goto(self.command.goto)
         bad = [mode for mode in self.modes() if mode not in STREAM_MODES]
         if bad:
             raise StateError(
@@ -144,6 +150,8 @@ def graph_input(request: RunRequest, fields: Collection[str] = ()) -> dict[str, 
         result: dict[str, Any] = {}
         if "resume" in given:
             result["resume"] = command.resume
+        if command.goto is not None:
+            result["goto"] = _goto(command.goto)
         if command.update:
             update = dict(command.update)
             if "messages" in update and "messages" not in fields:
@@ -166,8 +174,29 @@ def graph_input(request: RunRequest, fields: Collection[str] = ()) -> dict[str, 
     return result
 
 
+def _goto(goto: Any) -> str | Send | list[str | Send]:
+    """``command.goto`` as the graph's ``goto`` input: node names and ``Send``s."""
+    items = goto if isinstance(goto, list) else [goto]
+    if not items:
+        raise StateError("command.goto names no node")
+    targets: list[str | Send] = []
+    for item in items:
+        if isinstance(item, str):
+            targets.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("node"), str):
+            targets.append(Send(item["node"], item.get("input", item.get("arg"))))
+        else:
+            raise StateError(
+                "command.goto takes a node name, a Send ({'node': name, 'input': value}) "
+                f"or a list of them, got {item!r:.80}"
+            )
+    return targets if isinstance(goto, list) else targets[0]
+
+
 def check_state_input(graph: CompiledGraph[Any], given: dict[str, Any] | None) -> None:
     """Refuse (``StateError``, 422) state the graph's state class cannot take, before a run starts.
+
+    A ``goto`` naming no node of the graph is refused too.
 
     The run refuses it too, but only once started: a streamed run would
     answer 200 and then an ``error`` event, a background run would be
@@ -177,6 +206,12 @@ def check_state_input(graph: CompiledGraph[Any], given: dict[str, Any] | None) -
     code and with the same message as in the run. What depends on the
     thread's own state (a custom reducer's merge with it) is the run's to find.
     """
+    if given and "goto" in given:
+        goto = given["goto"]
+        for item in goto if isinstance(goto, list) else [goto]:
+            node = item.node if isinstance(item, Send) else item
+            if node not in graph.nodes:
+                raise StateError(f"command.goto names no node of the graph: {node!r}")
     if not given or "state" not in given:
         return
     schema = graph.schema

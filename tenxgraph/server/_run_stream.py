@@ -14,6 +14,9 @@ LangGraph's server sends them, so ``langgraph-sdk`` reads them):
 - ``messages``: ``messages/metadata`` once per message, then
   ``messages/partial`` with the message accumulated so far, and
   ``messages/complete`` with the complete message.
+- ``custom``, ``tasks``, ``checkpoints``, ``debug``, ``events``, ``tools``,
+  ``lifecycle``: written by a ``ModeWriter`` (``_stream_modes``) from the
+  same events; ``checkpoints`` and ``debug`` read each saved checkpoint back.
 
 Every run's stream starts with ``metadata`` (``{"run_id", "attempt"}``),
 may carry ``error`` (``{"error": type, "message": text}``) and ends with
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import (
+    CustomEvent,
     InterruptEvent,
     MessageEvent,
     RunResult,
@@ -42,9 +46,10 @@ from tenxgraph.core.state.json_policy import reader_json
 from tenxgraph.errors import GraphRunError
 from tenxgraph.runs import RunStatus
 from tenxgraph.server import _shapes as shapes
+from tenxgraph.server._stream_modes import SNAPSHOT_MODES, TRANSLATED_MODES, ModeWriter
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph, RunControl
+    from tenxgraph.core.graph import CompiledGraph, RunControl, StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.server._event_log import EventLog
@@ -57,8 +62,14 @@ __all__ = [
     "run_status",
 ]
 
-STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"})
+STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"}) | TRANSLATED_MODES
 """The ``stream_mode`` values this server produces."""
+
+_READS_STATE = frozenset({"values", "tasks", "debug", "events"}) | SNAPSHOT_MODES
+"""The modes that need the state read back after each step."""
+
+ROOT_NAME = "LangGraph"
+"""The run's graph as the ``events`` mode names it (LangGraph's name for a graph's own run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +133,9 @@ class RunStreamWriter:
         self._partial: _Partial | None = None
         self._pause: InterruptEvent | None = None
         self._config: Mapping[str, Any] = {}
+        self._reads = bool(self.modes & _READS_STATE)
+        self._snapshots = bool(self.modes & SNAPSHOT_MODES)
+        self.translated = ModeWriter(self._emit, self.modes, run_id, "")
 
     def _emit(self, event: str, data: Any) -> None:
         self.log.append(event, self.encoder.dumps(data))
@@ -144,22 +158,37 @@ class RunStreamWriter:
         run paused for remote tools, ends ``interrupted``.
         """
         self._config = config
+        self.translated.thread_id = str(config.get("thread_id", ""))
+        self.translated.started(ROOT_NAME)
         try:
-            while True:
-                result = await self._leg(graph, input, config, invocation_state, control)
-                if result is None:
-                    return "interrupted"
-                pending = pending_remote_calls(result.state)
-                if not pending or self.remote is None:
-                    return run_status(result)
-                if control is not None and control.stop_requested:
-                    return "interrupted"
-                for entry in self.remote.expect(pending):
-                    self._emit("remote_tool_call", entry.call.model_dump(mode="json"))
-                input = await self.remote.next_resume()
+            status = await self._legs(graph, input, config, invocation_state, control)
         except Exception as exc:
             self.failed(exc)
             raise
+        self.translated.ended(ROOT_NAME, status, self.output)
+        return status
+
+    async def _legs(
+        self,
+        graph: CompiledGraph[Any],
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any],
+        invocation_state: dict[str, Any] | None,
+        control: RunControl | None,
+    ) -> RunStatus:
+        """The run's ``astream`` legs: one, and one more after each remote tools' pause."""
+        while True:
+            result = await self._leg(graph, input, config, invocation_state, control)
+            if result is None:
+                return "interrupted"
+            pending = pending_remote_calls(result.state)
+            if not pending or self.remote is None:
+                return run_status(result)
+            if control is not None and control.stop_requested:
+                return "interrupted"
+            for entry in self.remote.expect(pending):
+                self._emit("remote_tool_call", entry.call.model_dump(mode="json"))
+            input = await self.remote.next_resume()
 
     async def _leg(
         self,
@@ -172,6 +201,7 @@ class RunStreamWriter:
         """One ``astream`` of the graph, into the log; its result (None: stopped before it ran)."""
         seen_first, result = False, None
         self._pause = None
+        await self._mark_checkpoint(graph)
         stream = graph.astream(
             input,
             config,
@@ -183,7 +213,7 @@ class RunStreamWriter:
             async for event in events:
                 if not seen_first:
                     seen_first = True
-                    if "values" in self.modes and not isinstance(event, RunResult):
+                    if self._reads and not isinstance(event, RunResult):
                         await self._values_from(graph)
                 await self._write(graph, event)
                 if isinstance(event, RunResult):
@@ -194,6 +224,8 @@ class RunStreamWriter:
 
     async def _write(self, graph: CompiledGraph[Any], event: StreamEvent) -> None:
         modes = self.modes
+        if not isinstance(event, RunResult):
+            self.translated.write(event)
         if isinstance(event, MessageEvent):
             self._message(event)
         elif isinstance(event, UpdateEvent):
@@ -202,12 +234,14 @@ class RunStreamWriter:
                 if event.messages:
                     update["messages"] = [self.encoder.message(m) for m in event.messages]
                 self._emit("updates", {event.node: update})
-            if "values" in modes:
+            if self._reads:
                 await self._values_from(graph)
         elif isinstance(event, InterruptEvent):
             self._pause = event  # sent with the result, which has the state its id needs
         elif isinstance(event, RunResult):
             self._result(event)
+            if self._snapshots:  # the run's last checkpoint
+                await self._values_from(graph, send=False)
         elif isinstance(event, SubgraphEvent):
             self._subgraph(event)
 
@@ -228,6 +262,8 @@ class RunStreamWriter:
             meta["run_id"] = self.run_id
             text = self.encoder.message_json(inner.message)
             self.log.append(f"messages|{namespace}", f"[{text},{self.encoder.dumps(meta)}]")
+        elif isinstance(inner, CustomEvent) and "custom" in self.modes:
+            self.translated.custom(inner.data, f"custom|{namespace}")
 
     def _message(self, event: MessageEvent) -> None:
         if "messages-tuple" in self.modes:
@@ -256,11 +292,50 @@ class RunStreamWriter:
         self._partial = None
         self._emit("messages/complete", [message])
 
-    async def _values_from(self, graph: CompiledGraph[Any]) -> None:
-        """Send the thread's saved state as ``values`` (skipped when it did not change)."""
-        state = await graph.aget_state(self._config)
-        if state is not None:
-            self._send_values(self.encoder.values(state))
+    async def _values_from(self, graph: CompiledGraph[Any], *, send: bool = True) -> None:
+        """Read the thread back: the checkpoints saved since the last read, then ``values``.
+
+        ``values`` is not sent again unchanged; ``send=False`` reads the
+        checkpoints only (the final values went already).
+        """
+        state = None
+        if self._snapshots:
+            history = await self._new_checkpoints(graph, self.translated.last_checkpoint or 0)
+            for snapshot in reversed(history):
+                self.translated.checkpoint(snapshot)
+            state = history[0].state if history else None
+        if not send:
+            return
+        if state is None:
+            state = await graph.aget_state(self._config)
+            if state is None:
+                return
+        values = self.encoder.values(state)
+        self.translated.values = values
+        if "values" in self.modes:
+            self._send_values(values)
+
+    async def _new_checkpoints(
+        self, graph: CompiledGraph[Any], last: int
+    ) -> list[StateSnapshot[Any]]:
+        """The checkpoints newer than version ``last``, newest first.
+
+        The newest few are read, more only when all of those are new: a long
+        history is not read at each step.
+        """
+        limit = 4
+        while True:
+            history = await graph.aget_state_history(self._config, limit=limit)
+            fresh = [snapshot for snapshot in history if snapshot.version > last]
+            if len(fresh) < len(history) or len(history) < limit:
+                return fresh
+            limit *= 4
+
+    async def _mark_checkpoint(self, graph: CompiledGraph[Any]) -> None:
+        """Note the thread's newest checkpoint before the run saves: its own come after."""
+        if self._snapshots and self.translated.last_checkpoint is None:
+            history = await graph.aget_state_history(self._config, limit=1)
+            self.translated.last_checkpoint = history[0].version if history else 0
 
     def _send_values(self, values: dict[str, Any]) -> None:
         text = self.encoder.dumps(values)
@@ -288,6 +363,7 @@ class RunStreamWriter:
         detail = {"error": type(error).__name__, "message": str(error)}
         self.output = {"__error__": detail}
         self._emit("error", detail)
+        self.translated.ended(ROOT_NAME, "error", self.output)
 
     def cancelled(self, reason: str) -> None:
         """The run's task was cancelled before the graph ran it, or while it waited for a browser.

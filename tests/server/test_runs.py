@@ -285,7 +285,7 @@ def test_bad_requests_get_clear_4xx_answers(serve: Serve) -> None:
             ("POST", "/threads/b1/runs", b"{not json", 422, "JSON"),
             ("POST", "/threads/b1/runs", {"input": {}}, 422, "assistant_id"),
             ("POST", "/threads/b1/runs", {**ok, "bogus": 1}, 422, "bogus"),
-            ("POST", "/threads/b1/runs", {**ok, "stream_mode": "debug"}, 422, "debug"),
+            ("POST", "/threads/b1/runs", {**ok, "stream_mode": "diff"}, 422, "diff"),
             ("POST", "/threads/b1/runs", {**ok, "command": {"resume": 1}}, 422, "not both"),
             ("POST", "/threads/b1/runs", {**ok, "multitask_strategy": "x"}, 422, "reject"),
             ("POST", "/threads/b1/runs", {**ok, "checkpoint_id": "c"}, 422, "checkpoint_id"),

@@ -143,7 +143,7 @@ def test_join_stream_filters_by_mode_and_refuses_bad_ids(serve: Serve) -> None:
         assert kinds == ["metadata", "updates", "updates", "end"]
         bad = client.get(path, headers={"Last-Event-ID": "abc"})
         assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["detail"]
-        unknown = client.get(path, params={"stream_mode": "debug"})
+        unknown = client.get(path, params={"stream_mode": "diff"})
         assert unknown.status_code == 422
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "CheckpointInfo",
     "Command",
     "CompiledGraph",
+    "CustomEvent",
     "DrawnEdge",
     "DrawnNode",
     "ErrorEvent",
@@ -38,6 +39,7 @@ __all__ = [
     "StateSnapshot",
     "StateTree",
     "StreamEvent",
+    "StreamWriter",
     "SubgraphEvent",
     "SubgraphNode",
     "ThreadSnapshot",
@@ -53,6 +55,7 @@ __all__ = [
     "create_agent",
     "create_supervisor",
     "create_swarm",
+    "get_stream_writer",
     "handoff_tool",
     "interrupt",
     "pending_remote_calls",
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
     from tenxgraph.core.graph._drawing import DrawnEdge, DrawnNode, GraphDescription
     from tenxgraph.core.graph._events import (
+        CustomEvent,
         ErrorEvent,
         InterruptEvent,
         MessageEvent,
@@ -105,6 +109,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._send import Send
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._stream_writer import StreamWriter, get_stream_writer
     from tenxgraph.core.graph._subgraph import StateTree, SubgraphNode
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
@@ -124,6 +129,7 @@ else:
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
             "tenxgraph.core.graph._drawing": ("DrawnEdge", "DrawnNode", "GraphDescription"),
             "tenxgraph.core.graph._events": (
+                "CustomEvent",
                 "ErrorEvent",
                 "InterruptEvent",
                 "MessageEvent",
@@ -166,6 +172,7 @@ else:
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._send": ("Send",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
+            "tenxgraph.core.graph._stream_writer": ("StreamWriter", "get_stream_writer"),
             "tenxgraph.core.graph._subgraph": ("StateTree", "SubgraphNode"),
             "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (

@@ -183,14 +183,18 @@ class Agent(Node):
                 system = [Message.text_message(prompt, role="system")] if prompt else []
                 await afit_before_request(state, manager, self.model.context_window, system)
         answer: Message | None = None
+        ids: dict[str | int, str | int] = {}
         async for message in self._answer(state, ctx, manager):
             if message.delta:
-                yield MessageEvent(ctx.node, message)
+                given = message.message_id
+                if given not in ids:
+                    ids[given] = ctx.id_generator()
+                yield MessageEvent(ctx.node, message.model_copy(update={"message_id": ids[given]}))
             else:
                 answer = message
         assert answer is not None  # stream_model_call ends with the complete message or raises
         if self.output is None:
-            yield NodeOutput([self._own(answer, ctx)])
+            yield NodeOutput([self._own(answer, ids, ctx)])
             return
         settled = await self.output.settle(
             answer,
@@ -198,7 +202,7 @@ class Agent(Node):
             native=not self.output.uses_tool(self.model, with_tools=bool(self.tools)),
             provider=self.model.provider,
         )
-        answer = self._own(settled.message, ctx)
+        answer = self._own(settled.message, ids, ctx)
         if not settled.structured:  # the answer calls tools: they run first
             yield NodeOutput([answer])
             return
@@ -211,9 +215,14 @@ class Agent(Node):
             )
         )
 
-    def _own(self, answer: Message, ctx: RunContext) -> Message:
-        """The answer as stored: a new id, and the agent's name when it has one."""
-        update: dict[str, Any] = {"message_id": ctx.id_generator()}
+    def _own(self, answer: Message, ids: dict[str | int, str | int], ctx: RunContext) -> Message:
+        """The answer as stored, with the agent's name when it has one.
+
+        Its id is the one its streamed chunks carried (``ids``, by the model's own id),
+        or a new one.
+        """
+        given = answer.message_id
+        update: dict[str, Any] = {"message_id": ids[given] if given in ids else ctx.id_generator()}
         if self.name is not None:
             update["metadata"] = {**answer.metadata, AGENT_KEY: self.name}
         return answer.model_copy(update=update)

@@ -18,6 +18,7 @@ from tenxgraph.core.graph._entry import (
     answer_pending_calls,
     check_input,
     entry_point,
+    goto_entry,
     input_messages_of,
 )
 from tenxgraph.core.graph._events import (
@@ -43,6 +44,7 @@ from tenxgraph.core.graph._run_control import (
     new_run_id,
 )
 from tenxgraph.core.graph._steps import COMPLETED, Run
+from tenxgraph.core.graph._stream_writer import CustomSink, written_before
 from tenxgraph.core.graph._subgraph import (
     Nested,
     check_pausable,
@@ -68,6 +70,7 @@ from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.state.agent_state import ExecMeta
 
 __all__ = ["CompiledGraph"]
 
@@ -317,6 +320,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             )
             run.forward |= subgraphs
             self._track(control, lease, nested)
+            sink = run.ctx.custom = CustomSink() if progress else None
             if self.hooks.hooks:
                 await self.hooks.run_started(control)
             outcome = await self._begin_turn(run)
@@ -334,11 +338,11 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                             control.yielded()
                 else:
                     events, outcome = await self._step(run, outcome.node, node, progress)
-                    for event in events:
+                    for event in written_before(sink, events):
                         yield event
                         control.yielded()
             events, raised = await self._conclude(run, outcome)
-            for event in events:
+            for event in written_before(sink, events):
                 yield event
             if raised is not None:
                 raise raised
@@ -489,7 +493,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
-        entry = entry_point(meta, input, config.get("thread_id"), self.edges.get(START, START))
+        entry, goto_tasks = self._entry(meta, input, config.get("thread_id"))
         input_messages = input_messages_of(input, state, self.id_generator)
         added: list[Message] = []
         if entry.new_turn:
@@ -500,8 +504,9 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                 meta.tasks, meta.task_writes, meta.joins, meta.subgraphs = [], {}, {}, {}
             if state.context:  # it may end in tool calls without results
                 runner, added = answer_pending_calls(state, input_messages, meta.status, self)
-                if runner is not None:  # a conversation that ends in tool calls runs them first
+                if runner is not None and "goto" not in input:  # such calls run first
                     entry = Entry(runner, True)
+            meta.tasks = goto_tasks or meta.tasks
         if "resume" in input and meta.interrupt_kind in ("inside", REMOTE_CALLS_KIND):
             meta.resume_values = [*meta.resume_values, input["resume"]]
         meta.set_status("running")
@@ -531,6 +536,14 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
+
+    def _entry(
+        self, meta: ExecMeta, input: Mapping[str, Any], thread_id: Any
+    ) -> tuple[Entry, list[dict[str, Any]]]:
+        """Where the run enters (``entry_point``, or ``goto_entry`` for a ``goto`` input)."""
+        if "goto" in input:
+            return goto_entry(meta, input, thread_id, self.nodes)
+        return entry_point(meta, input, thread_id, self.edges.get(START, START)), []
 
     async def _pause(
         self, run: Run[S], node: str, resume_at: str, value: Any, when: InterruptKind

@@ -10,7 +10,10 @@ The thread's last status decides, with the input:
   the input) until ``rollback(config)`` discards the failed turn.
 - ``running`` without a live holder (its run died): input-less runs continue
   where it stopped; new messages start a new turn.
-- otherwise a new turn starts at the entry.
+- otherwise a new turn starts at the entry, or, with ``{"goto": ...}``, at
+  the node(s) it names (LangGraph's ``Command(goto=...)`` as a run's input:
+  one name, a ``Send``, or a list of them, run as one step). A paused or
+  failed turn must be resumed, retried or rolled back first.
 
 A new turn on a thread whose last assistant message has calls without a
 result (a stopped or dead run's, or a conversation the thread was created
@@ -26,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.graph._command import PARALLEL
+from tenxgraph.core.graph._command import PARALLEL, Send
 from tenxgraph.core.graph._node import Node
 from tenxgraph.core.graph._tool_node import ToolNode, close_interrupted_calls
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
@@ -46,13 +49,14 @@ __all__ = [
     "check_at_rest",
     "check_input",
     "entry_point",
+    "goto_entry",
     "input_messages_of",
 ]
 
 _AT_REST = frozenset({"idle", "completed"})
 """Statuses of a thread whose latest turn ended normally (or that never ran)."""
 
-_INPUT_KEYS = frozenset({"messages", "state", "resume"})
+_INPUT_KEYS = frozenset({"messages", "state", "resume", "goto"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,7 @@ def check_input(input: object) -> Mapping[str, Any]:
         unknown = set(input) - _INPUT_KEYS
         raise StateError(
             f"invoke input has unknown key(s) {sorted(unknown)}; "
-            "expected 'messages', 'state' and/or 'resume'"
+            "expected 'messages', 'state', 'goto' and/or 'resume'"
         )
     return input
 
@@ -102,6 +106,37 @@ def entry_point(meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, first:
     if meta.status == "stopped" and meta.next_node == PARALLEL and not has_messages:
         return Entry(PARALLEL, False)  # a parallel step stopped midway: its finished tasks stay
     return Entry(first, True)
+
+
+def goto_entry(
+    meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, nodes: Mapping[str, Node]
+) -> tuple[Entry, list[dict[str, Any]]]:
+    """Where a run with ``{"goto": ...}`` enters: a new turn at the node(s) it names.
+
+    Returns the entry and, for several targets (or a ``Send``), the step's
+    tasks (``ExecMeta.tasks``, entered as ``PARALLEL``).
+    """
+    goto = input["goto"]
+    if "resume" in input:
+        raise StateError(
+            "give 'goto' or 'resume', not both: a resumed node goes on along the graph's "
+            "edges; resume first, then run again with 'goto'"
+        )
+    if meta.status in ("interrupted", "error"):
+        check_at_rest(meta, thread_id, "going to another node")
+    items = list(goto) if isinstance(goto, list | tuple) else [goto]
+    if not items:
+        raise StateError("'goto' names no node")
+    tasks: list[dict[str, Any]] = []
+    for item in items:
+        node = item.node if isinstance(item, Send) else item
+        if not isinstance(node, str) or node not in nodes:
+            known = ", ".join(sorted(nodes))
+            raise StateError(f"'goto' names no node of the graph: {node!r} (nodes: {known})")
+        tasks.append({"node": node, "arg": item.arg} if isinstance(item, Send) else {"node": node})
+    if len(tasks) == 1 and "arg" not in tasks[0]:
+        return Entry(tasks[0]["node"], True), []
+    return Entry(PARALLEL, True), tasks
 
 
 def check_at_rest(meta: ExecMeta, thread_id: Any, action: str = "sending new messages") -> None:

@@ -9,6 +9,7 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
 
 __all__ = [
+    "CustomEvent",
     "ErrorEvent",
     "InterruptEvent",
     "MessageEvent",
@@ -47,6 +48,14 @@ class InterruptEvent:
     when: str
     """``before`` or ``after`` the node (``interrupt_before/after``), or ``inside`` it;
     ``remote_tool_calls`` when a ``ToolNode`` waits for the client's remote tool results."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomEvent:
+    """Data a node or a tool wrote with the writer of ``get_stream_writer()``."""
+
+    node: str
+    data: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +108,15 @@ class SubgraphEvent:
     """
 
     namespace: tuple[str, ...]
-    event: MessageEvent | UpdateEvent
+    event: MessageEvent | UpdateEvent | CustomEvent
 
 
-StreamEvent = MessageEvent | UpdateEvent | InterruptEvent | ErrorEvent | RunResult | SubgraphEvent
+StreamEvent = (
+    MessageEvent
+    | UpdateEvent
+    | CustomEvent
+    | InterruptEvent
+    | ErrorEvent
+    | RunResult
+    | SubgraphEvent
+)

@@ -10,6 +10,7 @@ tool call made from inside a run can tell that it is nested (see ``_direct``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -52,6 +53,8 @@ class InterruptScope:
     """The running node's namespace: its name, under its graph's (``outer|inner``)."""
     calls: int = 0
     """Subgraph runs started so far by this node execution, naming the second one on."""
+    writer: Callable[[Any], None] | None = None
+    """Where ``get_stream_writer()``'s data goes: the run's stream, or None (nothing reads it)."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenxgraph.core.graph._events import MessageEvent, SubgraphEvent
+from tenxgraph.core.graph._events import CustomEvent, MessageEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import InterruptScope, _scope
+from tenxgraph.core.graph._stream_writer import with_writer
 from tenxgraph.core.graph._tools import idempotency_key
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
@@ -24,6 +25,7 @@ from tenxgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
+    from tenxgraph.core.graph._stream_writer import CustomSink, StreamWriter
     from tenxgraph.core.state.ids import ThreadKey
 
 __all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress", "StoredThreadRef"]
@@ -55,6 +57,8 @@ class RunContext:
     """The graph's threads for sync user code, apart from the executor storage I/O uses."""
     stored_thread: StoredThreadRef | None = None
     """The stored thread the run holds (its session); None for a run without one."""
+    custom: CustomSink | None = None
+    """Where the run's ``get_stream_writer()`` data goes; None when nothing streams the run."""
 
     def for_task(self, node: str, scope: InterruptScope) -> RunContext:
         """A copy of the context for one task of a parallel step: its node, its answers.
@@ -74,7 +78,12 @@ class RunContext:
             self.run_id,
             self.workers,
             self.stored_thread,
+            self.custom,
         )
+
+    def writer(self, node: str) -> StreamWriter | None:
+        """The ``get_stream_writer()`` of the code ``node`` runs (None: nothing streams it)."""
+        return None if self.custom is None else self.custom.writer(node)
 
     def tool_call_key(self, message_id: str | int, call_id: str) -> str:
         """The idempotency key of call ``call_id`` of assistant message ``message_id``.
@@ -175,7 +184,7 @@ class Node(ABC):
     @abstractmethod
     def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[MessageEvent | SubgraphEvent | SaveProgress | NodeOutput]:
+    ) -> AsyncIterator[MessageEvent | CustomEvent | SubgraphEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
 
     async def run_to_end(
@@ -211,23 +220,42 @@ class Node(ABC):
 
 
 class FunctionNode(Node):
-    """A plain function ``fn(state)`` or ``fn(state, config)``, sync or async."""
+    """A plain function ``fn(state)``, ``fn(state, config)``, ``fn(state, writer)``, sync or async.
+
+    A function with a ``writer`` parameter gets the node's ``get_stream_writer()``
+    there, and what it writes is streamed while it runs (``streams``).
+    """
 
     streams = False
 
     def __init__(self, name: str, function: Callable[..., Any]) -> None:
         self.name = name
-        self.function = function
         parameters = inspect.signature(function).parameters
         self.wants_config = "config" in parameters
         self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - async callable objects
         )
         self.inline = not self.is_async
+        self.streams = "writer" in parameters
+        self.function = with_writer(function, self.is_async) if self.streams else function
 
-    async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[NodeOutput]:
-        """Call the function and yield what it returned."""
-        yield NodeOutput(await self.run_to_end(state, ctx, _no_save))
+    async def run(
+        self, state: AgentState, ctx: RunContext
+    ) -> AsyncIterator[CustomEvent | NodeOutput]:
+        """Call the function and yield what it returned; what it writes, as it writes it."""
+        sink = ctx.custom
+        if not self.streams or sink is None:
+            yield NodeOutput(await self.run_to_end(state, ctx, _no_save))
+            return
+        task = asyncio.ensure_future(self.run_to_end(state, ctx, _no_save))
+        try:
+            while not task.done():
+                await sink.written_or_done(task)
+                for event in sink.take():
+                    yield event
+            yield NodeOutput(task.result())
+        finally:
+            task.cancel()  # a stop cancelled the wait: the node's own await goes too
 
     async def run_to_end(
         self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]

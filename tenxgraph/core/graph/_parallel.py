@@ -192,6 +192,7 @@ class ParallelSteps(RunSteps[S]):
             thread=run.control.thread,
             subgraphs=run.state.execution_meta.subgraphs,
             namespace=f"{run.namespace}|{segment}" if run.namespace else segment,
+            writer=run.ctx.writer(name),
         )
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:

@@ -23,6 +23,7 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
 from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._stream_writer import written_before
 from tenxgraph.core.graph._updates import Applied, StateSchema
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.message import Message
@@ -147,12 +148,15 @@ class RunSteps(Generic[S]):
                 elif isinstance(item, SaveProgress):
                     await self._save_step(run, name)
                 elif run.forward or type(item) is not SubgraphEvent:  # stream(subgraphs=True)
+                    if run.ctx.custom:  # what the node wrote comes before what it yields next
+                        for written in run.ctx.custom.take():
+                            yield written
                     yield item
         except (Exception, asyncio.CancelledError) as exc:
             yield await self._broke(run, name, exc)
             return
         events, outcome = await self._settle(run, name, output, True)
-        for event in events:
+        for event in written_before(run.ctx.custom, events):
             yield event
         yield outcome
 
@@ -177,6 +181,7 @@ class RunSteps(Generic[S]):
             thread=control.thread,
             subgraphs=meta.subgraphs,
             namespace=f"{run.namespace}|{name}" if run.namespace else name,
+            writer=run.ctx.writer(name),
         )
         return None
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph._events import (
+    CustomEvent,
     InterruptEvent,
     MessageEvent,
     RunResult,
@@ -310,7 +311,7 @@ class SubgraphNode(Node):
                 result = event
             elif isinstance(event, SubgraphEvent):
                 yield SubgraphEvent(segment + event.namespace, event.event)
-            elif progress and isinstance(event, MessageEvent | UpdateEvent):
+            elif progress and isinstance(event, MessageEvent | UpdateEvent | CustomEvent):
                 yield SubgraphEvent(segment, event)
         assert result is not None
         yield NodeOutput(self._handed_back(state, result.state))

@@ -254,12 +254,14 @@ class ToolNode(Node):
             ledger[call.id] = outcome.storable(call.name).entry()
 
         holder = pending[0].id if pending else None
-        thread = ctx.interrupt_scope.thread
+        own = ctx.interrupt_scope
         tasks = [
             asyncio.ensure_future(
                 settle(
                     call,
-                    ctx.interrupt_scope if call.id == holder else InterruptScope(thread=thread),
+                    own
+                    if call.id == holder
+                    else InterruptScope(thread=own.thread, writer=own.writer),
                 )
             )
             for call in pending

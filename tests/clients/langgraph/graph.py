@@ -3,7 +3,8 @@
 A ``FunctionModel`` answers from the last user message, so one graph covers
 what the SDKs and ``useStream`` need to see:
 
-- "tool": calls the tool ``add(2, 3)``, then says "add says 5";
+- "tool": calls the tool ``add(2, 3)`` (which streams ``{"adding": [2, 3]}`` as
+  custom data), then says "add says 5";
 - "ask": calls ``ask_user``, whose ``interrupt`` pauses the run; resumed with
   a value, the answer is "you answered: <value>";
 - "sleep <seconds>": sleeps first (a run to cancel, or to find busy);
@@ -22,6 +23,7 @@ from tenxgraph.core.graph import (
     CompiledGraph,
     StateGraph,
     ToolNode,
+    get_stream_writer,
     interrupt,
     tools_condition,
 )
@@ -43,6 +45,7 @@ def add(a: int, b: int) -> int:
         a: The first.
         b: The second.
     """
+    get_stream_writer()({"adding": [a, b]})
     return a + b
 
 

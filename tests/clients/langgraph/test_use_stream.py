@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -166,6 +167,7 @@ def test_submit_streams_tokens(open_page: Open) -> None:
         new MutationObserver(() => {
           const ai = [...document.querySelectorAll('[data-testid=message][data-type=ai]')];
           if (ai.length) window.seen.push(ai.at(-1).textContent);
+          window.most = Math.max(window.most ?? 0, ai.length);
         }).observe(document.body, {childList: true, subtree: true, characterData: true});"""
     )
     _said(page, "hi", "said: hi w0 w1 w2 w3 w4 w5 w6 w7 w8 w9")
@@ -173,6 +175,20 @@ def test_submit_streams_tokens(open_page: Open) -> None:
     partial = [text for text in seen if "said: hi" in text and "w9" not in text]
     assert partial, f"the answer never showed in pieces: {seen}"
     assert [m["type"] for m in _messages(page)] == ["human", "ai"]
+    # the chunks have the stored answer's id: it replaced them, never shown beside them
+    assert page.execute_script("return window.most") == 1
+
+
+def test_every_stream_mode_a_handler_asks_for(open_page: Open) -> None:
+    page = open_page()
+    _said(page, "tool", "add says 5")
+    seen = json.loads(_text(page, "seen"))
+    assert seen["custom"] == [{"adding": [2, 3]}]
+    assert seen["tools"] == ["on_tool_start", "on_tool_end"]
+    assert seen["tasks"].count("tools") == 2  # its start and its result
+    assert {"checkpoint", "task", "task_result"} <= set(seen["debug"])
+    assert {"on_chain_start", "on_chat_model_end", "on_tool_end"} <= set(seen["events"])
+    assert len(seen["checkpoints"]) == len(set(seen["checkpoints"])) >= 4
 
 
 def test_tool_calls_are_shown(open_page: Open) -> None:

@@ -73,9 +73,26 @@ function Threads({ stream }) {
   );
 }
 
+// Each handler makes useStream ask for its stream mode, as Agent Chat UI's onCustomEvent does;
+// what arrives is kept by mode in [data-testid=seen] (custom data as it came, others by kind).
+function useSeen() {
+  const [seen, setSeen] = useState({});
+  const add = (mode, item) => setSeen((was) => ({ ...was, [mode]: [...(was[mode] ?? []), item] }));
+  const handlers = {
+    onCustomEvent: (data) => add("custom", data),
+    onCheckpointEvent: (data) => add("checkpoints", data.config?.configurable?.checkpoint_id),
+    onTaskEvent: (data) => add("tasks", data.name),
+    onToolEvent: (data) => add("tools", data.event),
+    onLangChainEvent: (data) => add("events", data.event),
+    onDebugEvent: (data) => add("debug", data.type),
+  };
+  return [seen, handlers];
+}
+
 function App() {
   const [threadId, setThreadId] = useState(params.get("thread"));
   const [draft, setDraft] = useState("");
+  const [seen, handlers] = useSeen();
   const stream = useStream({
     apiUrl: API,
     assistantId: GRAPH,
@@ -85,6 +102,7 @@ function App() {
     fetchStateHistory: true,
     callerOptions: { maxRetries: 0 },
     onError: (error) => showError("onError", error),
+    ...handlers,
   });
   const interrupt = stream.interrupt;
   return (
@@ -92,6 +110,7 @@ function App() {
       <div data-testid="thread-id">{threadId ?? ""}</div>
       <div data-testid="loading">{String(stream.isLoading)}</div>
       <pre data-testid="errors"></pre>
+      <pre data-testid="seen">{JSON.stringify(seen)}</pre>
       <ol data-testid="messages">
         {stream.messages.map((m, i) => <Message key={m.id ?? i} message={m} stream={stream} index={i} />)}
       </ol>
