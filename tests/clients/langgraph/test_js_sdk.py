@@ -56,6 +56,7 @@ JS_CHECKS: dict[str, str | None] = {
     "threads.joinStream": None,
     "threads.prune": None,
     "threads.stream(commands protocol)": None,
+    "threads.stream(interrupt then input.respond)": None,
     "runs.wait(input as LangChain messages)": None,
     "runs.create": None,
     "runs.create(stateless)": None,
