@@ -8,7 +8,9 @@ tenxgraph's message JSON) and gives each logged event's protocol events:
 
 - ``metadata`` (the run's start): ``lifecycle`` ``started``;
 - ``values``: ``values`` (LangChain messages, without ``__interrupt__``);
-  a pause's interrupts: one ``input.requested`` each;
+  a pause's interrupts: one ``input.requested`` each (its value as
+  ``payload``, the protocol's name, and as ``value``, which the Python SDK
+  reads);
 - ``updates``: ``updates`` (``{node, values}``) per node, and on the
   ``tools`` channel a ``tool-started`` per tool call an AI message makes
   and a ``tool-finished`` (``tool-error``) per tool result;
@@ -106,8 +108,9 @@ class RunTranslator:
             interrupt_id = str(item.get("id", ""))
             if interrupt_id not in self._asked:
                 self._asked.add(interrupt_id)
-                payload = {"interrupt_id": interrupt_id, "payload": item.get("value")}
-                self._add("input.requested", payload)
+                value = item.get("value")  # as ``payload`` (the protocol's) and ``value``
+                asked = {"interrupt_id": interrupt_id, "payload": value, "value": value}
+                self._add("input.requested", asked)
 
     def _values(self, values: dict[str, Any]) -> None:
         interrupts = values.pop("__interrupt__", None)

@@ -122,7 +122,7 @@ def test_interrupt_and_respond(any_client: httpx.Client) -> None:
     events = run_events(client, thread_id)
     assert of(events, "lifecycle")[-1]["event"] == "interrupted"
     (asked,) = of(events, "input.requested")
-    assert asked["payload"] == {"question": "your name?"}
+    assert asked["payload"] == asked["value"] == {"question": "your name?"}
     assert all("__interrupt__" not in values for values in of(events, "values"))
     wrong = command(client, thread_id, "input.respond", interrupt_id="nope", response="x")
     assert wrong["type"] == "error" and wrong["error"] == "no_such_interrupt", wrong

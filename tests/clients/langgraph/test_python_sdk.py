@@ -295,6 +295,20 @@ def _(client: Any) -> None:
         assert len(stream.output["messages"]) == 2
 
 
+@sdk_check("threads.stream(interrupt then run.respond)")
+def _(client: Any) -> None:
+    with client.threads.stream(assistant_id=GRAPH_ID) as stream:
+        stream.run.start(input=user("ask"))
+        for _ in range(400):
+            if stream.interrupted:
+                break
+            time.sleep(0.05)
+        (asked,) = stream.interrupts
+        assert asked["value"] == {"question": "your name?"}, asked
+        stream.run.respond("Ada")
+        assert stream.output["messages"][-1]["content"] == "you answered: Ada"
+
+
 # ---- runs ----
 
 
