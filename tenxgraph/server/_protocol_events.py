@@ -54,9 +54,10 @@ def channel_of(method: str) -> str:
 
 
 class _Streamed:
-    """A message whose chunks are being sent: its open text block's index and text so far."""
+    """A message whose chunks are being sent: its id, whether its text block is open, its text."""
 
-    def __init__(self) -> None:
+    def __init__(self, message_id: str) -> None:
+        self.id = message_id
         self.text: list[str] = []
         self.open = False
 
@@ -66,7 +67,7 @@ class RunTranslator:
 
     def __init__(self, run_id: str, graph_name: str) -> None:
         self.run_id, self.graph_name = run_id, graph_name
-        self._streamed: dict[str, _Streamed] = {}
+        self._streaming: _Streamed | None = None
         self._asked: set[str] = set()
         self._failed = False
         self._number = 0
@@ -92,6 +93,7 @@ class RunTranslator:
     def finish(self, number: int, status: str) -> list[dict[str, Any]]:
         """The run's terminal ``lifecycle`` event for its ``status`` (none after ``failed``)."""
         self._number, self._events = number, []
+        self._close_stream({})
         if not self._failed:
             self._add("lifecycle", {"event": _TERMINAL.get(status, "failed")})
         return self._events
@@ -142,27 +144,52 @@ class RunTranslator:
                 self._add("tools", done | {"output": message.get("content")}, node=node)
 
     def _message(self, message: dict[str, Any], meta: dict[str, Any]) -> None:
+        """One message of ``messages-tuple``: a chunk of the AI message streaming, or a whole one.
+
+        Messages do not interleave, so the whole AI message that follows
+        chunks completes them, whatever its id (the stored message's id is
+        not the chunks'). Tool results are the ``tools`` channel's.
+        """
         node = meta.get("langgraph_node") if isinstance(meta, dict) else None
         extra = {"node": node} if node else {}
-        message_id = str(message.get("id") or "")
-        streamed = self._streamed.get(message_id)
-        if streamed is None:
-            streamed = self._streamed[message_id] = _Streamed()
-            start = {"event": "message-start", "role": _role(message), "id": message_id}
-            self._add("messages", start, **extra)
-        if str(message.get("type", "")).endswith("Chunk"):
-            text = _text(message)
-            if text:
-                if not streamed.open:
-                    streamed.open = True
-                    block = {"type": "text", "text": ""}
-                    self._add("messages", _block("content-block-start", 0, block), **extra)
-                delta = {"type": "text-delta", "text": text}
-                self._add("messages", {"event": "content-block-delta", "index": 0, "delta": delta})
-                streamed.text.append(text)
+        kind = str(message.get("type", ""))
+        if kind.startswith("tool"):
             return
-        del self._streamed[message_id]
-        self._finish_message(message, streamed, extra)
+        message_id = str(message.get("id") or "")
+        streaming = self._streaming
+        if kind.endswith("Chunk"):
+            if streaming is None or streaming.id != message_id:
+                self._close_stream(extra)
+                streaming = self._streaming = self._start(message, message_id, extra)
+            self._delta(streaming, _text(message), extra)
+            return
+        if streaming is None or kind != "ai":
+            self._close_stream(extra)
+            streaming = self._start(message, message_id, extra)
+        self._streaming = None
+        self._finish_message(message, streaming, extra)
+
+    def _start(self, message: dict[str, Any], message_id: str, extra: dict[str, Any]) -> _Streamed:
+        start = {"event": "message-start", "role": _role(message), "id": message_id}
+        self._add("messages", start, **extra)
+        return _Streamed(message_id)
+
+    def _delta(self, streaming: _Streamed, text: str, extra: dict[str, Any]) -> None:
+        if not text:
+            return
+        if not streaming.open:
+            streaming.open = True
+            empty = {"type": "text", "text": ""}
+            self._add("messages", _block("content-block-start", 0, empty), **extra)
+        delta = {"type": "text-delta", "text": text}
+        self._add("messages", {"event": "content-block-delta", "index": 0, "delta": delta}, **extra)
+        streaming.text.append(text)
+
+    def _close_stream(self, extra: dict[str, Any]) -> None:
+        """Finish a message whose chunks came without the whole message after them."""
+        if self._streaming is not None:
+            streaming, self._streaming = self._streaming, None
+            self._finish_message({}, streaming, extra)
 
     def _finish_message(
         self, message: dict[str, Any], streamed: _Streamed, extra: dict[str, Any]

@@ -92,6 +92,7 @@ def test_a_run_started_by_command_streams_its_channels(any_client: httpx.Client)
     messages = of(events, "messages")
     kinds = [d["event"] for d in messages]
     assert kinds[0] == "message-start" and kinds[-1] == "message-finish"
+    assert kinds.count("message-start") == kinds.count("message-finish") == 1  # chunks, then whole
     deltas = "".join(d["delta"]["text"] for d in messages if d["event"] == "content-block-delta")
     assert deltas.startswith("said: hi w0") and "w9" in deltas
     finished = [d["content"]["text"] for d in messages if d["event"] == "content-block-finish"]
@@ -112,6 +113,11 @@ def test_tools_and_a_filter(client: httpx.Client) -> None:
         "tool_call_id": started["tool_call_id"],
         "output": "5",
     }
+    said = run_events(client, thread_id, ["messages", "lifecycle"])
+    starts = [d for d in of(said, "messages") if d["event"] == "message-start"]
+    assert [d["role"] for d in starts] == ["ai", "ai"]  # the call, the answer; results are tools'
+    texts = [d["content"] for d in of(said, "messages") if d["event"] == "content-block-finish"]
+    assert texts[0]["type"] == "tool_call" and texts[-1] == {"type": "text", "text": "add says 5"}
     again = run_events(client, thread_id, ["tools", "lifecycle"], since=2)
     assert [e["seq"] for e in again] == [3, 4]  # ``since`` skips what the client had
 
