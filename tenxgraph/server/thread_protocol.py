@@ -181,10 +181,23 @@ async def _run_start(
     assistant = params.get("assistant_id")
     if assistant not in (None, context.graph_id):
         raise Refused("invalid_argument", f"assistant {str(assistant)[:80]!r} is not served")
-    fields = _params(params, "input", "config", "metadata", "context")
+    fields = _params(params, "config", "metadata", "context")
     fields["multitask_strategy"] = params.get("multitask_strategy", params.get("multitaskStrategy"))
+    if await _paused(context, user, thread_id):  # the protocol: the input answers the pause
+        fields["command"] = {"resume": params.get("input")}
+    else:
+        fields["input"] = params.get("input")
     record = await _start_run(context, user, thread_id, fields)
     return {"run_id": record.run_id}
+
+
+async def _paused(context: ServerContext, user: str, thread_id: str) -> bool:
+    """Whether the thread waits at an interrupt, with no run of its own going."""
+    if await manager_of(context).thread_busy(user, thread_id):
+        return False
+    key = ThreadKey(thread_id, user)  # an id storage cannot key by is refused here
+    state = await context.graph.aget_state(thread_config(key.thread_id, key.user_id))
+    return state is not None and bool(shapes.interrupts_json(thread_id, state))
 
 
 async def _input_respond(

@@ -137,6 +137,11 @@ def test_interrupt_and_respond(any_client: httpx.Client) -> None:
     resumed = run_events(client, thread_id)
     assert of(resumed, "lifecycle")[-1]["event"] == "completed"
     assert of(resumed, "values")[-1]["messages"][-1]["content"] == "you answered: Ada"
+    ok(client, thread_id, "run.start", assistant_id="agent", input=user("ask"))
+    run_events(client, thread_id, ["lifecycle"])
+    ok(client, thread_id, "run.start", assistant_id="agent", input="Bo")  # answers the pause
+    again = run_events(client, thread_id)
+    assert of(again, "values")[-1]["messages"][-1]["content"] == "you answered: Bo"
 
 
 def test_state_commands_and_fork(client: httpx.Client) -> None:
