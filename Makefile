@@ -61,8 +61,8 @@ test: install services
 check: install services lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-compat: install services  ## LangGraph's clients (both SDKs, useStream) against the server (docs/server.md)
-	$(PY) -m pytest tests/clients/langgraph -m ""
+compat: install services  ## LangGraph's clients (both SDKs, useStream, Agent Chat UI) against the server (docs/server.md)
+	$(PY) -m pytest tests/clients/langgraph tests/clients/agent_chat_ui -m ""
 
 demo: install-local
 	$(VENV)/bin/tenxgraph demo

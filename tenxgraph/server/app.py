@@ -143,9 +143,11 @@ def _include_routers(app: FastAPI) -> None:
     from tenxgraph.server import (
         _metrics,
         assistants,
+        crons,
         extras,
         remote_tools,
         store,
+        thread_protocol,
         thread_stream,
         threads,
     )
@@ -165,6 +167,8 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(assistants.router)
     app.include_router(threads.router)
     app.include_router(thread_stream.router)
+    app.include_router(thread_protocol.router)
+    app.include_router(crons.router)
     app.include_router(store.router)
     app.include_router(extras.router)
 

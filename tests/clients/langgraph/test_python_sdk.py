@@ -87,8 +87,7 @@ def langchain_message(message: Any, where: str) -> None:
 
 
 _ASSISTANTS = "#33: refused with 422: one assistant per served graph"
-_CRONS = "#33: the server has no crons (/runs/crons is 404)"
-_COMMANDS = "#33: the thread-streaming protocol (POST /threads/{id}/commands) is not served yet"
+_CRONS = "#33: crons.create is refused with 422: no durable scheduler (see docs/server.md#crons)"
 
 
 # ---- assistants ----
@@ -288,11 +287,25 @@ def _(client: Any) -> None:
     raise AssertionError("no event on the thread's stream")
 
 
-@sdk_check("threads.stream(commands protocol)", _COMMANDS)
+@sdk_check("threads.stream(commands protocol)")
 def _(client: Any) -> None:
     with client.threads.stream(assistant_id=GRAPH_ID) as stream:
         stream.run.start(input=user("hi"))
         assert len(stream.output["messages"]) == 2
+
+
+@sdk_check("threads.stream(interrupt then run.respond)")
+def _(client: Any) -> None:
+    with client.threads.stream(assistant_id=GRAPH_ID) as stream:
+        stream.run.start(input=user("ask"))
+        for _ in range(400):
+            if stream.interrupted:
+                break
+            time.sleep(0.05)
+        (asked,) = stream.interrupts
+        assert asked["value"] == {"question": "your name?"}, asked
+        stream.run.respond("Ada")
+        assert stream.output["messages"][-1]["content"] == "you answered: Ada"
 
 
 # ---- runs ----
@@ -554,12 +567,12 @@ def _(client: Any) -> None:
     client.crons.delete(client.crons.create(GRAPH_ID, schedule="0 0 1 1 *")["cron_id"])
 
 
-@sdk_check("crons.search", _CRONS)
+@sdk_check("crons.search")
 def _(client: Any) -> None:
     check(client.crons.search(assistant_id=GRAPH_ID), list[Cron])
 
 
-@sdk_check("crons.count", _CRONS)
+@sdk_check("crons.count")
 def _(client: Any) -> None:
     assert isinstance(client.crons.count(assistant_id=GRAPH_ID), int)
 

@@ -271,6 +271,27 @@ check("threads.stream(commands protocol)", async () => {
     stream.close();
   }
 });
+check("threads.stream(interrupt then input.respond)", async () => {
+  const t = await thread();
+  const stream = client.threads.stream(t.thread_id, { assistantId: GRAPH });
+  try {
+    await stream.run.start({ input: user("ask") });
+    const paused = await stream.output;
+    expect(stream.interrupted && stream.interrupts.length === 1, `paused at ${JSON.stringify(paused)}`);
+    const [asked] = stream.interrupts;
+    expect(asked.payload?.question === "your name?", `interrupt ${JSON.stringify(asked)}`);
+    await stream.input.respond({ namespace: [], interrupt_id: asked.interruptId, response: "Ada" });
+    for (let i = 0; i < 200; i++) {
+      const state = await stream.state.get({ namespace: [] });
+      const last = state.values.messages?.at(-1);
+      if (last?.type === "ai" && textOf(last) === "you answered: Ada") return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error("the resumed run never answered");
+  } finally {
+    stream.close();
+  }
+});
 
 // ---- runs ----
 check("runs.wait(input as LangChain messages)", async () => {
