@@ -39,6 +39,7 @@ __all__ = [
     "Tool",
     "ToolNode",
     "ToolOutcome",
+    "Toolset",
     "UpdateEvent",
     "after_agent",
     "after_model",
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
+    from tenxgraph.core.graph._toolsets import Toolset
     from tenxgraph.runs import MultitaskStrategy
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -157,5 +159,6 @@ else:
                 "Tool",
                 "tool",
             ),
+            "tenxgraph.core.graph._toolsets": ("Toolset",),
         },
     )
