@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["MCPServerError", "MCPTool", "MCPTools"]
+__all__ = ["Answer", "MCPServerError", "MCPTool", "MCPTools", "graph_server"]
 
 if TYPE_CHECKING:
     from tenxgraph.mcp._client import MCPServerError, MCPTools
+    from tenxgraph.mcp._server import Answer, graph_server
     from tenxgraph.mcp._tool import MCPTool
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -23,6 +24,7 @@ else:
         __name__,
         {
             "tenxgraph.mcp._client": ("MCPServerError", "MCPTools"),
+            "tenxgraph.mcp._server": ("Answer", "graph_server"),
             "tenxgraph.mcp._tool": ("MCPTool",),
         },
     )
