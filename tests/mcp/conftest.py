@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import socket
 import subprocess
@@ -70,11 +71,27 @@ def http_server() -> Iterator[object]:
         stop(process)
 
 
+@functools.cache
+def _npm_ci() -> str | None:
+    """``npm ci`` in tests/mcp/node once per session (a warm cache needs no network); why not."""
+    done = subprocess.run(
+        ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return None if done.returncode == 0 else f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+
+
 def node_bin(name: str) -> Path:
-    """An executable of tests/mcp/node (``npm ci`` there); skips when node or it is missing."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the npm MCP servers cannot run")
+    """An executable of tests/mcp/node, installed from its lock file; skips without node and npm."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the npm MCP servers (apt-get install nodejs npm)")
     path = NODE_DIR / "node_modules" / ".bin" / name
     if not path.exists():
-        pytest.skip(f"{name} is not installed: run `npm ci` in {NODE_DIR}")
+        failure = _npm_ci()
+        if failure is not None:
+            pytest.fail(failure)
     return path

@@ -166,3 +166,22 @@ def test_the_inspector_calls_the_endpoint_of_serve_with_a_key(served_http):
     )  # fmt: skip
     assert called["structuredContent"]["thread_id"] == "inspected"
     assert not called.get("isError")
+
+
+def test_an_app_opens_the_graphs_mcp_servers_at_start_and_closes_them_at_stop(sdk_command):
+    """What each `tenxgraph serve` worker does with the MCP servers its graph uses."""
+    from fastapi.testclient import TestClient
+
+    from tenxgraph.server import create_app
+
+    tools = MCPTools.stdio(*sdk_command, "tools", name="sdk")
+    model = ScriptedModel([])
+    app = create_agent(model, [tools], checkpointer=InMemoryCheckpointer())
+    assert app.toolsets() == [tools]
+    with TestClient(create_app(app)) as client:
+        assert client.get("/ok").status_code == 200
+        assert "add" in {tool.name for tool in tools.tools()}  # listed at start
+        [session] = tools._sessions.values()
+        assert session.alive()
+    assert tools._sessions == {}  # closed at stop
+    assert not session.alive()
