@@ -141,7 +141,7 @@ class MCPTools(Toolset):
     async def aprepare(self) -> None:
         """Connect (or connect again) if needed, and list the tools if they changed."""
         session = await self._session()
-        if session is not None and session.client is not None and session.stale:
+        if session.client is not None and session.stale:
             await self._list(session)
 
     async def aclose(self) -> None:
@@ -153,9 +153,8 @@ class MCPTools(Toolset):
     async def call(self, mcp_name: str, arguments: dict[str, Any]) -> Any:
         """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not."""
         session = await self._session()
-        if session is None or session.client is None:
-            reason = session.failure if session is not None else self._last_failure()
-            raise MCPServerError(f"MCP server {self.name!r} is not connected: {reason}")
+        if session.client is None:
+            raise MCPServerError(f"MCP server {self.name!r} is not connected: {session.failure}")
         try:
             async with asyncio.timeout(self.timeout):
                 result = await session.run(session.client.call_tool(mcp_name, arguments))
@@ -180,21 +179,28 @@ class MCPTools(Toolset):
             raise MCPServerError(result_text(result, self.max_output_chars))
         return result_output(result, self.max_output_chars)
 
-    async def _session(self) -> _Session | None:
-        """The live session of the running loop: kept, or opened now (None when that failed)."""
+    async def _session(self) -> _Session:
+        """The session of the running loop: kept, or opened now (it may have failed).
+
+        The session is registered before it is opened, so concurrent callers
+        (parallel branches) wait for the same one instead of opening their own.
+        """
         loop = asyncio.get_running_loop()
+        for gone in [other for other in self._sessions if other.is_closed()]:
+            del self._sessions[gone]  # a sync bridge's finished loop: its process ended with it
         session = self._sessions.get(loop)
-        if session is not None and session.alive():
-            return session
-        if session is not None and not session.may_retry(self.retry_after):
-            return session
         if session is not None:
+            await session.opened.wait()
+            if session.alive() or not session.may_retry(self.retry_after):
+                return session
             await session.close()
         session = _Session(self)
         self._sessions[loop] = session
-        await session.open(self.connect_timeout)
-        if session.client is not None:
+        try:
+            await session.open(self.connect_timeout)
             await self._list(session)
+        finally:
+            session.opened.set()
         return session
 
     async def _list(self, session: _Session) -> None:
@@ -220,9 +226,6 @@ class MCPTools(Toolset):
             for tool in listed
             if self.include is None or tool.name in self.include
         ]
-
-    def _last_failure(self) -> str:
-        return "no session was opened yet"
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         mcp = _import_mcp()
@@ -255,6 +258,8 @@ class _Session:
         self.stale = True
         self.failure = "not connected yet"
         self.failed_at: float | None = None
+        self.opened = asyncio.Event()
+        """Set once the first connect and listing ended, however they ended."""
         self._ready = asyncio.Event()
         self._leave = asyncio.Event()
         self._ended = asyncio.Event()

@@ -187,3 +187,13 @@ async def test_direct_calls_reach_mcp_tools(sdk_command):
         block = await app.acall_tool("add", {"a": 5, "b": 5})
     assert block.output == {"result": 10}
     await asyncio.sleep(0)
+
+
+async def test_concurrent_first_uses_share_one_session(sdk_command):
+    tools = MCPTools.stdio(*sdk_command, "tools")
+    answers = await asyncio.gather(*(tools.call("add", {"a": i, "b": 1}) for i in range(4)))
+    assert answers == [{"result": i + 1} for i in range(4)]
+    [session] = tools._sessions.values()
+    assert session.alive()
+    await tools.aclose()
+    assert not session.alive()
