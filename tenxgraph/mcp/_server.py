@@ -25,9 +25,10 @@ Decisions:
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -87,7 +88,8 @@ def graph_server(
             for toolset in toolsets:
                 await toolset.aclose()
 
-    server = MCPServer(name, lifespan=lifespan)
+    with _host_logging_kept():
+        server = MCPServer(name, lifespan=lifespan)
 
     async def ask(message: str, ctx: Context, thread_id: str | None = None) -> Answer:
         user = (user_of(ctx) if user_of is not None else None) or DEFAULT_USER
@@ -114,6 +116,24 @@ def graph_server(
     }
     server.add_tool(ask, name=tool, description=description)
     return server
+
+
+@contextmanager
+def _host_logging_kept() -> Iterator[None]:
+    """Keep ``MCPServer()`` from configuring the process's logging.
+
+    The SDK's server calls ``logging.basicConfig`` (a handler on the root
+    logger, at INFO), which would change the log output of the whole
+    application serving the graph. ``basicConfig`` does nothing while the
+    root logger has a handler, so one is there for the moment of the call.
+    """
+    root = logging.getLogger()
+    guard = logging.NullHandler()
+    root.addHandler(guard)
+    try:
+        yield
+    finally:
+        root.removeHandler(guard)
 
 
 def _session_thread(ctx: Context, connection: str) -> str:

@@ -185,3 +185,12 @@ def test_an_app_opens_the_graphs_mcp_servers_at_start_and_closes_them_at_stop(sd
         assert session.alive()
     assert tools._sessions == {}  # closed at stop
     assert not session.alive()
+
+
+def test_serving_a_graph_leaves_the_applications_logging_alone():
+    import logging
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    graph_server(create_agent(ScriptedModel([])))
+    assert (list(root.handlers), root.level) == before
