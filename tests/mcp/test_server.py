@@ -188,9 +188,17 @@ def test_an_app_opens_the_graphs_mcp_servers_at_start_and_closes_them_at_stop(sd
 
 
 def test_serving_a_graph_leaves_the_applications_logging_alone():
-    import logging
-
-    root = logging.getLogger()
-    before = (list(root.handlers), root.level)
-    graph_server(create_agent(ScriptedModel([])))
-    assert (list(root.handlers), root.level) == before
+    """The SDK's MCPServer() calls logging.basicConfig; a fresh process shows it did not."""
+    code = (
+        "import logging\n"
+        "from tenxgraph.core.graph import create_agent\n"
+        "from tenxgraph.core.llm import ScriptedModel\n"
+        "from tenxgraph.mcp import graph_server\n"
+        "graph_server(create_agent(ScriptedModel([])))\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), logging.getLevelName(root.level))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), check=True
+    )
+    assert done.stdout.split() == ["0", "WARNING"]
