@@ -151,7 +151,11 @@ class MCPTools(Toolset):
             await session.close()
 
     async def call(self, mcp_name: str, arguments: dict[str, Any]) -> Any:
-        """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not."""
+        """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not.
+
+        Every call to the server goes through here, so this is where a trace
+        span of an MCP call belongs (the tool call around it is the runtime's).
+        """
         session = await self._session()
         if session.client is None:
             raise MCPServerError(f"MCP server {self.name!r} is not connected: {session.failure}")

@@ -197,3 +197,26 @@ async def test_concurrent_first_uses_share_one_session(sdk_command):
     assert session.alive()
     await tools.aclose()
     assert not session.alive()
+
+
+async def test_middleware_wraps_mcp_calls_like_any_tool_call(sdk_command):
+    """MCP tools are ordinary tools: wrap_tool_call sees their calls and may answer them."""
+    from tenxgraph.core.graph import ToolOutcome, wrap_tool_call
+
+    seen: list[str] = []
+
+    @wrap_tool_call
+    async def refuse_fail(call, handler):
+        seen.append(call.name)
+        if call.name == "fail":
+            return ToolOutcome("refused by policy", is_error=True)
+        return await handler(call)
+
+    model = ScriptedModel([calls(("add", {"a": 20, "b": 22}), ("fail", {})), "42"])
+    async with MCPTools.stdio(*sdk_command, "tools") as tools:
+        app = create_agent(model, [tools], middleware=[refuse_fail])
+        result = await app.ainvoke({"messages": [("user", "add")]})
+    add, fail = results(result)
+    assert sorted(seen) == ["add", "fail"]
+    assert add.output == {"result": 42}
+    assert fail.is_error and fail.output == "refused by policy"
