@@ -18,6 +18,11 @@ Decisions:
   runs as; ``tenxgraph serve`` gives the API key's user, so one key's
   threads are invisible to another's, as on its other routes. Threads the
   MCP tool makes are ordinary threads, readable over the HTTP API.
+- **A question is answered by the next message.** When the graph pauses at
+  ``interrupt(value)``, the answer carries ``value`` as ``interrupt``, and
+  the next call on that thread resumes the graph with its ``message`` as
+  the answer (a host has only messages to send). Anything else the thread
+  refuses (a failed turn...) comes back as the tool's error text.
 - **A graph without a checkpointer** has no threads: each call is a fresh run.
 - **The graph's own toolsets** (MCP servers it uses) are prepared and closed
   with the server (its lifespan).
@@ -34,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from tenxgraph.core.state.ids import DEFAULT_USER
+from tenxgraph.errors import TenxGraphError
 from tenxgraph.mcp._client import _import_mcp
 
 if TYPE_CHECKING:
@@ -97,7 +103,10 @@ def graph_server(
         config: dict[str, Any] = {"user_id": user}
         if graph.checkpointer is not None:
             config["thread_id"] = thread
-        result = await graph.ainvoke({"messages": [("user", message)]}, config)
+        try:
+            result = await graph.ainvoke(await _turn(graph, message, config), config)
+        except TenxGraphError as exc:  # the host's model reads why (the SDK hides other errors)
+            raise ToolError(str(exc)) from None
         messages = result.get("messages") or []
         text = messages[-1].text() if messages else ""
         paused = result.get("interrupt")
@@ -106,6 +115,8 @@ def graph_server(
             thread_id=thread if graph.checkpointer is not None else None,
             interrupt=getattr(paused, "value", None),
         )
+
+    from mcp.server.mcpserver.exceptions import ToolError
 
     # the SDK reads the schema from the annotations, which are text in this module
     ask.__annotations__ = {
@@ -116,6 +127,17 @@ def graph_server(
     }
     server.add_tool(ask, name=tool, description=description)
     return server
+
+
+async def _turn(graph: CompiledGraph[Any], message: str, config: dict[str, Any]) -> Any:
+    """The input of this turn: the message, or the answer to the question the thread waits on."""
+    if "thread_id" not in config:
+        return {"messages": [("user", message)]}
+    state = await graph.aget_state(config)
+    meta = state.execution_meta if state is not None else None
+    if meta is not None and meta.status == "interrupted" and meta.interrupt_kind == "inside":
+        return {"resume": message}
+    return {"messages": [("user", message)]}
 
 
 @contextmanager

@@ -202,3 +202,33 @@ def test_serving_a_graph_leaves_the_applications_logging_alone():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), check=True
     )
     assert done.stdout.split() == ["0", "WARNING"]
+
+
+async def test_a_question_of_the_graph_is_answered_by_the_next_message():
+    from tenxgraph.core.graph import interrupt
+    from tenxgraph.core.state import Message, ToolCallBlock
+
+    def deploy(env: str) -> str:
+        """Deploy to an environment."""
+        return f"deployed to {env}: {interrupt({'question': f'deploy to {env}?'})}"
+
+    call = ToolCallBlock(id="c1", name="deploy", args={"env": "prod"})
+    model = ScriptedModel([Message(role="assistant", content=[call]), "Deployed."])
+    app = create_agent(model, [deploy], checkpointer=InMemoryCheckpointer())
+    async with Client(graph_server(app)) as client:
+        asked = await client.call_tool("ask", {"message": "deploy", "thread_id": "d"})
+        done = await client.call_tool("ask", {"message": "yes", "thread_id": "d"})
+    assert asked.structured_content["interrupt"] == {"question": "deploy to prod?"}
+    assert done.structured_content["answer"] == "Deployed."
+    state = await app.aget_state({"thread_id": "d"})
+    [result] = [b for m in state.context for b in m.tool_results()]
+    assert result.output == "deployed to prod: yes"
+
+
+async def test_what_the_thread_refuses_comes_back_as_the_tools_error_text():
+    app = create_agent(ScriptedModel([]), checkpointer=InMemoryCheckpointer())  # no answers
+    async with Client(graph_server(app)) as client:
+        failed = await client.call_tool("ask", {"message": "hi", "thread_id": "f"})
+        again = await client.call_tool("ask", {"message": "hello?", "thread_id": "f"})
+    assert failed.is_error and "script" in failed.content[0].text.lower()
+    assert again.is_error and "rollback" in again.content[0].text
