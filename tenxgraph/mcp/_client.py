@@ -81,6 +81,7 @@ class MCPTools(Toolset):
         connect_timeout: float = 30.0,
         retry_after: float = 5.0,
         max_output_chars: int = 100_000,
+        protocol: str = "auto",
     ) -> None:
         """``target`` is a URL (streamable HTTP) or a command line (stdio).
 
@@ -90,6 +91,9 @@ class MCPTools(Toolset):
         only the tools named (their MCP names). ``timeout`` bounds each call,
         ``connect_timeout`` each connect or listing (seconds); after a
         failure, the next attempt to connect waits ``retry_after`` seconds.
+        ``protocol`` is the SDK's ``mode``: ``"auto"`` (ask the server, fall
+        back to the initialize handshake) or ``"legacy"`` (the handshake only,
+        for a server the probe confuses).
         """
         is_url = isinstance(target, str)
         if is_url and not str(target).startswith(("http://", "https://")):
@@ -114,6 +118,7 @@ class MCPTools(Toolset):
         self.connect_timeout = float(connect_timeout)
         self.retry_after = float(retry_after)
         self.max_output_chars = max_output_chars
+        self.protocol = protocol
         self._tools: list[MCPTool] = []
         self._sessions: dict[asyncio.AbstractEventLoop, _Session] = {}
 
@@ -291,7 +296,9 @@ class _Session:
         try:
             async with AsyncExitStack() as stack:
                 transport = await self.owner._transport(stack)
-                client = mcp.Client(transport, message_handler=self._on_message)
+                client = mcp.Client(
+                    transport, message_handler=self._on_message, mode=self.owner.protocol
+                )
                 await stack.enter_async_context(client)
                 self.client = client
                 logger.info("MCP server %r connected", self.owner.name)

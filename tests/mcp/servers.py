@@ -64,7 +64,9 @@ def _tools(server: MCPServer) -> None:
             """Added later."""
             return "extra here"
 
-        await ctx.notify_tools_changed()
+        await ctx.notify_tools_changed()  # to 2026-07-28 clients' change subscriptions
+        if ctx.protocol_version and ctx.protocol_version < "2026":
+            await ctx.session.send_tool_list_changed()  # handshake-era clients
         return "grown"
 
     @server.tool()

@@ -68,13 +68,16 @@ async def test_an_agent_calls_mcp_tools_and_gets_text_images_and_errors(sdk_comm
 
 
 async def test_a_tool_the_server_adds_is_seen_by_the_next_model_call(sdk_command):
-    model = ScriptedModel([calls(("grow", {})), calls(("extra", {})), "done"])
+    # the change notice travels beside the call's answer: a second call (echo) lets it land
+    model = ScriptedModel(
+        [calls(("grow", {})), calls(("echo", {"text": "x"})), calls(("extra", {})), "done"]
+    )
     async with MCPTools.stdio(*sdk_command, "tools") as tools:
         app = create_agent(model, [tools])
         result = await app.ainvoke({"messages": [("user", "grow")]})
     assert "extra" not in {spec.name for spec in model.requests[0].tools}
-    assert "extra" in {spec.name for spec in model.requests[1].tools}
-    _grow, extra = results(result)
+    assert "extra" in {spec.name for spec in model.requests[2].tools}
+    _grow, _echo, extra = results(result)
     assert extra.output == {"result": "extra here"}
 
 
@@ -220,3 +223,15 @@ async def test_middleware_wraps_mcp_calls_like_any_tool_call(sdk_command):
     assert sorted(seen) == ["add", "fail"]
     assert add.output == {"result": 42}
     assert fail.is_error and fail.output == "refused by policy"
+
+
+async def test_a_handshake_era_session_picks_up_the_change_notice_too(sdk_command):
+    async with MCPTools.stdio(*sdk_command, "tools", protocol="legacy") as tools:
+        assert "extra" not in {t.name for t in tools.tools()}
+        await tools.call("grow", {})
+        for _ in range(200):  # the notice is handled beside the call's answer, not before it
+            await tools.aprepare()
+            if "extra" in {t.name for t in tools.tools()}:
+                break
+            await asyncio.sleep(0.05)
+        assert "extra" in {t.name for t in tools.tools()}
