@@ -68,9 +68,6 @@ ALLOWED_BUILTIN_RAISES = {
     ("core/state/json_policy.py", "_no_constant"): (
         "json.loads parse_constant hook: parse_json raises ValueError as json.loads does"
     ),
-    ("core/graph/_thread_ops.py", "_fresh_state"): (
-        "NotImplementedError of an abstract hook that CompiledGraph overrides"
-    ),
     **{
         (module, hook): "NotImplementedError of a suite's hook the user's test class overrides"
         for module, hook in [

@@ -92,7 +92,7 @@ def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> 
 
 
 def test_the_graph_counts_imports_inside_functions(graph: dict[str, set[str]]) -> None:
-    assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._compiled"]
+    assert "tenxgraph.core.graph._session" in graph["tenxgraph.core.graph._thread_ops"]
     # StateGraph.compile imports CompiledGraph inside the method; the module top only for typing.
     assert "tenxgraph.core.graph._compiled" in graph["tenxgraph.core.graph._builder"]
 

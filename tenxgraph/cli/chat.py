@@ -2,7 +2,10 @@
 
 The graph is one ``Agent`` node over ``AgentState``, saved after every turn,
 so ``--thread ID`` resumes a conversation in a later session. Slash commands
-inspect the thread while chatting.
+inspect the thread while chatting. ``--graph module:graph`` chats with the
+user's own graph instead (its model and tools, saved to the same database);
+a run that pauses (a ``HumanApproval`` of tool calls, an ``interrupt``
+question) is answered at the prompt (``tenxgraph.cli.pauses``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from tenxgraph.cli.locations import describe_location, open_checkpointer
 from tenxgraph.cli.models import LOCAL, chat_model, close_model
 from tenxgraph.cli.options import ChatOptions, ContextChoice, check_options
+from tenxgraph.cli.pauses import ask, settle_pauses
 from tenxgraph.cli.prompt import Reader, read_line
 from tenxgraph.cli.render import Console
 from tenxgraph.cli.threads import list_threads, show_log, show_state, show_summary
@@ -95,6 +99,9 @@ def _forgive_cancel() -> None:
 
 async def chat(options: ChatOptions, console: Console, read: Reader = read_line) -> None:
     """Run the conversation until ``/quit`` or end of input."""
+    if options.graph is not None:
+        await _chat_with_graph(options, console, read)
+        return
     model = chat_model(
         options.model, options.provider, base_url=options.base_url, max_tokens=options.max_tokens
     )
@@ -117,8 +124,34 @@ async def chat(options: ChatOptions, console: Console, read: Reader = read_line)
         await close_model(model)
 
 
+async def _chat_with_graph(options: ChatOptions, console: Console, read: Reader) -> None:
+    """``--graph module:graph``: the user's graph over the database; its pauses asked here."""
+    from tenxgraph.cli.run import load_graph
+
+    assert options.graph is not None
+    graph = load_graph(options.graph)
+    async with open_checkpointer(options.db) as checkpointer:
+        app = (
+            graph.compile(checkpointer)
+            if isinstance(graph, StateGraph)
+            else graph.recompile(checkpointer=checkpointer)
+        )
+        session = _Session(checkpointer, console, options.user, options.thread or _new_id())
+        console.line(f"graph {options.graph}, database {describe_location(options.db)}", "bold")
+        await session.announce()
+        stored = await app.aget_state(session.config)
+        if stored is not None and stored.execution_meta.status == "interrupted":
+            console.note("the thread waits for an answer:")
+            answer = await ask(stored.execution_meta.interrupt_value, console, read)
+            result = await stream_turn(app, {"resume": answer}, session.config, console)
+            await settle_pauses(app, result, session.config, console, read)
+        console.note("type a message, or /help for commands")
+        await _converse(app, session, console, read)
+        await session.farewell(options)
+
+
 async def _converse(
-    app: CompiledGraph[AgentState], session: _Session, console: Console, read: Reader
+    app: CompiledGraph[Any], session: _Session, console: Console, read: Reader
 ) -> None:
     """Read lines until the user leaves: slash commands, or turns streamed to the console."""
     while True:
@@ -135,9 +168,14 @@ async def _converse(
                 return
             continue
         try:
-            await stream_turn(
+            result = await stream_turn(
                 app, {"messages": [Message.text_message(text)]}, session.config, console
             )
+            await settle_pauses(app, result, session.config, console, read)
+        except EOFError:  # end of input while a pause waits: the thread stays paused
+            console.line()
+            console.note("(the thread waits for that answer; resume it to give one)")
+            return
         except (ModelError, ToolError, NodeError) as exc:
             # the failed turn is discarded whole, so the message can simply be sent again
             Console(sys.stderr).error(str(exc))
@@ -232,6 +270,8 @@ def resume_command(options: ChatOptions, thread: str) -> str:
     args = ["tenxgraph", "chat", "--thread", thread, "--db", options.db]
     if options.user:
         args += ["--user", options.user]
+    if options.graph is not None:
+        return shlex.join([*args, "--graph", options.graph])
     if options.model != LOCAL:
         args += ["--model", options.model]
     if options.provider:

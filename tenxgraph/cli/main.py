@@ -88,6 +88,12 @@ def _add_chat(commands: Subcommands) -> None:
     )
     chat.add_argument("--max-tokens", type=int, default=256, help="answer length limit")
     chat.add_argument("--system", help="system prompt")
+    chat.add_argument(
+        "--graph",
+        metavar="MODULE:GRAPH",
+        help="chat with your graph (its own model and tools) instead of the built-in agent; "
+        "its pauses (tool approvals, questions) are asked here",
+    )
 
 
 def _add_threads(commands: Subcommands, parser_class: type[argparse.ArgumentParser]) -> None:
@@ -272,6 +278,7 @@ def _start(args: argparse.Namespace, console: Console) -> ChatOptions | None:
             context=args.context,
             max_messages=args.max_messages,
             max_tokens=args.max_tokens,
+            graph=args.graph,
             **({"system": args.system} if args.system else {}),
         )
     check_options(options)

@@ -33,6 +33,8 @@ class ChatOptions:
     max_messages: int | None = None
     max_tokens: int = 256
     system: str = "You are a helpful assistant. Answer briefly."
+    graph: str | None = None
+    """``module:graph`` to chat with instead of the built-in agent (its model, tools, pauses)."""
 
 
 def check_options(options: ChatOptions) -> None:

@@ -183,6 +183,8 @@ class RunSpec:
     """The run config: ``thread_id``, ``user_id``, ``run_id`` and what the client set."""
     stream_modes: tuple[str, ...]
     encoder: Encoder
+    stream_subgraphs: bool = False
+    """The stream carries the subgraphs' events too, named ``updates|research``."""
     invocation_state: dict[str, Any] | None = None
     """The request's ``context``, given to tools and hooks."""
     after_seconds: float = 0.0

@@ -56,6 +56,7 @@ async def resumed(
         input=run_input,
         config=config,
         stream_modes=body.modes(),
+        stream_subgraphs=bool(body.stream_subgraphs),
         encoder=encoder,
         invocation_state=dict(body.context) if body.context else None,
         on_completion=_deleter(graph, claim) if request.get("delete_thread") else None,

@@ -35,6 +35,7 @@ class _GraphWriter:
             spec.stream_modes,
             record.run_id,
             cast(RemoteCalls, record.remote),
+            subgraphs=spec.stream_subgraphs,
         )
 
     @property

@@ -7,9 +7,11 @@ branching the thread there (the run config's ``checkpoint_id``).
 Fields LangGraph's server has and this one does not act on are refused with
 a 422 that says what to do instead, never silently dropped:
 ``interrupt_before``/``interrupt_after`` (set when compiling the
-graph), ``webhook`` and ``command.goto``. Fields that only tune LangGraph's
+graph), ``webhook`` and ``command.goto``. ``stream_subgraphs`` adds the
+subgraphs' events, named with their namespace (``updates|research``).
+Fields that only tune LangGraph's
 own machinery and change nothing a client sees here (``durability``,
-``checkpoint_during``, ``stream_subgraphs``, ``stream_resumable``: every
+``checkpoint_during``, ``stream_resumable``: every
 stream here is resumable, ``feedback_keys``, ``langsmith_tracer``,
 ``strict_resume``) are accepted and ignored. A field this server does not know
 is refused unless its value is null (newer clients send new fields as null).
@@ -248,14 +250,19 @@ def checkpoint_named(
 ) -> str | None:
     """The checkpoint id a request names with ``checkpoint`` and/or ``checkpoint_id``, or None.
 
-    A ``Checkpoint`` of another thread, or of a subgraph namespace, is refused.
+    A ``Checkpoint`` of another thread, or of a subgraph namespace (a run or an
+    update starts at the top of the thread), is refused.
     """
     named = None if checkpoint is None else checkpoint.get("checkpoint_id")
     if checkpoint is not None:
         if checkpoint.get("thread_id") not in (None, "", thread_id):
             raise StateError("'checkpoint' names another thread than the request's")
         if checkpoint.get("checkpoint_ns") not in (None, ""):
-            raise StateError("'checkpoint' names a subgraph namespace; this server has none")
+            raise StateError(
+                "'checkpoint' names a subgraph namespace: runs and state updates start at "
+                "the top of the thread (a paused subgraph continues with command.resume); "
+                "read a subgraph's state with POST /threads/{thread_id}/state/checkpoint"
+            )
     if named in (None, ""):
         named = checkpoint_id
     elif checkpoint_id not in (None, "", named):

@@ -34,6 +34,7 @@ from tenxgraph.core.graph import (
     MessageEvent,
     RunResult,
     StreamEvent,
+    SubgraphEvent,
     UpdateEvent,
     pending_remote_calls,
 )
@@ -107,9 +108,14 @@ class RunStreamWriter:
         modes: tuple[str, ...],
         run_id: str,
         remote: RemoteCalls | None = None,
+        *,
+        subgraphs: bool = False,
     ) -> None:
         self.log, self.encoder, self.run_id, self.remote = log, encoder, run_id, remote
         self.modes = frozenset(modes)
+        self.subgraphs = subgraphs
+        """``stream_subgraphs``: the subgraphs' updates and messages, their namespace in
+        the event's name (``updates|research``, ``messages-tuple|research|search``)."""
         self.output: Any = None
         """The final values (with ``__interrupt__`` when paused), or ``{"__error__": ...}``."""
         self._last_values: str | None = None
@@ -166,7 +172,13 @@ class RunStreamWriter:
         """One ``astream`` of the graph, into the log; its result (None: stopped before it ran)."""
         seen_first, result = False, None
         self._pause = None
-        stream = graph.astream(input, config, invocation_state=invocation_state, control=control)
+        stream = graph.astream(
+            input,
+            config,
+            invocation_state=invocation_state,
+            control=control,
+            subgraphs=self.subgraphs,
+        )
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 if not seen_first:
@@ -196,6 +208,26 @@ class RunStreamWriter:
             self._pause = event  # sent with the result, which has the state its id needs
         elif isinstance(event, RunResult):
             self._result(event)
+        elif isinstance(event, SubgraphEvent):
+            self._subgraph(event)
+
+    def _subgraph(self, event: SubgraphEvent) -> None:
+        """A subgraph's update or message (``messages-tuple``), its namespace in the event's name.
+
+        Its values are not streamed: they are saved only while it is paused.
+        """
+        namespace = "|".join(event.namespace)
+        inner = event.event
+        if isinstance(inner, UpdateEvent) and "updates" in self.modes:
+            update = dict(inner.values)
+            if inner.messages:
+                update["messages"] = [self.encoder.message(m) for m in inner.messages]
+            self._emit(f"updates|{namespace}", {inner.node: update})
+        elif isinstance(inner, MessageEvent) and "messages-tuple" in self.modes:
+            meta = {"langgraph_node": inner.node, "langgraph_checkpoint_ns": namespace}
+            meta["run_id"] = self.run_id
+            text = self.encoder.message_json(inner.message)
+            self.log.append(f"messages|{namespace}", f"[{text},{self.encoder.dumps(meta)}]")
 
     def _message(self, event: MessageEvent) -> None:
         if "messages-tuple" in self.modes:

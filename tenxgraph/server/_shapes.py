@@ -10,7 +10,9 @@ threads:
   they are, and the runtime's bookkeeping (``execution_meta``) left out:
   it shows as ``status``, ``next``, ``tasks`` and ``interrupts``.
 - A checkpoint id is the checkpoint's version as text (``"1"``, ``"2"``...);
-  the namespace is always ``""`` (tenxgraph graphs have no subgraph state).
+  its namespace is ``""``. A paused subgraph has no checkpoint of its own: a
+  task names its namespace (``research``), and shows its state when asked
+  for subgraphs.
 - A thread is ``busy`` while a run is pending or running on it (the run
   manager knows; a turn saved ``running`` by a run of another process counts
   too), ``interrupted`` while paused at an interrupt, ``error`` after a
@@ -29,7 +31,7 @@ from tenxgraph.core.state.remote_calls import REMOTE_CALLS_KIND
 from tenxgraph.server._message_format import MessageEncoder, tenxgraph_json
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import StateSnapshot
+    from tenxgraph.core.graph import StateSnapshot, StateTree
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.storage import ThreadInfo
 
@@ -41,6 +43,7 @@ __all__ = [
     "state_json",
     "state_metadata",
     "state_values",
+    "subgraph_json",
     "thread_json",
     "thread_status",
 ]
@@ -112,15 +115,41 @@ def state_metadata(node: str, step: int, status: str) -> dict[str, Any]:
 
 
 def state_json(
-    thread_id: str, snapshot: StateSnapshot[Any], encode: MessageEncoder = tenxgraph_json
+    thread_id: str,
+    snapshot: StateSnapshot[Any],
+    encode: MessageEncoder = tenxgraph_json,
+    tree: StateTree | None = None,
 ) -> dict[str, Any]:
-    """A LangGraph ``ThreadState`` of one checkpoint."""
+    """A LangGraph ``ThreadState`` of one checkpoint.
+
+    ``tree`` (``get_state(subgraphs=True)`` of it): each task's paused
+    subgraph's state, under the task's ``state``.
+    """
     state = snapshot.state
     meta = state.execution_meta
     interrupts = interrupts_json(thread_id, state)
-    next_nodes = next_of(state)
-    tasks = [
-        {
+    version, parent = snapshot.version, snapshot.parent_version
+    return {
+        "values": state_values(state, encode),
+        "next": next_of(state),
+        "tasks": _tasks_json(thread_id, state, tree, "", encode),
+        "checkpoint": checkpoint_json(thread_id, version),
+        "metadata": state_metadata(snapshot.node, snapshot.step, meta.status),
+        "created_at": iso_time(snapshot.created_at),
+        "parent_checkpoint": None if parent is None else checkpoint_json(thread_id, parent),
+        "interrupts": interrupts,
+    }
+
+
+def _tasks_json(
+    thread_id: str, state: AgentState, tree: StateTree | None, ns: str, encode: MessageEncoder
+) -> list[dict[str, Any]]:
+    """The tasks that run next; a task whose subgraph is paused names its namespace."""
+    interrupts = interrupts_json(thread_id, state)
+    paused = state.execution_meta.subgraphs
+    tasks = []
+    for node in next_of(state):
+        task: dict[str, Any] = {
             "id": interrupt_id(thread_id, state),
             "name": node,
             "path": [],
@@ -130,18 +159,35 @@ def state_json(
             "state": None,
             "result": None,
         }
-        for node in next_nodes
-    ]
-    version, parent = snapshot.version, snapshot.parent_version
+        for segment, saved in paused.items():
+            if saved.get("done") or segment.split(":", 1)[0].split("#", 1)[0] != node:
+                continue
+            namespace = f"{ns}|{segment}" if ns else segment
+            task["checkpoint"] = {"thread_id": thread_id, "checkpoint_ns": namespace}
+            child = None if tree is None else tree.subgraphs.get(segment)
+            if child is not None:
+                task["state"] = subgraph_json(thread_id, child, encode)
+        tasks.append(task)
+    return tasks
+
+
+def subgraph_json(thread_id: str, tree: StateTree, encode: MessageEncoder) -> dict[str, Any]:
+    """A paused subgraph's ``ThreadState``: it has no checkpoint of its own, only a namespace."""
+    state = tree.state
     return {
         "values": state_values(state, encode),
-        "next": next_nodes,
-        "tasks": tasks,
-        "checkpoint": checkpoint_json(thread_id, version),
-        "metadata": state_metadata(snapshot.node, snapshot.step, meta.status),
-        "created_at": iso_time(snapshot.created_at),
-        "parent_checkpoint": None if parent is None else checkpoint_json(thread_id, parent),
-        "interrupts": interrupts,
+        "next": next_of(state),
+        "tasks": _tasks_json(thread_id, state, tree, tree.namespace, encode),
+        "checkpoint": {
+            "thread_id": thread_id,
+            "checkpoint_ns": tree.namespace,
+            "checkpoint_id": None,
+            "checkpoint_map": None,
+        },
+        "metadata": {},
+        "created_at": None,
+        "parent_checkpoint": None,
+        "interrupts": interrupts_json(thread_id, state),
     }
 
 
@@ -150,11 +196,19 @@ _GOING_ON = frozenset({"running", "interrupted", "error"})
 
 
 def next_of(state: AgentState) -> list[str]:
-    """The node that runs next from this checkpoint (LangGraph's ``next``); [] at a turn's end."""
+    """The nodes that run next from this checkpoint (LangGraph's ``next``); [] at a turn's end.
+
+    In a parallel step (``ExecMeta.tasks``), the nodes of its tasks that have
+    not finished, each once, in merge order.
+    """
     meta = state.execution_meta
     node = meta.next_node
     if meta.status not in _GOING_ON or node is None or node == "__end__":
         return []
+    if meta.tasks:
+        done = meta.task_writes
+        pending = (t["node"] for i, t in enumerate(meta.tasks) if str(i) not in done)
+        return list(dict.fromkeys(pending))
     return [node]
 
 

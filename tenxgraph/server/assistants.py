@@ -95,16 +95,30 @@ async def create_assistant(context: Context, user: User) -> Json:
 
 @router.get("/assistants/{assistant_id}/graph")
 async def get_graph(assistant_id: str, context: Context, user: User, xray: bool = False) -> Json:
-    """The graph's nodes and edges (``{"nodes": [{"id", "type", "data"}], "edges": [...]}``)."""
+    """The graph's nodes and edges (``{"nodes": [{"id", "type", "data"}], "edges": [...]}``).
+
+    A join's edges are not conditional (each waits for all the join's
+    sources): their ``data`` is ``join a + b``. With ``xray`` a subgraph
+    node's graph comes too, its ids under the node's (``research:search``).
+    """
     check_assistant(context, assistant_id)
-    drawn = context.graph.get_graph()
-    return {
-        "nodes": [
-            {"id": n.name, "type": n.kind, "data": {"name": n.name, "detail": n.detail}}
-            for n in drawn.nodes
-        ],
-        "edges": [_edge_json(e.source, e.target, e.kind != "edge", e.label) for e in drawn.edges],
-    }
+    nodes: list[Json] = []
+    edges: list[Json] = []
+    _drawn_json(context.graph.get_graph(), "", xray, nodes, edges)
+    return {"nodes": nodes, "edges": edges}
+
+
+def _drawn_json(drawn: Any, prefix: str, xray: bool, nodes: list[Json], edges: list[Json]) -> None:
+    for n in drawn.nodes:
+        nodes.append(
+            {"id": prefix + n.name, "type": n.kind, "data": {"name": n.name, "detail": n.detail}}
+        )
+        if xray and n.subgraph is not None:
+            _drawn_json(n.subgraph, f"{prefix}{n.name}:", True, nodes, edges)
+    for e in drawn.edges:
+        label = f"join {e.label}" if e.kind == "join" else e.label
+        conditional = e.kind not in ("edge", "join")
+        edges.append(_edge_json(prefix + e.source, prefix + e.target, conditional, label))
 
 
 def _edge_json(source: str, target: str, conditional: bool, label: str) -> Json:
@@ -176,9 +190,13 @@ async def set_latest_version(
 async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
     """JSON Schemas of the graph's state (input, output and state are the state class)."""
     check_assistant(context, assistant_id)
-    state_schema = context.graph.state_class.model_json_schema()
+    return _schemas(context.graph_id, context.graph.state_class)
+
+
+def _schemas(graph_id: str, state_class: type[Any]) -> Json:
+    state_schema = state_class.model_json_schema()
     return {
-        "graph_id": context.graph_id,
+        "graph_id": graph_id,
         "input_schema": state_schema,
         "output_schema": state_schema,
         "state_schema": state_schema,
@@ -188,7 +206,14 @@ async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
 
 
 @router.get("/assistants/{assistant_id}/subgraphs")
-async def get_subgraphs(assistant_id: str, context: Context, user: User) -> Json:
-    """Always empty: tenxgraph graphs have no subgraphs."""
+async def get_subgraphs(
+    assistant_id: str,
+    context: Context,
+    user: User,
+    namespace: str | None = None,
+    recurse: bool = False,
+) -> Json:
+    """The schemas of the graph's subgraphs, by namespace (``research``, ``research|search``)."""
     check_assistant(context, assistant_id)
-    return {}
+    found = context.graph.get_subgraphs(namespace=namespace, recurse=recurse)
+    return {ns: _schemas(context.graph_id, graph.state_class) for ns, graph in found.items()}

@@ -129,6 +129,7 @@ async def _start(
         input=given,
         config=config,
         stream_modes=body.modes(),
+        stream_subgraphs=bool(body.stream_subgraphs),
         encoder=_encoder(context),
         invocation_state=dict(body.context) if body.context else None,
         after_seconds=body.after_seconds or 0.0,

@@ -300,12 +300,17 @@ async def get_state(
     A checkpoint's ``metadata`` is what it records (``source``, ``step``,
     ``node``, ``status``); the current one also shows the thread's metadata
     beneath those keys, which is what ``PATCH .../state`` changes.
+    ``subgraphs``: a task whose subgraph is paused shows that subgraph's state.
     """
     info = await thread_info_or_404(context, thread_id, user)
-    history = await context.graph.aget_state_history(thread_config(thread_id, user), limit=1)
+    config = thread_config(thread_id, user)
+    history = await context.graph.aget_state_history(config, limit=1)
     if not history:
         not_found(f"thread {thread_id!r}")
-    state = shapes.state_json(thread_id, history[0], encode)
+    tree = None
+    if subgraphs and history[0].state.execution_meta.subgraphs:
+        tree = context.graph.state_tree(history[0].state)
+    state = shapes.state_json(thread_id, history[0], encode, tree)
     if isinstance(info.metadata, dict):
         state["metadata"] = {**info.metadata, **state["metadata"]}
     return state
@@ -341,8 +346,15 @@ async def get_state_at(
 async def post_state_at(
     thread_id: str, body: CheckpointQuery, context: Context, user: User, encode: Encode
 ) -> Json:
-    """The thread's state at ``checkpoint.checkpoint_id`` (the current one without an id)."""
+    """The thread's state at ``checkpoint.checkpoint_id`` (the current one without an id).
+
+    A ``checkpoint_ns`` names a subgraph paused in the thread's current state:
+    its state is answered (a subgraph has no checkpoints of its own).
+    """
     checkpoint_id = body.checkpoint.get("checkpoint_id")
+    namespace = body.checkpoint.get("checkpoint_ns")
+    if namespace not in (None, ""):
+        return await _subgraph_state(context, thread_id, user, str(namespace), encode)
     if checkpoint_id is None:
         return await get_state(thread_id, context, user, encode)
     return await _state_at(context, thread_id, user, checkpoint_id, encode)
@@ -354,6 +366,22 @@ def version_of(checkpoint_id: object) -> int:
     if not text.isdigit() or int(text) < 1:
         bad_request(f"checkpoint_id must be a checkpoint version (1, 2, ...), got {text[:40]!r}")
     return int(text)
+
+
+async def _subgraph_state(
+    context: ServerContext, thread_id: str, user: str, namespace: str, encode: MessageEncoder
+) -> Json:
+    """The state of the subgraph paused at ``namespace`` (422: no such subgraph; 404: none)."""
+    static = "|".join(part.split(":", 1)[0].split("#", 1)[0] for part in namespace.split("|"))
+    if static not in context.graph.get_subgraphs(recurse=True):
+        bad_request(f"checkpoint_ns {namespace[:80]!r} names no subgraph of the graph")
+    await thread_info_or_404(context, thread_id, user)
+    tree = await context.graph.aget_state(thread_config(thread_id, user), subgraphs=True)
+    for segment in namespace.split("|"):
+        tree = None if tree is None else tree.subgraphs.get(segment)
+    if tree is None:
+        not_found(f"a subgraph paused at {namespace[:80]!r} in thread {thread_id!r}")
+    return shapes.subgraph_json(thread_id, tree, encode)
 
 
 async def _state_at(

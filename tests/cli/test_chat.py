@@ -272,3 +272,76 @@ async def test_chat_with_a_named_model_on_an_openai_compatible_server(tmp_path: 
     assert request.body["stream"] is True
     sent = [(m["role"], m["content"]) for m in request.body["messages"]]
     assert sent == [("system", "Be brief."), ("user", "hi there")]
+
+
+async def test_a_graph_that_asks_for_approval_is_answered_at_the_prompt(tmp_path: Path) -> None:
+    lines = iter(
+        [
+            "delete notes.txt",
+            "x",  # not a choice: asked again
+            "e",
+            "[1]",  # not an object: asked again
+            '{"path": "scratch.txt"}',
+            "delete thesis.tex",
+            "r",
+            "I still need it",
+            "delete old.log",
+            "a",
+            "/quit",
+        ]
+    )
+    prompts: list[str] = []
+
+    async def read(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(lines)
+
+    out = io.StringIO()
+    db = str(tmp_path / "c.sqlite")
+    options = ChatOptions(db=db, thread="approve", graph="tests.server.approval_graph:graph")
+    await chat(options, Console(out), read)
+    shown = out.getvalue()
+    assert 'tool call delete_file({"path": "notes.txt"})' in shown
+    assert "Delete this file?" in shown
+    assert "delete_file said: deleted scratch.txt" in shown
+    assert "tool 'delete_file' was not run: I still need it" in shown
+    assert "delete_file said: deleted old.log" in shown
+    assert prompts.count("a=approve, e=edit, r=reject> ") == 4
+    assert "--graph tests.server.approval_graph:graph" in shown  # how to resume
+
+
+def test_chat_with_a_graph_in_a_terminal(tmp_path: Path) -> None:
+    db = str(tmp_path / "chat.sqlite")
+    child = spawn("--graph", "tests.server.approval_graph:graph", "--db", db, color=False)
+    child.sendline("delete notes.txt")
+    child.expect_exact("a=approve, e=edit, r=reject> ")
+    child.sendline("a")
+    child.expect_exact("you> ")
+    assert "delete_file said: deleted notes.txt" in str(child.before)
+    quit_chat(child)
+
+
+async def test_a_thread_left_paused_is_asked_first_when_resumed(tmp_path: Path) -> None:
+    db = str(tmp_path / "c.sqlite")
+    options = ChatOptions(db=db, thread="left", graph="tests.server.approval_graph:graph")
+    first = iter(["delete notes.txt"])
+
+    async def leave(prompt: str) -> str:
+        try:
+            return next(first)
+        except StopIteration:
+            raise EOFError from None
+
+    out = io.StringIO()
+    await chat(options, Console(out), leave)
+    assert "the thread waits for that answer" in out.getvalue()
+
+    later = iter(["a", "/quit"])
+
+    async def answer(prompt: str) -> str:
+        return next(later)
+
+    out = io.StringIO()
+    await chat(options, Console(out), answer)
+    assert "the thread waits for an answer:" in out.getvalue()
+    assert "delete_file said: deleted notes.txt" in out.getvalue()

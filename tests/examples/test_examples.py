@@ -38,6 +38,7 @@ EXPECTED = {
     "custom_state_workflow.py": "Expense of $240.0 approved. | audit: ['classified travel",
     "local_model.py": "[tools] tool result: It is sunny and 21C in",
     "long_summarized_conversation.py": "turn 40: log 80 messages",
+    "multi_agent.py": "billing answers the next message: Glad to help. Anything else?",
     "postgres_redis.py": "deleted the example thread: True",
     "serve_demo.py": "'ask me' -> Thanks! You answered: green",
     "streaming.py": "run result: 1 new message(s), 11 streamed chunks",

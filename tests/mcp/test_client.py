@@ -235,3 +235,20 @@ async def test_a_handshake_era_session_picks_up_the_change_notice_too(sdk_comman
                 break
             await asyncio.sleep(0.05)
         assert "extra" in {t.name for t in tools.tools()}
+
+
+async def test_a_swarm_member_keeps_its_mcp_tools(sdk_command):
+    from tenxgraph.core.graph import create_swarm
+    from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+
+    math_model = ScriptedModel([calls(("add", {"a": 1, "b": 2})), "3"])
+    async with MCPTools.stdio(*sdk_command, "tools", include=["add"]) as tools:
+        math = create_agent(math_model, [tools], name="math")
+        writer = create_agent(ScriptedModel([]), name="writer")
+        swarm = create_swarm([math, writer], checkpointer=InMemoryCheckpointer())
+        assert swarm.toolsets() == [tools]
+        result = await swarm.ainvoke({"messages": [("user", "1+2")]}, {"thread_id": "s"})
+    [add] = results(result)
+    assert add.output == {"result": 3}
+    offered = {spec.name for spec in math_model.requests[0].tools}
+    assert {"add", "transfer_to_writer"} <= offered

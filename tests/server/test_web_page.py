@@ -42,11 +42,14 @@ from tests.server.test_web_origin import HOSTILE, png_1x1, upload  # noqa: E402
 
 
 @contextmanager
-def _serve(folder: Path, *options: str) -> Iterator[str]:
+def _serve(
+    folder: Path, *options: str, target: str = "examples.serve_demo:graph", graph_id: str = "demo"
+) -> Iterator[str]:
     """``tenxgraph serve examples.serve_demo:graph`` in its own process, until the block ends."""
     port = free_port()
-    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "examples.serve_demo:graph"]
-    command += ["--graph-id", "demo", "--db", str(folder / "threads.sqlite"), "--port", str(port)]
+    command = [sys.executable, "-m", "tenxgraph.cli", "serve", target]
+    command += ["--graph-id", graph_id, "--db", str(folder / "threads.sqlite")]
+    command += ["--port", str(port)]
     output = folder / "serve.log"
     with output.open("wb") as log:
         process = subprocess.Popen([*command, *options], cwd=REPO, stdout=log, stderr=log)

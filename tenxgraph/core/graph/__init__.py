@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 __all__ = [
     "Agent",
     "AgentMiddleware",
+    "AgentTool",
     "CheckpointInfo",
     "Command",
     "CompiledGraph",
@@ -19,6 +20,7 @@ __all__ = [
     "ErrorEvent",
     "GraphDescription",
     "GraphInterrupt",
+    "HumanApproval",
     "InterruptEvent",
     "MessageEvent",
     "ModelCall",
@@ -34,7 +36,10 @@ __all__ = [
     "Send",
     "StateGraph",
     "StateSnapshot",
+    "StateTree",
     "StreamEvent",
+    "SubgraphEvent",
+    "SubgraphNode",
     "ThreadSnapshot",
     "Tool",
     "ToolNode",
@@ -43,9 +48,13 @@ __all__ = [
     "UpdateEvent",
     "after_agent",
     "after_model",
+    "agent_tool",
     "before_agent",
     "before_model",
     "create_agent",
+    "create_supervisor",
+    "create_swarm",
+    "handoff_tool",
     "interrupt",
     "pending_remote_calls",
     "remote_tool_result",
@@ -57,6 +66,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._agent import Agent
+    from tenxgraph.core.graph._agent_tools import AgentTool, agent_tool, create_supervisor
+    from tenxgraph.core.graph._approval import HumanApproval
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._command import Command
     from tenxgraph.core.graph._compiled import CompiledGraph
@@ -67,8 +78,10 @@ if TYPE_CHECKING:
         MessageEvent,
         RunResult,
         StreamEvent,
+        SubgraphEvent,
         UpdateEvent,
     )
+    from tenxgraph.core.graph._handoffs import create_swarm, handoff_tool
     from tenxgraph.core.graph._history import CheckpointInfo, StateSnapshot
     from tenxgraph.core.graph._hooks import RunHooks
     from tenxgraph.core.graph._interrupt import GraphInterrupt, interrupt
@@ -93,6 +106,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._send import Send
     from tenxgraph.core.graph._snapshots import ThreadSnapshot
+    from tenxgraph.core.graph._subgraph import StateTree, SubgraphNode
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
     from tenxgraph.core.graph._toolsets import Toolset
@@ -104,6 +118,9 @@ else:
         __name__,
         {
             "tenxgraph.core.graph._agent": ("Agent",),
+            "tenxgraph.core.graph._agent_tools": ("AgentTool", "agent_tool", "create_supervisor"),
+            "tenxgraph.core.graph._handoffs": ("create_swarm", "handoff_tool"),
+            "tenxgraph.core.graph._approval": ("HumanApproval",),
             "tenxgraph.core.graph._builder": ("StateGraph",),
             "tenxgraph.core.graph._command": ("Command",),
             "tenxgraph.core.graph._compiled": ("CompiledGraph",),
@@ -114,6 +131,7 @@ else:
                 "MessageEvent",
                 "RunResult",
                 "StreamEvent",
+                "SubgraphEvent",
                 "UpdateEvent",
             ),
             "tenxgraph.core.graph._history": ("CheckpointInfo", "StateSnapshot"),
@@ -150,6 +168,7 @@ else:
             "tenxgraph.core.graph._run_control": ("RunControl",),
             "tenxgraph.core.graph._send": ("Send",),
             "tenxgraph.core.graph._snapshots": ("ThreadSnapshot",),
+            "tenxgraph.core.graph._subgraph": ("StateTree", "SubgraphNode"),
             "tenxgraph.runs._leases": ("MultitaskStrategy",),
             "tenxgraph.core.graph._tool_node": (
                 "ToolNode",

@@ -18,6 +18,7 @@ forced tool has answered in the current turn; later calls in that turn use
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,21 @@ if TYPE_CHECKING:
     from tenxgraph.core.llm.retry import RetryPolicy
     from tenxgraph.core.state.context.base import BaseContextManager
 
-__all__ = ["Agent", "turn_tool_choice"]
+__all__ = ["AGENT_KEY", "Agent", "check_agent_name", "turn_tool_choice"]
+
+AGENT_KEY = "agent"
+"""``Message.metadata`` key: the name of the agent that wrote the message."""
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_agent_name(name: str | None) -> str | None:
+    """``name`` when it can name an agent (and its tools: ``transfer_to_<name>``)."""
+    if name is not None and not (isinstance(name, str) and _AGENT_NAME.fullmatch(name)):
+        raise GraphBuildError(
+            f"agent name {name!r}: use 1 to 64 letters, digits, '_' or '-' "
+            "(it becomes part of tool names)"
+        )
+    return name
 
 
 class Agent(Node):
@@ -70,6 +85,7 @@ class Agent(Node):
         max_tokens: int | None = None,
         retry: RetryPolicy | None = None,
         wrappers: Sequence[ModelCallWrapper] = (),
+        name: str | None = None,
         **model_options: Any,
     ) -> None:
         """Describe the agent; the model itself is resolved on first use.
@@ -86,8 +102,13 @@ class Agent(Node):
         dict, or a union of them), ``output_strategy`` and ``output_retries``:
         structured output, see ``tenxgraph.core.graph._structured``; a schema
         that cannot be used raises ``GraphBuildError`` here.
+        ``name`` (letters, digits, ``_`` and ``-``) marks every message the
+        agent adds (``metadata["agent"]``) and names it in handoffs and agent
+        tools (``_agent_tools``, ``_handoffs``).
         """
         from tenxgraph.core.llm.resolve import check_model
+
+        self.name = check_agent_name(name)
 
         check_model(model, provider=provider, **model_options)
         self._model_ref = model
@@ -172,7 +193,7 @@ class Agent(Node):
                 answer = message
         assert answer is not None  # stream_model_call ends with the complete message or raises
         if self.output is None:
-            yield NodeOutput([answer.model_copy(update={"message_id": ctx.id_generator()})])
+            yield NodeOutput([self._own(answer, ctx)])
             return
         settled = await self.output.settle(
             answer,
@@ -180,7 +201,7 @@ class Agent(Node):
             native=not self.output.uses_tool(self.model, with_tools=bool(self.tools)),
             provider=self.model.provider,
         )
-        answer = settled.message.model_copy(update={"message_id": ctx.id_generator()})
+        answer = self._own(settled.message, ctx)
         if not settled.structured:  # the answer calls tools: they run first
             yield NodeOutput([answer])
             return
@@ -192,6 +213,13 @@ class Agent(Node):
                 ]
             )
         )
+
+    def _own(self, answer: Message, ctx: RunContext) -> Message:
+        """The answer as stored: a new id, and the agent's name when it has one."""
+        update: dict[str, Any] = {"message_id": ctx.id_generator()}
+        if self.name is not None:
+            update["metadata"] = {**answer.metadata, AGENT_KEY: self.name}
+        return answer.model_copy(update=update)
 
     async def _answer(
         self, state: AgentState, ctx: RunContext, manager: BaseContextManager | None

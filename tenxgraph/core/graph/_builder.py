@@ -16,6 +16,7 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
+from tenxgraph.core.graph._subgraph import SubgraphNode
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -139,7 +140,11 @@ class StateGraph(Generic[S]):
 
         ``ends`` declares the nodes a ``Command(goto=...)`` from this node may go
         to, so they count as reachable and are checked when the graph is built.
+        A compiled graph is a node too: a subgraph (``SubgraphNode``), saved in
+        this graph's threads.
         """
+        from tenxgraph.core.graph._compiled import CompiledGraph
+
         if node is None:
             node = name
             name = str(getattr(node, "name", None) or getattr(node, "__name__", ""))
@@ -150,6 +155,8 @@ class StateGraph(Generic[S]):
         if name in self.nodes:
             raise GraphBuildError(f"node {name!r} is already in the graph")
         self.command_targets[name] = tuple(ends)
+        if isinstance(node, CompiledGraph):
+            node = SubgraphNode(node)
         if isinstance(node, Node):
             self.nodes[name] = node
         elif callable(node):
@@ -283,8 +290,6 @@ class StateGraph(Generic[S]):
         schema = StateSchema(self.state_class)
         self._check_names(interrupt_before, interrupt_after)
         self._check_reachable()
-        if (interrupt_before or interrupt_after) and checkpointer is None:
-            raise GraphBuildError("interrupt_before/interrupt_after need a checkpointer to resume")
         if checkpointer is None:
             check_remote_tools_resumable(self.nodes)
         elif (problem := missing_leases(checkpointer)) is not None:

@@ -8,7 +8,7 @@ providers or storage backends: nodes and the checkpointer contract do.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
@@ -39,10 +39,16 @@ from tenxgraph.core.graph._run_control import (
     Outcome,
     Pause,
     RunControl,
+    drain,
     new_run_id,
 )
-from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._steps import COMPLETED, Run
+from tenxgraph.core.graph._subgraph import (
+    Nested,
+    check_pausable,
+    invoke_nested,
+    parent_scope,
+)
 from tenxgraph.core.graph._thread_ops import ThreadOperations
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
@@ -51,7 +57,6 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
-    GraphRunError,
     StateError,
     TenxGraphError,
     UnstorableStateError,
@@ -96,7 +101,6 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         """The graph's state class: what its threads hold."""
         self.id_generator = shape.id_generator
         """Makes the ids of the messages this graph creates."""
-        self._initial_state = shape.initial_state
         self.schema = schema
         self.checkpointer = checkpointer
         self.interrupt_before = interrupt_before
@@ -202,6 +206,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         *,
         invocation_state: dict[str, Any] | None = None,
         control: RunControl | None = None,
+        subgraphs: bool = False,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Run the graph: yield messages (deltas too), node updates and, last, a RunResult.
 
@@ -210,9 +215,12 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         the caller keeps one (``RunControl(run_id, None)``; its id is the run's
         unless the config names one): its ``stop`` reaches the run from before it
         takes its thread, and a run stopped before it took it ends without an
-        event, having read and written nothing.
+        event, having read and written nothing. ``subgraphs=True`` also yields the
+        events of subgraphs, each in a ``SubgraphEvent`` naming its namespace.
         """
-        return self._run(input, config, invocation_state, inline_sync=False, control=control)
+        return self._run(
+            input, config, invocation_state, inline_sync=False, control=control, subgraphs=subgraphs
+        )
 
     def stream(
         self,
@@ -220,9 +228,11 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         config: Mapping[str, Any] | None = None,
         *,
         invocation_state: dict[str, Any] | None = None,
+        subgraphs: bool = False,
     ) -> Iterator[StreamEvent]:
         """Sync ``astream``."""
-        return iterate_sync(self._run(input, config, invocation_state, inline_sync=True))
+        run = self._run(input, config, invocation_state, inline_sync=True, subgraphs=subgraphs)
+        return iterate_sync(run)
 
     async def ainvoke(
         self,
@@ -231,8 +241,13 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         *,
         invocation_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Run the graph to its end (or an interrupt) and return ``RunResult.as_dict()``."""
-        return await _drain(
+        """Run the graph to its end (or an interrupt) and return ``RunResult.as_dict()``.
+
+        Called in a node of a running graph, a graph without a checkpointer is its subgraph.
+        """
+        if (parent := parent_scope(self)) is not None:
+            return await invoke_nested(self, parent, input, config, invocation_state)
+        return await drain(
             self._run(input, config, invocation_state, inline_sync=False, progress=False)
         )
 
@@ -244,8 +259,10 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         invocation_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Sync ``ainvoke``."""
+        if (parent := parent_scope(self)) is not None:  # taken here: run_sync may change thread
+            return run_sync(invoke_nested(self, parent, input, config, invocation_state))
         return run_sync(
-            _drain(self._run(input, config, invocation_state, inline_sync=True, progress=False))
+            drain(self._run(input, config, invocation_state, inline_sync=True, progress=False))
         )
 
     def stop(self, config: Mapping[str, Any] | None = None) -> bool:
@@ -274,6 +291,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         inline_sync: bool,
         progress: bool = True,
         control: RunControl | None = None,
+        subgraphs: bool = False,
+        nested: Nested | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """The run loop: one node per step until END, an interrupt, a stop or an error.
 
@@ -281,21 +300,23 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         ``_conclude`` is the one place that saves a run's end, yields its last
         events and raises. With ``progress=False`` (``invoke``, which keeps only
         the result) the per-step message and update events are not built.
+        ``nested``: the run is a subgraph's, inside a node of its parent's run.
         """
         config = run_config(config)
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
-        lease = await self._hold(control, key, config, run_id)
+        lease = await self._hold(control, key, config, run_id, nested)
         if control.stop_requested:
             return
         run: Run[S] | None = None
         error: BaseException | None = None
         try:
             run = await self._start(
-                input or {}, config, invocation_state, inline_sync, lease, control
+                input or {}, config, invocation_state, inline_sync, lease, control, nested
             )
-            self._track(control, lease)
+            run.forward |= subgraphs
+            self._track(control, lease, nested)
             if self.hooks.hooks:
                 await self.hooks.run_started(control)
             outcome = await self._begin_turn(run)
@@ -335,8 +356,13 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         control.stop()
         return True
 
-    def _track(self, control: RunControl, lease: ThreadLease | None) -> None:
-        """Make the run reachable by ``stop``, ``stop_run`` and its lease's stop requests."""
+    def _track(self, control: RunControl, lease: ThreadLease | None, nested: Nested | None) -> None:
+        """Make the run reachable by ``stop``, ``stop_run`` and its lease's stop requests.
+
+        A subgraph's run is not: it is stopped with its parent's.
+        """
+        if nested is not None:
+            return
         self._active[control.thread] = self._runs[control.run_id] = control
         if lease is not None:
             lease.on_stop = control.stop
@@ -366,13 +392,19 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         key: ThreadKey | None,
         config: Mapping[str, Any],
         run_id: str,
+        nested: Nested | None,
     ) -> ThreadLease | None:
         """The thread's lease, unless the run's handle was stopped first (None: nothing held).
 
-        A bad ``checkpoint_id`` fails here, before the thread is held.
+        A bad ``checkpoint_id`` fails here, before the thread is held. A subgraph's
+        run holds nothing: it runs under its parent's lease.
         """
-        if checkpoint_of(config) is not None and self.checkpointer is None:
-            raise StateError("this graph has no checkpointer, so no checkpoint to start from")
+        if nested is not None:
+            return None
+        if self.checkpointer is None:
+            if checkpoint_of(config) is not None:
+                raise StateError("this graph has no checkpointer, so no checkpoint to start from")
+            check_pausable(self)
         if control.stop_requested or self.checkpointer is None:
             return None
         lease = await self._take(key, config, run_id, control.lease_owner)
@@ -449,13 +481,11 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         inline_sync: bool,
         lease: ThreadLease | None,
         control: RunControl,
+        nested: Nested | None = None,
     ) -> Run[S]:
         """Load the thread and apply the input; see ``entry`` for where the run enters."""
         input = check_input(input)
-        if lease is None:
-            session, state = None, self._fresh_state()
-        else:
-            session, state = await self._load(lease, checkpoint_of(config))
+        session, state = await self._open(lease, checkpoint_of(config), nested)
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
@@ -466,8 +496,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             turn_start = 0 if session is None else session.base
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
-            if meta.tasks or meta.joins:  # a stopped parallel step the new turn leaves behind
-                meta.tasks, meta.task_writes, meta.joins = [], {}, {}
+            if meta.tasks or meta.joins or meta.subgraphs:  # what the new turn leaves behind
+                meta.tasks, meta.task_writes, meta.joins, meta.subgraphs = [], {}, {}, {}
             if state.context:  # it may end in tool calls without results
                 runner, added = answer_pending_calls(state, input_messages, meta.status, self)
                 if runner is not None:  # a conversation that ends in tool calls runs them first
@@ -493,38 +523,14 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             run_sync_inline=inline_sync,
             workers=self.workers,
             run_id=control.run_id,
-            stored_thread=session,
+            stored_thread=session if nested is None else nested.stored_thread,
         )
         run = Run(state, ctx, session, control, entry.node, entry.skip_interrupt_before, lease)
+        if nested is not None:
+            run.namespace, run.forward = nested.namespace, True
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
-
-    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
-        """The thread's session and state: kept warm, loaded, or new.
-
-        ``at`` (the config's ``checkpoint_id``): the run starts from that older
-        checkpoint, and its first save branches the thread there.
-        """
-        assert self.checkpointer is not None  # a lease is taken only then
-        if at is not None and (lease.stamp is None or at != lease.stamp.version):
-            session = ThreadSession(self.checkpointer, lease.key)
-            branched = await session.load(self.state_class, at)
-            assert branched is not None  # a missing thread or checkpoint raised
-            session.lease = lease.owner
-            return session, branched
-        session, state = await self.warm.open(
-            self.checkpointer, lease.key, self.state_class, lease.stamp
-        )
-        session.lease = lease.owner
-        return session, self._fresh_state() if state is None else state
-
-    def _fresh_state(self) -> S:
-        """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
-        initial = self._initial_state
-        state = initial.model_copy(deep=True) if initial is not None else self.state_class()
-        state.message_index()
-        return state
 
     async def _pause(
         self, run: Run[S], node: str, resume_at: str, value: Any, when: InterruptKind
@@ -570,13 +576,3 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             invocation_state=run.ctx.invocation_state,
             run_id=run.ctx.run_id,
         )
-
-
-async def _drain(events: AsyncIterator[StreamEvent]) -> dict[str, Any]:
-    result: RunResult | None = None
-    async for event in events:
-        if isinstance(event, RunResult):
-            result = event
-    if result is None:  # pragma: no cover - the loop always ends with a RunResult
-        raise GraphRunError("the run ended without a result")
-    return result.as_dict()

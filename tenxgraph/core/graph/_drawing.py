@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ANY_NODE", "DrawnEdge", "DrawnNode", "GraphDescription", "describe_graph"]
 
-NodeKind = Literal["start", "end", "function", "agent", "tools", "hook", "node", "missing", "any"]
+NodeKind = Literal[
+    "start", "end", "function", "agent", "tools", "hook", "subgraph", "node", "missing", "any"
+]
 EdgeKind = Literal["edge", "branch", "goto", "any", "join", "send"]
 
 ANY_NODE = "?"
@@ -63,6 +65,8 @@ class DrawnNode:
     """Nothing leads here from START (``compile`` refuses such a graph)."""
     folded: tuple[str, ...] = ()
     """Hook nodes folded into this one by ``collapse_middleware``."""
+    subgraph: GraphDescription | None = None
+    """A ``subgraph`` node's graph, drawn inside it (Mermaid ``subgraph`` blocks)."""
 
     @property
     def marks(self) -> list[str]:
@@ -168,6 +172,7 @@ def describe_graph(
             *_kind_and_detail(node),
             interrupt_before=name in before,
             interrupt_after=name in after,
+            subgraph=_subgraph_of(node),
         )
         for name, node in builder.nodes.items()
     ]
@@ -267,6 +272,7 @@ def _kind_and_detail(node: Any) -> tuple[NodeKind, str]:
     from tenxgraph.core.graph._agent import Agent
     from tenxgraph.core.graph._middleware import HookNode
     from tenxgraph.core.graph._node import FunctionNode
+    from tenxgraph.core.graph._subgraph import SubgraphNode
     from tenxgraph.core.graph._tool_node import ToolNode
 
     if isinstance(node, Agent):
@@ -286,7 +292,16 @@ def _kind_and_detail(node: Any) -> tuple[NodeKind, str]:
         return "hook", f"{node.hook} of middleware {node.middleware.name}"
     if isinstance(node, FunctionNode):
         return "function", ""
+    if isinstance(node, SubgraphNode):
+        mapped = ", mapped in and out" if node.input is not None else ""
+        return "subgraph", f"subgraph over {node.graph.state_class.__name__}{mapped}"
     return "node", type(node).__name__
+
+
+def _subgraph_of(node: Any) -> GraphDescription | None:
+    from tenxgraph.core.graph._subgraph import SubgraphNode
+
+    return node.graph.get_graph() if isinstance(node, SubgraphNode) else None
 
 
 def _wrapped(wrappers: Iterable[Any]) -> str:

@@ -61,6 +61,8 @@ def ascii_listing(description: GraphDescription) -> str:
             extras.append("+ " + ", ".join(node.folded))
         extras += [f"[{mark}]" for mark in node.marks]
         lines.append("  ".join([head, *extras]))
+        if node.subgraph is not None:  # its own listing, indented, without the legend
+            lines += [f"    | {line}" for line in ascii_listing(node.subgraph).splitlines()[1:]]
         for edge in outgoing.get(node.name, ()):
             target = {START: "START", END: "END"}.get(edge.target, edge.target)
             when = f"   when the router returns {edge.label!r}" if edge.label else ""
@@ -123,25 +125,43 @@ def _mermaid_classes(node: DrawnNode) -> list[str]:
 
 
 def mermaid(description: GraphDescription) -> str:
-    """A Mermaid ``flowchart TD``: solid edges always run, dotted ones are chosen at run time."""
-    ids = _ids(description)
-    lines = ["flowchart TD"]
+    """A Mermaid ``flowchart TD``: solid edges always run, dotted ones are chosen at run time.
+
+    A subgraph node is a ``subgraph`` block holding its graph's drawing (its
+    ids prefixed with the node's), which the parent's edges lead into.
+    """
     used: set[str] = set()
+    lines = ["flowchart TD", *_mermaid_body(description, "", "    ", used)]
+    styles = _MERMAID_CLASSES.items()
+    lines += [f"    classDef {name} {style}" for name, style in styles if name in used]
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_body(
+    description: GraphDescription, prefix: str, indent: str, used: set[str]
+) -> list[str]:
+    """The node and edge lines of one graph (a subgraph's too, its ids under ``prefix``)."""
+    ids = {name: prefix + ident for name, ident in _ids(description).items()}
+    lines = []
     for node in description.nodes:
+        ident = ids[node.name]
+        if node.subgraph is not None:
+            lines.append(f'{indent}subgraph {ident}["{_mermaid_text(_label(node))}"]')
+            lines += _mermaid_body(node.subgraph, f"{ident}_", indent + "    ", used)
+            lines.append(f"{indent}end")
+            continue
         opening, closing = _MERMAID_SHAPES.get(node.kind, ('["', '"]'))
-        lines.append(f"    {ids[node.name]}{opening}{_mermaid_text(_label(node))}{closing}")
+        lines.append(f"{indent}{ident}{opening}{_mermaid_text(_label(node))}{closing}")
         classes = _mermaid_classes(node)
         used.update(classes)
         if classes:
-            lines.append(f"    class {ids[node.name]} {','.join(classes)}")
+            lines.append(f"{indent}class {ident} {','.join(classes)}")
     for edge in description.edges:
         arrow = _MERMAID_ARROWS[edge.kind]
         text = _edge_text(edge)
         label = f'|"{_mermaid_text(text)}"|' if text else ""
-        lines.append(f"    {ids[edge.source]} {arrow}{label} {ids[edge.target]}")
-    styles = _MERMAID_CLASSES.items()
-    lines += [f"    classDef {name} {style}" for name, style in styles if name in used]
-    return "\n".join(lines) + "\n"
+        lines.append(f"{indent}{ids[edge.source]} {arrow}{label} {ids[edge.target]}")
+    return lines
 
 
 def _dot_text(text: str) -> str:

@@ -14,6 +14,7 @@ __all__ = [
     "MessageEvent",
     "RunResult",
     "StreamEvent",
+    "SubgraphEvent",
     "UpdateEvent",
 ]
 
@@ -89,4 +90,16 @@ class RunResult:
         return result
 
 
-StreamEvent = MessageEvent | UpdateEvent | InterruptEvent | ErrorEvent | RunResult
+@dataclass(frozen=True, slots=True)
+class SubgraphEvent:
+    """An event of a subgraph, for ``stream(..., subgraphs=True)``.
+
+    ``namespace`` is the path of nodes the subgraph runs in, outermost first
+    (``("research",)``; ``("research", "search:1")`` for task 1 of a parallel step).
+    """
+
+    namespace: tuple[str, ...]
+    event: MessageEvent | UpdateEvent
+
+
+StreamEvent = MessageEvent | UpdateEvent | InterruptEvent | ErrorEvent | RunResult | SubgraphEvent

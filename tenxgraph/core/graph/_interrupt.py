@@ -45,6 +45,13 @@ class InterruptScope:
     asked: int = 0
     thread: ThreadKey | None = None
     """The thread whose run (or direct tool call) executes the code in this scope."""
+    subgraphs: dict[str, Any] | None = None
+    """Where a graph run inside this node keeps its paused state (``ExecMeta.subgraphs``
+    of the graph the node belongs to); None outside a graph's node (a direct call)."""
+    namespace: str = ""
+    """The running node's namespace: its name, under its graph's (``outer|inner``)."""
+    calls: int = 0
+    """Subgraph runs started so far by this node execution, naming the second one on."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

@@ -263,11 +263,14 @@ class HookNode(Node):
         yield NodeOutput(value)
 
 
-def merge_state_schemas(
-    base: type[AgentState], middleware: Sequence[AgentMiddleware]
-) -> type[AgentState]:
-    """The graph's state class extended with every middleware's ``state_schema``."""
-    schemas = [m.state_schema for m in middleware if m.state_schema is not None]
+def merge_state_schemas(base: type[AgentState], holders: Sequence[object]) -> type[AgentState]:
+    """The graph's state class extended with the ``state_schema`` of each holder.
+
+    Holders are middleware, and tools that keep state of their own (agent
+    tools); a schema named twice, or one the class already has, is merged once.
+    """
+    found = (getattr(holder, "state_schema", None) for holder in holders)
+    schemas = [s for s in dict.fromkeys(found) if s is not None and not issubclass(base, s)]
     if not schemas:
         return base
     seen = {name: (info.annotation, base.__name__) for name, info in base.model_fields.items()}

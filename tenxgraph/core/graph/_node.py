@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tenxgraph.core.graph._events import MessageEvent
+from tenxgraph.core.graph._events import MessageEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import InterruptScope, _scope
 from tenxgraph.core.graph._tools import idempotency_key
 from tenxgraph.core.graph._workers import WorkerPool
@@ -175,7 +175,7 @@ class Node(ABC):
     @abstractmethod
     def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[MessageEvent | SaveProgress | NodeOutput]:
+    ) -> AsyncIterator[MessageEvent | SubgraphEvent | SaveProgress | NodeOutput]:
         """Run once over ``state``."""
 
     async def run_to_end(

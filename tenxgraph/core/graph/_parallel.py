@@ -186,7 +186,13 @@ class ParallelSteps(RunSteps[S]):
         if is_send:  # a function gets the arg as it is; any other node, a state
             given = arg if isinstance(node, FunctionNode) else self._state_of(name, arg)
         answers = list(run.state.execution_meta.resume_values) if paused else []
-        scope = InterruptScope(answers, thread=run.control.thread)
+        segment = f"{name}:{index}"
+        scope = InterruptScope(
+            answers,
+            thread=run.control.thread,
+            subgraphs=run.state.execution_meta.subgraphs,
+            namespace=f"{run.namespace}|{segment}" if run.namespace else segment,
+        )
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
@@ -263,6 +269,8 @@ class ParallelSteps(RunSteps[S]):
         meta.tasks, meta.task_writes = [], {}
         if meta.resume_values:
             meta.resume_values = []
+        if meta.subgraphs:  # the tasks' subgraphs finished with them
+            meta.subgraphs.clear()
         try:
             next_node = await self._plan(run, [(name, write.goto) for name, write in pairs])
         except Exception as exc:  # the merge stands; retrying ends the turn

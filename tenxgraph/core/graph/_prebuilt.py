@@ -79,7 +79,7 @@ def create_agent(
     check_middleware(middleware)
     tools = agent_tools(tools, middleware)
     base = state if isinstance(state, type) else type(state)
-    merged = merge_state_schemas(base, middleware)
+    merged = merge_state_schemas(base, [*middleware, *tools])  # agent tools keep their messages
     seed: Any = merged if isinstance(state, type) else merged(**state.model_dump())
     graph: StateGraph[Any] = StateGraph(seed, context_manager=context_manager)
     chains = {hook: _hooks(middleware, hook) for hook in ("before_agent", "before_model")}

@@ -11,14 +11,26 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tenxgraph.core.graph._events import RunResult
 from tenxgraph.core.graph._interrupt import InterruptKind
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.errors import NodeError, TenxGraphError, ThreadBusyError
+from tenxgraph.errors import GraphRunError, NodeError, TenxGraphError, ThreadBusyError
 
-__all__ = ["Displaced", "Fail", "Finish", "Next", "Outcome", "Pause", "RunControl", "new_run_id"]
+__all__ = [
+    "Displaced",
+    "Fail",
+    "Finish",
+    "Next",
+    "Outcome",
+    "Pause",
+    "RunControl",
+    "drain",
+    "new_run_id",
+]
 
 
 class _RunIds:
@@ -190,3 +202,14 @@ class Fail(Outcome):
         error = NodeError(self.node, f"raised {type(self.error).__name__}: {self.error}")
         error.__cause__ = self.error
         return error
+
+
+async def drain(events: AsyncIterator[Any]) -> dict[str, Any]:
+    """Run a run's events to the end and return its ``RunResult.as_dict()`` (``ainvoke``)."""
+    result: RunResult | None = None
+    async for event in events:
+        if isinstance(event, RunResult):
+            result = event
+    if result is None:  # pragma: no cover - the loop always ends with a RunResult
+        raise GraphRunError("the run ended without a result")
+    return result.as_dict()

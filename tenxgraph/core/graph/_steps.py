@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic_core import PydanticSerializationError, to_json
 
 from tenxgraph.core.graph._command import PARALLEL, Command, Send
-from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
+from tenxgraph.core.graph._events import MessageEvent, StreamEvent, SubgraphEvent, UpdateEvent
 from tenxgraph.core.graph._hooks import HookCaller
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
@@ -64,6 +64,10 @@ class Run(Generic[S]):
     """The recursion limit: the most node executions in this run."""
     produced: list[Message] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
+    namespace: str = ""
+    """The graph's namespace when it runs as a subgraph (``outer|inner``); "" at the top."""
+    forward: bool = False
+    """Yield subgraphs' events (``stream(subgraphs=True)``, and every subgraph's run)."""
 
 
 class RunSteps(Generic[S]):
@@ -142,7 +146,7 @@ class RunSteps(Generic[S]):
                     output = item.value
                 elif isinstance(item, SaveProgress):
                     await self._save_step(run, name)
-                else:
+                elif run.forward or type(item) is not SubgraphEvent:  # stream(subgraphs=True)
                     yield item
         except (Exception, asyncio.CancelledError) as exc:
             yield await self._broke(run, name, exc)
@@ -168,7 +172,12 @@ class RunSteps(Generic[S]):
         run.path.append(name)
         meta.enter_node(name)
         run.ctx.node = name
-        run.ctx.interrupt_scope = InterruptScope(meta.resume_values, thread=control.thread)
+        run.ctx.interrupt_scope = InterruptScope(
+            meta.resume_values,
+            thread=control.thread,
+            subgraphs=meta.subgraphs,
+            namespace=f"{run.namespace}|{name}" if run.namespace else name,
+        )
         return None
 
     async def _save_step(self, run: Run[S], name: str) -> None:
@@ -188,6 +197,8 @@ class RunSteps(Generic[S]):
             meta = run.state.execution_meta
             if meta.resume_values:
                 meta.resume_values = []
+            if meta.subgraphs:  # the node's subgraphs finished with it
+                meta.subgraphs.clear()
             try:
                 applied = self.schema.apply(run.state, output, self._where[name])
             except StateError as exc:  # a bad return is the node's error

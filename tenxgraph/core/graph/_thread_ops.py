@@ -10,12 +10,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.graph import _history as history
 from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
+from tenxgraph.core.graph._session import ThreadSession
+from tenxgraph.core.graph._subgraph import StateTree, state_tree, subgraphs_of
 from tenxgraph.core.graph._toolsets import ToolIndex, Toolset
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
@@ -34,6 +36,7 @@ from tenxgraph.storage.checkpointer.base import (
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
     from tenxgraph.core.graph._node import Node
+    from tenxgraph.core.graph._subgraph import Nested
     from tenxgraph.core.graph._tools import Tool
     from tenxgraph.core.graph._updates import StateSchema
     from tenxgraph.core.graph._workers import WorkerPool
@@ -61,6 +64,24 @@ class ThreadOperations(Generic[S]):
     interrupt_before: frozenset[str]
     interrupt_after: frozenset[str]
 
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> dict[str, Any]:
+        """The graph's subgraph nodes' compiled graphs, by namespace (``research``).
+
+        ``recurse`` adds theirs (``research|search``); ``namespace`` keeps the one
+        named and, with ``recurse``, those under it. Graphs a node calls itself
+        are not known before they run, so they are not listed.
+        """
+        if namespace is None:
+            return subgraphs_of(self.nodes, recurse)
+        under = namespace + "|"
+        return {
+            ns: graph
+            for ns, graph in subgraphs_of(self.nodes, True).items()
+            if ns == namespace or (recurse and ns.startswith(under))
+        }
+
     def get_graph(self, *, collapse_middleware: bool = False) -> GraphDescription:
         """The graph's shape to draw (``draw_mermaid``, ``draw_ascii``...), pauses marked."""
         return describe_graph(
@@ -70,17 +91,82 @@ class ThreadOperations(Generic[S]):
             collapse_middleware=collapse_middleware,
         )
 
+    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+        """The thread's session and state: kept warm, loaded, or new.
+
+        ``at`` (the config's ``checkpoint_id``): the run starts from that older
+        checkpoint, and its first save branches the thread there.
+        """
+        assert self.checkpointer is not None  # a lease is taken only then
+        if at is not None and (lease.stamp is None or at != lease.stamp.version):
+            session = ThreadSession(self.checkpointer, lease.key)
+            branched = await session.load(self.state_class, at)
+            assert branched is not None  # a missing thread or checkpoint raised
+            session.lease = lease.owner
+            return session, branched
+        session, state = await self.warm.open(
+            self.checkpointer, lease.key, self.state_class, lease.stamp
+        )
+        session.lease = lease.owner
+        return session, self._fresh_state() if state is None else state
+
+    async def _open(
+        self, lease: ThreadLease | None, at: int | None, nested: Nested | None
+    ) -> tuple[ThreadSession | None, S]:
+        """A run's session (None without a stored thread) and the state it starts from.
+
+        A subgraph's run starts from the state its parent's node gave it.
+        """
+        if nested is not None:
+            return None, nested.state  # type: ignore[return-value]
+        if lease is None:
+            return None, self._fresh_state()
+        return await self._load(lease, at)
+
     def _fresh_state(self) -> S:
-        """The state a new thread starts from (``CompiledGraph`` provides it)."""
-        raise NotImplementedError
+        """The state a new thread starts from: a copy of the graph's seed, or the defaults."""
+        initial = self._shape.initial_state
+        state = initial.model_copy(deep=True) if initial is not None else self.state_class()
+        state.message_index()
+        return state
+
+    @overload
+    async def aget_state(
+        self,
+        config: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        subgraphs: Literal[False] = False,
+    ) -> S | None: ...
+
+    @overload
+    async def aget_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: Literal[True]
+    ) -> StateTree | None: ...
 
     async def aget_state(
-        self, config: Mapping[str, Any], *, version: int | None = None
-    ) -> S | None:
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: bool = False
+    ) -> S | StateTree | None:
         """The thread's saved state (or its state at checkpoint ``version``); None if new.
 
         A ``checkpoint_id`` in ``config`` names the version too (LangGraph's way).
+        ``subgraphs=True`` returns a ``StateTree``: the state with the states of
+        the subgraphs paused inside it, by namespace.
         """
+        state = await self._state(config, version)
+        if not subgraphs or state is None:
+            return state
+        return state_tree(self, state)  # type: ignore[arg-type]
+
+    def state_tree(self, state: AgentState) -> StateTree:
+        """``state`` with the states of the subgraphs paused inside it.
+
+        What ``get_state(subgraphs=True)`` returns, for a state read otherwise
+        (a history entry).
+        """
+        return state_tree(self, state)  # type: ignore[arg-type]
+
+    async def _state(self, config: Mapping[str, Any], version: int | None) -> S | None:
         checkpointer = self._require_checkpointer()
         key = history.thread_key(config)
         if version is None:
@@ -93,8 +179,26 @@ class ThreadOperations(Generic[S]):
             self.warm.keep(session)  # the next run (or read) of the thread needs no reload
         return state
 
-    def get_state(self, config: Mapping[str, Any], *, version: int | None = None) -> S | None:
+    @overload
+    def get_state(
+        self,
+        config: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        subgraphs: Literal[False] = False,
+    ) -> S | None: ...
+
+    @overload
+    def get_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: Literal[True]
+    ) -> StateTree | None: ...
+
+    def get_state(
+        self, config: Mapping[str, Any], *, version: int | None = None, subgraphs: bool = False
+    ) -> S | StateTree | None:
         """Sync ``aget_state``."""
+        if subgraphs:
+            return run_sync(self.aget_state(config, version=version, subgraphs=True))
         return run_sync(self.aget_state(config, version=version))
 
     async def aget_state_history(

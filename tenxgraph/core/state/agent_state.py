@@ -65,6 +65,9 @@ class ExecMeta(BaseModel):
     or a stop re-runs only the tasks missing here."""
     joins: dict[str, list[str]] = Field(default_factory=dict)
     """For each join (``add_edge([a, b], c)``) waiting for more sources: those finished."""
+    subgraphs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The paused subgraph runs of the node that paused, by namespace segment (the node's
+    name, ``name:task`` in a parallel step): each one's state, kept until it finishes."""
 
     def enter_node(self, name: str) -> None:
         """Record that node ``name`` runs now, one more step: the run loop's write per step.

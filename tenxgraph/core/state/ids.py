@@ -47,7 +47,8 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     top level of the config; LangGraph code puts the first two under
     ``config["configurable"]``. Both spellings work. The same key given in both
     places with different values is refused, never silently resolved, and so
-    is a ``checkpoint_ns`` (tenxgraph graphs have no subgraph state). A
+    is a ``checkpoint_ns``: a run starts at the top of its thread (a paused
+    subgraph continues when its parent resumes). A
     ``checkpoint_id`` (``checkpoint_of``) names the checkpoint a run starts from.
     """
     flat = dict(config or {})
@@ -61,8 +62,10 @@ def run_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in nested.items():
         if key in _NO_CHECKPOINT_KEYS and value not in (None, ""):
             raise StateError(
-                f"the run config's {key!r} is not supported: tenxgraph threads have one "
-                "namespace (no subgraph state); name a checkpoint with 'checkpoint_id' alone"
+                f"the run config's {key!r} is not supported: a run starts at the top of its "
+                "thread, and a paused subgraph continues when its parent resumes "
+                "(get_state(config, subgraphs=True) shows it); name a checkpoint with "
+                "'checkpoint_id' alone"
             )
         if key in flat and flat[key] != value:
             raise StateError(

@@ -18,6 +18,7 @@ const page = {
   interrupt: null, // what a paused thread waits for
   remote: false, // the pause is the server's for browser tool calls (its kind), not a question
   answered: new Set(), // browser tool calls this page answered
+  decisions: [], // the person's answers to a tool-approval pause, one per call
 };
 
 function setStatus(text, kind = "") {
@@ -141,20 +142,76 @@ function remoteCalls(value) {
   return page.remote && value !== null ? value.calls.map((entry) => entry.call) : [];
 }
 
+/** The tool calls a HumanApproval pause asks about (its value's type); [] for any other pause. */
+function approvalCalls(value) {
+  return !page.remote && value?.type === "tool_approval" && Array.isArray(value.calls) ? value.calls : [];
+}
+
 function showInterrupt() {
   const value = page.interrupt;
   const remote = remoteCalls(value);
+  const approval = approvalCalls(value);
   updateControls();
   $("interrupt").hidden = value === null;
-  $("interrupt").dataset.kind = remote.length ? "remote" : "question";
-  $("interrupt-answer-row").hidden = remote.length > 0;
+  $("interrupt").dataset.kind = remote.length ? "remote" : approval.length ? "approval" : "question";
+  $("interrupt-answer-row").hidden = remote.length > 0 || approval.length > 0;
+  $("interrupt-submit").hidden = approval.length > 0;
+  $("approval").hidden = approval.length === 0;
+  page.decisions = approval.map(() => null);
+  $("approval").replaceChildren(...approval.map((call, index) => approvalItem(value, call, index)));
   if (value === null) return;
   $("interrupt-question").textContent = remote.length
     ? `Waiting for browser tools: ${remote.map((call) => call.name).join(", ")}`
+    : approval.length ? approvalQuestion(value)
     : typeof value === "string" ? value : value?.question ?? JSON.stringify(value);
   $("interrupt-submit").textContent = remote.length ? "Run them" : "Answer";
   $("interrupt-answer").value = "";
-  if (!remote.length) $("interrupt-answer").focus();
+  if (!remote.length && !approval.length) $("interrupt-answer").focus();
+}
+
+function approvalQuestion(value) {
+  const asked = value.description ?? `Approve ${value.calls.length === 1 ? "this tool call" : "these tool calls"}?`;
+  return value.error ? `${asked} (${value.error})` : asked;
+}
+
+const DECISION_LABELS = { approve: "Approve", edit: "Run with these arguments", reject: "Reject" };
+
+/** One call to approve: its arguments (editable when edits are allowed), a reason for a rejection, a button per decision. */
+function approvalItem(value, call, index) {
+  const allowed = value.allowed ?? ["approve", "edit", "reject"];
+  const args = el("textarea", { "data-testid": "approval-args", rows: "3", "aria-label": `Arguments of ${call.name}` });
+  args.value = JSON.stringify(call.args ?? {}, null, 2);
+  args.readOnly = !allowed.includes("edit");
+  const reason = el("input", { "data-testid": "approval-reason", placeholder: "Why not (the model reads it)", "aria-label": `Why ${call.name} is rejected` });
+  reason.hidden = !allowed.includes("reject");
+  const item = el("li", { "data-testid": "approval-call", "data-call-id": call.id }, el("code", {}, call.name), args, reason);
+  for (const kind of allowed) {
+    const button = el("button", { type: "button", class: kind === "approve" ? "" : "secondary", "data-testid": `approval-${kind}` }, DECISION_LABELS[kind] ?? kind);
+    button.addEventListener("click", () => decide(item, index, kind, args, reason).catch(fail));
+    item.append(button);
+  }
+  return item;
+}
+
+/** Record the decision for one call; once every call has one, resume the thread with them. */
+async function decide(item, index, kind, args, reason) {
+  if (page.running) return;
+  const decision = { type: kind, call_id: item.dataset.callId };
+  if (kind === "edit") {
+    try {
+      decision.args = JSON.parse(args.value);
+    } catch (error) {
+      setStatus(`The arguments are not JSON: ${error.message}`, "error");
+      return;
+    }
+  } else if (kind === "reject" && reason.value.trim()) {
+    decision.message = reason.value.trim();
+  }
+  page.decisions[index] = decision;
+  item.dataset.decision = kind;
+  if (page.decisions.some((d) => d === null)) return;
+  $("interrupt").hidden = true;
+  await run({ command: { resume: { decisions: page.decisions } } });
 }
 
 /** Start a run on the thread and follow it. */

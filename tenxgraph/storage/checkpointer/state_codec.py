@@ -110,7 +110,7 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
 
     Made from the attributes while the fields that hold JSON values (the interrupt's
     value, resume values, the tool ledger and starts, a parallel step's tasks,
-    writes and joins) are empty, as they are on most
+    writes and joins, paused subgraphs) are empty, as they are on most
     steps: pydantic's ``exclude_defaults`` calls each default factory to compare.
     """
     fields = meta.__dict__
@@ -124,6 +124,7 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
         or fields["tasks"]
         or fields["task_writes"]
         or fields["joins"]
+        or fields["subgraphs"]
         or not _PLAIN_SCALARS.issuperset(map(type, _meta_plain(fields)))  # no generator
     ):
         data.update(meta.model_dump(mode="json", exclude_defaults=True))

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).parent / "drawings"
 UNTIL = {"local_model.py": "question = "}
 """Examples that need a real model to run: only their code before this line runs."""
-FACTORIES = {"postgres_redis.py": "make_app"}
+FACTORIES = {"postgres_redis.py": "make_app", "multi_agent.py": "build"}
 """Examples that build their graph in a function taking a checkpointer: imported, not run."""
 
 

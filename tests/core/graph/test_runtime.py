@@ -18,7 +18,13 @@ from tenxgraph.core.graph import (
     interrupt,
 )
 from tenxgraph.core.state import AgentState, Message, append_items
-from tenxgraph.errors import GraphBuildError, NodeError, RecursionLimitError, StateError
+from tenxgraph.errors import (
+    GraphBuildError,
+    NodeError,
+    RecursionLimitError,
+    StateError,
+    UsageError,
+)
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tenxgraph.utils import END, START
 
@@ -345,12 +351,13 @@ def test_interrupt_before_and_after() -> None:
     assert [m.text() for m in done["state"].context] == ["a", "b"]
 
 
-def test_interrupt_lists_need_a_checkpointer() -> None:
+def test_interrupt_lists_need_a_checkpointer_to_run_at_the_top() -> None:
     graph = StateGraph(AgentState)
     graph.add_node("a", say("a"))
     graph.set_entry_point("a")
-    with pytest.raises(GraphBuildError, match="need a checkpointer"):
-        graph.compile(interrupt_before=["a"])
+    app = graph.compile(interrupt_before=["a"])  # may still be a subgraph: its parent saves it
+    with pytest.raises(UsageError, match="need a checkpointer"):
+        app.invoke({"messages": [("user", "hi")]})
 
 
 def test_stream_yields_fresh_events_in_order() -> None:

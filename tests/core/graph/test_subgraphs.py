@@ -1,0 +1,335 @@
+"""Subgraphs: a compiled graph as a node, or invoked inside one, saved in its parent's thread."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+import pytest
+
+from tenxgraph.core.graph import (
+    StateGraph,
+    StateTree,
+    SubgraphEvent,
+    SubgraphNode,
+    UpdateEvent,
+    interrupt,
+)
+from tenxgraph.core.state import AgentState, Message
+from tenxgraph.errors import GraphBuildError, UsageError
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+from tenxgraph.utils.constants import END, START
+from tests.storage.conftest import MakeCheckpointer
+
+
+class Notes(AgentState):
+    notes: Annotated[list[str], operator.add] = []
+    topic: str = ""
+
+
+def say(text: str) -> Any:
+    return lambda state: Message.text_message(text, role="assistant")
+
+
+def note(text: str) -> Any:
+    return lambda state: {"notes": [text]}
+
+
+def ask(state: Notes) -> dict[str, Any]:
+    answer = interrupt({"question": "approve?"})
+    return {"notes": [f"inner:{answer}"]}
+
+
+def nested_app(checkpointer: Any) -> Any:
+    """outer: start -> middle(pre -> inner(say -> ask)) -> finish, over one state class."""
+    inner = StateGraph(Notes)
+    inner.add_node("say", say("inner says hi"))
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "say")
+    inner.add_edge("say", "ask")
+    middle = StateGraph(Notes)
+    middle.add_node("pre", note("middle"))
+    middle.add_node("inner", inner.compile())
+    middle.add_edge(START, "pre")
+    middle.add_edge("pre", "inner")
+    outer = StateGraph(Notes)
+    outer.add_node("start", lambda state: {"notes": ["outer"], "topic": "x"})
+    outer.add_node("middle", middle.compile())
+    outer.add_node("finish", lambda s: Message.text_message(",".join(s.notes), role="assistant"))
+    outer.add_edge(START, "start")
+    outer.add_edge("start", "middle")
+    outer.add_edge("middle", "finish")
+    return outer.compile(checkpointer)
+
+
+async def test_an_interrupt_two_levels_down_is_resumed_from_the_outer_caller(
+    make_checkpointer: MakeCheckpointer, backend: str
+) -> None:
+    config = {"thread_id": "nested"}
+    first = make_checkpointer()
+    paused = await nested_app(first).ainvoke({"messages": [("user", "go")]}, config)
+    assert paused["interrupt"].value == {"question": "approve?"}
+    assert paused["interrupt"].node == "middle"
+    # as another process would: a graph built again over the same storage resumes it
+    app = nested_app(first if backend == "memory" else make_checkpointer())
+    saved = await app.aget_state(config)
+    assert saved is not None and saved.execution_meta.status == "interrupted"
+    assert list(saved.execution_meta.subgraphs) == ["middle"]
+    done = await app.ainvoke({"resume": "yes"}, config)
+    state = done["state"]
+    assert state.notes == ["outer", "middle", "inner:yes"]  # each once, through operator.add
+    assert [m.text() for m in state.context] == ["go", "inner says hi", "outer,middle,inner:yes"]
+    assert state.execution_meta.subgraphs == {}
+    again = await app.aget_state(config)
+    assert again is not None and again.execution_meta.subgraphs == {}
+    assert [m.text() for m in again.context] == ["go", "inner says hi", "outer,middle,inner:yes"]
+
+
+def test_a_paused_subgraph_keeps_no_copy_of_its_parents_messages() -> None:
+    app = nested_app(InMemoryCheckpointer())
+    config = {"thread_id": "small"}
+    app.invoke({"messages": [("user", "a long question " * 50)]}, config)
+    saved = app.get_state(config)
+    assert saved is not None
+    middle = saved.execution_meta.subgraphs["middle"]
+    assert middle["base"] == 1 and middle["context"] == []  # the user's message stays the parent's
+    inner = middle["values"]["execution_meta"]["subgraphs"]["inner"]
+    assert inner["base"] == 1 and len(inner["context"]) == 1  # only "inner says hi"
+
+
+def test_get_state_with_subgraphs_shows_each_paused_level() -> None:
+    app = nested_app(InMemoryCheckpointer())
+    config = {"thread_id": "tree"}
+    app.invoke({"messages": [("user", "go")]}, config)
+    tree = app.get_state(config, subgraphs=True)
+    assert isinstance(tree, StateTree)
+    middle = tree.subgraphs["middle"]
+    assert middle.namespace == "middle" and isinstance(middle.state, Notes)
+    assert middle.state.notes == ["outer", "middle"]
+    inner = middle.subgraphs["inner"]
+    assert inner.namespace == "middle|inner"
+    assert inner.state.execution_meta.status == "interrupted"
+    assert inner.state.execution_meta.current_node == "ask"
+    assert [m.text() for m in inner.state.context] == ["go", "inner says hi"]
+    app.invoke({"resume": "ok"}, config)
+    finished = app.get_state(config, subgraphs=True)
+    assert finished is not None and finished.subgraphs == {}
+
+
+def test_stream_with_subgraphs_yields_namespaced_events() -> None:
+    app = nested_app(InMemoryCheckpointer())
+    events = list(app.stream({"messages": [("user", "go")]}, {"thread_id": "s"}, subgraphs=True))
+    nested = [(e.namespace, type(e.event).__name__) for e in events if isinstance(e, SubgraphEvent)]
+    assert nested == [
+        (("middle",), "UpdateEvent"),
+        (("middle", "inner"), "MessageEvent"),
+        (("middle", "inner"), "UpdateEvent"),
+    ]
+    plain = list(app.stream({"messages": [("user", "go")]}, {"thread_id": "p"}))
+    assert not any(isinstance(e, SubgraphEvent) for e in plain)
+    assert [e.node for e in plain if isinstance(e, UpdateEvent)] == ["start"]
+
+
+def test_interrupt_before_inside_a_subgraph_uses_the_parents_checkpointer() -> None:
+    inner = StateGraph(Notes)
+    inner.add_node("draft", note("draft"))
+    inner.add_node("publish", note("publish"))
+    inner.add_edge(START, "draft")
+    inner.add_edge("draft", "publish")
+    inner_app = inner.compile(interrupt_before=["publish"])  # no checkpointer of its own
+    with pytest.raises(UsageError, match="need a checkpointer"):
+        inner_app.invoke({})
+    outer = StateGraph(Notes)
+    outer.add_node("work", inner_app)
+    outer.add_edge(START, "work")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "before"}
+    paused = app.invoke({"messages": [("user", "go")]}, config)
+    assert paused["state"].notes == [] and "interrupt" in paused
+    tree = app.get_state(config, subgraphs=True)
+    assert tree is not None
+    assert tree.subgraphs["work"].state.execution_meta.interrupt_kind == "before"
+    done = app.invoke({"resume": None}, config)
+    assert done["state"].notes == ["draft", "publish"]
+
+
+def test_shared_fields_hand_back_what_changed_through_the_parents_reducers() -> None:
+    inner = StateGraph(Notes)
+    inner.add_node("work", lambda s: {"notes": ["b"], "topic": "set inside"})
+    inner.add_node("reply", say("from the subgraph"))
+    inner.add_edge(START, "work")
+    inner.add_edge("work", "reply")
+    outer = StateGraph(Notes)
+    outer.add_node("seed", lambda s: {"notes": ["a"]})
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "seed")
+    outer.add_edge("seed", "sub")
+    result = outer.compile().invoke({"messages": [("user", "hi")]})
+    state = result["state"]
+    assert state.notes == ["a", "b"]  # the delta, not ["a", "a", "b"]
+    assert state.topic == "set inside"
+    assert [m.text() for m in state.context] == ["hi", "from the subgraph"]
+    assert [m.text() for m in result["messages"]] == ["from the subgraph"]
+
+
+class Research(AgentState):
+    query: str = ""
+    findings: Annotated[list[str], operator.add] = []
+
+
+class Report(AgentState):
+    question: str = ""
+    summary: str = ""
+
+
+def test_a_subgraph_with_its_own_state_class_maps_input_and_output() -> None:
+    research = StateGraph(Research)
+    research.add_node("search", lambda s: {"findings": [f"found {s.query}"]})
+    research.add_edge(START, "search")
+    node = SubgraphNode(
+        research.compile(),
+        input=lambda report: {"query": report.question},
+        output=lambda found: {"summary": "; ".join(found.findings)},
+    )
+    outer = StateGraph(Report)
+    outer.add_node("research", node)
+    outer.add_edge(START, "research")
+    result = outer.compile().invoke({"state": {"question": "graphs"}})
+    assert result["state"].summary == "found graphs"
+
+
+def test_a_subgraph_with_its_own_checkpointer_is_refused() -> None:
+    inner = StateGraph(Notes)
+    inner.add_node("a", note("a"))
+    inner.add_edge(START, "a")
+    outer = StateGraph(Notes)
+    outer.add_node("sub", inner.compile(InMemoryCheckpointer()))
+    outer.add_edge(START, "sub")
+    with pytest.raises(GraphBuildError, match="checkpointer of its own"):
+        outer.compile()
+
+
+def inner_asking() -> Any:
+    inner = StateGraph(Research)
+    inner.add_node("ask", lambda s: {"findings": [str(interrupt(f"search {s.query}?"))]})
+    inner.add_node("more", lambda s: {"findings": [str(interrupt("more?"))]})
+    inner.add_edge(START, "ask")
+    inner.add_edge("ask", "more")
+    return inner.compile()
+
+
+def test_a_node_that_invokes_a_graph_pauses_and_resumes_it() -> None:
+    inner = inner_asking()
+    calls: list[str] = []
+
+    def delegate(state: Report) -> dict[str, Any]:
+        calls.append("delegate")
+        found = inner.invoke({"state": {"query": state.question}})
+        return {"summary": ", ".join(found["state"].findings)}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "calls"}
+    first = app.invoke({"state": {"question": "docs"}}, config)
+    assert first["interrupt"].value == "search docs?"
+    second = app.invoke({"resume": "a"}, config)
+    assert second["interrupt"].value == "more?"  # the inner graph kept its first answer
+    done = app.invoke({"resume": "b"}, config)
+    assert done["state"].summary == "a, b"
+    assert done["state"].execution_meta.subgraphs == {}
+
+
+async def test_an_async_node_that_awaits_a_graph_pauses_and_resumes_it() -> None:
+    inner = inner_asking()
+
+    async def delegate(state: Report) -> dict[str, Any]:
+        found = await inner.ainvoke({"state": {"query": state.question}})
+        return {"summary": ", ".join(found["state"].findings)}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "async-calls"}
+    await app.ainvoke({"state": {"question": "x"}}, config)
+    await app.ainvoke({"resume": 1}, config)
+    done = await app.ainvoke({"resume": 2}, config)
+    assert done["state"].summary == "1, 2"
+
+
+def parallel_app(checkpointer: Any) -> Any:
+    """START -> left (a subgraph that asks) and right, joined: one parallel step."""
+    inner = StateGraph(Notes)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(Notes)
+    outer.add_node("left", inner.compile())
+    outer.add_node("right", lambda s: {"notes": ["right"]})
+    outer.add_node("join", say("joined"))
+    outer.add_edge(START, "left")
+    outer.add_edge(START, "right")
+    outer.add_edge(["left", "right"], "join")
+    outer.add_edge("join", END)
+    return outer.compile(checkpointer)
+
+
+def test_subgraphs_in_a_parallel_step_pause_and_resume_by_task() -> None:
+    app = parallel_app(InMemoryCheckpointer())
+    config = {"thread_id": "parallel"}
+    paused = app.invoke({"messages": [("user", "go")]}, config)
+    assert paused["interrupt"].value == {"question": "approve?"}
+    saved = app.get_state(config)
+    assert saved is not None and list(saved.execution_meta.subgraphs) == ["left:0"]
+    done = app.invoke({"resume": "ok"}, config)
+    assert done["state"].notes == ["inner:ok", "right"]
+    assert done["messages"][-1].text() == "joined"
+
+
+def test_drawings_show_nested_graphs() -> None:
+    shape = nested_app(InMemoryCheckpointer()).get_graph()
+    middle = shape.node("middle")
+    assert middle.kind == "subgraph" and middle.subgraph is not None
+    inner = middle.subgraph.node("inner")
+    assert inner.subgraph is not None and [n.name for n in inner.subgraph.nodes][1:3] == [
+        "say",
+        "ask",
+    ]
+    mermaid = shape.draw_mermaid()
+    assert '    subgraph middle["middle<br/>subgraph over Notes"]' in mermaid
+    assert '        subgraph middle_inner["inner<br/>subgraph over Notes"]' in mermaid
+    assert "            middle_inner_say --> middle_inner_ask" in mermaid
+    assert "    start --> middle" in mermaid and "    middle --> finish" in mermaid
+    assert mermaid.count("\n        end\n") == 1 and mermaid.count("\n    end\n") == 1
+    listing = shape.draw_ascii().splitlines()
+    at = listing.index("middle  subgraph over Notes")
+    assert listing[at + 1 : at + 3] == ["    | START", "    |   --> pre"]
+    assert "    |     | say" in listing
+
+
+def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
+    first, second = inner_asking(), inner_asking()
+    runs: list[str] = []
+
+    def delegate(state: Report) -> dict[str, Any]:
+        a = first.invoke({"state": {"query": "a"}})["state"].findings
+        runs.append("between")  # reached again on every resume of this node
+        b = second.invoke({"state": {"query": "b"}})["state"].findings
+        confirmed = interrupt("publish?")
+        return {"summary": f"{a} {b} {confirmed}"}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "two-calls"}
+    asked = [app.invoke({"state": {"question": "q"}}, config)["interrupt"].value]
+    for answer in ["1", "2", "3", "4"]:
+        asked.append(app.invoke({"resume": answer}, config)["interrupt"].value)
+    assert asked == ["search a?", "more?", "search b?", "more?", "publish?"]
+    saved = app.get_state(config)
+    assert saved is not None and list(saved.execution_meta.subgraphs) == ["delegate", "delegate#2"]
+    done = app.invoke({"resume": "yes"}, config)
+    assert done["state"].summary == "['1', '2'] ['3', '4'] yes"
+    assert done["state"].execution_meta.subgraphs == {}
