@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
-from tenxgraph.cli import media, memory, serve
+from tenxgraph.cli import mcp_server, media, memory, serve
 from tenxgraph.cli.locations import DEFAULT_DB
 from tenxgraph.cli.options import ChatOptions, check_options
 from tenxgraph.cli.pipes import CLOSED_PIPE_STATUS, PipeWatch
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     media.add_media_commands(commands, _parser_with(debug), _location)
     memory.add_memory_commands(commands, _parser_with(debug), _location)
     serve.add_serve_command(commands)
+    mcp_server.add_mcp_command(commands, _location)
     return parser
 
 
@@ -308,6 +309,8 @@ async def _dispatch(args: argparse.Namespace, console: Console, options: ChatOpt
         await media.run_media(args, console)
     elif args.command == "memory":
         await memory.run_memory(args, console)
+    elif args.command == "mcp":
+        return await mcp_server.run_mcp(args)
     elif args.command == "graph":
         from tenxgraph.cli.graph import draw_graph
 

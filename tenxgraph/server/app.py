@@ -107,6 +107,7 @@ def create_app(
     install_registry(context)
     install_error_handlers(app)
     _include_routers(app)
+    _serve_toolsets(app, context)
     _mount_web_page(app)
     mount_docs(app)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
@@ -120,6 +121,16 @@ def create_app(
         )
     app.add_middleware(SecurityHeaders)  # outermost: every answer carries nosniff and a CSP
     return app
+
+
+def _serve_toolsets(app: FastAPI, context: ServerContext) -> None:
+    """Open the graph's toolsets (MCP servers) with the app, close them with it; serve /mcp."""
+    from tenxgraph.server.mcp_endpoint import install_mcp
+
+    for toolset in context.graph.toolsets():
+        context.on_startup.append(toolset.aprepare)
+        context.on_shutdown.append(toolset.aclose)
+    install_mcp(app, context)
 
 
 def _graph_name(graph: CompiledGraph[Any]) -> str:

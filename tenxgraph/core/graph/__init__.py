@@ -46,6 +46,7 @@ __all__ = [
     "Tool",
     "ToolNode",
     "ToolOutcome",
+    "Toolset",
     "UpdateEvent",
     "after_agent",
     "after_model",
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._subgraph import StateTree, SubgraphNode
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
+    from tenxgraph.core.graph._toolsets import Toolset
     from tenxgraph.runs import MultitaskStrategy
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -183,5 +185,6 @@ else:
                 "Tool",
                 "tool",
             ),
+            "tenxgraph.core.graph._toolsets": ("Toolset",),
         },
     )

@@ -28,7 +28,8 @@ from tenxgraph.core.graph._model_call import ModelCall, ModelCallWrapper, stream
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph._structured import OutputStrategy, StructuredOutput
 from tenxgraph.core.graph._tool_node import ToolNode
-from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._toolsets import Toolset, index_tools
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
@@ -73,7 +74,7 @@ class Agent(Node):
         *,
         provider: str | None = None,
         system_prompt: str | None = None,
-        tools: Sequence[Callable[..., Any] | Tool] = (),
+        tools: Sequence[Callable[..., Any] | Tool | Toolset] = (),
         tool_node: str | None = None,
         tool_choice: ToolChoice = "auto",
         output_schema: Any = None,
@@ -117,7 +118,7 @@ class Agent(Node):
         self.wrappers = tuple(wrappers)
         self._model: ChatModel | None = None
         self.system_prompt = system_prompt
-        self.tools = as_tools(tools)
+        self.tools = index_tools(tools)
         self.tool_node = tool_node
         self.tool_choice = tool_choice
         self.output_schema = output_schema
@@ -154,7 +155,7 @@ class Agent(Node):
                     f"Agent {name!r}: tool_node={self.tool_node!r} is not a ToolNode of the graph"
                 )
             bound = copy.copy(self)
-            bound.tools = {**node.tools, **self.tools}
+            bound.tools = node.tools.union(self.tools)
         if self.output is not None:
             self.output.check_tools(bound.tools, f"Agent {name!r}")
         if self.trim_context and graph.context_manager is None:
@@ -174,6 +175,8 @@ class Agent(Node):
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[MessageEvent | NodeOutput]:
         """Trim if asked, call the model (streaming), validate structured output, return it."""
+        if self.tools.toolsets:  # an MCP server's tools, listed again if they changed
+            await self.tools.aprepare()
         manager = ctx.context_manager if self.trim_context else None
         if manager is not None:
             manager.use_model_window(self.model.context_window)

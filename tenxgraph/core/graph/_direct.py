@@ -38,6 +38,7 @@ from tenxgraph.core.graph._node import RunContext
 from tenxgraph.core.graph._remote_tools import RemoteTool
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._tool_node import ToolOutcome, close_interrupted_calls, execute_tool
+from tenxgraph.core.graph._toolsets import ToolIndex
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
@@ -94,6 +95,9 @@ async def acall_tool(
     note: str | None = None,
 ) -> ToolResultBlock:
     """Run tool ``name`` of ``graph`` on the thread of ``config`` (``CompiledGraph.call_tool``)."""
+    toolsets = graph.toolsets()
+    if toolsets:  # an MCP server's tools: connected and listed before the lookup
+        await ToolIndex({}, toolsets).aprepare()
     tools = graph.tools()
     if name not in tools:
         raise ToolError(f"no tool {name!r} in this graph (tools: {', '.join(sorted(tools))})")

@@ -44,7 +44,8 @@ from tenxgraph.core.graph._middleware import (
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._prebuilt import AGENT_NODE, TOOL_NODE
 from tenxgraph.core.graph._tool_node import ToolNode
-from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._toolsets import ToolIndex, index_tools
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.pairing import last_tool_request, unanswered_calls
 from tenxgraph.core.state.tool_result import ToolResult
@@ -151,15 +152,15 @@ def _add_member(
 ) -> None:
     """The member's model and tools nodes, with its handoffs and the swarm's middleware."""
     handoffs = {h.name: h for h in (handoff_tool(other) for other in others)}
-    extra = {**as_tools(agent_tools((), middleware)), **handoffs}
+    extra = ToolIndex({**index_tools(agent_tools((), middleware)).static, **handoffs})
     taken = sorted(set(agent.tools) & set(extra))
     if taken:
         raise GraphBuildError(f"agent {name!r} already has a tool named {taken[0]!r}")
     model_node = copy.copy(agent)
-    model_node.tools = {**agent.tools, **extra}
+    model_node.tools = agent.tools.union(extra)  # keeps the agent's toolsets (MCP servers)
     model_node.wrappers = (*_wraps(middleware, "wrap_model_call"), *agent.wrappers)
     tool_node = copy.copy(tools)
-    tool_node.tools = {**tools.tools, **extra}
+    tool_node.tools = tools.tools.union(extra)
     tool_node.wrappers = (*_wraps(middleware, "wrap_tool_call"), *tools.wrappers)
     before = _chain(middleware, "before_model", name)
     for hook_name, middle in before:

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from tenxgraph.core.graph._command import Command
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._toolsets import Toolset, index_tools
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message_block import ToolCallBlock
 from tenxgraph.errors import GraphBuildError, NodeError
@@ -208,11 +209,12 @@ def check_middleware(middleware: Sequence[AgentMiddleware]) -> None:
 
 
 def agent_tools(
-    tools: Sequence[Callable[..., Any] | Tool], middleware: Sequence[AgentMiddleware]
-) -> list[Tool]:
-    """The agent's tools, then each middleware's; a name used twice is a build error."""
-    owners = dict.fromkeys(as_tools(tools), "the agent's tools")
-    combined = list(as_tools(tools).values())
+    tools: Sequence[Callable[..., Any] | Tool | Toolset], middleware: Sequence[AgentMiddleware]
+) -> list[Tool | Toolset]:
+    """The agent's tools and toolsets, then each middleware's; a name used twice is an error."""
+    given = index_tools(tools)
+    owners = dict.fromkeys(given.static, "the agent's tools")
+    combined: list[Tool | Toolset] = [*given.static.values(), *given.toolsets]
     for middle in middleware:
         for name, tool in as_tools(middle.tools).items():
             if name in owners:

@@ -31,6 +31,7 @@ from tenxgraph.core.graph._middleware import (
 )
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._toolsets import Toolset
 from tenxgraph.core.llm.base import ChatModel
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import GraphBuildError
@@ -55,7 +56,7 @@ def tools_condition(state: AgentState) -> str:
 
 def create_agent(
     model: str | ChatModel,
-    tools: Sequence[Callable[..., Any] | Tool] = (),
+    tools: Sequence[Callable[..., Any] | Tool | Toolset] = (),
     *,
     state: type[S] | S = AgentState,  # type: ignore[assignment]
     checkpointer: Checkpointer | None = None,

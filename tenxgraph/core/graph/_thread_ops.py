@@ -18,6 +18,7 @@ from tenxgraph.core.graph import _snapshots as snapshots
 from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._subgraph import StateTree, state_tree, subgraphs_of
+from tenxgraph.core.graph._toolsets import ToolIndex, Toolset
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
@@ -520,10 +521,24 @@ class ThreadOperations(Generic[S]):
         return self.checkpointer
 
     def tools(self) -> dict[str, Tool]:
-        """Every tool of the graph's ToolNodes and Agents, by name."""
+        """Every tool of the graph's ToolNodes and Agents, by name (toolsets' as last listed)."""
         found: dict[str, Tool] = {}
         for node in self.nodes.values():
             found.update(getattr(node, "tools", {}))
+        return found
+
+    def toolsets(self) -> list[Toolset]:
+        """The toolsets of the graph's ToolNodes and Agents (MCP servers...), each once.
+
+        Whatever hosts the graph prepares them when it starts and closes them
+        when it stops (``tenxgraph serve`` does).
+        """
+        found: list[Toolset] = []
+        for node in self.nodes.values():
+            index = getattr(node, "tools", None)
+            for toolset in index.toolsets if isinstance(index, ToolIndex) else ():
+                if toolset not in found:
+                    found.append(toolset)
         return found
 
     async def acall_tool(

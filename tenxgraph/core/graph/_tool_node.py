@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence, Set
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,8 @@ from pydantic import BaseModel
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
 from tenxgraph.core.graph._remote_tools import RemoteTool, remote_pause
-from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._toolsets import Toolset, index_tools
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.json_policy import check_json_data, storable_data, storable_text
@@ -142,7 +143,7 @@ class ToolNode(Node):
 
     def __init__(
         self,
-        tools: Sequence[Callable[..., Any] | Tool],
+        tools: Sequence[Callable[..., Any] | Tool | Toolset],
         *,
         timeout: float | None = None,
         wrappers: Sequence[ToolCallWrapper] = (),
@@ -157,7 +158,7 @@ class ToolNode(Node):
         """
         if max_starts < 1:
             raise ConfigError(f"max_starts must be >= 1, got {max_starts}")
-        self.tools = as_tools(tools)
+        self.tools = index_tools(tools)
         self.timeout = timeout
         self.wrappers = tuple(wrappers)
         self.max_starts = max_starts
@@ -168,6 +169,8 @@ class ToolNode(Node):
         """Execute pending calls concurrently; yield one ordered update with all results."""
         asked = last_tool_request(state.context)
         calls, refused = _calls_of(asked)
+        if calls and self.tools.toolsets:  # (re)connect before the calls are looked up
+            await self.tools.aprepare()
         message_id = "" if asked is None else asked.message_id
         ledger = state.execution_meta.tool_ledger
         for call in calls:
@@ -317,7 +320,7 @@ def _results(
 
 
 async def execute_tool(
-    tools: dict[str, Tool],
+    tools: Mapping[str, Tool],
     call: ToolCallBlock,
     state: AgentState,
     ctx: RunContext,

@@ -1,0 +1,403 @@
+"""``MCPTools``: the tools of one MCP server (stdio or streamable HTTP) as a tenxgraph toolset.
+
+Decisions:
+
+- **One session per event loop, owned by one task.** The SDK's client lives
+  in async context managers that must be left by the task that entered
+  them, and its streams belong to one loop. So each loop that uses the
+  toolset (a ``tenxgraph serve`` worker's, the private loop of sync
+  ``invoke``) gets its own session, opened on first use by a holder task
+  that enters the client and waits to be told to leave. ``aclose`` (or
+  leaving ``async with``) closes the session of the loop it runs on.
+- **Failures become results, never hangs.** Connecting waits at most
+  ``connect_timeout`` seconds and a call at most ``timeout``; a server that
+  cannot be reached, exits, or answers too late gives the model a failed
+  tool result saying so, and the log a line naming the server. A broken
+  session is dropped and opened again on the next use, at most once per
+  ``retry_after`` seconds; meanwhile the model still sees the tools last
+  listed, and their calls fail with the reason.
+- **The list follows the server.** A ``tools/list_changed`` notification
+  marks the list stale; the next model call or tool step lists again
+  (``aprepare``).
+- **Cancellation goes through.** A run stopped, or a call timed out, cancels
+  the waiting call, and the SDK tells the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+from tenxgraph.core.graph import Toolset
+from tenxgraph.errors import ConfigError, MissingExtraError, ToolError
+from tenxgraph.mcp._content import result_output, result_text
+from tenxgraph.mcp._tool import MCPTool, tool_name
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+__all__ = ["MCPServerError", "MCPTools"]
+
+logger = logging.getLogger("tenxgraph.mcp")
+
+
+class MCPServerError(ToolError):
+    """An MCP server could not be reached, broke off, answered too late, or the tool failed."""
+
+
+def _import_mcp() -> Any:
+    try:
+        import mcp
+    except ImportError:
+        raise MissingExtraError("mcp", "mcp") from None
+    return mcp
+
+
+class MCPTools(Toolset):
+    """The tools of one MCP server, usable wherever tools go (``create_agent(model, [tools])``).
+
+    Make one with ``MCPTools.stdio(command, *args)`` (the server runs as a
+    child process) or ``MCPTools.http(url, headers=...)`` (streamable HTTP).
+    It connects on first use; ``async with`` (or ``aclose``) bounds the
+    session explicitly, and ``tenxgraph serve`` opens and closes it with
+    each worker.
+    """
+
+    def __init__(
+        self,
+        target: str | Sequence[str],
+        *,
+        name: str | None = None,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        prefix: str = "",
+        include: Sequence[str] | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 30.0,
+        retry_after: float = 5.0,
+        max_output_chars: int = 100_000,
+        protocol: str = "auto",
+    ) -> None:
+        """``target`` is a URL (streamable HTTP) or a command line (stdio).
+
+        ``headers`` go with every HTTP request (an API key); ``env`` and
+        ``cwd`` are the child process's. ``prefix`` is put before every tool
+        name (two servers with a tool of the same name); ``include`` keeps
+        only the tools named (their MCP names). ``timeout`` bounds each call,
+        ``connect_timeout`` each connect or listing (seconds); after a
+        failure, the next attempt to connect waits ``retry_after`` seconds.
+        ``protocol`` is the SDK's ``mode``: ``"auto"`` (ask the server, fall
+        back to the initialize handshake) or ``"legacy"`` (the handshake only,
+        for a server the probe confuses).
+        """
+        is_url = isinstance(target, str)
+        if is_url and not str(target).startswith(("http://", "https://")):
+            raise ConfigError(f"MCP server URL must be http(s)://..., got {target!r}")
+        if not is_url and (not target or not all(isinstance(p, str) for p in target)):
+            raise ConfigError("an MCP stdio server is a command line: a non-empty list of strings")
+        for option, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not value > 0:
+                raise ConfigError(f"MCPTools {option} must be positive, got {value!r}")
+        if headers and not is_url:
+            raise ConfigError("headers= is for an HTTP MCP server; a stdio server takes env=")
+        if (env or cwd) and is_url:
+            raise ConfigError("env= and cwd= are for a stdio MCP server (a command line)")
+        self.target: str | tuple[str, ...] = target if isinstance(target, str) else tuple(target)
+        self.name = name or _default_name(self.target)
+        self.headers = dict(headers or {})
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.prefix = prefix
+        self.include = frozenset(include) if include is not None else None
+        self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self.retry_after = float(retry_after)
+        self.max_output_chars = max_output_chars
+        self.protocol = protocol
+        self._tools: list[MCPTool] = []
+        self._sessions: dict[asyncio.AbstractEventLoop, _Session] = {}
+
+    @classmethod
+    def stdio(cls, command: str, *args: str, **options: Any) -> MCPTools:
+        """A server run as a child process, spoken to over its stdin and stdout."""
+        return cls([command, *args], **options)
+
+    @classmethod
+    def http(cls, url: str, **options: Any) -> MCPTools:
+        """A server at a streamable HTTP endpoint (``.../mcp``)."""
+        return cls(url, **options)
+
+    def tools(self) -> list[MCPTool]:
+        """The server's tools as last listed (none before the first connect)."""
+        return list(self._tools)
+
+    async def __aenter__(self) -> MCPTools:
+        await self.aprepare()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aprepare(self) -> None:
+        """Connect (or connect again) if needed, and list the tools if they changed."""
+        session = await self._session()
+        if session.client is not None and session.stale:
+            await self._list(session)
+
+    async def aclose(self) -> None:
+        """Close this loop's session (and end the server process, for stdio)."""
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
+    async def call(self, mcp_name: str, arguments: dict[str, Any]) -> Any:
+        """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not.
+
+        Every call to the server goes through here, so this is where a trace
+        span of an MCP call belongs (the tool call around it is the runtime's).
+        """
+        session = await self._session()
+        if session.client is None:
+            raise MCPServerError(f"MCP server {self.name!r} is not connected: {session.failure}")
+        try:
+            async with asyncio.timeout(self.timeout):
+                result = await session.run(session.client.call_tool(mcp_name, arguments))
+        except TimeoutError:
+            logger.warning(
+                "MCP server %r: tool %r gave no answer in %g s; the call was cancelled",
+                self.name,
+                mcp_name,
+                self.timeout,
+            )
+            raise MCPServerError(
+                f"MCP server {self.name!r} did not answer within {self.timeout:g} s"
+            ) from None
+        except _SessionLost as lost:
+            raise MCPServerError(f"MCP server {self.name!r} broke off: {lost}") from None
+        except Exception as exc:  # a protocol error, an unknown tool, a dropped connection
+            if _is_connection_error(exc):
+                session.fail(_describe(exc))  # opened again on the next use
+            logger.warning("MCP server %r: tool %r failed: %s", self.name, mcp_name, exc)
+            raise MCPServerError(f"MCP server {self.name!r}: {_describe(exc)}") from None
+        if result.is_error:
+            raise MCPServerError(result_text(result, self.max_output_chars))
+        return result_output(result, self.max_output_chars)
+
+    async def _session(self) -> _Session:
+        """The session of the running loop: kept, or opened now (it may have failed).
+
+        The session is registered before it is opened, so concurrent callers
+        (parallel branches) wait for the same one instead of opening their own.
+        """
+        loop = asyncio.get_running_loop()
+        for gone in [other for other in self._sessions if other.is_closed()]:
+            del self._sessions[gone]  # a sync bridge's finished loop: its process ended with it
+        session = self._sessions.get(loop)
+        if session is not None:
+            await session.opened.wait()
+            if session.alive() or not session.may_retry(self.retry_after):
+                return session
+            await session.close()
+        session = _Session(self)
+        self._sessions[loop] = session
+        try:
+            await session.open(self.connect_timeout)
+            await self._list(session)
+        finally:
+            session.opened.set()
+        return session
+
+    async def _list(self, session: _Session) -> None:
+        if session.client is None:
+            return
+        session.stale = False
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                listed = await session.run(_list_all(session.client))
+        except Exception as exc:
+            session.stale = True
+            logger.error("MCP server %r: listing its tools failed: %s", self.name, _describe(exc))
+            return
+        self._tools = [
+            MCPTool(
+                tool_name(self.prefix, tool.name),
+                tool.name,
+                tool.description or "",
+                tool.input_schema,
+                self.call,
+                server=self.name,
+            )
+            for tool in listed
+            if self.include is None or tool.name in self.include
+        ]
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        mcp = _import_mcp()
+        if isinstance(self.target, str):
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(
+                headers=self.headers, timeout=httpx2.Timeout(self.connect_timeout, read=300.0)
+            )
+            await stack.enter_async_context(http)
+            return streamable_http_client(self.target, http_client=http)
+        command, *args = self.target
+        return mcp.StdioServerParameters(command=command, args=args, env=self.env, cwd=self.cwd)
+
+    def __repr__(self) -> str:
+        return f"MCPTools({self.name!r})"
+
+
+class _SessionLost(MCPServerError):
+    """The session ended while a call waited (private: ``call`` turns it into MCPServerError)."""
+
+
+class _Session:
+    """One session with the server on one loop, held open by its own task."""
+
+    def __init__(self, owner: MCPTools) -> None:
+        self.owner = owner
+        self.client: Client | None = None
+        self.stale = True
+        self.failure = "not connected yet"
+        self.failed_at: float | None = None
+        self.opened = asyncio.Event()
+        """Set once the first connect and listing ended, however they ended."""
+        self._ready = asyncio.Event()
+        self._leave = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def alive(self) -> bool:
+        return self.client is not None and not self._ended.is_set()
+
+    def may_retry(self, retry_after: float) -> bool:
+        return self.failed_at is None or time.monotonic() - self.failed_at >= retry_after
+
+    async def open(self, seconds: float) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            self._hold(), name=f"tenxgraph-mcp-{self.owner.name}"
+        )
+        try:
+            async with asyncio.timeout(seconds):
+                await self._ready.wait()
+        except TimeoutError:
+            self.fail(f"no answer to the connect within {seconds:g} s")
+            await self.close()
+
+    async def _hold(self) -> None:
+        mcp = _import_mcp()
+        try:
+            async with AsyncExitStack() as stack:
+                transport = await self.owner._transport(stack)
+                client = mcp.Client(
+                    transport, message_handler=self._on_message, mode=self.owner.protocol
+                )
+                await stack.enter_async_context(client)
+                self.client = client
+                logger.info("MCP server %r connected", self.owner.name)
+                listener = asyncio.ensure_future(self._listen(client))
+                self._ready.set()
+                try:
+                    await self._leave.wait()
+                finally:
+                    listener.cancel()
+                    await asyncio.gather(listener, return_exceptions=True)
+        except Exception as exc:  # the SDK raises exception groups from its task groups
+            self.fail(_describe(exc))
+        finally:
+            self.client = None
+            self._ready.set()
+            self._ended.set()
+
+    def fail(self, reason: str) -> None:
+        if self.failed_at is None:
+            logger.error("MCP server %r is unavailable: %s", self.owner.name, reason)
+        self.failure = reason
+        self.failed_at = time.monotonic()
+        self.client = None
+
+    async def _listen(self, client: Client) -> None:
+        """Mark the list stale on each change the server reports (2026-07-28 servers).
+
+        Older servers send ``notifications/tools/list_changed`` instead, which
+        ``_on_message`` sees; they refuse the subscription.
+        """
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self.stale = True
+        except Exception as exc:  # an older server, or the session ended
+            logger.debug("MCP server %r: no change subscription: %s", self.owner.name, exc)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            logger.warning("MCP server %r: %s", self.owner.name, _describe(message))
+        elif getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.stale = True
+
+    async def run(self, call: Any) -> Any:
+        """Await ``call``, or raise ``_SessionLost`` when the session ends first."""
+        work = asyncio.ensure_future(call)
+        ended = asyncio.ensure_future(self._ended.wait())
+        try:
+            await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not work.done():
+                work.cancel()
+        if work.done() and not work.cancelled():
+            return work.result()
+        raise _SessionLost(self.failure)
+
+    async def close(self) -> None:
+        self._leave.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        try:
+            async with asyncio.timeout(self.owner.connect_timeout):
+                await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def _list_all(client: Client) -> list[Any]:
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):  # a server whose cursor never ends cannot hang the listing
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """True unless the server itself answered with an error (then the session is fine)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+    return not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost useful message of an exception (or exception group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _default_name(target: str | tuple[str, ...]) -> str:
+    if isinstance(target, str):
+        return target.split("://", 1)[-1].split("/", 1)[0]
+    return " ".join(target)[:60]
