@@ -48,7 +48,7 @@ from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config
+from tenxgraph.core.state.ids import ThreadKey, checkpoint_of, run_config, thread_metadata_of
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import (
     GraphRunError,
@@ -455,7 +455,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         if lease is None:
             session, state = None, self._fresh_state()
         else:
-            session, state = await self._load(lease, checkpoint_of(config))
+            session, state = await self._load(lease, config)
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
@@ -500,23 +500,26 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
 
-    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+    async def _load(self, lease: ThreadLease, config: Mapping[str, Any]) -> tuple[ThreadSession, S]:
         """The thread's session and state: kept warm, loaded, or new.
 
-        ``at`` (the config's ``checkpoint_id``): the run starts from that older
-        checkpoint, and its first save branches the thread there.
+        The config's ``checkpoint_id``: the run starts from that older
+        checkpoint, and its first save branches the thread there. Its
+        ``thread_metadata``: the first save merges it into the thread's.
         """
         assert self.checkpointer is not None  # a lease is taken only then
+        at, tags = checkpoint_of(config), thread_metadata_of(config)
         if at is not None and (lease.stamp is None or at != lease.stamp.version):
             session = ThreadSession(self.checkpointer, lease.key)
-            branched = await session.load(self.state_class, at)
-            assert branched is not None  # a missing thread or checkpoint raised
-            session.lease = lease.owner
-            return session, branched
-        session, state = await self.warm.open(
-            self.checkpointer, lease.key, self.state_class, lease.stamp
-        )
+            state = await session.load(self.state_class, at)
+            assert state is not None  # a missing thread or checkpoint raised
+        else:
+            session, state = await self.warm.open(
+                self.checkpointer, lease.key, self.state_class, lease.stamp
+            )
         session.lease = lease.owner
+        if tags:
+            session.merge_metadata(tags)
         return session, self._fresh_state() if state is None else state
 
     def _fresh_state(self) -> S:
