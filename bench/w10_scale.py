@@ -11,11 +11,18 @@ thread) are posted round robin over the workers at once; the time from the
 first post to the last run's end (polled from the run table) gives runs/s.
 The scaling ratio is runs/s with N workers over runs/s with 1.
 
-Run: ``python -m bench.w10_scale`` (127.0.0.1 only; nothing is left behind).
+Each worker runs up to ``TENXGRAPH_SERVE_CONSUMERS`` queued runs at once
+(its default unless the environment sets it). Target: one worker keeps
+enough runs in flight for at least 60 of these I/O-bound runs/s.
+
+Run: ``python -m bench.w10_scale [--workers 1,2,4] [--runs 120]`` (127.0.0.1
+only; nothing is left behind). The workers run the code on ``PYTHONPATH``,
+so two checkouts are compared by running it once with each.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import sys
@@ -37,7 +44,7 @@ def _cluster_module() -> Any:
     return importlib.import_module("cluster")
 
 
-async def _post_all(urls: list[str], tag: str) -> None:
+async def _post_all(urls: list[str], tag: str, runs: int) -> None:
     async with httpx.AsyncClient(timeout=60) as client:
 
         async def post(k: int) -> None:
@@ -50,11 +57,11 @@ async def _post_all(urls: list[str], tag: str) -> None:
             answer = await client.post(f"{url}/threads/{tag}-{k}/runs", json=body)
             answer.raise_for_status()
 
-        await asyncio.gather(*(post(k) for k in range(RUNS)))
+        await asyncio.gather(*(post(k) for k in range(runs)))
 
 
-def measure(workers: int) -> dict[str, float]:
-    """Runs/s of ``RUNS`` background runs over ``workers`` worker processes."""
+def measure(workers: int, runs: int = RUNS) -> dict[str, float]:
+    """Runs/s of ``runs`` background runs over ``workers`` worker processes."""
     cluster_type = _cluster_module().Cluster
     with tempfile.TemporaryDirectory() as tmp:
         env = {"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}
@@ -62,31 +69,41 @@ def measure(workers: int) -> dict[str, float]:
             urls = cluster.start(workers)
             tag = cluster.tag
             start = time.perf_counter()
-            asyncio.run(_post_all(urls, tag))
+            asyncio.run(_post_all(urls, tag, runs))
             while True:
                 rows = cluster.rows()
                 done = [s for s, _ in rows.values() if s not in ("pending", "running")]
-                if len(done) >= RUNS:
+                if len(done) >= runs:
                     break
                 if time.perf_counter() - start > 600:
-                    raise RuntimeError(f"only {len(done)} of {RUNS} runs ended in 600 s")
+                    raise RuntimeError(f"only {len(done)} of {runs} runs ended in 600 s")
                 time.sleep(0.05)
             seconds = time.perf_counter() - start
             ok = sum(1 for s, _ in rows.values() if s == "success")
-    return {"workers": workers, "seconds": seconds, "runs_per_s": RUNS / seconds, "ok": ok}
+    return {
+        "workers": workers,
+        "runs": runs,
+        "seconds": seconds,
+        "runs_per_s": runs / seconds,
+        "ok": ok,
+    }
 
 
 def main() -> None:
     """Measure each configuration once and print a Markdown table."""
-    results = [measure(n) for n in WORKERS]
-    base = results[0]["runs_per_s"]
-    print(f"W10: {RUNS} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
-    print("| workers | seconds | runs/s | scaling vs 1 | succeeded |")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--workers", default=",".join(map(str, WORKERS)))
+    parser.add_argument("--runs", type=int, default=RUNS)
+    args = parser.parse_args()
+    results = [measure(int(n), args.runs) for n in args.workers.split(",")]
+    base = results[0]["runs_per_s"] / results[0]["workers"]
+    print(f"W10: {args.runs} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
+    print("| workers | seconds | runs/s | runs/s per worker vs 1 | succeeded |")
     print("|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['workers']:.0f} | {r['seconds']:.2f} | {r['runs_per_s']:.1f} "
-            f"| {r['runs_per_s'] / base:.2f}x | {r['ok']:.0f}/{RUNS} |"
+            f"| {r['runs_per_s'] / r['workers'] / base:.2f}x | {r['ok']:.0f}/{args.runs} |"
         )
 
 
