@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import sys
 import tempfile
 import time
@@ -68,10 +69,15 @@ def measure(workers: int, runs: int = RUNS) -> dict[str, float]:
         with cluster_type(Path(tmp), env=env) as cluster:
             urls = cluster.start(workers)
             tag = cluster.tag
+            pids = [process.pid for process, _ in cluster.workers]
+            cpu = sum(map(_cpu_seconds, pids))
             start = time.perf_counter()
             asyncio.run(_post_all(urls, tag, runs))
+            posted = time.perf_counter() - start
+            peak = 0
             while True:
                 rows = cluster.rows()
+                peak = max(peak, sum(1 for s, _ in rows.values() if s == "running"))
                 done = [s for s, _ in rows.values() if s not in ("pending", "running")]
                 if len(done) >= runs:
                     break
@@ -79,6 +85,7 @@ def measure(workers: int, runs: int = RUNS) -> dict[str, float]:
                     raise RuntimeError(f"only {len(done)} of {runs} runs ended in 600 s")
                 time.sleep(0.05)
             seconds = time.perf_counter() - start
+            cpu = sum(map(_cpu_seconds, pids)) - cpu
             ok = sum(1 for s, _ in rows.values() if s == "success")
     return {
         "workers": workers,
@@ -86,7 +93,16 @@ def measure(workers: int, runs: int = RUNS) -> dict[str, float]:
         "seconds": seconds,
         "runs_per_s": runs / seconds,
         "ok": ok,
+        "posted_s": posted,
+        "peak_running": peak,
+        "worker_cpu_ms_per_run": 1000 * cpu / runs,
     }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -98,12 +114,16 @@ def main() -> None:
     results = [measure(int(n), args.runs) for n in args.workers.split(",")]
     base = results[0]["runs_per_s"] / results[0]["workers"]
     print(f"W10: {args.runs} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
-    print("| workers | seconds | runs/s | runs/s per worker vs 1 | succeeded |")
-    print("|---|---|---|---|---|")
+    print(
+        "| workers | seconds | runs/s | runs/s per worker vs 1 | succeeded "
+        "| most running at once | workers' CPU per run |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['workers']:.0f} | {r['seconds']:.2f} | {r['runs_per_s']:.1f} "
-            f"| {r['runs_per_s'] / r['workers'] / base:.2f}x | {r['ok']:.0f}/{args.runs} |"
+            f"| {r['runs_per_s'] / r['workers'] / base:.2f}x | {r['ok']:.0f}/{args.runs} "
+            f"| {r['peak_running']:.0f} | {r['worker_cpu_ms_per_run']:.1f} ms |"
         )
 
 

@@ -527,7 +527,19 @@ class DurableRunManager(RunRegistry):
     # --- consumers --------------------------------------------------------------------
 
     async def _serve_claimed(self, claim: ClaimedRun) -> None:
-        """Run one claimed run to its end, or record how it ended, or hand it back."""
+        """Run one claimed run to its end, or record how it ended, or hand it back.
+
+        A run this worker still runs was claimed again when this worker
+        stalled past its lease: that earlier attempt is stopped, and has
+        ended, before this one starts (two attempts of a run in one process
+        would share its records, its stream and its thread's warm state).
+        """
+        earlier = self._held.get(claim.run_id)
+        if earlier is not None:
+            self._lost(earlier)
+            await earlier.done.wait()
+            if claim.run_id in self._held:  # a later claim of it started meanwhile
+                return
         lease = self._claimed_lease(claim)
         try:
             record = await self._run_claimed(claim)
