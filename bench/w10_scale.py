@@ -15,7 +15,7 @@ Each worker runs up to ``TENXGRAPH_SERVE_CONSUMERS`` queued runs at once
 (its default unless the environment sets it). Target: one worker keeps
 enough runs in flight for at least 60 of these I/O-bound runs/s.
 
-Run: ``python -m bench.w10_scale [--workers 1,2,4] [--runs 120]`` (127.0.0.1
+Run: ``python -m bench.w10_scale [--workers 1,2,4] [--runs 120] [--lease 2]`` (127.0.0.1
 only; nothing is left behind). The workers run the code on ``PYTHONPATH``,
 so two checkouts are compared by running it once with each.
 """
@@ -61,11 +61,19 @@ async def _post_all(urls: list[str], tag: str, runs: int) -> None:
         await asyncio.gather(*(post(k) for k in range(runs)))
 
 
-def measure(workers: int, runs: int = RUNS) -> dict[str, float]:
-    """Runs/s of ``runs`` background runs over ``workers`` worker processes."""
+def measure(workers: int, runs: int = RUNS, lease: float = 2.0) -> dict[str, float]:
+    """Runs/s of ``runs`` background runs over ``workers`` worker processes.
+
+    ``lease``: the runs' thread lease (the scale tests' 2 s by default); a
+    worker renews each running run's lease every third of it.
+    """
     cluster_type = _cluster_module().Cluster
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}
+        env = {
+            "SCALE_TOOL_SECONDS": str(TOOL_SECONDS),
+            "SCALE_LEASE": str(lease),
+            "TENXGRAPH_SERVE_RUN_LEASE": str(lease),
+        }
         with cluster_type(Path(tmp), env=env) as cluster:
             urls = cluster.start(workers)
             tag = cluster.tag
@@ -110,8 +118,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--workers", default=",".join(map(str, WORKERS)))
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--lease", type=float, default=2.0, help="the runs' lease, seconds")
     args = parser.parse_args()
-    results = [measure(int(n), args.runs) for n in args.workers.split(",")]
+    results = [measure(int(n), args.runs, args.lease) for n in args.workers.split(",")]
     base = results[0]["runs_per_s"] / results[0]["workers"]
     print(f"W10: {args.runs} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
     print(

@@ -40,14 +40,19 @@ class ClaimLoop:
         self,
         claim: Callable[[int], Awaitable[list[ClaimedRun]]],
         serve: Callable[[ClaimedRun], Awaitable[None]],
+        again: Callable[[str], None],
         spawn: Callable[[Any], asyncio.Task[Any]],
         *,
         limit: int,
         poll_seconds: float,
         name: str,
     ) -> None:
-        """``claim(n)`` takes up to n rows; ``serve`` runs one to its end, in a ``spawn``ed task."""
-        self._claim, self._serve, self._spawn = claim, serve, spawn
+        """``claim(n)`` takes up to n rows; ``serve`` runs one to its end, in a ``spawn``ed task.
+
+        ``again(run_id)``: a run served here was claimed again (this worker
+        stalled past its lease); the earlier serve should stop.
+        """
+        self._claim, self._serve, self._again, self._spawn = claim, serve, again, spawn
         self.limit, self.poll_seconds, self.name = limit, poll_seconds, name
         self.running = 0
         """Claimed runs going on now."""
@@ -55,6 +60,8 @@ class ClaimLoop:
         self._failing = False
         self._work = asyncio.Event()
         self._room = asyncio.Event()
+        self._serving: dict[str, asyncio.Task[Any] | None] = {}
+        """The task serving the newest claim of each run served here."""
 
     def wake(self) -> None:
         """A run may have become claimable (a notification): claim without waiting for the poll."""
@@ -85,9 +92,25 @@ class ClaimLoop:
                     wait = self.poll_seconds * (0.5 + random.random())
                     await asyncio.wait_for(self._work.wait(), wait)
 
+    def newest(self, run_id: str) -> bool:
+        """True in the task serving the newest claim of ``run_id`` (an older must not start it)."""
+        return self._serving.get(run_id) is asyncio.current_task()
+
     async def _served(self, claim: ClaimedRun) -> None:
+        """Serve a claim once any earlier claim of its run served here stopped.
+
+        Two attempts of one run in one process would share its records, its
+        stream and its thread's warm state.
+        """
+        me = asyncio.current_task()
+        earlier, self._serving[claim.run_id] = self._serving.get(claim.run_id), me
         try:
+            if earlier is not None:
+                self._again(claim.run_id)
+                await asyncio.wait([earlier])
             await self._serve(claim)
         finally:
             self.running -= 1
             self._room.set()
+            if self._serving.get(claim.run_id) is me:
+                del self._serving[claim.run_id]

@@ -15,11 +15,10 @@ running run's only owner is its thread's lease:
   (``RunControl.lease_owner``), which renews it too and leaves it held.
   The outcome is written to the row before the lease is let go.
 - **Consumers**: one claim loop per worker (``ClaimLoop``) takes rows whose
-  thread has no live lease, in batches (``claim_many``), while fewer than
-  ``consumers`` claimed runs go on here, each an asyncio task: queued background runs,
-  and ``running`` rows whose worker died (its lease expired) or handed them
-  back (released it). A claimed run
-  is **resumed**: if the thread moved past the version the first attempt
+  thread has no live lease, in batches, up to ``consumers`` runs at once,
+  each an asyncio task: queued background runs, and ``running`` rows whose
+  worker died (its lease expired) or handed them back (released it). A
+  claimed run is **resumed**: if the thread moved past the version the first attempt
   began from, the input was saved and the run continues the thread (input
   None; the tool ledger keeps finished tools from running again); a turn
   that had ended is recorded; otherwise the input is run again.
@@ -148,6 +147,7 @@ class DurableRunManager(RunRegistry):
         self.claims = ClaimLoop(
             lambda n: queue.claim_many(self.lease_seconds, n),
             self._serve_claimed,
+            self._claimed_again,
             self._spawn,
             limit=consumers,
             poll_seconds=poll_seconds,
@@ -527,19 +527,7 @@ class DurableRunManager(RunRegistry):
     # --- consumers --------------------------------------------------------------------
 
     async def _serve_claimed(self, claim: ClaimedRun) -> None:
-        """Run one claimed run to its end, or record how it ended, or hand it back.
-
-        A run this worker still runs was claimed again when this worker
-        stalled past its lease: that earlier attempt is stopped, and has
-        ended, before this one starts (two attempts of a run in one process
-        would share its records, its stream and its thread's warm state).
-        """
-        earlier = self._held.get(claim.run_id)
-        if earlier is not None:
-            self._lost(earlier)
-            await earlier.done.wait()
-            if claim.run_id in self._held:  # a later claim of it started meanwhile
-                return
+        """Run one claimed run to its end, or record how it ended, or hand it back."""
         lease = self._claimed_lease(claim)
         try:
             record = await self._run_claimed(claim)
@@ -553,6 +541,11 @@ class DurableRunManager(RunRegistry):
         elif self._leases.pop(claim.run_id, None) is lease:
             await lease.release()
             await self.queue.handed_back()
+
+    def _claimed_again(self, run_id: str) -> None:
+        """Stop the run here: this worker stalled past its lease and claimed it again."""
+        if (held := self._held.get(run_id)) is not None:
+            self._lost(held)
 
     def _claimed_lease(self, claim: ClaimedRun) -> ThreadLease:
         """The thread lease the claim took, kept alive from now on (a heartbeat, stop requests)."""
@@ -587,6 +580,8 @@ class DurableRunManager(RunRegistry):
             return None
         attempt = claim.attempts
         start_after = await self.transport.start_after(claim.run_id, attempt)
+        if not self.claims.newest(claim.run_id):  # claimed again meanwhile: that claim runs it
+            return None
         self._resumes[claim.run_id] = (attempt, start_after)
         extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
