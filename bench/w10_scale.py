@@ -11,13 +11,21 @@ thread) are posted round robin over the workers at once; the time from the
 first post to the last run's end (polled from the run table) gives runs/s.
 The scaling ratio is runs/s with N workers over runs/s with 1.
 
-Run: ``python -m bench.w10_scale`` (127.0.0.1 only; nothing is left behind).
+Each worker runs up to ``TENXGRAPH_SERVE_CONSUMERS`` queued runs at once
+(its default unless the environment sets it). Target: one worker keeps
+enough runs in flight for at least 60 of these I/O-bound runs/s.
+
+Run: ``python -m bench.w10_scale [--workers 1,2,4] [--runs 120] [--lease 2]`` (127.0.0.1
+only; nothing is left behind). The workers run the code on ``PYTHONPATH``,
+so two checkouts are compared by running it once with each.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
+import os
 import sys
 import tempfile
 import time
@@ -37,7 +45,7 @@ def _cluster_module() -> Any:
     return importlib.import_module("cluster")
 
 
-async def _post_all(urls: list[str], tag: str) -> None:
+async def _post_all(urls: list[str], tag: str, runs: int) -> None:
     async with httpx.AsyncClient(timeout=60) as client:
 
         async def post(k: int) -> None:
@@ -50,43 +58,81 @@ async def _post_all(urls: list[str], tag: str) -> None:
             answer = await client.post(f"{url}/threads/{tag}-{k}/runs", json=body)
             answer.raise_for_status()
 
-        await asyncio.gather(*(post(k) for k in range(RUNS)))
+        await asyncio.gather(*(post(k) for k in range(runs)))
 
 
-def measure(workers: int) -> dict[str, float]:
-    """Runs/s of ``RUNS`` background runs over ``workers`` worker processes."""
+def measure(workers: int, runs: int = RUNS, lease: float = 2.0) -> dict[str, float]:
+    """Runs/s of ``runs`` background runs over ``workers`` worker processes.
+
+    ``lease``: the runs' thread lease (the scale tests' 2 s by default); a
+    worker renews each running run's lease every third of it.
+    """
     cluster_type = _cluster_module().Cluster
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"SCALE_TOOL_SECONDS": str(TOOL_SECONDS)}
+        env = {
+            "SCALE_TOOL_SECONDS": str(TOOL_SECONDS),
+            "SCALE_LEASE": str(lease),
+            "TENXGRAPH_SERVE_RUN_LEASE": str(lease),
+        }
         with cluster_type(Path(tmp), env=env) as cluster:
             urls = cluster.start(workers)
             tag = cluster.tag
+            pids = [process.pid for process, _ in cluster.workers]
+            cpu = sum(map(_cpu_seconds, pids))
             start = time.perf_counter()
-            asyncio.run(_post_all(urls, tag))
+            asyncio.run(_post_all(urls, tag, runs))
+            posted = time.perf_counter() - start
+            peak = 0
             while True:
                 rows = cluster.rows()
+                peak = max(peak, sum(1 for s, _ in rows.values() if s == "running"))
                 done = [s for s, _ in rows.values() if s not in ("pending", "running")]
-                if len(done) >= RUNS:
+                if len(done) >= runs:
                     break
                 if time.perf_counter() - start > 600:
-                    raise RuntimeError(f"only {len(done)} of {RUNS} runs ended in 600 s")
+                    raise RuntimeError(f"only {len(done)} of {runs} runs ended in 600 s")
                 time.sleep(0.05)
             seconds = time.perf_counter() - start
+            cpu = sum(map(_cpu_seconds, pids)) - cpu
             ok = sum(1 for s, _ in rows.values() if s == "success")
-    return {"workers": workers, "seconds": seconds, "runs_per_s": RUNS / seconds, "ok": ok}
+    return {
+        "workers": workers,
+        "runs": runs,
+        "seconds": seconds,
+        "runs_per_s": runs / seconds,
+        "ok": ok,
+        "posted_s": posted,
+        "peak_running": peak,
+        "worker_cpu_ms_per_run": 1000 * cpu / runs,
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
     """Measure each configuration once and print a Markdown table."""
-    results = [measure(n) for n in WORKERS]
-    base = results[0]["runs_per_s"]
-    print(f"W10: {RUNS} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
-    print("| workers | seconds | runs/s | scaling vs 1 | succeeded |")
-    print("|---|---|---|---|---|")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--workers", default=",".join(map(str, WORKERS)))
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--lease", type=float, default=2.0, help="the runs' lease, seconds")
+    args = parser.parse_args()
+    results = [measure(int(n), args.runs, args.lease) for n in args.workers.split(",")]
+    base = results[0]["runs_per_s"] / results[0]["workers"]
+    print(f"W10: {args.runs} background runs (2 tool calls of {TOOL_SECONDS}s each), 127.0.0.1")
+    print(
+        "| workers | seconds | runs/s | runs/s per worker vs 1 | succeeded "
+        "| most running at once | workers' CPU per run |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['workers']:.0f} | {r['seconds']:.2f} | {r['runs_per_s']:.1f} "
-            f"| {r['runs_per_s'] / base:.2f}x | {r['ok']:.0f}/{RUNS} |"
+            f"| {r['runs_per_s'] / r['workers'] / base:.2f}x | {r['ok']:.0f}/{args.runs} "
+            f"| {r['peak_running']:.0f} | {r['worker_cpu_ms_per_run']:.1f} ms |"
         )
 
 

@@ -63,7 +63,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     serve.add_argument("--max-body-bytes", type=int, help="request body limit (10 MiB)")
     serve.add_argument(
-        "--consumers", type=int, help="with --postgres: queued runs a worker runs at once (4)"
+        "--consumers", type=int, help="with --postgres: queued runs a worker runs at once (100)"
     )
     serve.add_argument(
         "--run-lease", type=float, metavar="SECONDS", help="with --postgres: run lease (15)"

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "CONSUMERS",
     "DRAIN_SECONDS",
     "FINISHED",
     "CancelAction",
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from tenxgraph.runs._claim_loop import CONSUMERS
     from tenxgraph.runs._durable import DurableRunManager, default_worker_id
     from tenxgraph.runs._leases import (
         LeasePolicy,
@@ -91,6 +93,7 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
+            "tenxgraph.runs._claim_loop": ("CONSUMERS",),
             "tenxgraph.runs._durable": ("DurableRunManager", "default_worker_id"),
             "tenxgraph.runs._transport": ("Followers", "Relay", "RunTransport", "settle"),
             "tenxgraph.runs._leases": (

@@ -14,10 +14,11 @@ running run's only owner is its thread's lease:
   pauses for browser-side tools included, and hands it to the graph
   (``RunControl.lease_owner``), which renews it too and leaves it held.
   The outcome is written to the row before the lease is let go.
-- **Consumers** (``consumers`` tasks per worker) claim rows whose thread has
-  no live lease: queued background runs, and ``running`` rows whose worker
-  died (its lease expired) or handed them back (released it). A claimed run
-  is **resumed**: if the thread moved past the version the first attempt
+- **Consumers**: one claim loop per worker (``ClaimLoop``) takes rows whose
+  thread has no live lease, in batches, up to ``consumers`` runs at once,
+  each an asyncio task: queued background runs, and ``running`` rows whose
+  worker died (its lease expired) or handed them back (released it). A
+  claimed run is **resumed**: if the thread moved past the version the first attempt
   began from, the input was saved and the run continues the thread (input
   None; the tool ledger keeps finished tools from running again); a turn
   that had ended is recorded; otherwise the input is run again.
@@ -47,7 +48,6 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import random
 import socket
 import uuid
 from collections.abc import Callable
@@ -57,6 +57,7 @@ import pydantic_core
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
+from tenxgraph.runs._claim_loop import CONSUMERS, ClaimLoop
 from tenxgraph.runs._leases import ThreadLease, take_thread
 from tenxgraph.runs._pg_queue import RunGone
 from tenxgraph.runs._registry import (
@@ -107,7 +108,7 @@ class DurableRunManager(RunRegistry):
         limits: Any = None,
         keep_finished: int = 10_000,
         keep_logs: int = 1_000,
-        consumers: int = 4,
+        consumers: int = CONSUMERS,
         poll_seconds: float = 0.25,
         drain_seconds: float = DRAIN_SECONDS,
         worker_id: str | None = None,
@@ -143,9 +144,16 @@ class DurableRunManager(RunRegistry):
         self._background: set[asyncio.Task[Any]] = set()
         self.followers = transport.followers(queue, self.limits, poll_seconds, self._spawn)
         self._closing = False
-        self._claims_failing = False
-        self._work = asyncio.Event()
-        """Set by a notification that a run became claimable; consumers wait on it."""
+        self.claims = ClaimLoop(
+            lambda n: queue.claim_many(self.lease_seconds, n),
+            self._serve_claimed,
+            self._claimed_again,
+            self._spawn,
+            limit=consumers,
+            poll_seconds=poll_seconds,
+            name=self.worker_id,
+        )
+        """Takes queued runs, up to ``consumers`` at once."""
         self.on_ended: Callable[[RunRecord], None] | None = None
         """Called with each run this worker ended (``/metrics`` counts its latency)."""
 
@@ -154,15 +162,14 @@ class DurableRunManager(RunRegistry):
     async def open(self) -> None:
         """Start listening and the consumers (server startup)."""
         channels = {
-            self.queue.channel: lambda _: self._work.set(),
+            self.queue.channel: lambda _: self.claims.wake(),
             self.queue.mail.channel: self.relay.mail_came,
             self.relay.channel: self.relay.notified,
         }
         self._spawn(self.queue.listen(channels))
         self._spawn(self.relay.serve())
-        for _ in range(self.consumers):
-            self._spawn(self._consume())
-        logger.info("worker %s: taking runs (%d consumers)", self.worker_id, self.consumers)
+        self._spawn(self.claims.run())
+        logger.info("worker %s: taking runs (%d at once)", self.worker_id, self.consumers)
 
     def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
         self._background.add(task := asyncio.get_running_loop().create_task(coroutine))
@@ -171,7 +178,7 @@ class DurableRunManager(RunRegistry):
 
     async def aclose(self, grace: float = DRAIN_SECONDS) -> None:
         """Graceful shutdown: stop claiming, drain, hand the rest back, close connections."""
-        self._closing = True
+        self._closing = self.claims.closing = True
         running = [r.task for r in self._held.values() if r.task is not None and not r.finished]
         if running and self.drain_seconds > 0:
             await asyncio.wait(running, timeout=self.drain_seconds)
@@ -519,35 +526,26 @@ class DurableRunManager(RunRegistry):
 
     # --- consumers --------------------------------------------------------------------
 
-    async def _consume(self) -> None:
-        """Claim runs no live worker holds, one at a time, and run them to their end."""
-        while not self._closing:
-            try:
-                claim = await self.queue.claim(self.lease_seconds)
-                self._claims_failing = False
-            except Exception as exc:  # logged once per outage, retried at the next poll
-                if not self._claims_failing:
-                    logger.warning("worker %s: claim failed: %s", self.worker_id, exc)
-                self._claims_failing, claim = True, None
-            if claim is None:
-                self._work.clear()
-                with contextlib.suppress(TimeoutError):
-                    wait = self.poll_seconds * (0.5 + random.random())
-                    await asyncio.wait_for(self._work.wait(), wait)
-                continue
-            lease = self._claimed_lease(claim)
-            try:
-                record = await self._run_claimed(claim)
-            except Exception as exc:  # a row that cannot be run ends as an error, once
-                logger.exception("run %s: could not be started: %s", claim.run_id, exc)
-                error = {"__error__": {"error": type(exc).__name__, "message": str(exc)}}
-                await self._end_claimed(claim, "error", error)
-                continue
-            if record is not None:
-                await record.done.wait()
-            elif self._leases.pop(claim.run_id, None) is lease:
-                await lease.release()
-                await self.queue.handed_back()
+    async def _serve_claimed(self, claim: ClaimedRun) -> None:
+        """Run one claimed run to its end, or record how it ended, or hand it back."""
+        lease = self._claimed_lease(claim)
+        try:
+            record = await self._run_claimed(claim)
+        except Exception as exc:  # a row that cannot be run ends as an error, once
+            logger.exception("run %s: could not be started: %s", claim.run_id, exc)
+            error = {"__error__": {"error": type(exc).__name__, "message": str(exc)}}
+            await self._end_claimed(claim, "error", error)
+            return
+        if record is not None:
+            await record.done.wait()
+        elif self._leases.pop(claim.run_id, None) is lease:
+            await lease.release()
+            await self.queue.handed_back()
+
+    def _claimed_again(self, run_id: str) -> None:
+        """Stop the run here: this worker stalled past its lease and claimed it again."""
+        if (held := self._held.get(run_id)) is not None:
+            self._lost(held)
 
     def _claimed_lease(self, claim: ClaimedRun) -> ThreadLease:
         """The thread lease the claim took, kept alive from now on (a heartbeat, stop requests)."""
@@ -569,7 +567,7 @@ class DurableRunManager(RunRegistry):
 
     async def _run_claimed(self, claim: ClaimedRun) -> RunRecord | None:
         """Start a claimed run again: continue its thread, or run its input, or just record it."""
-        if self._closing:  # handed back: ``_consume`` releases the lease
+        if self._closing:  # handed back: ``_serve_claimed`` releases the lease
             return None
         if claim.attempts > MAX_ATTEMPTS:  # its workers keep dying: do not take a third down
             message = f"its workers died {claim.attempts - 1} times while running it"
@@ -582,6 +580,8 @@ class DurableRunManager(RunRegistry):
             return None
         attempt = claim.attempts
         start_after = await self.transport.start_after(claim.run_id, attempt)
+        if not self.claims.newest(claim.run_id):  # claimed again meanwhile: that claim runs it
+            return None
         self._resumes[claim.run_id] = (attempt, start_after)
         extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
         logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)

@@ -11,12 +11,13 @@ checkpointer's (``{schema}.leases``, see ``storage.checkpointer.pg_leases``),
 in the same database and schema, so one transaction can both take a
 thread's lease and mark a run ``running``:
 
-- **claim** (a worker's consumer): the oldest row that is first among its
-  thread's pending and running rows, whose ``run_after`` passed, and whose
-  thread has no live lease, is taken ``FOR UPDATE SKIP LOCKED``
-  (concurrent claimers never wait for each other nor take the same row);
-  in the same transaction its thread's lease is taken for a new owner of
-  that run, and the row becomes ``running`` with one more attempt. A
+- **claim** (a worker's consumer loop): the oldest rows (up to a batch)
+  that are first among their thread's pending and running rows, whose
+  ``run_after`` passed, and whose thread has no live lease, are taken
+  ``FOR UPDATE SKIP LOCKED`` (concurrent claimers never wait for each
+  other nor take the same row); in the same transaction their threads'
+  leases are taken, each for a new owner of its run, and the rows become
+  ``running`` with one more attempt. A
   pending row is a run nobody started; a ``running`` row without a live
   lease is one whose worker died (the lease expired) or handed it back
   (released it): it is claimed again, and the claimer resumes it.
@@ -285,15 +286,23 @@ class PgRunQueue:
     # --- starting runs ----------------------------------------------------------------
 
     async def claim(self, seconds: float) -> ClaimedRun | None:
-        """Take the oldest run no live lease holds (first of its thread), or None.
+        """The oldest run no live lease holds (first of its thread), taken; or None."""
+        claims = await self.claim_many(seconds, 1)
+        return claims[0] if claims else None
 
-        Its thread's lease is taken for ``seconds`` for a new owner of the
-        run (``ClaimedRun.lease_owner``), in the transaction that marks the
-        row ``running``. ``base_version`` is the row's value before this claim.
+    async def claim_many(self, seconds: float, limit: int) -> list[ClaimedRun]:
+        """Take up to ``limit`` of the oldest runs no live lease holds (each first of its thread).
+
+        One transaction: the rows are picked ``FOR UPDATE SKIP LOCKED`` (so
+        concurrent claimers split them), their threads' leases taken in one
+        statement for a new owner per run (``ClaimedRun.lease_owner``), and
+        the rows marked ``running`` in another. A row whose thread a run
+        outside the queue took meanwhile is left pending. ``base_version`` is
+        each row's value before this claim. Oldest first.
         """
-        return await self._db.retrying(lambda lost: self._claim(seconds), resend=False)
+        return await self._db.retrying(lambda lost: self._claim(seconds, limit), resend=False)
 
-    async def _claim(self, seconds: float) -> ClaimedRun | None:
+    async def _claim(self, seconds: float, limit: int) -> list[ClaimedRun]:
         async with self._db.connection(transaction=True) as conn:
             found = await _rows(
                 conn,
@@ -305,33 +314,49 @@ class PgRunQueue:
                         WHERE o.user_id = r.user_id AND o.thread_id = r.thread_id
                           AND o.seq < r.seq AND o.status IN {ACTIVE})
                       AND {pg_leases.free(self._s, "r.user_id", "r.thread_id")}
-                    ORDER BY r.seq LIMIT 1
+                    ORDER BY r.seq LIMIT %s
                     FOR UPDATE OF r SKIP LOCKED""",
-                [],
+                [limit],
             )
-            if not found:
-                return None
-            run_id, user_id, thread_id, before = found[0]
-            key, owner = ThreadKey(thread_id, user_id), lease_owner(run_id)
-            if await pg_leases.take(conn, self._s, key, owner, seconds) is not None:
-                return None  # a run outside the queue took the thread meanwhile
-            row = await self._mark_running(conn, run_id, await pg_leases.stamp(conn, self._s, key))
-            return _claimed(
-                row[:7], base_version=before, output=row[8], updated_at=row[9], lease_owner=owner
-            )
+            picked: dict[ThreadKey, tuple[str, str, int | None]] = {}
+            for run_id, user_id, thread_id, before in found:  # one per thread, as the WHERE says
+                picked.setdefault(
+                    ThreadKey(thread_id, user_id), (run_id, lease_owner(run_id), before)
+                )
+            wanted = [(key, owner) for key, (_, owner, _) in picked.items()]
+            taken = await pg_leases.take_many(conn, self._s, wanted, seconds)
+            mine = [run for key, run in picked.items() if key in taken]  # oldest first
+            if not mine:
+                return []
+            rows = await self._mark_running(conn, [run_id for run_id, _, _ in mine])
+            by_id = {row[0]: row for row in rows}
+            return [
+                _claimed(
+                    by_id[run_id][:7],
+                    base_version=before,
+                    output=by_id[run_id][8],
+                    updated_at=by_id[run_id][9],
+                    lease_owner=owner,
+                )
+                for run_id, owner, before in mine
+            ]
 
     async def _mark_running(
-        self, conn: AsyncConnection[Any], run_id: str, stamp: ThreadStamp | None
-    ) -> tuple[Any, ...]:
-        rows = await _rows(
+        self, conn: AsyncConnection[Any], run_ids: list[str]
+    ) -> list[tuple[Any, ...]]:
+        """Mark the rows ``running``, one more attempt each.
+
+        A first attempt's ``base_version`` is its thread's version now (0: no thread yet).
+        """
+        return await _rows(
             conn,
-            f"UPDATE {self._t} SET status = 'running', attempts = attempts + 1,"
+            f"UPDATE {self._t} r SET status = 'running', attempts = attempts + 1,"
             " started_at = coalesce(started_at, now()), updated_at = now(),"
-            " base_version = coalesce(base_version, %s) WHERE run_id = %s"
-            f" RETURNING {_COLUMNS}",
-            [0 if stamp is None else stamp.version, run_id],
+            " base_version = coalesce(base_version, (SELECT t.version FROM"
+            f" {self._s}.threads t WHERE t.user_id = r.user_id AND t.thread_id = r.thread_id), 0)"
+            f" WHERE run_id = ANY(%s) RETURNING {_COLUMNS}",
+            [run_ids],
         )
-        return rows[0]
 
     async def take(
         self, run_id: str, key: ThreadKey, owner: str, seconds: float
@@ -389,7 +414,7 @@ class PgRunQueue:
             )
             return str(holder), None, 0
         stamp = await pg_leases.stamp(conn, self._s, key)
-        row = await self._mark_running(conn, run_id, stamp)
+        (row,) = await self._mark_running(conn, [run_id])
         return None, stamp, int(row[6])
 
     async def displace(self, user_id: str, thread_id: str, run_id: str) -> list[str]:

@@ -35,7 +35,7 @@ async def resumed(
     graph: CompiledGraph[Any], encoder: StreamEncoder, claim: ClaimedRun
 ) -> RunSpec | tuple[str, Any]:
     """What to run for ``claim``, or ``(status, values)`` when its turn ended before."""
-    from tenxgraph.server._run_request import RunRequest, graph_input, run_config_of
+    from tenxgraph.server._run_request import RunRequest, graph_input, name_graph, run_config_of
 
     request = claim.request
     body = RunRequest.model_validate(
@@ -43,6 +43,8 @@ async def resumed(
     )
     config = run_config_of(body, claim.thread_id, claim.user_id)
     config.update(run_id=claim.run_id, multitask_strategy="enqueue")
+    if not request.get("delete_thread"):  # as the worker the run was asked of does
+        name_graph(config, str(claim.record.get("assistant_id", "")))
     run_input = graph_input(body)
     if claim.base_version is not None and await _input_saved(graph, claim):
         state = await graph.aget_state({"thread_id": claim.thread_id, "user_id": claim.user_id})

@@ -21,7 +21,7 @@ environment variables and every worker builds the same app:
 ``TENXGRAPH_SERVE_MAX_MESSAGES``   a count limit of JSON bodies; so are ``_MAX_CONTENT_BLOCKS``,
                                    ``_MAX_KEYS``, ``_MAX_DEPTH`` (``create_app``'s ``max_*``)
 ``TENXGRAPH_SERVE_CONSUMERS``      with Postgres: queued runs (background, or left by
-                                   dead workers) a worker runs at once (default 4)
+                                   dead workers) a worker runs at once (default 100)
 ``TENXGRAPH_SERVE_RUN_LEASE``      with Postgres: seconds a silent worker keeps its
                                    runs before another resumes them (default 15)
 ``TENXGRAPH_SERVE_STREAM_PREFIX``  with Redis: key prefix of the run streams
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.errors import ConfigError
+from tenxgraph.runs import CONSUMERS
 from tenxgraph.server._limits import COUNT_LIMITS
 from tenxgraph.server.auth import api_keys, no_auth, parse_api_keys
 from tenxgraph.storage import checkpointer_at
@@ -175,7 +176,7 @@ class ServeSettings:
                 dsn,
                 _env("REDIS", env),
                 prefix=_env("STREAM_PREFIX", env) or "tenxgraph:runs:",
-                consumers=_number("CONSUMERS", env, 4, int),
+                consumers=_number("CONSUMERS", env, CONSUMERS, int),
                 lease_seconds=_number("RUN_LEASE", env, 15.0, float),
             )
         memory = self.options["memory"]

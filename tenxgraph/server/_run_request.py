@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tenxgraph.core.graph import Send
 from tenxgraph.core.state.edits import RemoveMessage
-from tenxgraph.core.state.ids import checkpoint_of, run_config
+from tenxgraph.core.state.ids import checkpoint_of, run_config, thread_metadata_of
 from tenxgraph.core.state.langchain_format import from_langchain_message, is_langchain_message
 from tenxgraph.core.state.message_input import ROLE_ALIASES, as_messages
 from tenxgraph.errors import StateError
@@ -330,7 +330,24 @@ def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str
             raise StateError("the run names two checkpoints: its config's and 'checkpoint'")
         config["checkpoint_id"] = named
     checkpoint_of(config)  # a bad id is a 422 before the run is created
+    thread_metadata_of(config)  # and so is metadata that is no dict
     config.update(thread_id=thread_id, user_id=user_id)
     if request.multitask_strategy is not None:
         config["multitask_strategy"] = request.multitask_strategy
     return config
+
+
+def name_graph(config: dict[str, Any], graph_id: str) -> dict[str, Any]:
+    """Make the run name its graph in its thread's metadata; the metadata the run merges.
+
+    ``graph_id`` and ``assistant_id``, as LangGraph sets them on a run's
+    thread: clients list a graph's threads by them (Agent Chat UI:
+    ``threads.search({metadata: {graph_id}})``). They go in the run
+    config's ``thread_metadata``, which the run's first save merges into
+    the thread's metadata (creating the thread with it): no save of its
+    own, none at all for a thread that has them already, nothing for a
+    refused run, and a run waiting for its thread writes them once it holds it.
+    """
+    tags = {"graph_id": graph_id, "assistant_id": graph_id}
+    config["thread_metadata"] = merged = {**(thread_metadata_of(config) or {}), **tags}
+    return merged

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from tenxgraph.runs import DurableRunManager, RunRecord, RunSpec
+from tenxgraph.runs import CONSUMERS, DurableRunManager, RunRecord, RunSpec
 from tenxgraph.server._claimed_runs import resumed
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._redis_events import RedisStreamWriter
@@ -91,7 +91,7 @@ def install(
     *,
     schema: str = "tenxgraph",
     prefix: str = "tenxgraph:runs:",
-    consumers: int = 4,
+    consumers: int = CONSUMERS,
     lease_seconds: float | None = 15.0,
     poll_seconds: float = 0.25,
 ) -> DurableRunManager:

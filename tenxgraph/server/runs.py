@@ -40,6 +40,7 @@ from tenxgraph.server._run_request import (
     RunRequest,
     check_state_input,
     graph_input,
+    name_graph,
     run_config_of,
 )
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
@@ -117,11 +118,13 @@ async def _start(
             cleanup = _deleter(context, thread_id, user)
     key = ThreadKey(thread_id, user)  # an id storage cannot key by is a 400 here, not in the run
     create = stateless or body.if_not_exists == "create"
-    tag = cleanup is None and not manager.busy(user, thread_id)
-    info = await _thread_info(context, key, create=create) if tag else None
+    if not create and not manager.busy(user, thread_id):
+        await _thread_info(context, key, create=False)  # a 404 for a missing thread
     given = graph_input(body, context.graph.state_class.model_fields)
     check_state_input(context.graph, given)  # a 422 now, not an error event after a 200
     config = run_config_of(body, thread_id, user)
+    if cleanup is None:  # a thread that stays: the run names the graph in its metadata
+        name_graph(config, context.graph_id)
     if "checkpoint_id" in config:  # a checkpoint the thread lacks: 404 now, not in the run
         await context.graph.aget_state(config)
     spec = RunSpec(
@@ -149,9 +152,9 @@ async def _start(
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
     if not background and not stateless:  # a reject run on a thread busy elsewhere: 409 now
         await manager.admit(spec)
-    if tag:
-        await _tag_thread(context, key, info)
     if background:
+        if create and cleanup is None:  # listed (and named) while the run waits for a worker
+            await _create_thread(context, key, config["thread_metadata"])
         return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
     return manager.start(spec, assistant_id=context.graph_id, **options)
 
@@ -167,27 +170,17 @@ async def _thread_info(context: ServerContext, key: ThreadKey, *, create: bool) 
     return info
 
 
-async def _tag_thread(context: ServerContext, key: ThreadKey, info: Any) -> None:
-    """Name the graph in the thread's metadata (``graph_id``, ``assistant_id``), as LangGraph does.
+async def _create_thread(context: ServerContext, key: ThreadKey, metadata: dict[str, Any]) -> None:
+    """Create a background run's new thread at once, named by its graph, as LangGraph does.
 
-    Clients list a graph's threads by it (Agent Chat UI:
-    ``threads.search({metadata: {graph_id}})``). A thread made by the run
-    (``if_not_exists="create"``, a kept stateless run; ``info`` is None) is
-    created with it; a thread that lacks it gets it once, as a metadata
-    change (a checkpoint of node ``update_metadata``) before its run. It is
-    done once the request passed every check, so a refused run changes
-    nothing. A thread a run of another worker holds is left as it is: that
-    run's own start named the graph.
+    A queued run may wait for a worker a while; its thread is listed
+    meanwhile. One that exists (or that a run holds) is left as it is.
     """
-    tags = {"graph_id": context.graph_id, "assistant_id": context.graph_id}
+    if await _thread_info(context, key, create=True) is not None:
+        return
     config = {"thread_id": key.thread_id, "user_id": key.user_id, "multitask_strategy": "reject"}
     with contextlib.suppress(ThreadBusyError):
-        if info is None:
-            await context.graph.aensure_thread(config, metadata=tags)
-        elif isinstance(info.metadata, dict) and any(
-            info.metadata.get(k) != v for k, v in tags.items()
-        ):
-            await context.graph.aupdate_metadata(config, tags)
+        await context.graph.aensure_thread(config, metadata=metadata)
 
 
 def _deleter(context: ServerContext, thread_id: str, user: str) -> Callable[[], Awaitable[None]]:

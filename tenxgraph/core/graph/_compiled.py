@@ -489,7 +489,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
     ) -> Run[S]:
         """Load the thread and apply the input; see ``entry`` for where the run enters."""
         input = check_input(input)
-        session, state = await self._open(lease, checkpoint_of(config), nested)
+        session, state = await self._open(lease, config, nested)
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)

@@ -86,6 +86,8 @@ class ThreadSession:
         self.branch_from: int | None = None
         """The older checkpoint the loaded state is, until the next save records it as
         that save's parent (a branch inside the thread); None for the current state."""
+        self._metadata_changes: dict[str, Any] | None = None
+        """Metadata the next save merges into the thread's (``merge_metadata``)."""
 
     @property
     def stamp(self) -> ThreadStamp:
@@ -196,6 +198,11 @@ class ThreadSession:
             else:
                 setattr(state, name, declared[name].get_default(call_default_factory=True))
 
+    def merge_metadata(self, changes: dict[str, Any]) -> None:
+        """Merge ``changes`` into the thread's metadata with the next save (none if all match)."""
+        if any(k not in self.metadata or self.metadata[k] != v for k, v in changes.items()):
+            self._metadata_changes = changes
+
     def record(self, messages: list[Message]) -> None:
         """Queue messages added to the thread; the next save appends them to the log."""
         self._pending.extend(messages)
@@ -212,8 +219,11 @@ class ThreadSession:
         """Write the queued messages and the state row as one compare-and-swap step.
 
         ``release`` gives the session's lease up with the write (the run's last save);
-        ``metadata``, when given, replaces the thread's.
+        ``metadata``, when given, replaces the thread's (else changes asked by
+        ``merge_metadata`` are merged into it).
         """
+        if metadata is None and self._metadata_changes is not None:
+            metadata = {**self.metadata, **self._metadata_changes}
         new = self._pending
         base = self.log_length
         context = state.context  # looked up once
@@ -249,6 +259,8 @@ class ThreadSession:
             ),
         )
         self.branch_from = None
+        if metadata is not None:
+            self.metadata, self._metadata_changes = metadata, None
         if new != sent:  # identical objects compare equal without a field compare
             _hold_stored(context, sent, new)
         self._values = values

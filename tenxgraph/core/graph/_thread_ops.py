@@ -21,7 +21,13 @@ from tenxgraph.core.graph._subgraph import StateTree, state_tree, subgraphs_of
 from tenxgraph.core.graph._toolsets import ToolIndex, Toolset
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.state.agent_state import AgentState
-from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, checkpoint_of, run_config
+from tenxgraph.core.state.ids import (
+    DEFAULT_USER,
+    ThreadKey,
+    checkpoint_of,
+    run_config,
+    thread_metadata_of,
+)
 from tenxgraph.core.state.message import IdGenerator, Message
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.errors import StateError
@@ -91,27 +97,28 @@ class ThreadOperations(Generic[S]):
             collapse_middleware=collapse_middleware,
         )
 
-    async def _load(self, lease: ThreadLease, at: int | None) -> tuple[ThreadSession, S]:
+    async def _load(self, lease: ThreadLease, config: Mapping[str, Any]) -> tuple[ThreadSession, S]:
         """The thread's session and state: kept warm, loaded, or new.
 
-        ``at`` (the config's ``checkpoint_id``): the run starts from that older
-        checkpoint, and its first save branches the thread there.
+        A first save branches at the config's ``checkpoint_id``, merges its ``thread_metadata``.
         """
         assert self.checkpointer is not None  # a lease is taken only then
+        at, tags = checkpoint_of(config), thread_metadata_of(config)
         if at is not None and (lease.stamp is None or at != lease.stamp.version):
             session = ThreadSession(self.checkpointer, lease.key)
-            branched = await session.load(self.state_class, at)
-            assert branched is not None  # a missing thread or checkpoint raised
-            session.lease = lease.owner
-            return session, branched
-        session, state = await self.warm.open(
-            self.checkpointer, lease.key, self.state_class, lease.stamp
-        )
+            state = await session.load(self.state_class, at)
+            assert state is not None  # a missing thread or checkpoint raised
+        else:
+            session, state = await self.warm.open(
+                self.checkpointer, lease.key, self.state_class, lease.stamp
+            )
         session.lease = lease.owner
+        if tags:
+            session.merge_metadata(tags)
         return session, self._fresh_state() if state is None else state
 
     async def _open(
-        self, lease: ThreadLease | None, at: int | None, nested: Nested | None
+        self, lease: ThreadLease | None, config: Mapping[str, Any], nested: Nested | None
     ) -> tuple[ThreadSession | None, S]:
         """A run's session (None without a stored thread) and the state it starts from.
 
@@ -121,7 +128,7 @@ class ThreadOperations(Generic[S]):
             return None, nested.state  # type: ignore[return-value]
         if lease is None:
             return None, self._fresh_state()
-        return await self._load(lease, at)
+        return await self._load(lease, config)
 
     def _fresh_state(self) -> S:
         """The state a new thread starts from: a copy of the graph's seed, or the defaults."""

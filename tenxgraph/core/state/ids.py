@@ -21,6 +21,7 @@ __all__ = [
     "check_id",
     "checkpoint_of",
     "run_config",
+    "thread_metadata_of",
 ]
 
 DEFAULT_USER = "default"
@@ -93,6 +94,24 @@ def checkpoint_of(config: Mapping[str, Any]) -> int | None:
             f"got {str(value)[:40]!r}"
         )
     return value
+
+
+def thread_metadata_of(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The metadata a (flat) run config's ``thread_metadata`` asks to merge into its thread's.
+
+    The run's first save writes it (no save of its own, and only when a
+    value differs); None when the config has none. Anything but a dict
+    with text keys raises ``StateError`` before anything is read.
+    """
+    value = config.get("thread_metadata")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(type(k) is str for k in value):
+        raise StateError(
+            f"the run config's 'thread_metadata' must be a dict with text keys, "
+            f"got {type(value).__name__}"
+        )
+    return dict(value)
 
 
 def check_id(name: str, value: object) -> str:

@@ -43,10 +43,19 @@ __all__ = [
     "rewind",
     "stamp",
     "take",
+    "take_many",
 ]
 
 NOW = "extract(epoch from clock_timestamp())"
 """The database clock as epoch seconds (``clock_timestamp``: not frozen at transaction start)."""
+
+
+_TAKEN = (
+    "ON CONFLICT (user_id, thread_id) DO UPDATE "
+    "SET owner = excluded.owner, expires_at = excluded.expires_at, stop = NULL "
+    f"WHERE held.owner = excluded.owner OR held.expires_at < {NOW}"
+)
+"""How a take treats an existing lease row: taken over only when it is the taker's or expired."""
 
 
 async def take(
@@ -56,9 +65,7 @@ async def take(
     while True:  # again only when the holder that refused the take released it meanwhile
         cursor = await conn.execute(
             f"INSERT INTO {s}.leases AS held (user_id, thread_id, owner, expires_at, stop) "
-            f"VALUES (%s, %s, %s, {NOW} + %s, NULL) ON CONFLICT (user_id, thread_id) DO UPDATE "
-            "SET owner = excluded.owner, expires_at = excluded.expires_at, stop = NULL "
-            f"WHERE held.owner = excluded.owner OR held.expires_at < {NOW} RETURNING owner",
+            f"VALUES (%s, %s, %s, {NOW} + %s, NULL) {_TAKEN} RETURNING owner",
             (key.user_id, key.thread_id, owner, seconds),
         )
         if await cursor.fetchone() is not None:
@@ -70,6 +77,32 @@ async def take(
         row = await cursor.fetchone()
         if row is not None:
             return str(row[0])
+
+
+async def take_many(
+    conn: AsyncConnection[Any], s: str, wanted: list[tuple[ThreadKey, str]], seconds: float
+) -> set[ThreadKey]:
+    """Take each ``(thread, owner)`` lease that is free, expired or its owner's, in one statement.
+
+    Returns the threads taken; a thread held by someone else is left as it
+    is (no holder is named, unlike ``take``). ``wanted`` names each thread
+    once.
+    """
+    if not wanted:
+        return set()
+    cursor = await conn.execute(
+        f"INSERT INTO {s}.leases AS held (user_id, thread_id, owner, expires_at, stop) "
+        f"SELECT w.user_id, w.thread_id, w.owner, {NOW} + %s, NULL "
+        "FROM unnest(%s::text[], %s::text[], %s::text[]) AS w(user_id, thread_id, owner) "
+        f"{_TAKEN} RETURNING user_id, thread_id",
+        (
+            seconds,
+            [key.user_id for key, _ in wanted],
+            [key.thread_id for key, _ in wanted],
+            [owner for _, owner in wanted],
+        ),
+    )
+    return {ThreadKey(thread_id, user_id) for user_id, thread_id in await cursor.fetchall()}
 
 
 def free(s: str, user_id: str, thread_id: str) -> str:

@@ -101,3 +101,39 @@ async def test_reads_need_a_checkpointer_and_a_thread_id(tmp_path: Path) -> None
         await app.athread_info({})
     with pytest.raises(StateError, match="thread_id"):
         await app.alist_messages({"configurable": {}})
+
+
+async def test_a_run_s_thread_metadata_is_merged_by_its_own_first_save(
+    checkpointer: Checkpointer,
+) -> None:
+    app = build(checkpointer)
+    config = {"thread_id": "tagged", "thread_metadata": {"graph_id": "g"}}
+    await app.ainvoke({"messages": [Message.text_message("hi")]}, config)
+    info = await app.athread_info(config)
+    assert info is not None and info.metadata == {"graph_id": "g"}
+    plain = {"thread_id": "plain"}
+    await app.ainvoke({"messages": [Message.text_message("hi")]}, plain)
+    saves = len(await app.aget_state_history(plain))
+    assert len(await app.aget_state_history(config)) == saves  # no save of its own
+    await app.aupdate_metadata(config, {"team": "red"})
+    version = (await app.aget_state_history(config, limit=1))[0].version
+    await app.ainvoke({"messages": [Message.text_message("again")]}, config)
+    newest = (await app.aget_state_history(config, limit=1))[0].version
+    assert newest == version + saves  # the same saves again, none for the metadata it holds
+    info = await app.athread_info(config)
+    assert info is not None and info.metadata == {"graph_id": "g", "team": "red"}
+
+    moved = {"thread_id": "tagged", "thread_metadata": {"graph_id": "h"}}
+    await app.ainvoke({"messages": [Message.text_message("moved")]}, moved)
+    info = await app.athread_info(config)
+    assert info is not None and info.metadata == {"graph_id": "h", "team": "red"}
+
+
+async def test_thread_metadata_that_is_no_dict_is_refused_before_anything_is_stored(
+    checkpointer: Checkpointer,
+) -> None:
+    app = build(checkpointer)
+    config = {"thread_id": "bad", "thread_metadata": ["graph_id"]}
+    with pytest.raises(StateError, match="thread_metadata"):
+        await app.ainvoke({"messages": [Message.text_message("hi")]}, config)
+    assert await app.athread_info(config) is None

@@ -78,6 +78,38 @@ async def test_concurrent_claims_take_each_run_once_and_threads_in_order(
     assert stats.claimable == 3  # r4, r5 behind their threads' first runs, r9 behind "outside"
 
 
+async def test_a_batch_claim_takes_the_first_run_of_each_free_thread_oldest_first(
+    tables: tuple[PgRunQueue, PgCheckpointer],
+) -> None:
+    queue, leases = tables
+    for i in range(12):
+        await _add(queue, f"r{i:02}", f"t{i % 5}")  # t0..t4; t0 and t1 have three runs
+    assert await leases.atake_lease(_key("t2"), "outside/1", LONG) is None  # a run off the queue
+    first = await queue.claim_many(LONG, 3)
+    assert [c.run_id for c in first] == ["r00", "r01", "r03"]  # r02 waits behind "outside"
+    rest = await queue.claim_many(LONG, 10)
+    assert [c.run_id for c in rest] == ["r04"]  # each thread's later runs wait for the first
+    for claim in first + rest:
+        assert claim.status == "running" and claim.attempts == 1 and claim.base_version is None
+        assert claim.lease_owner is not None and claim.lease_owner.startswith(claim.run_id + "/")
+        other = await leases.atake_lease(claim.key, "other/1", LONG)
+        assert other == claim.lease_owner  # each claim holds its own thread's lease
+    assert await queue.claim_many(LONG, 10) == []
+
+
+async def test_concurrent_batch_claims_split_the_runs(
+    tables: tuple[PgRunQueue, PgCheckpointer],
+) -> None:
+    queue, _ = tables
+    for i in range(40):
+        await _add(queue, f"r{i:02}", f"t{i}")
+    batches = await asyncio.gather(*(queue.claim_many(LONG, 8) for _ in range(6)))
+    taken = [c.run_id for batch in batches for c in batch]
+    assert sorted(taken) == [f"r{i:02}" for i in range(40)]  # each run once, none left
+    rows = {c.run_id: c for batch in batches for c in batch}
+    assert all(row.attempts == 1 for row in rows.values())
+
+
 async def test_a_killed_workers_run_is_claimed_again_once_its_lease_expired(
     tables: tuple[PgRunQueue, PgCheckpointer],
 ) -> None:
