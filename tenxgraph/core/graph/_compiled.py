@@ -44,6 +44,7 @@ from tenxgraph.core.graph._run_control import (
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._steps import COMPLETED, Run
 from tenxgraph.core.graph._thread_ops import ThreadOperations
+from tenxgraph.core.graph._tracing import RunTrace, start_run
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -286,7 +287,10 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
-        lease = await self._hold(control, key, config, run_id)
+        trace = start_run(control, config)  # None unless a tracer provider is set
+        holding = self._hold(control, key, config, run_id)
+        leased = self.checkpointer is not None
+        lease = await (holding if trace is None else trace.lease(holding, leased=leased))
         if control.stop_requested:
             return
         run: Run[S] | None = None
@@ -295,6 +299,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             run = await self._start(
                 input or {}, config, invocation_state, inline_sync, lease, control
             )
+            run.trace = trace
             self._track(control, lease)
             if self.hooks.hooks:
                 await self.hooks.run_started(control)
@@ -305,14 +310,19 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                     break
                 node = self.nodes.get(outcome.node)  # None: a stored name the graph lacks
                 if progress and node is not None and node.streams:
-                    async for item in self._streamed_step(run, outcome.node, node):
+                    items = self._streamed_step(run, outcome.node, node)
+                    traced = items if trace is None else trace.streamed_step(outcome.node, items)
+                    async for item in traced:
                         if isinstance(item, Outcome):
                             outcome = item
                         else:
                             yield item
                             control.yielded()
                 else:
-                    events, outcome = await self._step(run, outcome.node, node, progress)
+                    step = self._step(run, outcome.node, node, progress)
+                    events, outcome = await (
+                        step if trace is None else trace.step(outcome.node, step)
+                    )
                     for event in events:
                         yield event
                         control.yielded()
@@ -325,7 +335,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             error = exc
             raise
         finally:
-            await self._end(control, lease, run, error)
+            await self._end(control, lease, run, error, trace)
 
     def stop_run(self, run_id: str) -> bool:
         """Ask the run ``run_id`` to stop, as ``stop`` does; False when it is not running here."""
@@ -348,17 +358,20 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         lease: ThreadLease | None,
         run: Run[S] | None,
         error: BaseException | None,
+        trace: RunTrace | None,
     ) -> None:
-        """Forget the run, let its thread go, and tell the hooks how it ended."""
+        """Forget the run, let its thread go, and tell the hooks and the trace how it ended."""
         if self._active.get(control.thread) is control:
             del self._active[control.thread]
         if self._runs.get(control.run_id) is control:
             del self._runs[control.run_id]
         if lease is not None:
             await lease.release()
+        status = "error" if error is not None or run is None else run.state.execution_meta.status
         if self.hooks.hooks and run is not None:
-            status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
+        if trace is not None:
+            trace.end(status, error)
 
     async def _hold(
         self,
