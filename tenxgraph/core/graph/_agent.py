@@ -28,6 +28,7 @@ from tenxgraph.core.graph._node import Node, NodeOutput, RunContext
 from tenxgraph.core.graph._structured import OutputStrategy, StructuredOutput
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool, as_tools
+from tenxgraph.core.graph._tracing import context_event
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
@@ -155,12 +156,14 @@ class Agent(Node):
         """Trim if asked, call the model (streaming), validate structured output, return it."""
         manager = ctx.context_manager if self.trim_context else None
         if manager is not None:
+            before = (len(state.context), state.context_summary)
             manager.use_model_window(self.model.context_window)
             await manager.atrim_context(state)
             if manager.proactive_at is not None:
                 prompt = self.system_prompt or ""
                 system = [Message.text_message(prompt, role="system")] if prompt else []
                 await afit_before_request(state, manager, self.model.context_window, system)
+            context_event("trim", state, before)
         answer: Message | None = None
         async for message in self._answer(state, ctx, manager):
             if message.delta:
@@ -206,11 +209,13 @@ class Agent(Node):
                     yield message
                 return  # only a context overflow is retried, never a stream without an answer
             except ContextWindowExceededError as exc:
+                before = (len(state.context), state.context_summary)
                 if attempts >= MAX_OVERFLOW_ATTEMPTS or not await areduce_on_overflow(
                     state, manager
                 ):
                     request = self._call(state, ctx).request().messages
                     raise irreducible_error(request, attempts, exc) from exc
+                context_event("overflow", state, before)
                 attempts += 1
 
     def _call(self, state: AgentState, ctx: RunContext, extra: Sequence[Message] = ()) -> ModelCall:

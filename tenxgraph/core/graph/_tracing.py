@@ -46,17 +46,28 @@ from tenxgraph.core.graph._interrupt import GraphInterrupt
 from tenxgraph.core.graph._run_control import Fail, Finish, Outcome, Pause
 
 if TYPE_CHECKING:
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace as otel_trace
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._tool_node import ToolOutcome
     from tenxgraph.core.llm.base import ChatModel, ModelRequest
+    from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.core.state.message_block import ToolCallBlock
     from tenxgraph.storage.checkpointer.base import ThreadStamp
 
-__all__ = ["CONTENT_ENV", "RunTrace", "start_run", "traced_model", "traced_tool", "tracer"]
+__all__ = [
+    "CONTENT_ENV",
+    "RunTrace",
+    "context_event",
+    "start_run",
+    "traced_model",
+    "traced_tool",
+    "tracer",
+]
 
 T = TypeVar("T")
 
@@ -66,6 +77,11 @@ CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 _PROVIDERS = {"google": "gcp.gen_ai", "openai_responses": "openai"}
 """tenxgraph's provider names that the conventions spell otherwise."""
+
+if not TYPE_CHECKING:
+    otel_context = otel_trace = None
+    """The OpenTelemetry API's modules, bound by ``tracer()`` once it finds a provider set:
+    every other function here runs only after that."""
 
 _cached: list[Any] = [None, None]
 """The last provider seen and its tracer: ``get_tracer`` once per provider, not per run."""
@@ -81,8 +97,12 @@ def tracer() -> Tracer | None:
         return _cached[1]  # type: ignore[no-any-return]
     found = None
     if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        global otel_context, otel_trace
+        import opentelemetry.context as context
+
         from tenxgraph import __version__
 
+        otel_context, otel_trace = context, trace
         found = provider.get_tracer("tenxgraph", __version__)
     _cached[:] = [provider, found]
     return found
@@ -108,8 +128,6 @@ class RunTrace:
     __slots__ = ("content", "context", "control", "span", "tracer")
 
     def __init__(self, tracer: Tracer, control: RunControl, config: Mapping[str, Any]) -> None:
-        from opentelemetry import trace
-
         name = str(config.get("run_name") or config.get("graph_id") or "graph")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
@@ -122,7 +140,7 @@ class RunTrace:
         self.control = control
         self.content = captures_content(config)
         self.span: Span = tracer.start_span(f"invoke_agent {name}", attributes=attributes)
-        self.context: Context = trace.set_span_in_context(self.span)
+        self.context: Context = otel_trace.set_span_in_context(self.span)
 
     async def lease(self, taking: Awaitable[T], *, leased: bool) -> T:
         """Await ``taking`` (the run's hold on its thread), timed by a span when ``leased``.
@@ -176,9 +194,7 @@ class RunTrace:
 
     async def task(self, node: str, running: Awaitable[T]) -> T:
         """Await one task of a parallel step in its node's span, under the step's span."""
-        from opentelemetry import context
-
-        span = self._node_span(node, context.get_current())
+        span = self._node_span(node, otel_context.get_current())
         previous = _attach(span)
         try:
             return await running
@@ -207,9 +223,7 @@ class RunTrace:
 
     def event(self, name: str, attributes: Mapping[str, Any]) -> None:
         """A span event on the step running now (or the run): a context manager's decision."""
-        from opentelemetry import trace
-
-        span = trace.get_current_span(self._here())
+        span = otel_trace.get_current_span(self._here())
         span.add_event(name, dict(attributes))
 
     def end(self, status: str, error: BaseException | None) -> None:
@@ -228,10 +242,8 @@ class RunTrace:
 
     def _here(self) -> Context:
         """The current context when a span of this run's trace is current in it, else the run's."""
-        from opentelemetry import context, trace
-
-        current = context.get_current()
-        found = trace.get_current_span(current).get_span_context()
+        current = otel_context.get_current()
+        found = otel_trace.get_current_span(current).get_span_context()
         return current if found.trace_id == self.span.get_span_context().trace_id else self.context
 
 
@@ -252,9 +264,9 @@ async def traced_model(
     content = captures_content(config)
     if content:
         attributes["gen_ai.input.messages"] = _messages_json(request.messages)
-    from opentelemetry.trace import SpanKind
-
-    span = tracer.start_span(f"chat {model.model}", kind=SpanKind.CLIENT, attributes=attributes)
+    span = tracer.start_span(
+        f"chat {model.model}", kind=otel_trace.SpanKind.CLIENT, attributes=attributes
+    )
     answer: Message | None = None
     try:
         async for message in _resumed_in(span, model.stream(request)):
@@ -288,10 +300,8 @@ async def traced_tool(
     try:
         outcome = await running
         if outcome.is_error:
-            from opentelemetry.trace import StatusCode
-
             span.set_attribute("error.type", "tool_error")
-            span.set_status(StatusCode.ERROR, str(outcome.output)[:200])
+            span.set_status(otel_trace.StatusCode.ERROR, str(outcome.output)[:200])
         if content:
             span.set_attribute("gen_ai.tool.call.result", _json(outcome.output))
     except BaseException as exc:
@@ -301,6 +311,24 @@ async def traced_tool(
         _restore(previous)
         span.end()
     return outcome
+
+
+def context_event(kind: str, state: AgentState, before: tuple[int, str | None]) -> None:
+    """A context manager's decision (``trim``, ``overflow``) as an event on the current span.
+
+    ``before`` is the context's length and summary before the decision; an
+    unchanged context records nothing, and nothing is looked at untraced.
+    """
+    if tracer() is None or before == (len(state.context), state.context_summary):
+        return
+    otel_trace.get_current_span().add_event(
+        f"tenxgraph.context.{kind}",
+        {
+            "tenxgraph.context.messages_before": before[0],
+            "tenxgraph.context.messages_after": len(state.context),
+            "tenxgraph.context.summarized": state.context_summary != before[1],
+        },
+    )
 
 
 def _answered(span: Span, answer: Message, content: bool) -> None:
@@ -376,10 +404,8 @@ async def _resumed_in(span: Span, items: AsyncIterator[T]) -> AsyncIterator[T]:
 
 def _attach(span: Span) -> Context:
     """Make ``span`` current; return the context to put back (``_restore``)."""
-    from opentelemetry import context, trace
-
-    previous = context.get_current()
-    context.attach(trace.set_span_in_context(span, previous))
+    previous = otel_context.get_current()
+    otel_context.attach(otel_trace.set_span_in_context(span, previous))
     return previous
 
 
@@ -389,9 +415,7 @@ def _restore(previous: Context) -> None:
     Attached again rather than detached by token: a token is bound to the
     ``contextvars.Context`` it was made in, and a generator's reader may differ.
     """
-    from opentelemetry import context
-
-    context.attach(previous)
+    otel_context.attach(previous)
 
 
 def _ended(span: Span, outcome: Outcome) -> None:
@@ -412,9 +436,7 @@ def _failed(span: Span, exc: BaseException) -> None:
     if isinstance(exc, asyncio.CancelledError):
         span.set_attribute("tenxgraph.cancelled", True)
         return
-    from opentelemetry.trace import StatusCode
-
     span.set_attribute("error.type", type(exc).__qualname__)
     if isinstance(exc, Exception):
         span.record_exception(exc)
-    span.set_status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:200])
+    span.set_status(otel_trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:200])

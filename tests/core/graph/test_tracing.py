@@ -14,10 +14,11 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tenxgraph.core.graph import StateGraph, create_agent
+from tenxgraph.core.graph import Agent, StateGraph, create_agent
 from tenxgraph.core.graph._tracing import CONTENT_ENV, tracer
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import AgentState, Message, ToolCallBlock
+from tenxgraph.core.state import AgentState, Message, MessageContextManager, ToolCallBlock
+from tenxgraph.errors import ContextWindowExceededError
 from tenxgraph.storage.checkpointer.memory import InMemoryCheckpointer
 from tenxgraph.utils.constants import START
 from tests.tracing import Spans, spans_fixture  # noqa: F401 - the fixture
@@ -213,3 +214,26 @@ def test_without_a_tracer_provider_nothing_is_traced_or_imported() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "False"
+
+
+def test_trims_and_an_overflow_recovery_are_events_on_the_agents_span(spans: Spans) -> None:
+    model = ScriptedModel([ContextWindowExceededError("too long"), "fits now"])
+    graph = StateGraph(AgentState, context_manager=MessageContextManager(max_messages=4))
+    graph.add_node("main", Agent(model=model, trim_context=True))
+    graph.set_entry_point("main")
+    seed = [
+        Message.text_message(f"turn {i}", role="user" if i % 2 == 0 else "assistant")
+        for i in range(21)
+    ]
+    graph.compile().invoke({"messages": seed})
+    events = {event.name: dict(event.attributes or {}) for event in spans.one("node main").events}
+    trim = events["tenxgraph.context.trim"]
+    assert trim["tenxgraph.context.messages_before"] == 21
+    assert trim["tenxgraph.context.messages_after"] == 7  # the last 4 user turns
+    overflow = events["tenxgraph.context.overflow"]
+    assert (
+        overflow["tenxgraph.context.messages_after"] < overflow["tenxgraph.context.messages_before"]
+    )
+    chats = spans.named("chat scripted")
+    assert [chat.status.status_code for chat in chats] == [StatusCode.ERROR, StatusCode.UNSET]
+    assert dict(chats[0].attributes or {})["error.type"] == "ContextWindowExceededError"
