@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
-__all__ = ["Spans", "spans_fixture"]
+__all__ = ["Spans", "reset_globals", "spans_fixture"]
 
 
 class Spans:
@@ -59,7 +59,8 @@ class Spans:
         return "\n" + "\n".join(lines)
 
 
-def _reset_globals() -> None:
+def reset_globals() -> None:
+    """No global tracer provider, and one may be set again."""
     trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
     trace._TRACER_PROVIDER_SET_ONCE = Once()  # type: ignore[attr-defined]
 
@@ -70,10 +71,10 @@ def spans_fixture() -> Iterator[Spans]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _reset_globals()
+    reset_globals()
     trace.set_tracer_provider(provider)
     try:
         yield Spans(exporter, provider)
     finally:
         provider.shutdown()
-        _reset_globals()
+        reset_globals()
