@@ -38,7 +38,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.graph._command import PARALLEL
@@ -125,7 +125,7 @@ def start_run(control: RunControl, config: Mapping[str, Any]) -> RunTrace | None
 class RunTrace:
     """The spans of one run: its own ``invoke_agent`` span, the parent of its steps'."""
 
-    __slots__ = ("content", "context", "control", "span", "tracer")
+    __slots__ = ("context", "control", "span", "steps", "tracer")
 
     def __init__(self, tracer: Tracer, control: RunControl, config: Mapping[str, Any]) -> None:
         name = str(config.get("run_name") or config.get("graph_id") or "graph")
@@ -138,7 +138,8 @@ class RunTrace:
             attributes["gen_ai.conversation.id"] = control.thread.thread_id
         self.tracer = tracer
         self.control = control
-        self.content = captures_content(config)
+        self.steps: set[int] = set()
+        """The span ids of this run's step and task spans open now (``_here``)."""
         self.span: Span = tracer.start_span(f"invoke_agent {name}", attributes=attributes)
         self.context: Context = otel_trace.set_span_in_context(self.span)
 
@@ -175,7 +176,7 @@ class RunTrace:
             raise
         finally:
             _restore(previous)
-            span.end()
+            self._closed(span)
         return result
 
     async def streamed_step(self, node: str, items: AsyncIterator[T]) -> AsyncIterator[T]:
@@ -190,7 +191,7 @@ class RunTrace:
             _failed(span, exc)
             raise
         finally:
-            span.end()
+            self._closed(span)
 
     async def task(self, node: str, running: Awaitable[T]) -> T:
         """Await one task of a parallel step in its node's span, under the step's span."""
@@ -203,9 +204,11 @@ class RunTrace:
             raise
         finally:
             _restore(previous)
-            span.end()
+            self._closed(span)
 
-    async def save(self, node: str, saving: Awaitable[None], stamp: Any) -> None:
+    async def save(
+        self, node: str, saving: Awaitable[None], stamp: Callable[[], ThreadStamp]
+    ) -> None:
         """Await a checkpoint save in a ``tenxgraph.save`` span, under the step that saves."""
         span = self.tracer.start_span(
             "tenxgraph.save", self._here(), attributes={"tenxgraph.node": node}
@@ -216,15 +219,8 @@ class RunTrace:
             _failed(span, exc)
             raise
         finally:
-            saved: ThreadStamp | None = stamp()
-            if saved is not None:
-                span.set_attribute("tenxgraph.thread.version", saved.version)
+            span.set_attribute("tenxgraph.thread.version", stamp().version)
             span.end()
-
-    def event(self, name: str, attributes: Mapping[str, Any]) -> None:
-        """A span event on the step running now (or the run): a context manager's decision."""
-        span = otel_trace.get_current_span(self._here())
-        span.add_event(name, dict(attributes))
 
     def end(self, status: str, error: BaseException | None) -> None:
         """End the run's span with how the run ended."""
@@ -238,13 +234,23 @@ class RunTrace:
 
     def _node_span(self, node: str, parent: Context) -> Span:
         label = "parallel step" if node == PARALLEL else f"node {node}"
-        return self.tracer.start_span(label, parent, attributes={"tenxgraph.node": node})
+        span = self.tracer.start_span(label, parent, attributes={"tenxgraph.node": node})
+        self.steps.add(span.get_span_context().span_id)
+        return span
+
+    def _closed(self, span: Span) -> None:
+        self.steps.discard(span.get_span_context().span_id)
+        span.end()
 
     def _here(self) -> Context:
-        """The current context when a span of this run's trace is current in it, else the run's."""
+        """The current context when one of this run's steps is current in it, else the run's.
+
+        A save inside a step nests under it; one between steps (the input, the
+        end) under the run, even when the caller's span is current there.
+        """
         current = otel_context.get_current()
         found = otel_trace.get_current_span(current).get_span_context()
-        return current if found.trace_id == self.span.get_span_context().trace_id else self.context
+        return current if found.span_id in self.steps else self.context
 
 
 async def traced_model(
@@ -433,7 +439,7 @@ def _failed(span: Span, exc: BaseException) -> None:
     if isinstance(exc, GraphInterrupt):
         span.add_event("tenxgraph.interrupt", {"tenxgraph.interrupt.when": exc.kind})
         return
-    if isinstance(exc, asyncio.CancelledError):
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):  # a stop, or a reader that left
         span.set_attribute("tenxgraph.cancelled", True)
         return
     span.set_attribute("error.type", type(exc).__qualname__)

@@ -237,3 +237,52 @@ def test_trims_and_an_overflow_recovery_are_events_on_the_agents_span(spans: Spa
     chats = spans.named("chat scripted")
     assert [chat.status.status_code for chat in chats] == [StatusCode.ERROR, StatusCode.UNSET]
     assert dict(chats[0].attributes or {})["error.type"] == "ContextWindowExceededError"
+
+
+def test_an_agent_called_as_a_tool_is_a_run_under_the_tool_call(spans: Spans) -> None:
+    inner = _agent(answers=["inner answer"])
+
+    async def ask_expert(question: str) -> str:
+        """Ask the expert agent."""
+        result = await inner.ainvoke(
+            {"messages": [Message.text_message(question)]}, {"thread_id": "in"}
+        )
+        return str(result["messages"][-1].text())
+
+    call = ToolCallBlock(id="c", name="ask_expert", args={"question": "why?"})
+    outer = _agent(ask_expert, answers=[call, "done"])
+    outer.invoke({"messages": [Message.text_message("ask")]}, {"thread_id": "out"})
+    runs = spans.named("invoke_agent graph")
+    assert len(runs) == 2
+    tool = spans.one("execute_tool ask_expert")
+    nested = next(run for run in runs if run.parent is not None)
+    assert nested.parent is not None and nested.parent.span_id == tool.context.span_id
+    # the inner run's saves nest under its own run and steps, not under the outer tool call
+    assert all(
+        save.parent.span_id != tool.context.span_id for save in spans.named("tenxgraph.save")
+    )
+
+
+def test_a_reader_that_leaves_early_ends_the_spans_without_an_error(spans: Spans) -> None:
+    async def leave_early() -> None:
+        app = _agent(answers=["a long answer of many words"])
+        stream = app.astream({"messages": [Message.text_message("hi")]}, {"thread_id": "t"})
+        async for _ in stream:
+            break
+        await stream.aclose()
+
+    asyncio.run(leave_early())
+    run = spans.one("invoke_agent graph")
+    assert run.status.status_code is StatusCode.UNSET
+    node = spans.one("node agent")
+    assert node.status.status_code is StatusCode.UNSET
+    assert dict(node.attributes or {})["tenxgraph.cancelled"] is True
+
+
+def test_a_run_refused_before_it_starts_still_ends_its_span(spans: Spans) -> None:
+    app = _agent(answers=["x"])
+    with pytest.raises(Exception, match="thread_id"):
+        app.invoke({"messages": [Message.text_message("hi")]})  # a checkpointer needs a thread
+    run = spans.one("invoke_agent graph")
+    assert run.status.status_code is StatusCode.ERROR
+    assert dict(run.attributes or {})["tenxgraph.run.status"] == "error"
