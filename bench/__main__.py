@@ -36,6 +36,7 @@ WORKLOADS = (
     "w8_memory_recall",
     "w9_server",
     "w11_fanout",
+    "w12_tracing",
     "startup",
     "floors",
 )

@@ -117,6 +117,29 @@ def w11_rows(r: Results) -> list[Row]:
     ]
 
 
+def w12_rows(r: Results) -> list[Row]:
+    untraced = value(r, "w12_tracing", "untraced_us")
+    unset = value(r, "w12_tracing", "api_no_provider_us")
+    per_span = value(r, "w12_tracing", "per_span_us")
+    bare = value(r, "w12_tracing", "sdk_bare_span_us")
+    return [
+        row(
+            "W12 W1 with OpenTelemetry's API imported, no provider; floor: never imported",
+            unset,
+            untraced,
+            "µs",
+            ("within noise (≤ 1.1x floor)", over(unset, untraced), 1.1),
+        ),
+        row(
+            "W12 per span of a traced W1 run (SDK provider, spans dropped); floor: a bare span",
+            per_span,
+            bare,
+            "µs",
+            None,
+        ),
+    ]
+
+
 def scaling_row(r: Results, backend: str, label: str, floor: float | None) -> Row:
     sizes = ("10", "1000", "10000", "100000")
     turns = [value(r, "w2_scaling", backend, "by_size", size, "turn_ms") for size in sizes]
@@ -402,6 +425,7 @@ def rows(results: Results) -> list[Row]:
         *w7_rows(results),
         *w8_rows(results),
         *w11_rows(results),
+        *w12_rows(results),
         *startup_rows(results),
     ]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -153,7 +154,12 @@ class Transport:
         async with self.session() as client:
             try:
                 response = await client.request(
-                    method, path, params=_clean(params), headers=headers, timeout=timeout, **body
+                    method,
+                    path,
+                    params=_clean(params),
+                    headers=_traced(headers),
+                    timeout=timeout,
+                    **body,
                 )
             except lib.TransportError as exc:
                 raise _unreachable(self.url, method, path, exc) from exc
@@ -176,7 +182,7 @@ class Transport:
         async with self.session() as client:
             try:
                 async with client.stream(
-                    method, path, json=jsonable(json_body), headers=sse_headers
+                    method, path, json=jsonable(json_body), headers=_traced(sse_headers)
                 ) as response:
                     await raise_for_status(response)
                     yield response
@@ -203,6 +209,23 @@ async def raise_for_status(response: httpx.Response) -> None:
         method=request.method,
         path=request.url.path,
     )
+
+
+def _traced(headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """``headers`` with the current OpenTelemetry span's W3C ``traceparent``, when there is one.
+
+    The server continues that trace (docs/observability.md). OpenTelemetry is
+    never imported here: a process that has not imported it has no span to send.
+    """
+    if sys.modules.get("opentelemetry.trace") is None:
+        return headers
+    from opentelemetry import propagate, trace
+
+    if not trace.get_current_span().get_span_context().is_valid:
+        return headers
+    carrier = dict(headers or {})
+    propagate.inject(carrier)
+    return carrier
 
 
 def _detail(body: str) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.runs import RunSpec
+from tenxgraph.server._tracing import TRACE_KEY
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph import CompiledGraph
@@ -38,8 +39,9 @@ async def resumed(
     from tenxgraph.server._run_request import RunRequest, graph_input, name_graph, run_config_of
 
     request = claim.request
+    kwargs = {k: v for k, v in request["kwargs"].items() if k != TRACE_KEY}  # the writer's
     body = RunRequest.model_validate(
-        {**request["kwargs"], "assistant_id": claim.record.get("assistant_id", "")}
+        {**kwargs, "assistant_id": claim.record.get("assistant_id", "")}
     )
     config = run_config_of(body, claim.thread_id, claim.user_id)
     config.update(run_id=claim.run_id, multitask_strategy="enqueue")

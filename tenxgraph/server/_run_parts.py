@@ -15,6 +15,7 @@ from tenxgraph.core.graph import RunControl
 from tenxgraph.runs import RunParts, RunRecord, RunRegistry, RunSpec, RunStatus
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._run_stream import RunStreamWriter
+from tenxgraph.server._tracing import TRACE_KEY, continued
 from tenxgraph.server.remote_tools import RemoteCalls
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ class _GraphWriter:
     async def run(self, record: RunRecord, spec: RunSpec) -> RunStatus:
         graph = cast("CompiledGraph[Any]", spec.graph)
         control = cast(RunControl, record.control)
-        return await self._writer.run(
-            graph, spec.input, spec.config, spec.invocation_state, control
-        )
+        with continued(record.kwargs.get(TRACE_KEY)):
+            return await self._writer.run(
+                graph, spec.input, spec.config, spec.invocation_state, control
+            )
 
     def cancelled(self, reason: str) -> None:
         self._writer.cancelled(reason)

@@ -324,6 +324,7 @@ def run_config_of(request: RunRequest, thread_id: str, user_id: str) -> dict[str
             f"the run config's 'recursion_limit' must be a positive integer, got {limit!r}"
         )
     config.pop("run_id", None)
+    config.pop("trace_content", None)  # the server's environment decides what its traces hold
     named = checkpoint_named(request.checkpoint, request.checkpoint_id, thread_id)
     if named is not None:
         if config.get("checkpoint_id") not in (None, "", named):

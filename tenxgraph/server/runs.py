@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
@@ -44,6 +44,7 @@ from tenxgraph.server._run_request import (
     run_config_of,
 )
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
+from tenxgraph.server._tracing import TRACE_KEY, incoming
 from tenxgraph.server.http_errors import bad_request, not_found
 
 __all__ = ["manager_of", "router", "run_or_404"]
@@ -101,11 +102,13 @@ async def _start(
     thread_id: str | None,
     *,
     background: bool = False,
+    headers: Mapping[str, str] | None = None,
 ) -> RunRecord:
     """Check the request against the thread, then hand the run to the manager.
 
     A background run is queued (``RunRegistry.enqueue``): with Postgres any
-    worker may take it.
+    worker may take it. The request's W3C trace ``headers`` go with the run
+    (``server/_tracing.py``), so it continues the caller's trace wherever it runs.
     """
     if body.assistant_id != context.graph_id:
         not_found(f"assistant {body.assistant_id!r}")
@@ -149,6 +152,9 @@ async def _start(
             "checkpoint_id",
         }
     )
+    trace = incoming(headers or {})
+    if trace is not None:
+        kwargs[TRACE_KEY] = trace
     options: dict[str, Any] = {"metadata": body.metadata, "kwargs": kwargs}
     if not background and not stateless:  # a reject run on a thread busy elsewhere: 409 now
         await manager.admit(spec)
@@ -293,7 +299,7 @@ async def stream_stateless(
     body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on a new thread and stream it."""
-    record = await _start(context, user, body, None)
+    record = await _start(context, user, body, None, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
     return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
@@ -303,15 +309,17 @@ async def wait_stateless(
     body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on a new thread; answer with its final values."""
-    record = await _start(context, user, body, None)
+    record = await _start(context, user, body, None, headers=request.headers)
     output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
 @router.post("/runs")
-async def create_stateless(body: RunRequest, context: Context, user: User) -> JSONResponse:
+async def create_stateless(
+    body: RunRequest, request: Request, context: Context, user: User
+) -> JSONResponse:
     """Start a background run on a new thread."""
-    record = await _start(context, user, body, None, background=True)
+    record = await _start(context, user, body, None, background=True, headers=request.headers)
     return JSONResponse(record.as_json(), headers=_locations(record))
 
 
@@ -337,7 +345,9 @@ MAX_BATCH = 100
 
 
 @router.post("/runs/batch")
-async def create_batch(body: list[BatchRun], context: Context, user: User) -> list[dict[str, Any]]:
+async def create_batch(
+    body: list[BatchRun], http: Request, context: Context, user: User
+) -> list[dict[str, Any]]:
     """Start background runs, each as ``POST /threads/{thread_id}/runs`` or ``POST /runs`` would.
 
     Every run is checked (its assistant, its input, its thread) before any
@@ -356,7 +366,9 @@ async def create_batch(body: list[BatchRun], context: Context, user: User) -> li
     for run in body:
         given = run.model_dump(exclude={"thread_id"}, exclude_unset=True)
         request = RunRequest.model_validate(given)
-        record = await _start(context, user, request, run.thread_id, background=True)
+        record = await _start(
+            context, user, request, run.thread_id, background=True, headers=http.headers
+        )
         started.append(record.as_json())
     return started
 
@@ -415,7 +427,7 @@ async def stream_run(
     thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> EventSourceResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
-    record = await _start(context, user, body, thread_id)
+    record = await _start(context, user, body, thread_id, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
     return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
 
@@ -425,17 +437,17 @@ async def wait_run(
     thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
 ) -> JSONResponse:
     """Run on the thread; answer with its final values (``__error__`` when it failed)."""
-    record = await _start(context, user, body, thread_id)
+    record = await _start(context, user, body, thread_id, headers=request.headers)
     output = await _wait(request, record, body.on_disconnect == "cancel", encode)
     return JSONResponse(output, headers=_locations(record))
 
 
 @router.post("/threads/{thread_id}/runs")
 async def create_run(
-    thread_id: str, body: RunRequest, context: Context, user: User
+    thread_id: str, body: RunRequest, request: Request, context: Context, user: User
 ) -> JSONResponse:
     """Start a background run on the thread; answer with the run (status ``pending``)."""
-    record = await _start(context, user, body, thread_id, background=True)
+    record = await _start(context, user, body, thread_id, background=True, headers=request.headers)
     return JSONResponse(record.as_json(), headers=_locations(record))
 
 

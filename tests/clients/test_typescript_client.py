@@ -21,9 +21,11 @@ from tenxgraph.server.auth import api_keys
 from tenxgraph.storage.media import FilesystemMediaStore
 from tests.clients.conftest import ServeGraph, clocked, slow, talker, tooled
 from tests.clients.proxy import cutting_proxy
+from tests.tracing import Spans, spans_fixture  # noqa: F401 - the fixture
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 KEY = "ts-key"
+TRACE_ID = "5bf92f3577b34da6a3ce929d0e0e4737"
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,7 +51,7 @@ def npm(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> 
 
 
 def test_the_typescript_client_builds_and_passes_its_tests_against_live_servers(
-    serve_graph: ServeGraph, tmp_path: Path
+    serve_graph: ServeGraph, tmp_path: Path, spans: Spans
 ) -> None:
     npm("ci", "--no-audit", "--no-fund")
     npm("run", "build")
@@ -66,10 +68,13 @@ def test_the_typescript_client_builds_and_passes_its_tests_against_live_servers(
                 tooled, authenticate=auth, media=FilesystemMediaStore(tmp_path, fsync=False)
             ),
             "TENXGRAPH_API_KEY": KEY,
+            "TENXGRAPH_TRACE_ID": TRACE_ID,
         }
         output = npm("test", env=env)
     assert "# fail 0" in output and "# skipped 0" in output, output
-    assert "# pass 23" in output, output  # every test ran: 10 without a server, 13 against them
+    assert "# pass 24" in output, output  # every test ran: 10 without a server, 14 against them
+    traced = [s for s in spans.all() if s.context.trace_id == int(TRACE_ID, 16)]
+    assert any(span.name.startswith("invoke_agent") for span in traced), spans.tree()
     assert proxy.cut == 1  # the resume test really lost its connection mid-run
     resumed = [head for head in proxy.heads if head.startswith("GET ")]
     assert len(resumed) == 2  # the first resume met a 503 (a restarting server), then again

@@ -26,6 +26,12 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * Called before each request: the W3C trace headers (`traceparent`, `tracestate`) of the
+   * caller's current span, which the server's run continues. With OpenTelemetry:
+   * `() => { const c = {}; propagation.inject(context.active(), c); return c; }`.
+   */
+  traceHeaders?: () => Record<string, string> | undefined;
 }
 
 export interface RunOptions {
@@ -132,6 +138,7 @@ export class Client {
   readonly media: Media;
   private readonly headers: Record<string, string>;
   private readonly fetchImpl: typeof fetch;
+  private readonly traceHeaders?: () => Record<string, string> | undefined;
 
   constructor(url: string, options: ClientOptions = {}) {
     this.url = url.replace(/\/+$/, "");
@@ -141,6 +148,7 @@ export class Client {
     this.headers = chosen ? given : { "x-message-format": "tenxgraph", ...given };
     if (options.apiKey !== undefined) this.headers["x-api-key"] = options.apiKey;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.traceHeaders = options.traceHeaders;
     this.assistants = new Assistants(this);
     this.threads = new Threads(this);
     this.runs = new Runs(this);
@@ -169,7 +177,8 @@ export class Client {
     signal?: AbortSignal,
   ): Promise<Response> {
     const search = query ? `?${new URLSearchParams(query).toString()}` : "";
-    const init: RequestInit = { method, headers: { ...this.headers, ...headers } };
+    const trace = this.traceHeaders?.() ?? {};
+    const init: RequestInit = { method, headers: { ...this.headers, ...trace, ...headers } };
     if (isRaw(body)) {
       init.body = body as BodyInit;
     } else if (body !== undefined) {

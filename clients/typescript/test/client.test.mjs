@@ -68,6 +68,14 @@ test("threads: create, get, search, state with typed messages, delete, 404 with 
   });
 });
 
+test("traceHeaders: every request carries the caller's traceparent, which the run continues", live, async () => {
+  // the pytest side reads the server's spans back: the run's trace is TENXGRAPH_TRACE_ID
+  const traceparent = `00-${env.TENXGRAPH_TRACE_ID}-00f067aa0ba902b7-01`;
+  const client = new Client(env.TENXGRAPH_URL, { apiKey: key, traceHeaders: () => ({ traceparent }) });
+  const values = await client.runs.wait("ts-traced", AGENT, { input: user("traced"), ifNotExists: "create" });
+  assert.deepEqual(messagesIn(values).map((m) => m.role), ["user", "assistant"]);
+});
+
 test("stream: typed parts, numbered once each, message chunks, end last", live, async () => {
   const client = new Client(env.TENXGRAPH_URL, { apiKey: key });
   const thread = await client.threads.create();

@@ -30,6 +30,7 @@ from tenxgraph.core.graph._structured import OutputStrategy, StructuredOutput
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.graph._toolsets import Toolset, index_tools
+from tenxgraph.core.graph._tracing import context_event
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
@@ -179,12 +180,14 @@ class Agent(Node):
             await self.tools.aprepare()
         manager = ctx.context_manager if self.trim_context else None
         if manager is not None:
+            before = (len(state.context), state.context_summary)
             manager.use_model_window(self.model.context_window)
             await manager.atrim_context(state)
             if manager.proactive_at is not None:
                 prompt = self.system_prompt or ""
                 system = [Message.text_message(prompt, role="system")] if prompt else []
                 await afit_before_request(state, manager, self.model.context_window, system)
+            context_event("trim", state, before)
         answer: Message | None = None
         ids: dict[str | int, str | int] = {}
         async for message in self._answer(state, ctx, manager):
@@ -246,11 +249,13 @@ class Agent(Node):
                     yield message
                 return  # only a context overflow is retried, never a stream without an answer
             except ContextWindowExceededError as exc:
+                before = (len(state.context), state.context_summary)
                 if attempts >= MAX_OVERFLOW_ATTEMPTS or not await areduce_on_overflow(
                     state, manager
                 ):
                     request = self._call(state, ctx).request().messages
                     raise irreducible_error(request, attempts, exc) from exc
+                context_event("overflow", state, before)
                 attempts += 1
 
     def _call(self, state: AgentState, ctx: RunContext, extra: Sequence[Message] = ()) -> ModelCall:

@@ -17,9 +17,8 @@ from tenxgraph.core.graph._entry import (
     Entry,
     answer_pending_calls,
     check_input,
-    entry_point,
-    goto_entry,
     input_messages_of,
+    run_entry,
 )
 from tenxgraph.core.graph._events import (
     ErrorEvent,
@@ -52,6 +51,7 @@ from tenxgraph.core.graph._subgraph import (
     parent_scope,
 )
 from tenxgraph.core.graph._thread_ops import ThreadOperations
+from tenxgraph.core.graph._tracing import RunTrace, start_run
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -70,7 +70,6 @@ from tenxgraph.utils.constants import END, START
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import StateGraph
-    from tenxgraph.core.state.agent_state import ExecMeta
 
 __all__ = ["CompiledGraph"]
 
@@ -309,7 +308,10 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
-        lease = await self._hold(control, key, config, run_id, nested)
+        trace = start_run(control, config)  # None unless a tracer provider is set
+        holding = self._hold(control, key, config, run_id, nested)
+        leased = self.checkpointer is not None and nested is None
+        lease = await (holding if trace is None else trace.lease(holding, leased=leased))
         if control.stop_requested:
             return
         run: Run[S] | None = None
@@ -319,6 +321,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                 input or {}, config, invocation_state, inline_sync, lease, control, nested
             )
             run.forward |= subgraphs
+            run.trace = trace
             self._track(control, lease, nested)
             sink = run.ctx.custom = CustomSink() if progress else None
             if self.hooks.hooks:
@@ -330,14 +333,19 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                     break
                 node = self.nodes.get(outcome.node)  # None: a stored name the graph lacks
                 if progress and node is not None and node.streams:
-                    async for item in self._streamed_step(run, outcome.node, node):
+                    items = self._streamed_step(run, outcome.node, node)
+                    traced = items if trace is None else trace.streamed_step(outcome.node, items)
+                    async for item in traced:
                         if isinstance(item, Outcome):
                             outcome = item
                         else:
                             yield item
                             control.yielded()
                 else:
-                    events, outcome = await self._step(run, outcome.node, node, progress)
+                    step = self._step(run, outcome.node, node, progress)
+                    events, outcome = await (
+                        step if trace is None else trace.step(outcome.node, step)
+                    )
                     for event in written_before(sink, events):
                         yield event
                         control.yielded()
@@ -350,7 +358,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             error = exc
             raise
         finally:
-            await self._end(control, lease, run, error)
+            await self._end(control, lease, run, error, trace)
 
     def stop_run(self, run_id: str) -> bool:
         """Ask the run ``run_id`` to stop, as ``stop`` does; False when it is not running here."""
@@ -378,17 +386,20 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         lease: ThreadLease | None,
         run: Run[S] | None,
         error: BaseException | None,
+        trace: RunTrace | None,
     ) -> None:
-        """Forget the run, let its thread go, and tell the hooks how it ended."""
+        """Forget the run, let its thread go, and tell the hooks and the trace how it ended."""
         if self._active.get(control.thread) is control:
             del self._active[control.thread]
         if self._runs.get(control.run_id) is control:
             del self._runs[control.run_id]
         if lease is not None:
             await lease.release()
+        status = "error" if error is not None or run is None else run.state.execution_meta.status
         if self.hooks.hooks and run is not None:
-            status = "error" if error is not None else run.state.execution_meta.status
             await self.hooks.run_ended(control, status, error)
+        if trace is not None:
+            trace.end(status, error)
 
     async def _hold(
         self,
@@ -493,7 +504,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         meta = state.execution_meta
         if meta.status == "interrupted":  # maybe waiting for a client's tool results
             input = settle_remote_input(state, input)
-        entry, goto_tasks = self._entry(meta, input, config.get("thread_id"))
+        first = self.edges.get(START, START)
+        entry, goto_tasks = run_entry(meta, input, config.get("thread_id"), self.nodes, first)
         input_messages = input_messages_of(input, state, self.id_generator)
         added: list[Message] = []
         if entry.new_turn:
@@ -536,14 +548,6 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run.new_input = entry.new_turn and (bool(added) or "state" in input)
         run.limit = int(config.get("recursion_limit", self.recursion_limit))
         return run
-
-    def _entry(
-        self, meta: ExecMeta, input: Mapping[str, Any], thread_id: Any
-    ) -> tuple[Entry, list[dict[str, Any]]]:
-        """Where the run enters (``entry_point``, or ``goto_entry`` for a ``goto`` input)."""
-        if "goto" in input:
-            return goto_entry(meta, input, thread_id, self.nodes)
-        return entry_point(meta, input, thread_id, self.edges.get(START, START)), []
 
     async def _pause(
         self, run: Run[S], node: str, resume_at: str, value: Any, when: InterruptKind

@@ -84,6 +84,15 @@ def check_input(input: object) -> Mapping[str, Any]:
     return input
 
 
+def run_entry(
+    meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, nodes: Mapping[str, Node], first: str
+) -> tuple[Entry, list[dict[str, Any]]]:
+    """Where the run enters (``entry_point``, or ``goto_entry`` for a ``goto`` input)."""
+    if "goto" in input:
+        return goto_entry(meta, input, thread_id, nodes)
+    return entry_point(meta, input, thread_id, first), []
+
+
 def entry_point(meta: ExecMeta, input: Mapping[str, Any], thread_id: Any, first: str) -> Entry:
     """Where a run with ``input`` enters a thread whose run metadata is ``meta``.
 

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tenxgraph.core.graph._tracing import traced_model, tracer
 from tenxgraph.core.llm.base import ChatModel, ModelRequest, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
@@ -126,7 +127,13 @@ async def stream_model_call(
 async def _attempt(call: ModelCall) -> AsyncIterator[Message]:
     """One model call: its deltas, then exactly one complete message (or ``ModelError``)."""
     answer: Message | None = None
-    async for message in call.model.stream(call.request()):
+    found = tracer()
+    request = call.request()
+    if found is None:
+        stream = call.model.stream(request)
+    else:
+        stream = traced_model(found, call.model, request, call.config)
+    async for message in stream:
         if message.delta:
             yield message
         else:

@@ -198,7 +198,8 @@ class ParallelSteps(RunSteps[S]):
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
         save = lambda: self._shielded_save(run, step, always=True)  # noqa: E731
-        return await node.run_to_end(given, ctx, save)
+        running = node.run_to_end(given, ctx, save)
+        return await (running if run.trace is None else run.trace.task(name, running))
 
     def _state_of(self, name: str, arg: Any) -> Any:
         """A ``Send`` arg for a node that reads a state: one, or a dict of its fields."""

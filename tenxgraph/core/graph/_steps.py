@@ -39,6 +39,7 @@ from tenxgraph.utils.constants import END
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import Branch, Join
+    from tenxgraph.core.graph._tracing import RunTrace
 
 __all__ = ["COMPLETED", "Run", "RunSteps"]
 
@@ -69,6 +70,8 @@ class Run(Generic[S]):
     """The graph's namespace when it runs as a subgraph (``outer|inner``); "" at the top."""
     forward: bool = False
     """Yield subgraphs' events (``stream(subgraphs=True)``, and every subgraph's run)."""
+    trace: RunTrace | None = None
+    """The run's spans, when a tracer provider is set (``_tracing``)."""
 
 
 class RunSteps(Generic[S]):
@@ -349,7 +352,11 @@ class RunSteps(Generic[S]):
         release = lease is not None and not lease.kept  # a kept lease is its caller's to release
         if lease is not None:
             await lease.stop_heartbeat()
-        await session.save(run.state, node, run.state.execution_meta.step, release=release)
+        saving = session.save(run.state, node, run.state.execution_meta.step, release=release)
+        if run.trace is None:
+            await saving
+        else:
+            await run.trace.save(node, saving, lambda: session.stamp)
         if lease is not None and release:
             lease.released = True
         if self.hooks.hooks:

@@ -36,6 +36,7 @@ from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgres
 from tenxgraph.core.graph._remote_tools import RemoteTool, remote_pause
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.graph._toolsets import Toolset, index_tools
+from tenxgraph.core.graph._tracing import traced_tool, tracer
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.json_policy import check_json_data, storable_data, storable_text
@@ -248,8 +249,12 @@ class ToolNode(Node):
             handler: Callable[[ToolCallBlock], Awaitable[ToolOutcome]] = innermost
             for wrapper in reversed(self.wrappers):
                 handler = _around(wrapper, handler)
+            found = tracer()
+            running = handler(call)
+            if found is not None:
+                running = traced_tool(found, call, running, ctx.config)
             try:
-                outcome = await handler(call)
+                outcome = await running
             except GraphInterrupt as signal:
                 interrupts.append((call, signal))
                 state.execution_meta.tool_starts.pop(call.id, None)  # a pause is no crash
