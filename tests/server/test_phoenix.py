@@ -7,8 +7,9 @@ run, its model calls and its tool call, under the caller's ``traceparent``.
 
 Phoenix is large (about 860 MB with its dependencies, some of which pin other
 versions of packages the suite uses), so it is not an extra: it lives in a
-virtual environment of its own, named by ``TENXGRAPH_PHOENIX`` (its ``phoenix``
-command), else found on ``PATH``. Without it the test skips, saying so.
+virtual environment of its own: ``make phoenix`` makes it in ``.cache/phoenix``
+(CI does), or ``TENXGRAPH_PHOENIX`` names another one's ``phoenix`` command, else
+it is found on ``PATH``. Without it the test skips, saying so.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from tenxgraph.testing.server import free_port
 from tests.server.conftest import Serve
 from tests.tracing import reset_globals
 
-PHOENIX = os.environ.get("TENXGRAPH_PHOENIX") or shutil.which("phoenix")
+MADE = Path(__file__).resolve().parents[2] / ".cache" / "phoenix" / "bin" / "phoenix"
+PHOENIX = (
+    os.environ.get("TENXGRAPH_PHOENIX")
+    or (str(MADE) if MADE.exists() else None)
+    or shutil.which("phoenix")
+)
 TRACE_ID = "6bf92f3577b34da6a3ce929d0e0e4738"
 PROJECT = "tenxgraph-e2e"
 
@@ -44,8 +50,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         PHOENIX is None,
-        reason="Arize Phoenix is not installed (pip install arize-phoenix in a venv of its own; "
-        "TENXGRAPH_PHOENIX=<that venv>/bin/phoenix)",
+        reason="Arize Phoenix is not installed (`make phoenix`, or pip install arize-phoenix in "
+        "a venv of its own and TENXGRAPH_PHOENIX=<that venv>/bin/phoenix)",
     ),
 ]
 
