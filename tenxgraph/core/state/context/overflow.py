@@ -88,10 +88,14 @@ async def areduce_on_overflow(state: AgentState, manager: BaseContextManager | N
 
 
 def drop_older_half(state: AgentState) -> bool:
-    """Keep the most recent half of the user turns (at least one); True if anything went."""
+    """Keep the most recent half of the user turns (at least one); True if anything went.
+
+    With one turn, what comes before its question (but the system messages) goes:
+    an older turn's leftovers, such as a result whose call was trimmed away.
+    """
     context = state.context
     users = state.message_index().user_positions
-    if len(users) < 2:
+    if not users:
         return False
     start = users[-max(1, len(users) // 2)]
     kept = keep_from(context, start, state.message_index().system_positions)

@@ -181,6 +181,17 @@ def test_repeated_overflow_reduction_ends_at_the_irreducible_part(
     assert len(rest) <= 2 + sum(m.role == "tool" for m in rest)  # question + last exchange
 
 
+def test_an_overflow_reduction_drops_what_comes_before_the_only_question() -> None:
+    history = [system("be brief"), results("ghost"), user("q"), calls("a"), results("a")]
+    state = state_of(history)
+    assert MessageContextManager(max_messages=10).reduce_context(state)
+    assert [m.message_id for m in state.context] == [
+        history[0].message_id,
+        *[m.message_id for m in history[2:]],
+    ]
+    assert not MessageContextManager(max_messages=10).reduce_context(state)  # the irreducible part
+
+
 def test_an_orphan_result_never_survives() -> None:
     history = [user("q"), results("ghost"), calls("a"), results("a"), assistant("ok")]
     for manager in (
