@@ -111,8 +111,11 @@ def mutmut_table(module: str, tests: list[str]) -> str:
         "source_paths": ["tenxgraph/"],
         "only_mutate": [module],
         "pytest_add_cli_args_test_selection": tests,
-        # -x: a mutant is killed by its first failing test; slow tests stay out of the loop.
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-x", "-q", "-m", "not slow"],
+        # -x: a mutant is killed by its first failing test; slow tests stay out of the loop;
+        # one Hypothesis seed, so a mutant's verdict does not depend on the examples drawn.
+        "pytest_add_cli_args": [
+            *("-p", "no:cacheprovider", "-x", "-q", "-m", "not slow", "--hypothesis-seed=0"),
+        ],
         # The default, forking mutmut's own process, hangs a child in tests that run SQLite
         # through a sync ``invoke`` (a thread pool forked mid-use); a fork server is clean.
         "process_isolation": "forkserver",
@@ -122,9 +125,14 @@ def mutmut_table(module: str, tests: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def workdir(module: str) -> Path:
+    """Where ``module``'s run happens: ``.mutation/core.state.pairing`` for pairing.py."""
+    return WORK / module.removeprefix("tenxgraph/").removesuffix(".py").replace("/", ".")
+
+
 def prepare(module: str, tests: list[str]) -> Path:
     """A fresh directory for one module's run: the code and tests linked, the config written."""
-    work = WORK / module.removeprefix("tenxgraph/").removesuffix(".py").replace("/", ".")
+    work = workdir(module)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -155,7 +163,11 @@ def run_module(module: str, tests: list[str], children: int) -> Score:
         return Score(module, 0, 0, [], 0)
     verdicts: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
     killed = sum(1 for code in verdicts.values() if code in KILLED | TIMED_OUT)
-    survivors = sorted(name for name, code in verdicts.items() if code not in KILLED | TIMED_OUT)
+    survivors = sorted(
+        name
+        for name, code in verdicts.items()
+        if code is not None and code not in KILLED | TIMED_OUT
+    )
     unchecked = sum(1 for code in verdicts.values() if code is None)
     return Score(module, killed, len(verdicts), survivors, unchecked)
 
@@ -187,7 +199,8 @@ def main() -> int:
         for name in score.survivors:
             print(f"  survived: {name}")
         if score.unchecked:
-            print(f"  {score.unchecked} mutants were not checked (the run stopped early)")
+            log = workdir(module) / "mutmut.log"
+            print(f"  {score.unchecked} mutants not checked: the run stopped (see {log})")
         scores.append(score)
     for score in scores:
         print(score.line())
