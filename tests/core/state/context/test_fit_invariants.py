@@ -124,14 +124,18 @@ def test_tokens_count_the_system_messages_and_the_question_in_front() -> None:
     assert not fit(context, max_tokens=18, counter=PerMessage()).over_budget
     # without a counter, max_tokens cannot be measured and limits nothing
     assert kept(context, max_tokens=1) == context
+    assert kept(context, max_tokens=0) == context
+    assert not fit(context, max_tokens=0).over_budget
 
 
 def test_a_floor_is_where_the_kept_suffix_may_begin_at_most() -> None:
     context = [user("q1"), assistant("a1"), user("q2"), assistant("a2")]
     assert fit(context, floor=2).start == 2
     assert fit(context, floor=2, max_messages=1).start == 3
-    ended = fit([user("q"), assistant(), system()], floor=2)
-    assert (ended.start, ended.question, ended.over_budget) == (2, 0, False)
+    assert fit([user("q"), assistant(), system()], floor=2) == Fit(2, 0, 0, None, False)
+    # a floor on the last exchange: that exchange is still the irreducible part, measured
+    at_last = fit(context, floor=3, max_tokens=1, counter=PerMessage(5))
+    assert at_last == Fit(3, 2, 2, 10, True)
 
 
 def test_no_user_message_means_everything_is_the_current_turn() -> None:
