@@ -172,7 +172,7 @@ def drop_orphan_results(messages: list[Message]) -> list[Message]:
     returned as is (the same object) when there is no orphan.
     """
     anchor: Message | None = None  # the message the next tool results answer
-    pending: set[str] | None = None
+    pending: set[str] | None = None  # pragma: no mutate (a leading tool message: "" is as empty)
     for message in messages:
         if message.role != "tool":
             anchor, pending = message, None
@@ -251,8 +251,12 @@ def kept_after_summary(context: list[Message], cut: int) -> list[Message]:
 
 
 def _question_before(context: list[Message], cut: int) -> int | None:
-    """Index of the last user message when it lies before ``cut`` (a cut inside its turn)."""
-    for index in range(len(context) - 1, -1, -1):
+    """Index of the last user message when it lies before ``cut`` (a cut inside its turn).
+
+    Both callers read it only below ``cut``, so the test against ``cut`` cannot change
+    what they return (hence the pragmas), nor can a walk one step further (to ``-1``).
+    """
+    for index in range(len(context) - 1, -1, -1):  # pragma: no mutate
         if context[index].role == "user":
-            return index if index < cut else None
+            return index if index < cut else None  # pragma: no mutate
     return None

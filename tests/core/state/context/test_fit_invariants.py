@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tenxgraph.core.state import Message
+from tenxgraph.core.state import Message, TextBlock
 from tenxgraph.core.state.context.cuts import (
     count_user_messages,
     keep_from,
@@ -191,10 +191,12 @@ def test_results_answer_only_the_nearest_message_before_them() -> None:
 
 
 def test_a_mixed_tool_message_loses_only_its_orphan() -> None:
-    mixed = Message.tool_message([*results("a").content, *results("ghost").content])
+    note = TextBlock(text="both ran")
+    mixed = Message.tool_message([*results("a").content, note, *results("ghost").content])
     context = [user(), calls("a"), mixed]
     cleaned = drop_orphan_results(context)
     assert [b.call_id for b in cleaned[2].tool_results()] == ["a"]
+    assert cleaned[2].content[1] == note  # what is not a result stays
     assert cleaned[2].message_id == mixed.message_id
     assert len(mixed.tool_results()) == 2  # the stored message is not modified
 
@@ -218,6 +220,11 @@ def test_split_with_a_tool_result_at_index_one() -> None:
     context = [user("q1"), calls("a"), results("a"), user("q2"), assistant()]
     assert split_for_summary(context, 3) == ([context[0]], 1)
     assert split_for_summary(context, 4) == ([context[0]], 1)  # moved back onto the call
+
+
+def test_split_of_tool_results_alone_summarizes_nothing() -> None:
+    context = [results("x"), system(), results("y")]
+    assert split_for_summary(context, 1) == ([], 0)
 
 
 def test_system_messages_do_not_count_toward_keep_recent() -> None:
