@@ -118,8 +118,10 @@ def test_direct_additions_are_what_was_appended_without_the_index() -> None:
     appended = text("direct", message_id="m2")
     messages.append(appended)
     assert index.direct_additions(messages) == [appended]
-    other = [messages[0], text("elsewhere", message_id="m3")]
+    other = [text("elsewhere", message_id="m3"), messages[0]]  # another list: read by id
     assert [m.message_id for m in index.direct_additions(other)] == ["m3"]
+    del messages[-1]
+    assert index.direct_additions(messages) == []  # covered again
 
 
 def test_extend_covered_takes_only_plain_messages_on_an_unchanged_list() -> None:
@@ -139,6 +141,13 @@ def test_extend_covered_takes_only_plain_messages_on_an_unchanged_list() -> None
     assert index.extend_covered(messages, [text("b")]) is None
 
 
+def test_a_fresh_states_empty_index_is_handed_over_too() -> None:
+    empty: list[Message] = []
+    twin = MessageIndex(empty).hand_over(empty)
+    assert twin.covers(empty) and not twin.retired
+    assert twin.extend(empty, [text("q")]) == empty and twin.user_positions == [0]
+
+
 def test_hand_over_moves_the_tables_and_retires_the_old_index() -> None:
     messages = [text("sys", "system"), text("q")]
     index = MessageIndex(messages)
@@ -149,9 +158,9 @@ def test_hand_over_moves_the_tables_and_retires_the_old_index() -> None:
     assert index.retired and not twin.retired
     assert messages[1].message_id not in index
     assert index.direct_additions(messages) == []
-    with pytest.raises(ConfigError, match="hand_over needs a list with the same messages"):
+    with pytest.raises(ConfigError, match=r"^hand_over needs a list with the same messages$"):
         twin.hand_over(copy[:1])
-    with pytest.raises(ConfigError, match="hand_over needs a list with the same messages"):
+    with pytest.raises(ConfigError, match=r"^hand_over needs a list with the same messages$"):
         index.hand_over(messages)
     again = index.extend(messages, [text("more")])  # a retired index rebuilds when used
     assert [m.text() for m in again] == ["more"] and index.user_positions == [1, 2]
