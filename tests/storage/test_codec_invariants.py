@@ -46,7 +46,8 @@ WHERE = "thread 't' (user 'u')"
 
 
 def body(seq: int) -> str:
-    return compact_json(Message.text_message(f"m{seq}", message_id=f"id{seq}"))
+    message = Message.text_message(f"m{seq}", message_id=f"id{seq}", timestamp=1.5)
+    return compact_json(message)
 
 
 def write(version: int = 0, **fields: Any) -> ThreadWrite:
@@ -351,7 +352,7 @@ def test_a_loaded_thread_reports_the_size_of_its_context_rows() -> None:
     rows = [(0, body(0)), (1, body(1))]
     row = (2, 2, '{"x": 1}', None, '{"tag": "a"}', "inc")
     stored = decode_thread(KEY, row, [(0, 2)], rows)
-    assert stored.context_chars == len(body(0)) + len(body(1))
+    assert stored.context_chars == len(rows[0][1]) + len(rows[1][1])
     assert (stored.version, stored.log_length, stored.incarnation) == (2, 2, "inc")
     assert (stored.values, stored.metadata) == ({"x": 1}, {"tag": "a"})
     assert [m.text() for m in stored.context] == ["m0", "m1"]
