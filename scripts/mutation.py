@@ -80,6 +80,12 @@ MODULES: dict[str, list[str]] = {
 }
 """Each module mutated, and the pytest arguments that select the tests covering it."""
 
+SQL_LINE = (
+    r"""^\s*(conn\.execute\()?['"]"?"""
+    r"(SELECT|INSERT|UPDATE|DELETE|WHERE|RETURNING|AND|values|updated_at)\b"
+)
+"""A line that is (the start of) a string of SQL: its case mutants are not made."""
+
 KILLED = {1, 3}  # a test failed (3: pytest's internal error, a crash the mutant caused)
 TIMED_OUT = {24, -24, 36, 152, 255}  # the tests ran past mutmut's limit (an endless loop)
 SURVIVED = {0}
@@ -122,6 +128,9 @@ def mutmut_table(module: str, tests: list[str]) -> str:
         # The default, forking mutmut's own process, hangs a child in tests that run SQLite
         # through a sync ``invoke`` (a thread pool forked mid-use); a fork server is clean.
         "process_isolation": "forkserver",
+        # SQL keywords are case-insensitive: the lower- and upper-case mutants of a line of SQL
+        # text are equivalent (and any other change to it fails every test that runs it).
+        "do_not_mutate_patterns": [SQL_LINE],
     }
     lines = ["", "[tool.mutmut]"]
     lines += [f"{name} = {json.dumps(value)}" for name, value in table.items()]
