@@ -178,6 +178,7 @@ def test_conflicts_say_whether_the_thread_was_re_created() -> None:
     later = write(2, expected_incarnation="old")
     moved = conflict(KEY, later, "old", ThreadStamp("old", 3))
     assert (moved.expected, moved.actual, moved.recreated) == (2, 3, False)
+    assert str(moved) == "thread 't' was changed by another run (expected version 2, found 3)"
     recreated = conflict(KEY, later, "old", ThreadStamp("new", 1))
     assert (recreated.actual, recreated.recreated) == (1, True)
     gone = conflict(KEY, later, "old", None)
@@ -191,6 +192,7 @@ def test_rewind_conflicts_compare_the_whole_stamp() -> None:
     stamp = ThreadStamp("i", 4)
     assert not rewind_conflict(KEY, stamp, ThreadStamp("i", 5)).recreated
     assert rewind_conflict(KEY, stamp, ThreadStamp("j", 4)).recreated
+    assert str(rewind_conflict(KEY, stamp, ThreadStamp("i", 5))).startswith("thread 't' was")
     gone = rewind_conflict(KEY, stamp, None)
     assert (gone.expected, gone.actual, gone.recreated) == (4, None, False)
 
