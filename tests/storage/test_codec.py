@@ -46,6 +46,9 @@ def test_a_missing_row_is_named() -> None:
         ({"z": None}, {"z": None}, True),
         ({"z": []}, {"z": None}, False),
         ({}, {}, True),
+        ({"s": "abc"}, {"s": ["a"]}, False),  # a string is not an array of its characters
+        ("abc", ["a"], False),
+        ({"s": "abc"}, {"s": {"a": 1}}, False),
     ],
 )
 def test_containment_matches_jsonb(stored: Any, wanted: Any, expected: bool) -> None:

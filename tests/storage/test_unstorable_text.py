@@ -28,7 +28,7 @@ from tenxgraph.core.state import (
     ToolCallBlock,
     ToolResult,
 )
-from tenxgraph.errors import StateError, UnstorableStateError
+from tenxgraph.errors import NodeError, StateError, UnstorableStateError
 from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 from tenxgraph.utils.constants import END
 from tests.storage.conftest import MakeCheckpointer
@@ -251,7 +251,7 @@ async def test_a_node_error_holding_unstorable_text_is_recorded(
     checkpointer = make_checkpointer()
     app = graph.compile(checkpointer)
     config = {"thread_id": "error"}
-    with pytest.raises(Exception, match="broke"):
+    with pytest.raises(NodeError, match="broke"):
         await app.ainvoke({"messages": [Message.text_message("go")]}, config)
     reader = checkpointer if backend == "memory" else make_checkpointer()
     state = await graph.compile(reader).aget_state(config)

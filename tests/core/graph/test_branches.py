@@ -20,7 +20,7 @@ from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.llm import FunctionModel, ModelRequest, ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.errors import StateError, ThreadBusyError, ThreadNotFoundError
+from tenxgraph.errors import NodeError, StateError, ThreadBusyError, ThreadNotFoundError
 from tenxgraph.storage.checkpointer import Checkpointer
 
 CONFIG = {"thread_id": "branches"}
@@ -249,7 +249,7 @@ async def test_discarding_a_failed_turn_across_a_branch_point_branches_back(
     before = await log(checkpointer)
 
     # a regenerate that fails continues the turn that began before the branch point
-    with pytest.raises(Exception, match="provider down"):
+    with pytest.raises(NodeError, match="provider down"):
         await app.ainvoke(None, {**CONFIG, "checkpoint_id": question.version})
     assert await app.arollback(CONFIG)
     state = await app.aget_state(CONFIG)
@@ -261,7 +261,7 @@ async def test_discarding_a_failed_turn_across_a_branch_point_branches_back(
 
     # a failed new turn from an older checkpoint goes back to that checkpoint; its input
     # stays in the log (the branches after its start are not cut away)
-    with pytest.raises(Exception, match="down"):
+    with pytest.raises(NodeError, match="down"):
         await app.ainvoke({"messages": [("user", "c")]}, {**CONFIG, "checkpoint_id": old_head})
     assert await app.arollback(CONFIG)
     assert texts(await app.aget_state(CONFIG)) == ["a", "r1", "b", "r2"]
@@ -270,7 +270,7 @@ async def test_discarding_a_failed_turn_across_a_branch_point_branches_back(
 
     # a failed turn on the branch's head (no branch point after its start) is cut as usual
     kept = await log(checkpointer)
-    with pytest.raises(Exception, match="again"):
+    with pytest.raises(NodeError, match="again"):
         await app.ainvoke({"messages": [("user", "d")]}, CONFIG)
     assert await app.arollback(CONFIG)
     assert await log(checkpointer) == kept

@@ -19,7 +19,14 @@ from tenxgraph.core.llm import FunctionModel, ScriptedModel
 from tenxgraph.core.state import Message, ThreadKey, ToolCallBlock, ToolResult
 from tenxgraph.core.state.context import SlidingWindowContextManager
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.errors import ConfigError, StateError, ThreadBusyError, ToolError, UsageError
+from tenxgraph.errors import (
+    ConfigError,
+    NodeError,
+    StateError,
+    ThreadBusyError,
+    ToolError,
+    UsageError,
+)
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 
 CONFIG = {"thread_id": "direct"}
@@ -235,7 +242,7 @@ async def test_a_recorded_call_is_refused_on_a_failed_turn(checkpointer: Checkpo
         raise RuntimeError("provider down")
 
     app = create_agent(FunctionModel(down), [shout], checkpointer=checkpointer)
-    with pytest.raises(Exception, match="provider down"):
+    with pytest.raises(NodeError, match="provider down"):
         await app.ainvoke({"messages": [("user", "hi")]}, CONFIG)
     before = await checkpointer.aversion(KEY)
 

@@ -335,4 +335,7 @@ def test_without_dot_svg_is_refused_saying_how_to_install_it(
         shape.draw_svg()
     with pytest.raises(UsageError, match="Graphviz"):
         shape.draw_png()
-    assert shape.draw_mermaid()  # the text drawings need nothing
+    # the text drawings need nothing: without dot they are the reviewed ones, exactly
+    reviewed = (GOLDEN / "create_agent.md").read_text("utf-8")
+    section = f"## tools\n\n{shape.draw_ascii()}\n{shape.draw_mermaid()}\n## "
+    assert section in reviewed + "\n## "  # the whole section, up to the next one

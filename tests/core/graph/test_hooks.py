@@ -10,6 +10,7 @@ import pytest
 
 from tenxgraph.core.graph import RunControl, RunHooks, StateGraph
 from tenxgraph.core.state import AgentState, Message, ThreadKey
+from tenxgraph.errors import NodeError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, ThreadStamp
 
 
@@ -88,7 +89,7 @@ def test_a_stream_sees_the_last_step_saved_before_its_events() -> None:
 def test_hooks_see_a_failing_node_and_the_failed_run() -> None:
     recorder = Recorder()
     app = two_nodes(fail=True).compile(hooks=[recorder])
-    with pytest.raises(Exception, match="broken"):
+    with pytest.raises(NodeError, match=r"^node 'second': raised RuntimeError: broken$"):
         app.invoke({"messages": [("user", "hi")]})
     assert ("node end", "second", 2, "RuntimeError") in recorder.seen
     assert recorder.seen[-1] == ("run end", "error", "NodeError")

@@ -16,7 +16,7 @@ from tenxgraph.core.graph._compiled import CompiledGraph
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.errors import GraphBuildError, StateError, ThreadBusyError
+from tenxgraph.errors import GraphBuildError, NodeError, StateError, ThreadBusyError
 from tenxgraph.runs import ThreadLease
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 from tests.storage.conftest import MakeCheckpointer
@@ -203,7 +203,7 @@ async def test_a_failed_turn_refuses_new_input_and_retries_without_duplicates(
     checkpointer: Checkpointer,
 ) -> None:
     app = failing_app(checkpointer, ["provider down"])
-    with pytest.raises(Exception, match="provider down"):
+    with pytest.raises(NodeError, match="provider down"):
         await app.ainvoke(said("A"), CONFIG)
     with pytest.raises(StateError, match=r"failed at node 'reply'.*invoke\(None, config\)"):
         await app.ainvoke(said("A"), CONFIG)
@@ -218,7 +218,7 @@ async def test_rollback_discards_a_failed_turn_whole(checkpointer: Checkpointer)
     await app.ainvoke(said("seed"), CONFIG)
     before = await app.aget_state(CONFIG)
     failures.append("provider down")
-    with pytest.raises(Exception, match="provider down"):
+    with pytest.raises(NodeError, match="provider down"):
         await app.ainvoke(said("A"), CONFIG)
     assert await app.arollback(CONFIG) is True
     assert await app.arollback(CONFIG) is False  # nothing unfinished is left
@@ -235,7 +235,7 @@ async def test_rollback_of_a_new_threads_failed_turn_deletes_it(
     checkpointer: Checkpointer,
 ) -> None:
     app = failing_app(checkpointer, ["provider down"])
-    with pytest.raises(Exception, match="provider down"):
+    with pytest.raises(NodeError, match="provider down"):
         await app.ainvoke(said("A"), CONFIG)
     assert await app.arollback(CONFIG) is True
     assert await checkpointer.aload(KEY) is None

@@ -23,7 +23,7 @@ from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.state import AgentState, Message, ToolCallBlock
 from tenxgraph.core.state.message_block import ToolResultBlock
 from tenxgraph.core.state.pairing import pairing_violations
-from tenxgraph.errors import GraphBuildError, NodeError, StateError
+from tenxgraph.errors import GraphBuildError, NodeError, RecursionLimitError, StateError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import END, START
 
@@ -409,7 +409,7 @@ def test_building_parallel_graphs_checks_the_definition() -> None:
 
 def test_recursion_limit_counts_a_parallel_step_once() -> None:
     graph = diamond(join=True)
-    with pytest.raises(Exception, match="recursion limit of 3"):
+    with pytest.raises(RecursionLimitError, match="recursion limit of 3 steps reached"):
         graph.compile(recursion_limit=3).invoke({})
     assert graph.compile(recursion_limit=4).invoke({})["state"].notes[-1] == "d"
 

@@ -107,16 +107,18 @@ def fit_context(
 
     used_messages = used_tokens = 0
     start = last
-    irreducible = (0, 0)
+    irreducible = (0, 0)  # pragma: no mutate (always set: the walk reaches last >= floor)
     for index in range(len(context) - 1, floor - 1, -1):
         message = context[index]
         if message.role == "system":
             continue
         used_messages += 1
         used_tokens += count([message]) if count else 0
-        inside = question is None or index > question  # in the current turn
+        # ">" here, ">=" would do as well: at the question itself both tests below hold, and
+        # the question is kept in front whether or not the walk stops there (hence the pragmas).
+        inside = question is None or index > question  # pragma: no mutate
         total = (used_messages, used_tokens)
-        if question is not None and index > question:  # the question is kept in front
+        if question is not None and index > question:  # pragma: no mutate
             total = (used_messages + 1, used_tokens + asked)
         if index >= last:  # the last exchange is kept in any case
             if index == last:
@@ -170,7 +172,7 @@ def drop_orphan_results(messages: list[Message]) -> list[Message]:
     returned as is (the same object) when there is no orphan.
     """
     anchor: Message | None = None  # the message the next tool results answer
-    pending: set[str] | None = None
+    pending: set[str] | None = None  # pragma: no mutate (a leading tool message: "" is as empty)
     for message in messages:
         if message.role != "tool":
             anchor, pending = message, None
@@ -224,7 +226,7 @@ def split_for_summary(context: list[Message], keep_recent: int) -> tuple[list[Me
     kept list with ``kept_after_summary``.
     """
     seen = 0
-    cut = 0
+    cut = 0  # pragma: no mutate (never read: the loop sets it before any break)
     for index in range(len(context) - 1, -1, -1):
         if context[index].role != "system":
             seen += 1
@@ -249,8 +251,12 @@ def kept_after_summary(context: list[Message], cut: int) -> list[Message]:
 
 
 def _question_before(context: list[Message], cut: int) -> int | None:
-    """Index of the last user message when it lies before ``cut`` (a cut inside its turn)."""
-    for index in range(len(context) - 1, -1, -1):
+    """Index of the last user message when it lies before ``cut`` (a cut inside its turn).
+
+    Both callers read it only below ``cut``, so the test against ``cut`` cannot change
+    what they return (hence the pragmas), nor can a walk one step further (to ``-1``).
+    """
+    for index in range(len(context) - 1, -1, -1):  # pragma: no mutate
         if context[index].role == "user":
-            return index if index < cut else None
+            return index if index < cut else None  # pragma: no mutate
     return None
