@@ -31,6 +31,7 @@ from tenxgraph.runs import (
     RunSpec,
     check_schedule,
 )
+from tenxgraph.server._assistant_presets import merged_run
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_request import RunRequest, check_state_input, graph_input
@@ -88,11 +89,13 @@ async def _fire(context: ServerContext, due: DueRun) -> None:
         )
 
 
-def _run_of(context: ServerContext, payload: dict[str, Any]) -> dict[str, Any]:
-    """The cron's run as the runs layer keeps it, checked as ``POST /runs`` checks one."""
-    body = RunRequest.model_validate(payload)
-    if body.assistant_id != context.graph_id:
-        not_found(f"assistant {body.assistant_id!r}")
+async def _run_of(context: ServerContext, user: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The cron's run as the runs layer keeps it, checked as ``POST /runs`` checks one.
+
+    A user's assistant gives its config and context as they are now: a later
+    change to the assistant does not reach the cron's runs (update the cron).
+    """
+    body = await merged_run(context, user, RunRequest.model_validate(payload))
     check_state_input(context.graph, graph_input(body, context.graph.state_class.model_fields))
     return {
         "kwargs": body.model_dump(mode="json", include=_RUN_KWARGS),
@@ -121,7 +124,7 @@ async def _create(
     body = dict(body)
     schedule = _schedule_of(body)
     check_schedule(schedule.get("schedule", ""), schedule.get("timezone"))
-    run = _run_of(context, body)
+    run = await _run_of(context, user, body)
     if thread_id is not None:
         info = await context.graph.athread_info(thread_config(thread_id, user))
         if info is None:
@@ -218,7 +221,7 @@ async def update_cron(
     check_schedule(schedule["schedule"], schedule.get("timezone"))
     payload = {**cron.payload, **{k: v for k, v in body.items() if v is not None}}
     payload["assistant_id"] = cron.assistant_id
-    run = _run_of(context, payload)
+    run = await _run_of(context, user, payload)
     now = dt.datetime.now(dt.UTC)
     changed = Cron(
         cron_id=cron.cron_id,
