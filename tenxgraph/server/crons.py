@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import uuid
 from typing import Any, Literal
 
@@ -95,6 +96,8 @@ async def _run_of(context: ServerContext, user: str, payload: dict[str, Any]) ->
     A user's assistant gives its config and context as they are now: a later
     change to the assistant does not reach the cron's runs (update the cron).
     """
+    if "\\u0000" in json.dumps(payload):  # the same rule on every backend: Postgres JSON lacks it
+        bad_request("a cron's fields may not contain the NUL character (\\u0000)")
     body = await merged_run(context, user, RunRequest.model_validate(payload))
     check_state_input(context.graph, graph_input(body, context.graph.state_class.model_fields))
     return {

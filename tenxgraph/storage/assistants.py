@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.state.ids import check_id
 from tenxgraph.errors import StateError
 from tenxgraph.storage.sql import Component, SqliteDatabase
 
@@ -83,7 +84,8 @@ class AssistantStore(abc.ABC):
         """Apply ``change`` to the row in one transaction (None: delete it); answer the result."""
 
     async def aget(self, user_id: str, assistant_id: str) -> Assistant | None:
-        """The latest version, or None."""
+        """The latest version, or None (``InvalidIdError`` for an id no backend can keep)."""
+        check_id("assistant_id", assistant_id)
         row = (await self._read(user_id, assistant_id)).get(assistant_id)
         return _latest(row) if row is not None else None
 
@@ -100,6 +102,7 @@ class AssistantStore(abc.ABC):
                 )
             return {"latest": 1, "versions": [asdict(replace(assistant, version=1))]}
 
+        check_id("assistant_id", assistant.assistant_id)
         row = await self._change(assistant.user_id, assistant.assistant_id, create)
         assert row is not None
         return _latest(row)
@@ -108,6 +111,7 @@ class AssistantStore(abc.ABC):
         self, user_id: str, assistant_id: str, changes: Mapping[str, Any]
     ) -> Assistant | None:
         """A new version with ``changes``, made the latest; None when there is no such assistant."""
+        check_id("assistant_id", assistant_id)
 
         def update(row: Versions | None) -> Versions | None:
             if row is None:
@@ -121,6 +125,7 @@ class AssistantStore(abc.ABC):
 
     async def aset_latest(self, user_id: str, assistant_id: str, version: int) -> Assistant | None:
         """Make ``version`` the latest; None when there is no such assistant or version."""
+        check_id("assistant_id", assistant_id)
 
         def point(row: Versions | None) -> Versions | None:
             if row is None or all(v["version"] != version for v in row["versions"]):
@@ -132,12 +137,14 @@ class AssistantStore(abc.ABC):
 
     async def aversions(self, user_id: str, assistant_id: str) -> list[Assistant]:
         """Every version, newest first (empty: no such assistant)."""
+        check_id("assistant_id", assistant_id)
         row = (await self._read(user_id, assistant_id)).get(assistant_id)
         versions = [Assistant(**v) for v in (row or {}).get("versions", [])]
         return sorted(versions, key=lambda a: a.version, reverse=True)
 
     async def adelete(self, user_id: str, assistant_id: str) -> bool:
         """Delete the assistant with its versions; False when there was none."""
+        check_id("assistant_id", assistant_id)
         found: list[bool] = []
 
         def delete(row: Versions | None) -> None:

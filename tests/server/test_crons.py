@@ -28,6 +28,7 @@ def test_crons_are_checked_searched_changed_and_deleted(serve: Serve) -> None:
             {"schedule": "* * * * *", "timezone": "Nowhere/Else"},
             {"input": {"messages": [{"role": "robot", "content": "x"}]}},
             {"interrupt_before": ["model"]},
+            {"metadata": {"k": "a\u0000b"}},
         ):
             assert client.post("/runs/crons", json={**body, **bad}).status_code == 422, bad
         assert client.post("/runs/crons", json={**body, "assistant_id": "other"}).status_code == 404

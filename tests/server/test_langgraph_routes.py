@@ -196,6 +196,9 @@ def test_assistants_are_versioned_presets_whose_runs_get_their_config(
     assert started["kwargs"]["config"]["configurable"] == {"tone": "dry", "x": 2}
     assert started["kwargs"]["context"] == {"who": "tester"}
     client.get(f"/threads/{thread_id}/runs/{started['run_id']}/join")
+    for path in ("/assistants/a%00b", "/assistants/a%00b/versions"):  # no backend keeps NUL
+        method = client.get if path.endswith("b") else client.post
+        assert 400 <= method(path).status_code < 500
     assert client.delete("/assistants/preset").status_code == 204
     refused(client.get("/assistants/preset"), 404, "preset")
     refused(client.post(f"/threads/{thread_id}/runs", json=run), 404, "preset")
