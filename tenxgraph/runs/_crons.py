@@ -2,9 +2,8 @@
 
 A ``Cron`` is a schedule (five cron fields, in a time zone) and the run to
 start on each of its ticks: the run's fields as the layer above checked
-them when the cron was made (``run``: ``kwargs``, ``metadata``,
-``multitask_strategy``), on its thread or, without one, on a new thread per
-run. Its ``next_run_at`` is the next tick; a tick is **claimed by moving
+them when the cron was made (``run``: ``kwargs``, ``metadata``), on its
+thread or, without one, on a new thread per run. Its ``next_run_at`` is the next tick; a tick is **claimed by moving
 ``next_run_at`` past it in the same step that queues its run**, so a tick
 starts one run however many schedulers look at it:
 
@@ -101,7 +100,7 @@ class Cron:
     payload: dict[str, Any]
     """The run's fields as the client gave them (shown, and given back on update)."""
     run: dict[str, Any]
-    """The run as the layer above checked it: ``kwargs``, ``metadata``, ``multitask_strategy``."""
+    """The run as the layer above checked it: ``kwargs`` and ``metadata``."""
     timezone: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     on_run_completed: str | None = None
@@ -133,7 +132,7 @@ class Cron:
             "updated_at": stamp,
             "status": "pending",
             "metadata": {**self.run.get("metadata", {}), "cron_id": self.cron_id},
-            "multitask_strategy": self.run.get("multitask_strategy") or "enqueue",
+            "multitask_strategy": "enqueue",  # a tick waits for the thread's runs before it
             "kwargs": kwargs,
             "cancel_reason": None,
         }

@@ -103,7 +103,6 @@ async def _run_of(context: ServerContext, user: str, payload: dict[str, Any]) ->
     return {
         "kwargs": body.model_dump(mode="json", include=_RUN_KWARGS),
         "metadata": dict(body.metadata or {}),
-        "multitask_strategy": body.multitask_strategy,
     }
 
 

@@ -32,7 +32,7 @@ T0 = dt.datetime(2026, 1, 1, 0, 0, 30, tzinfo=dt.UTC)
 
 
 def _cron(cron_id: str = "c1", thread_id: str | None = None, **more: Any) -> Cron:
-    run = {"kwargs": {"input": {"messages": []}}, "metadata": {"m": 1}, "multitask_strategy": None}
+    run = {"kwargs": {"input": {"messages": []}}, "metadata": {"m": 1}}
     cron = Cron(cron_id, "u", "agent", thread_id, "*/5 * * * *", {"assistant_id": "agent"}, run)
     for name, value in more.items():
         setattr(cron, name, value)
