@@ -3,9 +3,10 @@
 A ``Cron`` is a schedule (five cron fields, in a time zone) and the run to
 start on each of its ticks: the run's fields as the layer above checked
 them when the cron was made (``run``: ``kwargs``, ``metadata``), on its
-thread or, without one, on a new thread per run. Its ``next_run_at`` is the next tick; a tick is **claimed by moving
-``next_run_at`` past it in the same step that queues its run**, so a tick
-starts one run however many schedulers look at it:
+thread or, without one, on a new thread per run. Its ``next_run_at`` is
+the next tick; a tick is **claimed by moving ``next_run_at`` past it in the
+same step that queues its run**, so a tick starts one run however many
+schedulers look at it:
 
 - ``MemoryCronTable``: one process's crons (a server without Postgres, whose
   runs live in memory too); ``due`` moves the ticks on and hands the runs
