@@ -8,7 +8,9 @@ ordered per thread, stopped, remembered), made of the ``RunParts`` the layer
 above gives it; ``DurableRunManager`` is the registry of a server's workers
 over ``PgRunQueue``, the durable run table on Postgres, whose running runs
 are alive while their thread's lease is (with a ``RunTransport`` from the
-layer above to share events and tool results between workers). This
+layer above to share events and tool results between workers). Crons
+(``Cron``, ``CronScheduler``) start runs on a schedule: their ticks are
+queued runs, kept where the runs are (``MemoryCronTable``, ``PgCronTable``). This
 package uses storage and the state model, never the runtime:
 ``tenxgraph.core.graph`` and the server build on it. Exports are imported on
 first access.
@@ -24,11 +26,18 @@ __all__ = [
     "FINISHED",
     "CancelAction",
     "ClaimedRun",
+    "Cron",
+    "CronQuery",
+    "CronScheduler",
+    "CronTable",
+    "DueRun",
     "DurableRunManager",
     "Encoder",
     "Followers",
     "LeasePolicy",
+    "MemoryCronTable",
     "MultitaskStrategy",
+    "PgCronTable",
     "PgRunQueue",
     "QueueStats",
     "Relay",
@@ -46,6 +55,7 @@ __all__ = [
     "RunWriter",
     "Take",
     "ThreadLease",
+    "check_schedule",
     "default_worker_id",
     "discard_unfinished",
     "lease_owner",
@@ -57,6 +67,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from tenxgraph.runs._claim_loop import CONSUMERS
+    from tenxgraph.runs._crons import (
+        Cron,
+        CronQuery,
+        CronScheduler,
+        CronTable,
+        DueRun,
+        MemoryCronTable,
+        check_schedule,
+    )
     from tenxgraph.runs._durable import DurableRunManager, default_worker_id
     from tenxgraph.runs._leases import (
         LeasePolicy,
@@ -68,6 +87,7 @@ if TYPE_CHECKING:
         missing_leases,
         take_thread,
     )
+    from tenxgraph.runs._pg_crons import PgCronTable
     from tenxgraph.runs._pg_queue import ClaimedRun, PgRunQueue, QueueStats, RunGone
     from tenxgraph.runs._registry import (
         DRAIN_SECONDS,
@@ -94,6 +114,16 @@ else:
         __name__,
         {
             "tenxgraph.runs._claim_loop": ("CONSUMERS",),
+            "tenxgraph.runs._crons": (
+                "Cron",
+                "CronQuery",
+                "CronScheduler",
+                "CronTable",
+                "DueRun",
+                "MemoryCronTable",
+                "check_schedule",
+            ),
+            "tenxgraph.runs._pg_crons": ("PgCronTable",),
             "tenxgraph.runs._durable": ("DurableRunManager", "default_worker_id"),
             "tenxgraph.runs._transport": ("Followers", "Relay", "RunTransport", "settle"),
             "tenxgraph.runs._leases": (

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, StateError
 from tenxgraph.runs._leases import lease_owner
+from tenxgraph.runs._pg_crons import CRONS_TABLE
 from tenxgraph.runs._run_mail import MAIL, RunMail
 from tenxgraph.storage.checkpointer import pg_leases
 from tenxgraph.storage.checkpointer.postgres import THREADS
@@ -117,6 +118,7 @@ RUNS = Component(
             "ALTER TABLE {schema}.server_runs DROP COLUMN owner, DROP COLUMN lease_until,"
             " DROP COLUMN cancel",
         ),
+        CRONS_TABLE,  # crons: the schedules whose ticks become rows here (``_pg_crons``)
     ),
 )
 """The run table and its migrations."""
@@ -255,6 +257,11 @@ class PgRunQueue:
         )
         if run_after <= 0:
             await self._notify()
+
+    @property
+    def database(self) -> PgDatabase:
+        """The connections of the queue's schema (the crons' table shares them)."""
+        return self._db
 
     async def _notify(self) -> None:
         """Wake the workers listening (a run may have become claimable)."""

@@ -105,6 +105,7 @@ def create_app(
     from tenxgraph.server._run_parts import install_registry
 
     install_registry(context)
+    _start_crons(context)
     install_error_handlers(app)
     _include_routers(app)
     _serve_toolsets(app, context)
@@ -121,6 +122,13 @@ def create_app(
         )
     app.add_middleware(SecurityHeaders)  # outermost: every answer carries nosniff and a CSP
     return app
+
+
+def _start_crons(context: ServerContext) -> None:
+    """Run the cron scheduler with the server, over whichever registry it ends up with."""
+    from tenxgraph.server.crons import open_crons
+
+    context.on_startup.append(lambda: open_crons(context))
 
 
 def _serve_toolsets(app: FastAPI, context: ServerContext) -> None:
@@ -219,7 +227,7 @@ def _health_router() -> Any:
         return {
             "version": __version__,
             "graph_id": context.graph_id,
-            "flags": {"assistants": True, "crons": False, "store": context.memory is not None},
+            "flags": {"assistants": True, "crons": True, "store": context.memory is not None},
         }
 
     return router

@@ -1,32 +1,36 @@
-"""Routes: the one assistant a server has, its graph and its schemas (LangGraph's ``/assistants``).
+"""Routes: assistants (LangGraph's ``/assistants``): the served graph's, and users' presets.
 
-A tenxgraph server serves one graph, so it has one assistant whose id is
-the graph's id (``graph_id``, ``"agent"`` by default): clients pass it as
-``assistant_id`` to start runs. It has one version (1), which is its
-latest. Creating, changing or deleting assistants is not supported (405
-is what routes that do not exist answer; these answer 422 saying so).
+The served graph's assistant has the graph's id (``graph_id``, ``"agent"``
+by default) and never changes. Users make more (``POST /assistants``): each
+a named, versioned preset of the served graph (config, context, metadata)
+kept by the storage layer beside the threads (``_assistant_presets``); a run
+started with one gets its config and context.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from tenxgraph.server._assistant_presets import (
+    assistant_json,
+    assistants_of,
+    default_assistant,
+    resolve_assistant,
+)
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._limits import CheckedJsonRoute
-from tenxgraph.server._shapes import iso_time
 from tenxgraph.server.http_errors import bad_request, not_found
+from tenxgraph.storage.assistants import Assistant
 
-__all__ = ["assistant_json", "check_assistant", "router"]
+__all__ = ["check_assistant", "router"]
 
 router = APIRouter(tags=["assistants"], route_class=CheckedJsonRoute)
 
 Json = dict[str, Any]
-
-_EPOCH = 0.0
-"""The assistant exists as long as the server: its times are the UNIX epoch, never changing."""
 
 
 class AssistantSearch(BaseModel):
@@ -41,56 +45,89 @@ class AssistantSearch(BaseModel):
     offset: int = Field(0, ge=0)
 
 
-def check_assistant(context: ServerContext, assistant_id: str) -> None:
-    """404 unless ``assistant_id`` is this server's assistant (its graph id)."""
-    if assistant_id != context.graph_id:
-        not_found(f"assistant {assistant_id!r} (this server serves {context.graph_id!r})")
+async def check_assistant(context: ServerContext, user: str, assistant_id: str) -> Assistant:
+    """The assistant ``assistant_id`` (the served graph's or one of the user's); else 404."""
+    return await resolve_assistant(context, user, assistant_id)
 
 
-def assistant_json(context: ServerContext) -> Json:
-    """A LangGraph ``Assistant`` for the served graph."""
-    return {
-        "assistant_id": context.graph_id,
-        "graph_id": context.graph_id,
-        "config": {},
-        "context": {},
-        "created_at": iso_time(_EPOCH),
-        "updated_at": iso_time(_EPOCH),
-        "metadata": {},
-        "version": 1,
-        "name": context.graph_id,
-        "description": "",
-    }
+def _matches(body: AssistantSearch, assistant: Assistant) -> bool:
+    return (
+        body.graph_id in (None, assistant.graph_id)
+        and body.name in (None, assistant.name)
+        and all(assistant.metadata.get(k) == v for k, v in (body.metadata or {}).items())
+    )
 
 
-def _matches(context: ServerContext, body: AssistantSearch) -> bool:
-    return body.graph_id in (None, context.graph_id) and body.name in (None, context.graph_id)
+async def _found(context: ServerContext, user: str, body: AssistantSearch) -> list[Assistant]:
+    mine = await assistants_of(context).asearch(user)
+    return [a for a in [default_assistant(context, user), *mine] if _matches(body, a)]
 
 
 @router.get("/assistants/{assistant_id}")
 async def get_assistant(assistant_id: str, context: Context, user: User) -> Json:
-    """The assistant (its id is the graph id)."""
-    check_assistant(context, assistant_id)
-    return assistant_json(context)
+    """The assistant (its latest version)."""
+    return assistant_json(await check_assistant(context, user, assistant_id))
 
 
 @router.post("/assistants/search")
 async def search_assistants(body: AssistantSearch, context: Context, user: User) -> list[Json]:
-    """The one assistant, when it matches the filters."""
-    found = [assistant_json(context)] if _matches(context, body) and not body.metadata else []
-    return found[body.offset : body.offset + body.limit]
+    """The served graph's assistant and the caller's that match the filters."""
+    found = await _found(context, user, body)
+    return [assistant_json(a) for a in found[body.offset : body.offset + body.limit]]
 
 
 @router.post("/assistants/count")
 async def count_assistants(body: AssistantSearch, context: Context, user: User) -> int:
-    """1 when the assistant matches the filters, else 0."""
-    return int(_matches(context, body) and not body.metadata)
+    """How many assistants match the filters."""
+    return len(await _found(context, user, body))
+
+
+class AssistantBody(BaseModel):
+    """``POST /assistants`` and ``PATCH /assistants/{id}``: the SDKs' fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    graph_id: str | None = None
+    assistant_id: str | None = Field(None, min_length=1, max_length=256)
+    config: Json | None = None
+    context: Json | None = None
+    metadata: Json | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+    name: str | None = Field(None, max_length=1000)
+    description: str | None = Field(None, max_length=10_000)
+
+    def changes(self) -> Json:
+        """The fields given (not null), as an assistant's."""
+        given = self.model_dump(include={"config", "context", "metadata", "name", "description"})
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def _check_graph(context: ServerContext, graph_id: str | None) -> None:
+    if graph_id not in (None, context.graph_id):
+        not_found(f"graph {graph_id!r} (this server serves {context.graph_id!r})")
+
+
+def _not_the_default(context: ServerContext, assistant_id: str, what: str) -> None:
+    if assistant_id == context.graph_id:
+        bad_request(
+            f"{what} the served graph's assistant {assistant_id!r} is not supported: it is the "
+            "graph as compiled; create an assistant (POST /assistants) with the config, context "
+            "and metadata you want"
+        )
 
 
 @router.post("/assistants")
-async def create_assistant(context: Context, user: User) -> Json:
-    """Not supported: a server has the one assistant of its graph."""
-    bad_request(f"creating assistants is not supported: use assistant_id {context.graph_id!r}")
+async def create_assistant(body: AssistantBody, context: Context, user: User) -> Json:
+    """A new assistant of the served graph (version 1)."""
+    if body.graph_id is None:
+        bad_request("graph_id is required: the served graph's id")
+    _check_graph(context, body.graph_id)
+    assistant_id = body.assistant_id or str(uuid.uuid4())
+    _not_the_default(context, assistant_id, "replacing")
+    changes = body.changes()
+    made = Assistant(assistant_id, context.graph_id, user, **{"name": assistant_id, **changes})
+    created = await assistants_of(context).acreate(made, if_exists=body.if_exists or "raise")
+    return assistant_json(created)
 
 
 @router.get("/assistants/{assistant_id}/graph")
@@ -101,7 +138,7 @@ async def get_graph(assistant_id: str, context: Context, user: User, xray: bool 
     sources): their ``data`` is ``join a + b``. With ``xray`` a subgraph
     node's graph comes too, its ids under the node's (``research:search``).
     """
-    check_assistant(context, assistant_id)
+    await check_assistant(context, user, assistant_id)
     nodes: list[Json] = []
     edges: list[Json] = []
     _drawn_json(context.graph.get_graph(), "", xray, nodes, edges)
@@ -148,30 +185,44 @@ class SetLatest(BaseModel):
 
 
 @router.patch("/assistants/{assistant_id}")
-async def update_assistant(assistant_id: str, context: Context, user: User) -> Json:
-    """Not supported: the assistant is the served graph as it was compiled."""
-    check_assistant(context, assistant_id)
-    bad_request(
-        "changing the assistant is not supported: it is the served graph; pass config, "
-        "context and metadata with each run instead"
-    )
+async def update_assistant(
+    assistant_id: str, body: AssistantBody, context: Context, user: User
+) -> Json:
+    """A new version with the fields given (metadata merged), made the latest."""
+    _not_the_default(context, assistant_id, "changing")
+    _check_graph(context, body.graph_id)
+    found = await check_assistant(context, user, assistant_id)
+    changes = body.changes()
+    if "metadata" in changes:
+        changes["metadata"] = {**found.metadata, **changes["metadata"]}
+    changed = await assistants_of(context).aupdate(user, assistant_id, changes)
+    if changed is None:
+        not_found(f"assistant {assistant_id!r}")
+    return assistant_json(changed)
 
 
-@router.delete("/assistants/{assistant_id}")
-async def delete_assistant(assistant_id: str, context: Context, user: User) -> Json:
-    """Not supported: the assistant lives as long as the server serves its graph."""
-    check_assistant(context, assistant_id)
-    bad_request("deleting the assistant is not supported: it is the served graph")
+@router.delete("/assistants/{assistant_id}", status_code=204)
+async def delete_assistant(assistant_id: str, context: Context, user: User) -> Response:
+    """Delete one of the caller's assistants with its versions (threads and runs stay)."""
+    _not_the_default(context, assistant_id, "deleting")
+    if not await assistants_of(context).adelete(user, assistant_id):
+        not_found(f"assistant {assistant_id!r}")
+    return Response(status_code=204)
 
 
 @router.post("/assistants/{assistant_id}/versions")
 async def assistant_versions(
     assistant_id: str, body: VersionsQuery, context: Context, user: User
 ) -> list[Json]:
-    """The assistant's versions: the one it has (version 1)."""
-    check_assistant(context, assistant_id)
-    version = {k: v for k, v in assistant_json(context).items() if k != "updated_at"}
-    found = [] if body.metadata else [version]
+    """The assistant's versions, newest first (the served graph's has one, version 1)."""
+    latest = await check_assistant(context, user, assistant_id)
+    versions = await assistants_of(context).aversions(user, assistant_id) or [latest]
+    wanted = body.metadata or {}
+    found = [
+        {k: v for k, v in assistant_json(a).items() if k != "updated_at"}
+        for a in versions
+        if all(a.metadata.get(k) == v for k, v in wanted.items())
+    ]
     return found[body.offset : body.offset + body.limit]
 
 
@@ -179,17 +230,22 @@ async def assistant_versions(
 async def set_latest_version(
     assistant_id: str, body: SetLatest, context: Context, user: User
 ) -> Json:
-    """Version 1 is the assistant's only version, and its latest: the assistant."""
-    check_assistant(context, assistant_id)
-    if body.version != 1:
-        not_found(f"version {body.version} of assistant {assistant_id!r} (it has version 1 only)")
-    return assistant_json(context)
+    """Make ``version`` the one runs use; answer the assistant at it (404: no such version)."""
+    latest = await check_assistant(context, user, assistant_id)
+    if assistant_id == context.graph_id:
+        if body.version != 1:
+            not_found(f"version {body.version} of assistant {assistant_id!r} (it has 1 only)")
+        return assistant_json(latest)
+    moved = await assistants_of(context).aset_latest(user, assistant_id, body.version)
+    if moved is None:
+        not_found(f"version {body.version} of assistant {assistant_id!r}")
+    return assistant_json(moved)
 
 
 @router.get("/assistants/{assistant_id}/schemas")
 async def get_schemas(assistant_id: str, context: Context, user: User) -> Json:
     """JSON Schemas of the graph's state (input, output and state are the state class)."""
-    check_assistant(context, assistant_id)
+    await check_assistant(context, user, assistant_id)
     return _schemas(context.graph_id, context.graph.state_class)
 
 
@@ -214,6 +270,6 @@ async def get_subgraphs(
     recurse: bool = False,
 ) -> Json:
     """The schemas of the graph's subgraphs, by namespace (``research``, ``research|search``)."""
-    check_assistant(context, assistant_id)
+    await check_assistant(context, user, assistant_id)
     found = context.graph.get_subgraphs(namespace=namespace, recurse=recurse)
     return {ns: _schemas(context.graph_id, graph.state_class) for ns, graph in found.items()}

@@ -61,7 +61,7 @@ class ToolCall(BaseModel):
 @router.get("/assistants/{assistant_id}/tools")
 async def list_tools(assistant_id: str, context: Context, user: User) -> list[Json]:
     """The graph's tools: name, description and the JSON Schema of their arguments."""
-    check_assistant(context, assistant_id)
+    await check_assistant(context, user, assistant_id)
     return [
         {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
         for spec in (tool.spec() for tool in context.graph.tools().values())

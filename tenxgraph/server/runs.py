@@ -26,6 +26,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
 from tenxgraph.runs import CancelAction, RunRecord, RunRegistry, RunSpec
+from tenxgraph.server._assistant_presets import merged_run, resolve_assistant
 from tenxgraph.server._context import Context, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
@@ -110,8 +111,7 @@ async def _start(
     worker may take it. The request's W3C trace ``headers`` go with the run
     (``server/_tracing.py``), so it continues the caller's trace wherever it runs.
     """
-    if body.assistant_id != context.graph_id:
-        not_found(f"assistant {body.assistant_id!r}")
+    body = await merged_run(context, user, body)  # its assistant's config and context: 404
     manager = manager_of(context)
     cleanup: Callable[[], Awaitable[None]] | None = None
     stateless = thread_id is None
@@ -161,8 +161,8 @@ async def _start(
     if background:
         if create and cleanup is None:  # listed (and named) while the run waits for a worker
             await _create_thread(context, key, config["thread_metadata"])
-        return await manager.enqueue(spec, assistant_id=context.graph_id, **options)
-    return manager.start(spec, assistant_id=context.graph_id, **options)
+        return await manager.enqueue(spec, assistant_id=body.assistant_id, **options)
+    return manager.start(spec, assistant_id=body.assistant_id, **options)
 
 
 async def _thread_info(context: ServerContext, key: ThreadKey, *, create: bool) -> Any:
@@ -356,8 +356,7 @@ async def create_batch(
     if not 1 <= len(body) <= MAX_BATCH:
         bad_request(f"a batch holds 1 to {MAX_BATCH} runs, got {len(body)}")
     for run in body:
-        if run.assistant_id != context.graph_id:
-            not_found(f"assistant {run.assistant_id!r}")
+        await resolve_assistant(context, user, run.assistant_id)
         check_state_input(context.graph, graph_input(run))
         must_exist = run.thread_id is not None and run.if_not_exists != "create"
         if must_exist and not await _thread_exists(context, str(run.thread_id), user):

@@ -133,7 +133,9 @@ def test_thread_answers_carry_state_updated_at(client: httpx.Client) -> None:
 # ---- assistants ----
 
 
-def test_the_assistant_has_one_version_and_cannot_change(client: httpx.Client) -> None:
+def test_the_served_graphs_assistant_has_one_version_and_never_changes(
+    client: httpx.Client,
+) -> None:
     assistant = client.get("/assistants/agent").json()
     assert assistant["description"] == ""
     edges = client.get("/assistants/agent/graph").json()["edges"]
@@ -143,9 +145,63 @@ def test_the_assistant_has_one_version_and_cannot_change(client: httpx.Client) -
     assert client.post("/assistants/agent/latest", json={"version": 1}).json() == assistant
     refused(client.post("/assistants/agent/latest", json={"version": 2}), 404, "version 2")
     refused(client.post("/assistants/agent/latest", json={"version": "x"}), 422, "version")
-    refused(client.patch("/assistants/agent", json={"metadata": {}}), 422, "with each run")
+    refused(client.patch("/assistants/agent", json={"metadata": {}}), 422, "create an assistant")
     refused(client.delete("/assistants/agent"), 422, "served graph")
+    refused(
+        client.post("/assistants", json={"graph_id": "agent", "assistant_id": "agent"}),
+        422,
+        "served graph",
+    )
     refused(client.post("/assistants/other/versions", json={}), 404, "other")
+
+
+def test_assistants_are_versioned_presets_whose_runs_get_their_config(
+    any_client: httpx.Client,
+) -> None:
+    client = any_client
+    refused(client.post("/assistants", json={"graph_id": "other"}), 404, "other")
+    refused(client.post("/assistants", json={"graph_id": "agent", "bogus": 1}), 422, "bogus")
+    body = {
+        "graph_id": "agent",
+        "assistant_id": "preset",
+        "name": "Preset",
+        "config": {"configurable": {"tone": "dry", "x": 1}},
+        "context": {"who": "tester"},
+        "metadata": {"team": "a"},
+    }
+    made = client.post("/assistants", json=body).json()
+    assert (made["version"], made["name"], made["graph_id"]) == (1, "Preset", "agent")
+    refused(client.post("/assistants", json=body), 422, "exists")
+    same = client.post("/assistants", json={**body, "name": "x", "if_exists": "do_nothing"})
+    assert same.json()["name"] == "Preset"
+    changed = client.patch("/assistants/preset", json={"metadata": {"v": 2}}).json()
+    assert changed["version"] == 2 and changed["metadata"] == {"team": "a", "v": 2}
+    versions = client.post("/assistants/preset/versions", json={}).json()
+    assert [v["version"] for v in versions] == [2, 1]
+    assert client.post("/assistants/preset/latest", json={"version": 1}).json()["version"] == 1
+    assert client.get("/assistants/preset").json()["metadata"] == {"team": "a"}
+    refused(client.post("/assistants/preset/latest", json={"version": 9}), 404, "version 9")
+    found = client.post("/assistants/search", json={"metadata": {"team": "a"}}).json()
+    assert [a["assistant_id"] for a in found] == ["preset"]
+    assert client.post("/assistants/count", json={"graph_id": "agent"}).json() == 2
+    assert client.get("/assistants/preset/schemas").status_code == 200
+    thread_id = thread(client)
+    run = {
+        "assistant_id": "preset",
+        "input": {"messages": [{"role": "user", "content": "hi"}]},
+        "config": {"configurable": {"x": 2}},
+    }
+    started = client.post(f"/threads/{thread_id}/runs", json=run).json()
+    assert started["assistant_id"] == "preset"
+    assert started["kwargs"]["config"]["configurable"] == {"tone": "dry", "x": 2}
+    assert started["kwargs"]["context"] == {"who": "tester"}
+    client.get(f"/threads/{thread_id}/runs/{started['run_id']}/join")
+    for path in ("/assistants/a%00b", "/assistants/a%00b/versions"):  # no backend keeps NUL
+        method = client.get if path.endswith("b") else client.post
+        assert 400 <= method(path).status_code < 500
+    assert client.delete("/assistants/preset").status_code == 204
+    refused(client.get("/assistants/preset"), 404, "preset")
+    refused(client.post(f"/threads/{thread_id}/runs", json=run), 404, "preset")
 
 
 # ---- thread state, prune ----

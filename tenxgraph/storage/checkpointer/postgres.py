@@ -185,6 +185,8 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         self._keep = keep_checkpoints
         self.media = media_policy(media)
         self.schema = schema
+        self.conninfo = conninfo
+        """The database (a DSN or pool): stores kept beside the threads connect to it."""
         self._s = self._db.s
         self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
         self._save_statement = save_statement(self._s, CLAIM_NEXT, keep_checkpoints)
