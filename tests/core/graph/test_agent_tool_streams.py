@@ -1,4 +1,4 @@
-"""An agent tool's agent streams into its caller's stream, namespaced by the call."""
+"""An agent tool's agent inside its caller's run: its stream, namespaced by the call; its pauses."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from tenxgraph.core.graph import (
     CustomEvent,
+    HumanApproval,
     MessageEvent,
     SubgraphEvent,
     UpdateEvent,
@@ -17,7 +18,8 @@ from tenxgraph.core.graph import (
     get_stream_writer,
 )
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import ToolCallBlock
+from tenxgraph.core.state import ToolCallBlock, is_paired
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 
 
 def get_weather(city: str) -> str:
@@ -119,3 +121,41 @@ async def test_what_the_inner_tools_write_is_streamed_while_the_call_runs() -> N
 
 def _is_delta(event: object) -> bool:
     return isinstance(event, MessageEvent) and event.message.delta
+
+
+# --- a person approving inside an agent tool ------------------------------------------------
+
+
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _cleaner(name: str) -> Any:
+    model = ScriptedModel([_call("d1", "delete", path=name), f"Deleted {name}."])
+    return create_agent(model, [delete], name=name, middleware=[HumanApproval(["delete"])])
+
+
+def test_an_approval_inside_an_agent_tool_pauses_the_caller_and_resumes_inside() -> None:
+    outer = ScriptedModel([_call("c1", "a", request="delete a"), "Done."])
+    app = create_agent(outer, [agent_tool(_cleaner("a"))], checkpointer=InMemoryCheckpointer())
+    config = {"thread_id": "inner-approval"}
+    paused = app.invoke({"messages": [("user", "clean")]}, config)
+    assert paused["interrupt"].value["calls"] == [
+        {"id": "d1", "name": "delete", "args": {"path": "a"}}
+    ]
+    result = app.invoke({"resume": "approve"}, config)
+    assert [m.text() for m in result["messages"]] == ["Deleted a.", "Done."]
+    assert is_paired(app.get_state(config).context)
+
+
+def test_only_the_first_agent_call_of_an_answer_may_pause() -> None:
+    both = [_call("c1", "a", request="delete a"), _call("c2", "b", request="delete b")]
+    tools = [agent_tool(_cleaner("a")), agent_tool(_cleaner("b"))]
+    app = create_agent(ScriptedModel([both, "Done."]), tools, checkpointer=InMemoryCheckpointer())
+    config = {"thread_id": "two-pauses"}
+    app.invoke({"messages": [("user", "clean")]}, config)
+    result = app.invoke({"resume": "approve"}, config)
+    first, second = [r for m in result["messages"] for r in m.tool_results()]
+    assert first.output == "Deleted a."
+    assert second.is_error and "its agent paused for a person" in second.output
