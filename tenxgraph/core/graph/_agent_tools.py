@@ -18,6 +18,12 @@ name), ``"agent_tool"`` and ``"agent_call"`` (the tool and the call id that
 ran it). The field is saved with the thread's state row, so it is bounded by
 what the agent tools say; ``keep_messages=False`` keeps nothing.
 
+When the caller's stream yields subgraphs' events (``stream(...,
+subgraphs=True)``), the inner agent's events (tokens, messages, updates,
+what its tools write) are forwarded into it while the call runs, each a
+``SubgraphEvent`` under ``(<tools node>, "<tool name>:<call id>")``: the
+call, not the agent, names it, so two calls running at once stay apart.
+
 ``create_supervisor`` is the pattern, not a runtime: an agent whose tools are
 its workers as agent tools.
 """
