@@ -18,6 +18,12 @@ name), ``"agent_tool"`` and ``"agent_call"`` (the tool and the call id that
 ran it). The field is saved with the thread's state row, so it is bounded by
 what the agent tools say; ``keep_messages=False`` keeps nothing.
 
+When the caller's stream yields subgraphs' events (``stream(...,
+subgraphs=True)``), the inner agent's events (tokens, messages, updates,
+what its tools write) are forwarded into it while the call runs, each a
+``SubgraphEvent`` under ``(<tools node>, "<tool name>:<call id>")``: the
+call, not the agent, names it, so two calls running at once stay apart.
+
 ``create_supervisor`` is the pattern, not a runtime: an agent whose tools are
 its workers as agent tools.
 """
@@ -26,13 +32,24 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
 from tenxgraph.core.graph._agent import AGENT_KEY, Agent
 from tenxgraph.core.graph._compiled import CompiledGraph
+from tenxgraph.core.graph._events import (
+    CustomEvent,
+    MessageEvent,
+    RunResult,
+    StreamEvent,
+    SubgraphEvent,
+    UpdateEvent,
+)
+from tenxgraph.core.graph._interrupt import _scope
+from tenxgraph.core.graph._subgraph import Fresh, parent_scope, run_nested
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import Message
@@ -127,11 +144,16 @@ class AgentTool(Tool):
         earlier = [m for m in kept if m.metadata.get(AGENT_TOOL_KEY) == name]
         asked = Message.text_message(request)
         inner_config = {"user_id": config["user_id"]} if config.get("user_id") else {}
-        result = await self.agent.ainvoke(
-            {"messages": [*earlier, asked] if self.keep_context else [asked]},
-            inner_config,
-            invocation_state=invocation_state,
-        )
+        input = {"messages": [*earlier, asked] if self.keep_context else [asked]}
+        scope = _scope.get()
+        forward = None if scope is None else scope.forward
+        if forward is None:  # nothing streams the caller's subgraphs: keep only the result
+            result = await self.agent.ainvoke(
+                input, inner_config, invocation_state=invocation_state
+            )
+        else:
+            namespace = (f"{name}:{call_id}",)
+            result = await self._streamed(input, inner_config, invocation_state, namespace, forward)
         if result.get("interrupt") is not None:
             raise ToolError(
                 f"agent tool {name!r}: its agent paused for a person, which a tool cannot"
@@ -147,6 +169,36 @@ class AgentTool(Tool):
             m.model_copy(update={"metadata": {**m.metadata, **marks}}) for m in [asked, *produced]
         ]
         return ToolResult(answer, {"agent_messages": stored})
+
+    async def _streamed(
+        self,
+        input: dict[str, Any],
+        config: dict[str, Any],
+        invocation_state: dict[str, Any],
+        namespace: tuple[str, ...],
+        forward: Callable[[SubgraphEvent], None],
+    ) -> dict[str, Any]:
+        """Run the agent as ``ainvoke`` does, forwarding its events under ``namespace``."""
+        parent = parent_scope(self.agent)
+        if parent is not None:  # in the node's own scope: a subgraph of the caller's run
+            fresh = Fresh(self.agent._fresh_state, input)
+            nested = run_nested(self.agent, fresh, parent, None, config, True, invocation_state)
+            events = cast(AsyncGenerator[StreamEvent, None], nested)  # an async generator
+        else:
+            events = self.agent.astream(
+                input, config, invocation_state=invocation_state, subgraphs=True
+            )
+        result: RunResult | None = None
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, RunResult):
+                    result = event
+                elif isinstance(event, SubgraphEvent):
+                    forward(SubgraphEvent(namespace + event.namespace, event.event))
+                elif isinstance(event, MessageEvent | UpdateEvent | CustomEvent):
+                    forward(SubgraphEvent(namespace, event))
+        assert result is not None  # a run that did not raise ends with its result
+        return result.as_dict()
 
     def _answer(self, produced: list[Message]) -> Any:
         last = produced[-1]

@@ -28,7 +28,15 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._stream_writer import CustomSink, StreamWriter
     from tenxgraph.core.state.ids import ThreadKey
 
-__all__ = ["FunctionNode", "Node", "NodeOutput", "RunContext", "SaveProgress", "StoredThreadRef"]
+__all__ = [
+    "FunctionNode",
+    "Node",
+    "NodeOutput",
+    "RunContext",
+    "SaveProgress",
+    "StoredThreadRef",
+    "Written",
+]
 
 
 class StoredThreadRef(Protocol):
@@ -84,6 +92,10 @@ class RunContext:
     def writer(self, node: str) -> StreamWriter | None:
         """The ``get_stream_writer()`` of the code ``node`` runs (None: nothing streams it)."""
         return None if self.custom is None else self.custom.writer(node)
+
+    def forwarder(self, node: str) -> Callable[[SubgraphEvent], None] | None:
+        """Where the code ``node`` runs sends a nested graph's events (None: nothing streams)."""
+        return None if self.custom is None else self.custom.forwarder(node)
 
     def tool_call_key(self, message_id: str | int, call_id: str) -> str:
         """The idempotency key of call ``call_id`` of assistant message ``message_id``.
@@ -171,6 +183,15 @@ class SaveProgress:
     """Yielded by a node mid-step: save the state as it is now (e.g. a tool ledger entry)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Yielded by a node mid-step: stream what its code wrote or forwarded (``RunContext.custom``).
+
+    The run loop takes the sink's items itself, in order; a node that took
+    them and yielded them one by one could be overtaken by newer ones.
+    """
+
+
 class Node(ABC):
     """A graph node: an async generator of stream events ending with a ``NodeOutput``."""
 
@@ -184,7 +205,9 @@ class Node(ABC):
     @abstractmethod
     def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[MessageEvent | CustomEvent | SubgraphEvent | SaveProgress | NodeOutput]:
+    ) -> AsyncIterator[
+        MessageEvent | CustomEvent | SubgraphEvent | SaveProgress | Written | NodeOutput
+    ]:
         """Run once over ``state``."""
 
     async def run_to_end(
@@ -239,9 +262,7 @@ class FunctionNode(Node):
         self.streams = "writer" in parameters
         self.function = with_writer(function, self.is_async) if self.streams else function
 
-    async def run(
-        self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[CustomEvent | NodeOutput]:
+    async def run(self, state: AgentState, ctx: RunContext) -> AsyncIterator[Written | NodeOutput]:
         """Call the function and yield what it returned; what it writes, as it writes it."""
         sink = ctx.custom
         if not self.streams or sink is None:
@@ -250,9 +271,8 @@ class FunctionNode(Node):
         task = asyncio.ensure_future(self.run_to_end(state, ctx, _no_save))
         try:
             while not task.done():
-                await sink.written_or_done(task)
-                for event in sink.take():
-                    yield event
+                await sink.written_or_done((task,))
+                yield Written()
             yield NodeOutput(task.result())
         finally:
             task.cancel()  # a stop cancelled the wait: the node's own await goes too

@@ -20,7 +20,7 @@ from tenxgraph.core.graph._command import PARALLEL, Command, Send
 from tenxgraph.core.graph._events import MessageEvent, StreamEvent, SubgraphEvent, UpdateEvent
 from tenxgraph.core.graph._hooks import HookCaller
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress, Written
 from tenxgraph.core.graph._run_control import Fail, Finish, Next, Outcome, Pause, RunControl
 from tenxgraph.core.graph._session import ThreadSession
 from tenxgraph.core.graph._stream_writer import written_before
@@ -150,11 +150,9 @@ class RunSteps(Generic[S]):
                     output = item.value
                 elif isinstance(item, SaveProgress):
                     await self._save_step(run, name)
-                elif run.forward or type(item) is not SubgraphEvent:  # stream(subgraphs=True)
-                    if run.ctx.custom:  # what the node wrote comes before what it yields next
-                        for written in run.ctx.custom.take():
-                            yield written
-                    yield item
+                else:
+                    for event in _streamed(run, item):
+                        yield event
         except (Exception, asyncio.CancelledError) as exc:
             yield await self._broke(run, name, exc)
             return
@@ -185,6 +183,7 @@ class RunSteps(Generic[S]):
             subgraphs=meta.subgraphs,
             namespace=f"{run.namespace}|{name}" if run.namespace else name,
             writer=run.ctx.writer(name),
+            forward=run.ctx.forwarder(name) if run.forward else None,
         )
         return None
 
@@ -373,3 +372,17 @@ def _check_saved_arg(source: str, send: Send) -> None:
             f"Send({send.node!r}, ...): its arg must be JSON data, as it is saved with the "
             f"step on a graph with a checkpointer ({exc})",
         ) from None
+
+
+def _streamed(run: Run[Any], item: Any) -> list[StreamEvent]:
+    """What the stream gets for an event a node yielded, or for ``Written``.
+
+    What the node's code wrote or forwarded comes first, then the event; a
+    subgraph's event only for ``stream(subgraphs=True)`` (and in a subgraph).
+    """
+    if type(item) is SubgraphEvent and not run.forward:
+        return []
+    events = written_before(run.ctx.custom, [])
+    if type(item) is not Written:
+        events.append(item)
+    return events

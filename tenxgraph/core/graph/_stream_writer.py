@@ -12,6 +12,11 @@ step, before the step's own events. A function node that takes a ``writer``
 parameter gets the writer there and streams: what it writes is yielded as it
 is written. A run nothing streams (``invoke``) has no reader: its writers
 discard what they get.
+
+The same sink carries the events of a graph that code runs itself (an
+agent tool's agent, see ``_agent_tools``) when the stream yields subgraphs'
+events: ``forwarder(node)`` puts them in as ``SubgraphEvent``s under the
+node's name, and they are yielded as written data is.
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeAlias
 
-from tenxgraph.core.graph._events import CustomEvent, StreamEvent
+from tenxgraph.core.graph._events import CustomEvent, StreamEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import _scope
 from tenxgraph.errors import UsageError
 
@@ -33,13 +38,25 @@ StreamWriter: TypeAlias = Callable[[Any], None]
 
 
 class CustomSink:
-    """A streamed run's custom data: written from any thread, taken by the run loop."""
+    """A streamed run's custom data and forwarded events: put from any thread, taken by the loop."""
 
     __slots__ = ("_items", "_wake")
 
     def __init__(self) -> None:
-        self._items: deque[CustomEvent] = deque()  # append and popleft are thread-safe
+        self._items: deque[CustomEvent | SubgraphEvent] = deque()  # append, popleft: thread-safe
         self._wake: Callable[[], object] | None = None
+
+    def forwarder(self, node: str) -> Callable[[SubgraphEvent], None]:
+        """Where the code ``node`` runs sends a nested graph's events: namespaced under ``node``."""
+        items = self._items
+
+        def forward(event: SubgraphEvent) -> None:
+            items.append(SubgraphEvent((node, *event.namespace), event.event))
+            wake = self._wake
+            if wake is not None:
+                wake()
+
+        return forward
 
     def writer(self, node: str) -> StreamWriter:
         """The writer of the code node ``node`` runs."""
@@ -53,8 +70,8 @@ class CustomSink:
 
         return write
 
-    async def written_or_done(self, task: asyncio.Future[Any]) -> None:
-        """Wait until something is written (on any thread) or ``task`` is done."""
+    async def written_or_done(self, tasks: Collection[asyncio.Future[Any]]) -> None:
+        """Wait until something is written (on any thread) or one of ``tasks`` is done."""
         loop = asyncio.get_running_loop()
         woken: asyncio.Future[None] = loop.create_future()
 
@@ -65,15 +82,15 @@ class CustomSink:
         self._wake = lambda: loop.call_soon_threadsafe(wake)  # set before looking: no lost write
         try:
             if not self._items:
-                await asyncio.wait((task, woken), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait((*tasks, woken), return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._wake = None
             woken.cancel()
 
-    def take(self) -> list[CustomEvent]:
-        """What was written since the last ``take``, in order."""
+    def take(self) -> list[CustomEvent | SubgraphEvent]:
+        """What was written or forwarded since the last ``take``, in order."""
         items = self._items
-        taken: list[CustomEvent] = []
+        taken: list[CustomEvent | SubgraphEvent] = []
         while items:
             taken.append(items.popleft())
         return taken

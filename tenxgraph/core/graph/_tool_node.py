@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress
+from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress, Written
 from tenxgraph.core.graph._remote_tools import RemoteTool, remote_pause
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.graph._toolsets import Toolset, index_tools
@@ -166,8 +166,26 @@ class ToolNode(Node):
 
     async def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[SaveProgress | NodeOutput]:
+    ) -> AsyncIterator[SaveProgress | Written | NodeOutput]:
         """Execute pending calls concurrently; yield one ordered update with all results."""
+        async for item in self._run(state, ctx, live=True):
+            yield item
+
+    async def run_to_end(
+        self, state: AgentState, ctx: RunContext, save: Callable[[], Awaitable[None]]
+    ) -> Any:
+        """``run`` for a caller that keeps only the result: what the calls write waits."""
+        value = None
+        async for item in self._run(state, ctx, live=False):
+            if isinstance(item, NodeOutput):
+                value = item.value
+            elif isinstance(item, SaveProgress):
+                await save()
+        return value
+
+    async def _run(
+        self, state: AgentState, ctx: RunContext, *, live: bool
+    ) -> AsyncIterator[SaveProgress | Written | NodeOutput]:
         asked = last_tool_request(state.context)
         calls, refused = _calls_of(asked)
         if calls and self.tools.toolsets:  # (re)connect before the calls are looked up
@@ -184,7 +202,7 @@ class ToolNode(Node):
         if pending:
             yield SaveProgress()  # the starts are durable before any call runs
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]] = []
-        async for progress in self._settle(pending, message_id, state, ctx, interrupts):
+        async for progress in self._settle(pending, message_id, state, ctx, interrupts, live):
             yield progress
         if interrupts:
             yield SaveProgress()
@@ -230,10 +248,13 @@ class ToolNode(Node):
         state: AgentState,
         ctx: RunContext,
         interrupts: list[tuple[ToolCallBlock, GraphInterrupt]],
-    ) -> AsyncIterator[SaveProgress]:
+        live: bool,
+    ) -> AsyncIterator[SaveProgress | Written]:
         """Run ``pending`` (calls of message ``message_id``) concurrently into the ledger.
 
-        Collects the calls that interrupted. A call's idempotency key is made
+        Collects the calls that interrupted. ``live`` (a stream reads the
+        node): what the calls write or forward (``get_stream_writer``, an
+        agent tool's events) is streamed as they run. A call's idempotency key is made
         from the stored call, so what a wrapper passes on keeps it.
         """
         ledger = state.execution_meta.tool_ledger
@@ -269,16 +290,30 @@ class ToolNode(Node):
                     call,
                     own
                     if call.id == holder
-                    else InterruptScope(thread=own.thread, writer=own.writer),
+                    else InterruptScope(
+                        thread=own.thread,
+                        writer=own.writer,
+                        forward=own.forward,
+                    ),
                 )
             )
             for call in pending
         ]
+        sink = ctx.custom if live else None
+        running: set[asyncio.Future[None]] = set(tasks)
         try:
-            for done in asyncio.as_completed(tasks):
-                await done
-                if not interrupts:  # the entry is durable before anything else can fail
-                    yield SaveProgress()
+            while running:
+                if sink is None:
+                    await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                else:  # what the calls write or forward is streamed while they run
+                    await sink.written_or_done(running)
+                    if sink:
+                        yield Written()
+                for done in [task for task in running if task.done()]:
+                    running.discard(done)
+                    done.result()
+                    if not interrupts:  # the entry is durable before anything else can fail
+                        yield SaveProgress()
         finally:
             for task in tasks:
                 task.cancel()
