@@ -130,3 +130,24 @@ def test_the_graph_marks_joins_and_xray_shows_the_subgraphs(serve: Serve) -> Non
         assert {"source": "left:__start__", "target": "left:ask", "conditional": False} in xray[
             "edges"
         ]
+
+
+def test_stream_subgraphs_sends_each_subgraph_steps_values(client: httpx.Client) -> None:
+    thread_id = thread(client)
+    body = {
+        **RUN,
+        "input": {"messages": [{"role": "user", "content": "go"}]},
+        "stream_mode": ["values"],
+        "stream_subgraphs": True,
+    }
+    with client.stream("POST", f"/threads/{thread_id}/runs/stream", json=body) as response:
+        assert response.status_code == 200
+        sent = [(e["event"], e["data"]) for e in events(response) if "values" in e["event"]]
+    nested = [(name, data) for name, data in sent if "|" in name]
+    assert [name for name, _ in nested] == ["values|middle", "values|middle|inner"]
+    assert nested[0][1]["notes"] == ["outer", "middle"]  # the middle graph after its "pre"
+    inner = nested[1][1]
+    assert inner["messages"][-1]["content"][0]["text"] == "inner says hi"
+    plain = {**body, "stream_subgraphs": False}
+    with client.stream("POST", f"/threads/{thread(client)}/runs/stream", json=plain) as response:
+        assert not any("|" in e["event"] for e in events(response))

@@ -55,6 +55,9 @@ class InterruptScope:
     """Subgraph runs started so far by this node execution, naming the second one on."""
     writer: Callable[[Any], None] | None = None
     """Where ``get_stream_writer()``'s data goes: the run's stream, or None (nothing reads it)."""
+    forward: Callable[[Any], None] | None = None
+    """Where the events of a graph run inside this node go, each a ``SubgraphEvent``: the
+    run's stream (``stream(subgraphs=True)``), or None (nothing reads them)."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

@@ -31,7 +31,7 @@ from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import FunctionNode
 from tenxgraph.core.graph._run_control import Fail, Outcome, Pause
-from tenxgraph.core.graph._steps import Run, RunSteps
+from tenxgraph.core.graph._steps import Run, RunSteps, forward_to
 from tenxgraph.core.graph._updates import Applied, TaskWrite
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import NodeError, RecursionLimitError, StateError
@@ -193,6 +193,7 @@ class ParallelSteps(RunSteps[S]):
             subgraphs=run.state.execution_meta.subgraphs,
             namespace=f"{run.namespace}|{segment}" if run.namespace else segment,
             writer=run.ctx.writer(name),
+            forward=forward_to(run),
         )
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:

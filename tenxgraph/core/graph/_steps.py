@@ -40,7 +40,7 @@ from tenxgraph.utils.constants import END
 if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import Branch, Join
 
-__all__ = ["COMPLETED", "Run", "RunSteps"]
+__all__ = ["COMPLETED", "Run", "RunSteps", "forward_to"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -182,6 +182,7 @@ class RunSteps(Generic[S]):
             subgraphs=meta.subgraphs,
             namespace=f"{run.namespace}|{name}" if run.namespace else name,
             writer=run.ctx.writer(name),
+            forward=forward_to(run),
         )
         return None
 
@@ -354,6 +355,12 @@ class RunSteps(Generic[S]):
             lease.released = True
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)
+
+
+def forward_to(run: Run[Any]) -> Callable[[Any], None] | None:
+    """Where the graphs a node of ``run`` runs send their events (None: nothing reads them)."""
+    sink = run.ctx.custom
+    return sink.put if run.forward and sink is not None else None
 
 
 def _check_saved_arg(source: str, send: Send) -> None:

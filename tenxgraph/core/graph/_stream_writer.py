@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from tenxgraph.core.graph._events import CustomEvent, StreamEvent
+from tenxgraph.core.graph._events import CustomEvent, StreamEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import _scope
 from tenxgraph.errors import UsageError
 
@@ -38,20 +38,23 @@ class CustomSink:
     __slots__ = ("_items", "_wake")
 
     def __init__(self) -> None:
-        self._items: deque[CustomEvent] = deque()  # append and popleft are thread-safe
+        self._items: deque[CustomEvent | SubgraphEvent] = deque()  # append, popleft: thread-safe
         self._wake: Callable[[], object] | None = None
 
     def writer(self, node: str) -> StreamWriter:
         """The writer of the code node ``node`` runs."""
-        items = self._items
 
         def write(data: Any) -> None:
-            items.append(CustomEvent(node, data))
-            wake = self._wake
-            if wake is not None:
-                wake()
+            self.put(CustomEvent(node, data))
 
         return write
+
+    def put(self, event: CustomEvent | SubgraphEvent) -> None:
+        """Stream ``event`` (a subgraph's, from a graph a node runs itself: ``forward``)."""
+        self._items.append(event)
+        wake = self._wake
+        if wake is not None:
+            wake()
 
     async def written_or_done(self, task: asyncio.Future[Any]) -> None:
         """Wait until something is written (on any thread) or ``task`` is done."""
@@ -70,10 +73,10 @@ class CustomSink:
             self._wake = None
             woken.cancel()
 
-    def take(self) -> list[CustomEvent]:
+    def take(self) -> list[CustomEvent | SubgraphEvent]:
         """What was written since the last ``take``, in order."""
         items = self._items
-        taken: list[CustomEvent] = []
+        taken: list[CustomEvent | SubgraphEvent] = []
         while items:
             taken.append(items.popleft())
         return taken
