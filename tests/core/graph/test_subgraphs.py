@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import re
+import shutil
 from typing import Annotated, Any
 
 import pytest
@@ -310,6 +312,14 @@ def test_drawings_show_nested_graphs() -> None:
     at = listing.index("middle  subgraph over Notes")
     assert listing[at + 1 : at + 3] == ["    | START", "    |   --> pre"]
     assert "    |     | say" in listing
+    dot = shape.draw_dot()
+    assert "compound=true" in dot.splitlines()[1]
+    assert '    subgraph "cluster_middle" {' in dot
+    assert '            graph [label="inner\\nsubgraph over Notes", style="rounded"];' in dot
+    assert '            "middle_inner_say" -> "middle_inner_ask";' in dot
+    assert '    "start" -> "middle___start__" [lhead="cluster_middle"];' in dot
+    assert '    "middle___end__" -> "finish" [ltail="cluster_middle"];' in dot
+    assert "compound" not in inner.subgraph.draw_dot()  # no cluster: the plain drawing
 
 
 def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
@@ -442,3 +452,10 @@ def test_a_node_that_invokes_a_graph_streams_its_events() -> None:
         (("delegate",), "UpdateEvent"),
     ]
     assert events[-1].state.summary == "found q"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+def test_graphviz_draws_each_subgraph_as_a_cluster() -> None:
+    svg = nested_app(InMemoryCheckpointer()).get_graph().draw_svg()  # dot accepts the source
+    clusters = re.findall(r'class="cluster">\s*<title>([^<]*)', svg)
+    assert clusters == ["cluster_middle", "cluster_middle_inner"]
