@@ -329,7 +329,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                     outcome = COMPLETED
                     break
                 node = self.nodes.get(outcome.node)  # None: a stored name the graph lacks
-                if progress and node is not None and node.streams:
+                if progress and (node.streams if node else outcome.node == PARALLEL):
                     async for item in self._streamed_step(run, outcome.node, node):
                         if isinstance(item, Outcome):
                             outcome = item

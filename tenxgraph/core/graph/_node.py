@@ -241,7 +241,7 @@ class FunctionNode(Node):
 
     async def run(
         self, state: AgentState, ctx: RunContext
-    ) -> AsyncIterator[CustomEvent | SubgraphEvent | NodeOutput]:
+    ) -> AsyncIterator[CustomEvent | MessageEvent | SubgraphEvent | NodeOutput]:
         """Call the function and yield what it returned; what it writes, as it writes it."""
         sink = ctx.custom
         if not self.streams or sink is None:

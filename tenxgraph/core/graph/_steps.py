@@ -98,6 +98,8 @@ class RunSteps(Generic[S]):
     """The joins each node is a source of."""
     _parallel_step: Callable[[Run[S], bool], Awaitable[tuple[list[StreamEvent], Outcome]]]
     """Runs the step of several tasks in ``ExecMeta.tasks`` (``ParallelSteps``)."""
+    _streamed_parallel_step: Callable[[Run[S]], AsyncIterator[StreamEvent | Outcome]]
+    """``_parallel_step`` for a stream consumer: its tasks' events as they come, then its own."""
 
     async def _step(
         self, run: Run[S], name: str, node: Node | None, progress: bool
@@ -129,10 +131,21 @@ class RunSteps(Generic[S]):
             return [], await self._broke(run, name, exc)
         return await self._settle(run, name, output, progress)
 
-    async def _streamed_step(
+    def _streamed_step(
+        self, run: Run[S], name: str, node: Node | None
+    ) -> AsyncIterator[StreamEvent | Outcome]:
+        """``_step`` for a stream consumer of a node that streams: events, then the outcome.
+
+        ``node`` is None for a parallel step (``ParallelSteps``): its tasks stream too.
+        """
+        if node is None:
+            return self._streamed_parallel_step(run)
+        return self._streamed_node_step(run, name, node)
+
+    async def _streamed_node_step(
         self, run: Run[S], name: str, node: Node
     ) -> AsyncIterator[StreamEvent | Outcome]:
-        """``_step`` for a stream consumer of a node that streams: events, then the outcome."""
+        """``_streamed_step`` of one node."""
         stop = self._enter(run, name)
         if stop is not None:
             yield stop

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from tenxgraph.core.graph._events import CustomEvent, StreamEvent, SubgraphEvent
+from tenxgraph.core.graph._events import CustomEvent, MessageEvent, StreamEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import _scope
 from tenxgraph.errors import UsageError
 
@@ -38,7 +38,9 @@ class CustomSink:
     __slots__ = ("_items", "_wake")
 
     def __init__(self) -> None:
-        self._items: deque[CustomEvent | SubgraphEvent] = deque()  # append, popleft: thread-safe
+        self._items: deque[CustomEvent | MessageEvent | SubgraphEvent] = (
+            deque()
+        )  # append, popleft: thread-safe
         self._wake: Callable[[], object] | None = None
 
     def writer(self, node: str) -> StreamWriter:
@@ -49,8 +51,8 @@ class CustomSink:
 
         return write
 
-    def put(self, event: CustomEvent | SubgraphEvent) -> None:
-        """Stream ``event`` (a subgraph's, from a graph a node runs itself: ``forward``)."""
+    def put(self, event: CustomEvent | MessageEvent | SubgraphEvent) -> None:
+        """Stream ``event``: a subgraph's (``forward``), a parallel step's task's delta."""
         self._items.append(event)
         wake = self._wake
         if wake is not None:
@@ -73,10 +75,10 @@ class CustomSink:
             self._wake = None
             woken.cancel()
 
-    def take(self) -> list[CustomEvent | SubgraphEvent]:
+    def take(self) -> list[CustomEvent | MessageEvent | SubgraphEvent]:
         """What was written since the last ``take``, in order."""
         items = self._items
-        taken: list[CustomEvent | SubgraphEvent] = []
+        taken: list[CustomEvent | MessageEvent | SubgraphEvent] = []
         while items:
             taken.append(items.popleft())
         return taken
