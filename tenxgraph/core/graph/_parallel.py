@@ -127,7 +127,9 @@ class ParallelSteps(RunSteps[S]):
                 for streamed in sink.take():
                     yield streamed
         finally:
-            step.cancel()  # the consumer stopped reading: the step goes too
+            if not step.done():  # the consumer stopped reading: the step ends before the run
+                step.cancel()
+                await asyncio.gather(step, return_exceptions=True)
         run.control.yielded()  # the next step's node runs in the run's task again
         events, outcome = step.result()
         for event in written_before(sink, events):

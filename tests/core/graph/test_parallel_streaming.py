@@ -116,3 +116,28 @@ def test_a_subgraph_task_streams_its_events_with_subgraphs_true() -> None:
     assert events[-1].state.hits == ["inner", "right"]
     plain = list(graph.compile().stream({"messages": [("user", "go")]}))
     assert not any(isinstance(e, SubgraphEvent) for e in plain)
+
+
+async def test_closing_the_stream_mid_step_ends_the_step_and_keeps_finished_tasks() -> None:
+    async def slow(state: Hits) -> dict[str, Any]:
+        get_stream_writer()("started")
+        await asyncio.Event().wait()  # never returns: only the close ends it
+        return {}
+
+    app = fan_out(slow).compile(InMemoryCheckpointer())
+    config = {"thread_id": "closed"}
+    stream = app.astream({"messages": [("user", "hi")]}, config)
+    async with asyncio.timeout(60):  # a guard against a hang, not a timing assertion
+        async for event in stream:
+            if isinstance(event, CustomEvent):
+                while True:  # until the writer's write is saved
+                    saved = await app.aget_state(config)
+                    if saved is not None and saved.execution_meta.task_writes:
+                        break
+                    await asyncio.sleep(0.01)
+                break
+        await stream.aclose()
+    saved = await app.aget_state(config)
+    assert saved is not None
+    meta = saved.execution_meta
+    assert (meta.next_node, list(meta.task_writes)) == (PARALLEL, ["1"])
