@@ -189,13 +189,14 @@ class RunSteps(Generic[S]):
         run.path.append(name)
         meta.enter_node(name)
         run.ctx.node = name
+        sink = run.ctx.custom  # forward_to written out: this is every step
         run.ctx.interrupt_scope = InterruptScope(
             meta.resume_values,
             thread=control.thread,
             subgraphs=meta.subgraphs,
             namespace=f"{run.namespace}|{name}" if run.namespace else name,
-            writer=run.ctx.writer(name),
-            forward=forward_to(run),
+            writer=None if sink is None else sink.writer(name),
+            forward=sink.put if run.forward and sink is not None else None,
         )
         return None
 

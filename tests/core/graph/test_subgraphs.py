@@ -459,3 +459,25 @@ def test_graphviz_draws_each_subgraph_as_a_cluster() -> None:
     svg = nested_app(InMemoryCheckpointer()).get_graph().draw_svg()  # dot accepts the source
     clusters = re.findall(r'class="cluster">\s*<title>([^<]*)', svg)
     assert clusters == ["cluster_middle", "cluster_middle_inner"]
+
+
+ASKING = inner_asking()
+
+
+def _search_with(question: str) -> list[str]:
+    """A helper a node calls: the graph it runs is named here, not in the node."""
+    findings: list[str] = ASKING.invoke({"state": {"query": question}})["state"].findings
+    return findings
+
+
+def test_a_graph_run_by_a_helper_of_the_node_is_decoded_by_its_class() -> None:
+    outer = StateGraph(Report)
+    outer.add_node("delegate", lambda state: {"summary": ", ".join(_search_with(state.question))})
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "helper"}
+    app.invoke({"state": {"question": "docs"}}, config)
+    tree = app.get_state(config, subgraphs=True)
+    assert tree is not None and isinstance(tree.subgraphs["delegate"].state, Research)
+    assert app.invoke({"resume": "a"}, config)["interrupt"].value == "more?"
+    assert app.invoke({"resume": "b"}, config)["state"].summary == "a, b"
