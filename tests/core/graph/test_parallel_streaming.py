@@ -11,18 +11,23 @@ import asyncio
 import operator
 from typing import Annotated, Any
 
+import pytest
+
 from tenxgraph.core.graph import (
     Agent,
     CustomEvent,
     MessageEvent,
     StateGraph,
     SubgraphEvent,
+    ToolNode,
     UpdateEvent,
     get_stream_writer,
 )
 from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.llm import ScriptedModel
-from tenxgraph.core.state import AgentState
+from tenxgraph.core.state import AgentState, Message, ToolCallBlock
+from tenxgraph.core.state.pairing import pairing_violations
+from tenxgraph.errors import NodeError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import START
 
@@ -141,3 +146,48 @@ async def test_closing_the_stream_mid_step_ends_the_step_and_keeps_finished_task
     assert saved is not None
     meta = saved.execution_meta
     assert (meta.next_node, list(meta.task_writes)) == (PARALLEL, ["1"])
+
+
+def test_a_streamed_tool_node_task_saves_its_ledger_and_is_not_run_again() -> None:
+    searches: list[str] = []
+    broken = [True]
+
+    def search(q: str) -> str:
+        """Search the web."""
+        searches.append(q)
+        return f"found {q}"
+
+    def plan(state: Hits) -> Message:
+        calls = [ToolCallBlock(id=f"c{n}", name="search", args={"q": f"q{n}"}) for n in (1, 2)]
+        return Message(role="assistant", content=calls)
+
+    async def audit(state: Hits) -> dict[str, Any]:
+        if broken[0]:  # fail once the tools' write is saved (a failure cancels the others)
+            while True:
+                saved = await app.aget_state(config)
+                if saved is not None and saved.execution_meta.task_writes:
+                    break
+                await asyncio.sleep(0.01)
+            raise ValueError("audit log unavailable")
+        return {"hits": ["audited"]}
+
+    graph = StateGraph(Hits)
+    graph.add_node("plan", plan)
+    graph.add_node("tools", ToolNode([search]))
+    graph.add_node("audit", audit)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "tools")
+    graph.add_edge("plan", "audit")
+    app = graph.compile(InMemoryCheckpointer())
+    config = {"thread_id": "t"}
+    with pytest.raises(NodeError, match="audit log unavailable"):
+        list(app.stream({"messages": [("user", "look it up")]}, config))
+    saved = app.get_state(config)
+    assert saved is not None and list(saved.execution_meta.task_writes) == ["1"]
+    broken[0] = False
+    events = list(app.stream(None, config))
+    state = events[-1].state
+    assert sorted(searches) == ["q1", "q2"]  # each call ran once
+    assert pairing_violations(state.context) == []
+    assert [m.role for m in state.context] == ["user", "assistant", "tool", "tool"]
+    assert state.hits == ["audited"]
