@@ -132,6 +132,8 @@ class RunStreamWriter:
         self._last_values: str | None = None
         self._partial: _Partial | None = None
         self._pause: InterruptEvent | None = None
+        self._sub_state: AgentState | None = None
+        """The subgraph state last sent as ``values|<namespace>``."""
         self._config: Mapping[str, Any] = {}
         self._reads = bool(self.modes & _READS_STATE)
         self._snapshots = bool(self.modes & SNAPSHOT_MODES)
@@ -246,17 +248,25 @@ class RunStreamWriter:
             self._subgraph(event)
 
     def _subgraph(self, event: SubgraphEvent) -> None:
-        """A subgraph's update or message (``messages-tuple``), its namespace in the event's name.
+        """A subgraph's event, its namespace in the event's name (``values|research``).
 
-        Its values are not streamed: they are saved only while it is paused.
+        Updates, values, messages (``messages-tuple``) and custom data.
+
+        Its ``values`` come from the event (the state after the step), sent
+        once per step: a subgraph's steps are not saved, so they cannot be read back.
         """
         namespace = "|".join(event.namespace)
         inner = event.event
-        if isinstance(inner, UpdateEvent) and "updates" in self.modes:
-            update = dict(inner.values)
-            if inner.messages:
-                update["messages"] = [self.encoder.message(m) for m in inner.messages]
-            self._emit(f"updates|{namespace}", {inner.node: update})
+        if isinstance(inner, UpdateEvent):
+            if "updates" in self.modes:
+                update = dict(inner.values)
+                if inner.messages:
+                    update["messages"] = [self.encoder.message(m) for m in inner.messages]
+                self._emit(f"updates|{namespace}", {inner.node: update})
+            state = event.state
+            if "values" in self.modes and state is not None and state is not self._sub_state:
+                self._sub_state = state  # a parallel step's tasks share their step's state
+                self._emit(f"values|{namespace}", self.encoder.values(state))
         elif isinstance(inner, MessageEvent) and "messages-tuple" in self.modes:
             meta = {"langgraph_node": inner.node, "langgraph_checkpoint_ns": namespace}
             meta["run_id"] = self.run_id

@@ -8,9 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tenxgraph.core.graph import CompiledGraph
+from tenxgraph.core.graph import CompiledGraph, StateGraph
 from tenxgraph.storage.checkpointer import Checkpointer
-from tests.core.graph.test_subgraphs import nested_app, parallel_app
+from tenxgraph.utils.constants import START
+from tests.core.graph.test_subgraphs import ASKING, Report, nested_app, parallel_app
 from tests.server.conftest import Serve
 from tests.server.test_langgraph_routes import events, thread
 
@@ -130,3 +131,60 @@ def test_the_graph_marks_joins_and_xray_shows_the_subgraphs(serve: Serve) -> Non
         assert {"source": "left:__start__", "target": "left:ask", "conditional": False} in xray[
             "edges"
         ]
+
+
+def test_stream_subgraphs_sends_each_subgraph_steps_values(client: httpx.Client) -> None:
+    thread_id = thread(client)
+    body = {
+        **RUN,
+        "input": {"messages": [{"role": "user", "content": "go"}]},
+        "stream_mode": ["values"],
+        "stream_subgraphs": True,
+    }
+    with client.stream("POST", f"/threads/{thread_id}/runs/stream", json=body) as response:
+        assert response.status_code == 200
+        sent = [(e["event"], e["data"]) for e in events(response) if "values" in e["event"]]
+    nested = [(name, data) for name, data in sent if "|" in name]
+    assert [name for name, _ in nested] == ["values|middle", "values|middle|inner"]
+    assert nested[0][1]["notes"] == ["outer", "middle"]  # the middle graph after its "pre"
+    inner = nested[1][1]
+    assert inner["messages"][-1]["content"][0]["text"] == "inner says hi"
+    plain = {**body, "stream_subgraphs": False}
+    with client.stream("POST", f"/threads/{thread(client)}/runs/stream", json=plain) as response:
+        assert not any("|" in e["event"] for e in events(response))
+
+
+def delegating(checkpointer: Checkpointer) -> CompiledGraph[Any]:
+    """A node that invokes a graph itself (``ASKING``), served."""
+
+    def delegate(state: Report) -> dict[str, Any]:
+        found = ASKING.invoke({"state": {"query": state.question}})
+        return {"summary": ", ".join(found["state"].findings)}
+
+    graph = StateGraph(Report)
+    graph.add_node("delegate", delegate)
+    graph.add_edge(START, "delegate")
+    return graph.compile(checkpointer)
+
+
+def test_a_graph_a_node_invokes_streams_and_shows_under_the_nodes_namespace(
+    serve: Serve,
+) -> None:
+    with httpx.Client(base_url=serve(delegating), timeout=60) as client:
+        thread_id = thread(client)
+        body = {**RUN, "input": {"question": "docs"}}
+        assert client.post(f"/threads/{thread_id}/runs/wait", json=body).status_code == 200
+        resume = {
+            **RUN,
+            "command": {"resume": "a"},
+            "stream_mode": ["updates", "values"],
+            "stream_subgraphs": True,
+        }
+        url = f"/threads/{thread_id}/runs/stream"
+        with client.stream("POST", url, json=resume) as response:
+            sent = [(e["event"], e["data"]) for e in events(response) if "|" in e["event"]]
+        assert [name for name, _ in sent] == ["updates|delegate", "values|delegate"]
+        assert sent[1][1]["findings"] == ["a"] and sent[1][1]["query"] == "docs"
+        state = client.get(f"/threads/{thread_id}/state", params={"subgraphs": "true"}).json()
+        called = state["tasks"][0]["state"]
+        assert called["values"]["query"] == "docs" and called["next"] == ["more"]

@@ -152,7 +152,8 @@ class AgentTool(Tool):
                 input, inner_config, invocation_state=invocation_state
             )
         else:
-            namespace = (f"{name}:{call_id}",)
+            node = (scope.namespace.rsplit("|", 1)[-1],) if scope and scope.namespace else ()
+            namespace = (*node, f"{name}:{call_id}")
             result = await self._streamed(input, inner_config, invocation_state, namespace, forward)
         if result.get("interrupt") is not None:
             raise ToolError(
@@ -182,7 +183,7 @@ class AgentTool(Tool):
         parent = parent_scope(self.agent)
         if parent is not None:  # in the node's own scope: a subgraph of the caller's run
             fresh = Fresh(self.agent._fresh_state, input)
-            nested = run_nested(self.agent, fresh, parent, None, config, True, invocation_state)
+            nested = run_nested(self.agent, fresh, parent, None, config, invocation_state)
             events = cast(AsyncGenerator[StreamEvent, None], nested)  # an async generator
         else:
             events = self.agent.astream(
@@ -194,7 +195,9 @@ class AgentTool(Tool):
                 if isinstance(event, RunResult):
                     result = event
                 elif isinstance(event, SubgraphEvent):
-                    forward(SubgraphEvent(namespace + event.namespace, event.event))
+                    # run_nested names the node first; astream's are the agent's own
+                    inner = event.namespace[1:] if parent is not None else event.namespace
+                    forward(SubgraphEvent(namespace + inner, event.event, event.state))
                 elif isinstance(event, MessageEvent | UpdateEvent | CustomEvent):
                     forward(SubgraphEvent(namespace, event))
         assert result is not None  # a run that did not raise ends with its result

@@ -16,7 +16,7 @@ from tenxgraph.core.graph._drawing import GraphDescription, describe_graph
 from tenxgraph.core.graph._hooks import RunHooks
 from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
-from tenxgraph.core.graph._subgraph import SubgraphNode
+from tenxgraph.core.graph._subgraph import NAMESPACE_MARKS, SubgraphNode, graphs_named_by
 from tenxgraph.core.graph._updates import StateSchema
 from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
@@ -152,6 +152,12 @@ class StateGraph(Generic[S]):
             raise GraphBuildError(f"a node needs a non-empty string name, got {name!r}")
         if name in (START, END, PARALLEL):
             raise GraphBuildError(f"{name!r} is reserved and cannot be a node name")
+        if any(mark in name for mark in NAMESPACE_MARKS):
+            raise GraphBuildError(
+                f"node name {name!r} has one of {' '.join(NAMESPACE_MARKS)}: they separate "
+                "the parts of a subgraph's namespace (outer|inner, task:1, node#2); "
+                "use another character, such as '.' or '-'"
+            )
         if name in self.nodes:
             raise GraphBuildError(f"node {name!r} is already in the graph")
         self.command_targets[name] = tuple(ends)
@@ -160,7 +166,10 @@ class StateGraph(Generic[S]):
         if isinstance(node, Node):
             self.nodes[name] = node
         elif callable(node):
-            self.nodes[name] = FunctionNode(name, node)
+            function_node = FunctionNode(name, node)
+            if not function_node.streams and graphs_named_by(node):
+                function_node.streams = True  # the events of the graphs it runs, as they come
+            self.nodes[name] = function_node
         else:
             raise GraphBuildError(f"node {name!r} must be a function or a Node, got {node!r}")
         return self

@@ -332,7 +332,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                     outcome = COMPLETED
                     break
                 node = self.nodes.get(outcome.node)  # None: a stored name the graph lacks
-                if progress and node is not None and node.streams:
+                if progress and (node.streams if node else outcome.node == PARALLEL):
                     items = self._streamed_step(run, outcome.node, node)
                     traced = items if trace is None else trace.streamed_step(outcome.node, items)
                     async for item in traced:

@@ -196,36 +196,77 @@ def _edge_text(edge: DrawnEdge) -> str:
     return edge.label
 
 
-def _dot_node(node: DrawnNode, ident: str) -> str:
+def _dot_node(node: DrawnNode, ident: str, indent: str) -> str:
     attributes = [f'label="{_dot_text(_label(node))}"']
     attributes.append(_DOT_NODES.get(node.kind, 'shape=box, style="rounded"'))
+    attributes += _dot_marks(node)
+    return f'{indent}"{ident}" [{", ".join(attributes)}];'
+
+
+def _dot_marks(node: DrawnNode) -> list[str]:
+    """A node's (or a subgraph cluster's) pause and unreachable marks."""
+    marks = []
     if node.interrupt_before or node.interrupt_after:
-        attributes.append('color="#c62828", penwidth=2')
+        marks.append('color="#c62828", penwidth=2')
     if node.unreachable:
-        attributes.append('fontcolor="#9e9e9e", color="#9e9e9e", style=dashed')
-    return f'    "{ident}" [{", ".join(attributes)}];'
+        marks.append('fontcolor="#9e9e9e", color="#9e9e9e", style=dashed')
+    return marks
 
 
 def dot_source(description: GraphDescription) -> str:
-    """Graphviz DOT for ``dot``; nodes by their Mermaid ids, labels quoted."""
-    ids = _ids(description)
+    """Graphviz DOT for ``dot``; nodes by their Mermaid ids, labels quoted.
+
+    A subgraph node is a cluster holding its graph's drawing (ids prefixed
+    with the node's, as in Mermaid); the parent's edges lead into its START
+    and out of its END, clipped at the cluster's border (``compound``).
+    """
     title = _dot_text(description.title)
+    compound = ", compound=true" if any(n.subgraph for n in description.nodes) else ""
     lines = [
         "digraph G {",
-        f'    graph [label="{title}", labelloc=t, fontname="Helvetica"];',
+        f'    graph [label="{title}", labelloc=t, fontname="Helvetica"{compound}];',
         '    node [fontname="Helvetica"];',
         '    edge [fontname="Helvetica", fontsize=10];',
+        *_dot_body(description, "", "    "),
+        "}",
     ]
-    lines += [_dot_node(node, ids[node.name]) for node in description.nodes]
+    return "\n".join(lines) + "\n"
+
+
+def _dot_body(description: GraphDescription, prefix: str, indent: str) -> list[str]:
+    """The node and edge lines of one graph (a subgraph's too, its ids under ``prefix``)."""
+    ids = {name: prefix + ident for name, ident in _ids(description).items()}
+    clusters: dict[str, tuple[str, str, str]] = {}  # per subgraph node: cluster, entry, exit
+    lines = []
+    for node in description.nodes:
+        ident = ids[node.name]
+        if node.subgraph is None:
+            lines.append(_dot_node(node, ident, indent))
+            continue
+        cluster = f"cluster_{ident}"
+        label = [f'label="{_dot_text(_label(node))}"', 'style="rounded"', *_dot_marks(node)]
+        lines.append(f'{indent}subgraph "{cluster}" {{')
+        lines.append(f"{indent}    graph [{', '.join(label)}];")
+        lines += _dot_body(node.subgraph, f"{ident}_", indent + "    ")
+        lines.append(f"{indent}}}")
+        inner = _ids(node.subgraph)
+        first, last = inner.get(START, next(iter(inner.values()))), inner.get(END)
+        clusters[node.name] = (cluster, f"{ident}_{first}", f"{ident}_{last or first}")
     for edge in description.edges:
+        source, target = ids[edge.source], ids[edge.target]
         attributes = [a for a in (_DOT_EDGES[edge.kind],) if a]
         text = _edge_text(edge)
         if text:
             attributes.append(f'label="{_dot_text(text)}"')
+        if edge.source in clusters:
+            source = clusters[edge.source][2]
+            attributes.append(f'ltail="{clusters[edge.source][0]}"')
+        if edge.target in clusters:
+            target = clusters[edge.target][1]
+            attributes.append(f'lhead="{clusters[edge.target][0]}"')
         suffix = f" [{', '.join(attributes)}]" if attributes else ""
-        lines.append(f'    "{ids[edge.source]}" -> "{ids[edge.target]}"{suffix};')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append(f'{indent}"{source}" -> "{target}"{suffix};')
+    return lines
 
 
 def run_dot(source: str, output_format: str) -> bytes:

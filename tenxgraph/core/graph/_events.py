@@ -109,6 +109,9 @@ class SubgraphEvent:
 
     namespace: tuple[str, ...]
     event: MessageEvent | UpdateEvent | CustomEvent
+    state: AgentState | None = None
+    """With an ``UpdateEvent``: a copy of the subgraph's whole state after that step (its
+    ``values``; a subgraph's steps are not saved, so they cannot be read back)."""
 
 
 StreamEvent = (

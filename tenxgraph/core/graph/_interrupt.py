@@ -56,9 +56,9 @@ class InterruptScope:
     writer: Callable[[Any], None] | None = None
     """Where ``get_stream_writer()``'s data goes: the run's stream, or None (nothing reads it)."""
     forward: Callable[[Any], None] | None = None
-    """Where code in this scope sends the events of a graph it runs itself (an agent tool's
-    agent), as ``SubgraphEvent``s whose namespace starts below the node: the run's stream
-    when it yields subgraphs' events, else None."""
+    """Where code in this scope sends the events of a graph it runs itself (a graph the node
+    invokes, an agent tool's agent): ``SubgraphEvent``s whose namespace starts with the node's
+    name, into the run's stream when it yields subgraphs' events; else None."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

@@ -93,10 +93,6 @@ class RunContext:
         """The ``get_stream_writer()`` of the code ``node`` runs (None: nothing streams it)."""
         return None if self.custom is None else self.custom.writer(node)
 
-    def forwarder(self, node: str) -> Callable[[SubgraphEvent], None] | None:
-        """Where the code ``node`` runs sends a nested graph's events (None: nothing streams)."""
-        return None if self.custom is None else self.custom.forwarder(node)
-
     def tool_call_key(self, message_id: str | int, call_id: str) -> str:
         """The idempotency key of call ``call_id`` of assistant message ``message_id``.
 

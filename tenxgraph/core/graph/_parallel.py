@@ -24,14 +24,23 @@ one-node path is untouched.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from tenxgraph.core.graph._command import PARALLEL
-from tenxgraph.core.graph._events import MessageEvent, StreamEvent, UpdateEvent
+from tenxgraph.core.graph._events import MessageEvent, StreamEvent, SubgraphEvent, UpdateEvent
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
-from tenxgraph.core.graph._node import FunctionNode
+from tenxgraph.core.graph._node import (
+    FunctionNode,
+    Node,
+    NodeOutput,
+    RunContext,
+    SaveProgress,
+    Written,
+)
 from tenxgraph.core.graph._run_control import Fail, Outcome, Pause
-from tenxgraph.core.graph._steps import Run, RunSteps
+from tenxgraph.core.graph._steps import Run, RunSteps, forward_to
+from tenxgraph.core.graph._stream_writer import written_before
 from tenxgraph.core.graph._updates import Applied, TaskWrite
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.errors import NodeError, RecursionLimitError, StateError
@@ -106,6 +115,33 @@ class ParallelSteps(RunSteps[S]):
         if step.failures or step.interrupts:
             return [], await self._unfinished(run, step)
         return await self._merge_step(run, step, progress)
+
+    async def _streamed_parallel_step(self, run: Run[S]) -> AsyncIterator[StreamEvent | Outcome]:
+        """``_parallel_step`` for a stream consumer: what its tasks stream, as they stream it.
+
+        The step runs in a task of its own (a stop cancels that one); the
+        run's task forwards what the tasks put in the run's ``CustomSink``
+        (deltas, custom data, subgraphs' events) until it ends, then the
+        step's own events in merge order.
+        """
+        sink = run.ctx.custom
+        assert sink is not None  # a stream consumer's run has one
+        run.control.yielded()  # the step's task is the one a stop cancels
+        step = asyncio.ensure_future(self._parallel_step(run, True))
+        try:
+            while not step.done():
+                await sink.written_or_done((step,))
+                for streamed in sink.take():
+                    yield streamed
+        finally:
+            if not step.done():  # the consumer stopped reading: the step ends before the run
+                step.cancel()
+                await asyncio.gather(step, return_exceptions=True)
+        run.control.yielded()  # the next step's node runs in the run's task again
+        events, outcome = step.result()
+        for event in written_before(sink, events):
+            yield event
+        yield outcome
 
     async def _run_tasks(self, run: Run[S], step: _Step) -> bool:
         """Run the step's unfinished tasks concurrently; True when a stop cancelled them."""
@@ -193,13 +229,41 @@ class ParallelSteps(RunSteps[S]):
             subgraphs=run.state.execution_meta.subgraphs,
             namespace=f"{run.namespace}|{segment}" if run.namespace else segment,
             writer=run.ctx.writer(name),
+            forward=forward_to(run),
         )
         ctx = run.ctx.for_task(name, scope)
         if self.hooks.hooks:
             await self.hooks.node_started(run.control, name, run.state.execution_meta.step)
-        save = lambda: self._shielded_save(run, step, always=True)  # noqa: E731
-        running = node.run_to_end(given, ctx, save)
+
+        async def save() -> None:
+            await self._shielded_save(run, step, always=True)
+
+        running = self._task_output(run, node, given, ctx, save)
         return await (running if run.trace is None else run.trace.task(name, running))
+
+    async def _task_output(
+        self,
+        run: Run[S],
+        node: Node,
+        given: Any,
+        ctx: RunContext,
+        save: Callable[[], Awaitable[None]],
+    ) -> Any:
+        """A task's output; a stream consumer gets its deltas through the run's sink."""
+        sink = run.ctx.custom
+        if sink is None or not node.streams or isinstance(node, FunctionNode):
+            return await node.run_to_end(given, ctx, save)  # a function's writes reach the sink
+        value = None
+        async for item in node.run(given, ctx):
+            if isinstance(item, NodeOutput):
+                value = item.value
+            elif isinstance(item, SaveProgress):
+                await save()
+            elif isinstance(item, Written):  # what it wrote is in the sink already
+                continue
+            elif run.forward or type(item) is not SubgraphEvent:
+                sink.put(item)
+        return value
 
     def _state_of(self, name: str, arg: Any) -> Any:
         """A ``Send`` arg for a node that reads a state: one, or a dict of its fields."""

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import Branch, Join
     from tenxgraph.core.graph._tracing import RunTrace
 
-__all__ = ["COMPLETED", "Run", "RunSteps"]
+__all__ = ["COMPLETED", "Run", "RunSteps", "forward_to"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -101,6 +101,8 @@ class RunSteps(Generic[S]):
     """The joins each node is a source of."""
     _parallel_step: Callable[[Run[S], bool], Awaitable[tuple[list[StreamEvent], Outcome]]]
     """Runs the step of several tasks in ``ExecMeta.tasks`` (``ParallelSteps``)."""
+    _streamed_parallel_step: Callable[[Run[S]], AsyncIterator[StreamEvent | Outcome]]
+    """``_parallel_step`` for a stream consumer: its tasks' events as they come, then its own."""
 
     async def _step(
         self, run: Run[S], name: str, node: Node | None, progress: bool
@@ -132,10 +134,21 @@ class RunSteps(Generic[S]):
             return [], await self._broke(run, name, exc)
         return await self._settle(run, name, output, progress)
 
-    async def _streamed_step(
+    def _streamed_step(
+        self, run: Run[S], name: str, node: Node | None
+    ) -> AsyncIterator[StreamEvent | Outcome]:
+        """``_step`` for a stream consumer of a node that streams: events, then the outcome.
+
+        ``node`` is None for a parallel step (``ParallelSteps``): its tasks stream too.
+        """
+        if node is None:
+            return self._streamed_parallel_step(run)
+        return self._streamed_node_step(run, name, node)
+
+    async def _streamed_node_step(
         self, run: Run[S], name: str, node: Node
     ) -> AsyncIterator[StreamEvent | Outcome]:
-        """``_step`` for a stream consumer of a node that streams: events, then the outcome."""
+        """``_streamed_step`` of one node."""
         stop = self._enter(run, name)
         if stop is not None:
             yield stop
@@ -177,13 +190,14 @@ class RunSteps(Generic[S]):
         run.path.append(name)
         meta.enter_node(name)
         run.ctx.node = name
+        sink = run.ctx.custom  # forward_to written out: this is every step
         run.ctx.interrupt_scope = InterruptScope(
             meta.resume_values,
             thread=control.thread,
             subgraphs=meta.subgraphs,
             namespace=f"{run.namespace}|{name}" if run.namespace else name,
-            writer=run.ctx.writer(name),
-            forward=run.ctx.forwarder(name) if run.forward else None,
+            writer=None if sink is None else sink.writer(name),
+            forward=sink.put if run.forward and sink is not None else None,
         )
         return None
 
@@ -360,6 +374,12 @@ class RunSteps(Generic[S]):
             lease.released = True
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)
+
+
+def forward_to(run: Run[Any]) -> Callable[[Any], None] | None:
+    """Where the graphs a node of ``run`` runs send their events (None: nothing reads them)."""
+    sink = run.ctx.custom
+    return sink.put if run.forward and sink is not None else None
 
 
 def _check_saved_arg(source: str, send: Send) -> None:

@@ -13,10 +13,11 @@ parameter gets the writer there and streams: what it writes is yielded as it
 is written. A run nothing streams (``invoke``) has no reader: its writers
 discard what they get.
 
-The same sink carries the events of a graph that code runs itself (an
-agent tool's agent, see ``_agent_tools``) when the stream yields subgraphs'
-events: ``forwarder(node)`` puts them in as ``SubgraphEvent``s under the
-node's name, and they are yielded as written data is.
+The same sink carries, when the stream yields subgraphs' events, the events
+of a graph that code runs itself (a graph a node invokes, an agent tool's
+agent, see ``_agent_tools``), as ``SubgraphEvent``s whose namespace starts
+with the node's name (``put``, the scope's ``forward``), and the deltas of a
+parallel step's tasks; they are yielded as written data is.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Collection
 from typing import Any, TypeAlias
 
-from tenxgraph.core.graph._events import CustomEvent, StreamEvent, SubgraphEvent
+from tenxgraph.core.graph._events import CustomEvent, MessageEvent, StreamEvent, SubgraphEvent
 from tenxgraph.core.graph._interrupt import _scope
 from tenxgraph.errors import UsageError
 
@@ -43,32 +44,25 @@ class CustomSink:
     __slots__ = ("_items", "_wake")
 
     def __init__(self) -> None:
-        self._items: deque[CustomEvent | SubgraphEvent] = deque()  # append, popleft: thread-safe
+        self._items: deque[CustomEvent | MessageEvent | SubgraphEvent] = (
+            deque()
+        )  # append, popleft: thread-safe
         self._wake: Callable[[], object] | None = None
-
-    def forwarder(self, node: str) -> Callable[[SubgraphEvent], None]:
-        """Where the code ``node`` runs sends a nested graph's events: namespaced under ``node``."""
-        items = self._items
-
-        def forward(event: SubgraphEvent) -> None:
-            items.append(SubgraphEvent((node, *event.namespace), event.event))
-            wake = self._wake
-            if wake is not None:
-                wake()
-
-        return forward
 
     def writer(self, node: str) -> StreamWriter:
         """The writer of the code node ``node`` runs."""
-        items = self._items
 
         def write(data: Any) -> None:
-            items.append(CustomEvent(node, data))
-            wake = self._wake
-            if wake is not None:
-                wake()
+            self.put(CustomEvent(node, data))
 
         return write
+
+    def put(self, event: CustomEvent | MessageEvent | SubgraphEvent) -> None:
+        """Stream ``event``: a subgraph's (``forward``), a parallel step's task's delta."""
+        self._items.append(event)
+        wake = self._wake
+        if wake is not None:
+            wake()
 
     async def written_or_done(self, tasks: Collection[asyncio.Future[Any]]) -> None:
         """Wait until something is written (on any thread) or one of ``tasks`` is done."""
@@ -87,10 +81,10 @@ class CustomSink:
             self._wake = None
             woken.cancel()
 
-    def take(self) -> list[CustomEvent | SubgraphEvent]:
-        """What was written or forwarded since the last ``take``, in order."""
+    def take(self) -> list[CustomEvent | MessageEvent | SubgraphEvent]:
+        """What was written since the last ``take``, in order."""
         items = self._items
-        taken: list[CustomEvent | SubgraphEvent] = []
+        taken: list[CustomEvent | MessageEvent | SubgraphEvent] = []
         while items:
             taken.append(items.popleft())
         return taken

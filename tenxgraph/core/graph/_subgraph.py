@@ -17,23 +17,23 @@ a node that calls ``compiled.invoke(...)`` itself (``run_nested``).
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tenxgraph.core.graph._events import (
     CustomEvent,
     InterruptEvent,
     MessageEvent,
     RunResult,
-    StreamEvent,
     SubgraphEvent,
     UpdateEvent,
 )
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope, _scope
-from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, StoredThreadRef
-from tenxgraph.core.graph._run_control import drain
+from tenxgraph.core.graph._node import FunctionNode, Node, NodeOutput, RunContext, StoredThreadRef
 from tenxgraph.core.graph._snapshots import ThreadSnapshot
+from tenxgraph.core.graph._steps import RunSteps
 from tenxgraph.core.state.agent_state import RUNTIME_FIELDS, AgentState, field_reducers
 from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.errors import GraphBuildError, StateError, UsageError
@@ -43,17 +43,23 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
 
 __all__ = [
+    "NAMESPACE_MARKS",
     "Fresh",
     "Nested",
     "StateTree",
     "SubgraphNode",
     "check_pausable",
+    "graphs_named_by",
     "invoke_nested",
     "parent_scope",
     "run_nested",
     "state_tree",
     "subgraphs_of",
 ]
+
+NAMESPACE_MARKS = ("|", ":", "#")
+"""What separates a namespace's parts (``outer|inner``, ``task:1``, ``node#2``): no node
+name may hold one, so every namespace names one path of nodes."""
 
 
 @dataclass(slots=True)
@@ -118,18 +124,19 @@ async def run_nested(
     scope: InterruptScope,
     ctx: RunContext | None,
     config: Mapping[str, Any] | None,
-    progress: bool,
     invocation_state: dict[str, Any] | None = None,
-) -> AsyncIterator[StreamEvent]:
-    """Run ``graph`` as a subgraph of the node whose ``scope`` is given; yield its events.
+) -> AsyncIterator[SubgraphEvent | RunResult]:
+    """Run ``graph`` as a subgraph of the node whose ``scope`` is given.
 
-    Ends with the subgraph's ``RunResult`` when it finished. When it pauses,
-    its state is kept in the parent's ``ExecMeta.subgraphs`` and a
-    ``GraphInterrupt`` with its value pauses the parent; the parent's node
-    runs again on resume, and so does this call: it continues the subgraph
-    with the next answer. A subgraph that finished in an earlier run of the
-    node is not run again (the node runs again when a later part of it
-    paused): its result is kept until the node has finished.
+    Yields its events as ``SubgraphEvent``s under its namespace segment when
+    the parent's stream reads them (``scope.forward``), and ends with the
+    subgraph's ``RunResult`` when it finished. When it pauses, its state is
+    kept in the parent's ``ExecMeta.subgraphs`` and a ``GraphInterrupt``
+    with its value pauses the parent; the parent's node runs again on
+    resume, and so does this call: it continues the subgraph with the next
+    answer. A subgraph that finished in an earlier run of the node is not
+    run again (the node runs again when a later part of it paused): its
+    result is kept until the node has finished.
     """
     store = scope.subgraphs
     assert store is not None  # parent_scope and SubgraphNode check
@@ -160,15 +167,22 @@ async def run_nested(
         {k: v for k, v in (config or {}).items() if k != "checkpoint_id"},
         ctx.invocation_state if ctx is not None else invocation_state,
         inline_sync=False if ctx is None else ctx.run_sync_inline,
-        progress=progress,
+        progress=scope.forward is not None,
         nested=nested,
     )
     result: RunResult | None = None
+    copied: tuple[int, AgentState] | None = None
     async for event in events:
         if isinstance(event, RunResult):
             result = event
-        else:
-            yield event
+        elif isinstance(event, SubgraphEvent):
+            yield SubgraphEvent((segment, *event.namespace), event.event, event.state)
+        elif isinstance(event, UpdateEvent):  # with the state after its step: its values
+            if copied is None or copied[0] != event.step:  # one copy per step, not per task
+                copied = (event.step, state.model_copy(deep=True))
+            yield SubgraphEvent((segment,), event, copied[1])
+        elif isinstance(event, MessageEvent | CustomEvent):
+            yield SubgraphEvent((segment,), event)
     assert result is not None  # a run that did not raise ends with its result
     produced += [m.message_id for m in result.messages]
     paused = result.interrupt
@@ -204,7 +218,13 @@ def _saved(
         "produced": produced,
         "done": paused is None,
         "interrupt": None if paused is None else paused.value,
+        "state_class": _class_name(type(state)),
     }
+
+
+def _class_name(state_class: type[AgentState]) -> str:
+    """How a saved subgraph names its state class, to find its graph again (never imported)."""
+    return f"{state_class.__module__}.{state_class.__qualname__}"
 
 
 def _restore(
@@ -292,27 +312,29 @@ class SubgraphNode(Node):
             yield item
 
     async def run_to_end(self, state: AgentState, ctx: RunContext, save: Any) -> Any:
-        """Run the subgraph for a caller that keeps only the return value."""
+        """Run the subgraph for a caller that awaits the return value (a parallel step's task).
+
+        Its events, when the parent's stream reads them, go to ``forward``.
+        """
         value = None
         async for item in self._run(state, ctx, False):
             if isinstance(item, NodeOutput):
                 value = item.value
         return value
 
-    async def _run(self, state: AgentState, ctx: RunContext, progress: bool) -> AsyncIterator[Any]:
+    async def _run(self, state: AgentState, ctx: RunContext, live: bool) -> AsyncIterator[Any]:
         scope = ctx.interrupt_scope
         if scope.subgraphs is None:
             raise StateError("a subgraph node runs only inside a graph")
         fresh = self._fresh(state)
         result: RunResult | None = None
-        segment = (scope.namespace.rsplit("|", 1)[-1],)
-        async for event in run_nested(self.graph, fresh, scope, ctx, ctx.config, progress):
+        async for event in run_nested(self.graph, fresh, scope, ctx, ctx.config):
             if isinstance(event, RunResult):
                 result = event
-            elif isinstance(event, SubgraphEvent):
-                yield SubgraphEvent(segment + event.namespace, event.event)
-            elif progress and isinstance(event, MessageEvent | UpdateEvent | CustomEvent):
-                yield SubgraphEvent(segment, event)
+            elif live:
+                yield event
+            elif scope.forward is not None:
+                scope.forward(event)
         assert result is not None
         yield NodeOutput(self._handed_back(state, result.state))
 
@@ -339,22 +361,75 @@ class SubgraphNode(Node):
 def state_tree(graph: CompiledGraph[Any], state: AgentState, namespace: str = "") -> StateTree:
     """``state`` with the states of its paused subgraphs, decoded by their graphs' classes.
 
-    A subgraph a node called itself (not a ``SubgraphNode``) is decoded as an
-    ``AgentState``: the parent does not know its class.
+    A graph a node called itself is found among the graphs its function
+    names (``graphs_named_by``) by the state class it saved; when none
+    matches, its state is decoded as an ``AgentState``.
     """
     tree = StateTree(state, namespace)
     for segment, saved in state.execution_meta.subgraphs.items():
         if saved["done"]:
             continue
-        node = graph.nodes.get(segment.split(":", 1)[0].split("#", 1)[0])
+        inner = _graph_of(graph.nodes.get(segment.split(":", 1)[0].split("#", 1)[0]), saved)
         child_ns = f"{namespace}|{segment}" if namespace else segment
-        if isinstance(node, SubgraphNode):
-            child = _restore(node.graph.state_class, saved, state.context)
-            tree.subgraphs[segment] = state_tree(node.graph, child, child_ns)
-        else:
+        if inner is None:
             child = _restore(AgentState, saved, state.context)
             tree.subgraphs[segment] = StateTree(child, child_ns)
+        else:
+            child = _restore(inner.state_class, saved, state.context)
+            tree.subgraphs[segment] = state_tree(inner, child, child_ns)
     return tree
+
+
+def _graph_of(node: Node | None, saved: Mapping[str, Any]) -> CompiledGraph[Any] | None:
+    """The graph whose paused state ``saved`` is: the subgraph node's, or one its function names."""
+    if isinstance(node, SubgraphNode):
+        return node.graph
+    if isinstance(node, FunctionNode):
+        for graph in graphs_named_by(node.function):
+            if _class_name(graph.state_class) == saved.get("state_class"):
+                return graph
+    return None
+
+
+def graphs_named_by(function: Callable[..., Any], depth: int = 2) -> list[CompiledGraph[Any]]:
+    """The compiled graphs ``function`` names: its closure's and the globals its code reads.
+
+    The functions it names are searched too, ``depth`` levels down, so a
+    node that calls a helper that runs a graph is covered. A graph reached
+    otherwise (an attribute, one built inside the node) is not found.
+    """
+    found: list[CompiledGraph[Any]] = []
+    seen: set[int] = set()
+
+    def visit(target: Any, depth: int) -> None:
+        target = inspect.unwrap(target)
+        if inspect.ismethod(target):
+            target = target.__func__
+        if id(target) in seen or not inspect.isfunction(target):
+            return
+        seen.add(id(target))
+        for value in _named_values(target):
+            if isinstance(value, RunSteps):  # a CompiledGraph (a RunSteps imports no cycle)
+                if all(value is not known for known in found):
+                    found.append(cast("CompiledGraph[Any]", value))
+            elif depth:
+                visit(value, depth - 1)
+
+    visit(function, depth)
+    return found
+
+
+def _named_values(function: Any) -> list[Any]:
+    """The values of ``function``'s closure cells (set ones) and of the globals its code reads."""
+    values: list[Any] = []
+    for cell in function.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # a variable not assigned yet
+            continue
+    names = function.__globals__
+    values += [names[name] for name in function.__code__.co_names if name in names]
+    return values
 
 
 async def invoke_nested(
@@ -364,9 +439,19 @@ async def invoke_nested(
     config: Mapping[str, Any] | None,
     invocation_state: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """``graph.ainvoke`` called by a node of a running graph: it runs as that node's subgraph."""
+    """``graph.ainvoke`` called by a node of a running graph: it runs as that node's subgraph.
+
+    Its events go to the parent's stream when that reads them (``forward``).
+    """
     fresh = Fresh(graph._fresh_state, input or {})
-    return await drain(run_nested(graph, fresh, scope, None, config, False, invocation_state))
+    result: RunResult | None = None
+    async for event in run_nested(graph, fresh, scope, None, config, invocation_state):
+        if isinstance(event, RunResult):
+            result = event
+        elif scope.forward is not None:
+            scope.forward(event)
+    assert result is not None  # run_nested ends with its result or raises
+    return result.as_dict()
 
 
 def subgraphs_of(nodes: Mapping[str, Node], recurse: bool, prefix: str = "") -> dict[str, Any]:

@@ -292,6 +292,7 @@ class ToolNode(Node):
                     if call.id == holder
                     else InterruptScope(
                         thread=own.thread,
+                        namespace=own.namespace,
                         writer=own.writer,
                         forward=own.forward,
                     ),

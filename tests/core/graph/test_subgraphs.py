@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import re
+import shutil
 from typing import Annotated, Any
 
 import pytest
@@ -125,6 +127,10 @@ def test_stream_with_subgraphs_yields_namespaced_events() -> None:
         (("middle", "inner"), "MessageEvent"),
         (("middle", "inner"), "UpdateEvent"),
     ]
+    states = [e.state for e in events if isinstance(e, SubgraphEvent)]
+    assert isinstance(states[0], Notes) and states[0].notes == ["outer", "middle"]
+    assert states[1] is None  # a message carries no state
+    assert [m.text() for m in states[2].context] == ["go", "inner says hi"]  # a copy, as it was
     plain = list(app.stream({"messages": [("user", "go")]}, {"thread_id": "p"}))
     assert not any(isinstance(e, SubgraphEvent) for e in plain)
     assert [e.node for e in plain if isinstance(e, UpdateEvent)] == ["start"]
@@ -306,6 +312,14 @@ def test_drawings_show_nested_graphs() -> None:
     at = listing.index("middle  subgraph over Notes")
     assert listing[at + 1 : at + 3] == ["    | START", "    |   --> pre"]
     assert "    |     | say" in listing
+    dot = shape.draw_dot()
+    assert "compound=true" in dot.splitlines()[1]
+    assert '    subgraph "cluster_middle" {' in dot
+    assert '            graph [label="inner\\nsubgraph over Notes", style="rounded"];' in dot
+    assert '            "middle_inner_say" -> "middle_inner_ask";' in dot
+    assert '    "start" -> "middle___start__" [lhead="cluster_middle"];' in dot
+    assert '    "middle___end__" -> "finish" [ltail="cluster_middle"];' in dot
+    assert "compound" not in inner.subgraph.draw_dot()  # no cluster: the plain drawing
 
 
 def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
@@ -333,3 +347,137 @@ def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
     done = app.invoke({"resume": "yes"}, config)
     assert done["state"].summary == "['1', '2'] ['3', '4'] yes"
     assert done["state"].execution_meta.subgraphs == {}
+
+
+@pytest.mark.parametrize("name", ["outer|inner", "task:1", "node#2"])
+def test_node_names_with_namespace_marks_are_refused(name: str) -> None:
+    graph = StateGraph(Notes)
+    with pytest.raises(GraphBuildError, match="separate the parts of a subgraph's namespace"):
+        graph.add_node(name, note("x"))
+    assert name not in graph.nodes
+
+
+def delegating_app() -> Any:
+    """A node that invokes a graph itself (not a subgraph node), over another state class."""
+    inner = inner_asking()
+
+    def delegate(state: Report) -> dict[str, Any]:
+        found = inner.invoke({"state": {"query": state.question}})
+        return {"summary": ", ".join(found["state"].findings)}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    return outer.compile(InMemoryCheckpointer())
+
+
+def test_get_state_decodes_a_graph_a_node_invoked_with_its_own_state_class() -> None:
+    app = delegating_app()
+    config = {"thread_id": "called-tree"}
+    app.invoke({"state": {"question": "docs"}}, config)
+    app.invoke({"resume": "a"}, config)  # paused again, at "more?"
+    tree = app.get_state(config, subgraphs=True)
+    assert tree is not None
+    called = tree.subgraphs["delegate"]
+    assert called.namespace == "delegate"
+    assert isinstance(called.state, Research)
+    assert called.state.query == "docs" and called.state.findings == ["a"]
+    assert called.state.execution_meta.current_node == "more"
+
+
+def test_get_state_of_a_graph_the_node_does_not_name_falls_back_to_agent_state() -> None:
+    def delegate(state: Report) -> dict[str, Any]:
+        found = inner_asking().invoke({"state": {"query": state.question}})  # built here
+        return {"summary": ", ".join(found["state"].findings)}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "unnamed"}
+    app.invoke({"state": {"question": "docs"}}, config)
+    tree = app.get_state(config, subgraphs=True)
+    assert tree is not None
+    called = tree.subgraphs["delegate"].state
+    assert type(called) is AgentState and called.execution_meta.current_node == "ask"
+
+
+async def test_stream_with_subgraphs_forwards_a_graph_a_node_invokes() -> None:
+    app = delegating_app()
+    config = {"thread_id": "called-stream"}
+    events = [e async for e in app.astream({"state": {"question": "q"}}, config, subgraphs=True)]
+    assert not any(isinstance(e, SubgraphEvent) for e in events)  # paused before any step ended
+    events = [e async for e in app.astream({"resume": "a"}, config, subgraphs=True)]
+    nested = [e for e in events if isinstance(e, SubgraphEvent)]
+    assert [(e.namespace, type(e.event).__name__) for e in nested] == [
+        (("delegate",), "UpdateEvent")
+    ]
+    update = nested[0]
+    assert isinstance(update.event, UpdateEvent) and update.event.node == "ask"
+    assert update.event.values == {"findings": ["a"]}
+    assert isinstance(update.state, Research) and update.state.findings == ["a"]
+    done = [e async for e in app.astream({"resume": "b"}, config, subgraphs=True)]
+    nested = [e for e in done if isinstance(e, SubgraphEvent)]
+    assert [e.event.node for e in nested] == ["more"]
+    assert nested[0].state is not None and nested[0].state.findings == ["a", "b"]
+    outer_updates = [e for e in done if isinstance(e, UpdateEvent)]
+    assert [e.node for e in outer_updates] == ["delegate"]
+    assert done.index(nested[0]) < done.index(outer_updates[0])  # the inner step came first
+    plain = [
+        e async for e in delegating_app().astream({"state": {"question": "q"}}, {"thread_id": "x"})
+    ]
+    assert not any(isinstance(e, SubgraphEvent) for e in plain)
+
+
+def test_a_node_that_invokes_a_graph_streams_its_events() -> None:
+    inner = StateGraph(Research)
+    inner.add_node("search", lambda s: {"findings": [f"found {s.query}"]})
+    inner.add_node("reply", say("inner reply"))
+    inner.add_edge(START, "search")
+    inner.add_edge("search", "reply")
+    inner_app = inner.compile()
+
+    def delegate(state: Report) -> dict[str, Any]:
+        found = inner_app.invoke({"state": {"query": state.question}})
+        return {"summary": found["state"].findings[0]}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_edge(START, "delegate")
+    events = list(outer.compile().stream({"state": {"question": "q"}}, subgraphs=True))
+    nested = [(e.namespace, type(e.event).__name__) for e in events if isinstance(e, SubgraphEvent)]
+    assert nested == [
+        (("delegate",), "UpdateEvent"),
+        (("delegate",), "MessageEvent"),
+        (("delegate",), "UpdateEvent"),
+    ]
+    assert events[-1].state.summary == "found q"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+def test_graphviz_draws_each_subgraph_as_a_cluster() -> None:
+    svg = nested_app(InMemoryCheckpointer()).get_graph().draw_svg()  # dot accepts the source
+    clusters = re.findall(r'class="cluster">\s*<title>([^<]*)', svg)
+    assert clusters == ["cluster_middle", "cluster_middle_inner"]
+
+
+ASKING = inner_asking()
+
+
+def _search_with(question: str) -> list[str]:
+    """A helper a node calls: the graph it runs is named here, not in the node."""
+    findings: list[str] = ASKING.invoke({"state": {"query": question}})["state"].findings
+    return findings
+
+
+def test_a_graph_run_by_a_helper_of_the_node_is_decoded_by_its_class() -> None:
+    outer = StateGraph(Report)
+    outer.add_node("delegate", lambda state: {"summary": ", ".join(_search_with(state.question))})
+    outer.add_edge(START, "delegate")
+    app = outer.compile(InMemoryCheckpointer())
+    config = {"thread_id": "helper"}
+    app.invoke({"state": {"question": "docs"}}, config)
+    tree = app.get_state(config, subgraphs=True)
+    assert tree is not None and isinstance(tree.subgraphs["delegate"].state, Research)
+    assert app.invoke({"resume": "a"}, config)["interrupt"].value == "more?"
+    assert app.invoke({"resume": "b"}, config)["state"].summary == "a, b"
