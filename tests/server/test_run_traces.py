@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -10,6 +11,7 @@ import httpx
 import pytest
 from opentelemetry import trace
 
+from tenxgraph.cli.main import main
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import ToolCallBlock
@@ -72,6 +74,24 @@ def test_the_server_keeps_a_runs_spans_for_its_own_route(serve: Serve, spans: Sp
     assert chat["attributes"]["gen_ai.usage.output_tokens"] > 0
     assert all(span["parent_id"] in by_id for span in kept[1:])
     assert {span["end"] is not None for span in kept} == {True}
+
+
+def test_threads_show_trace_prints_the_span_tree_with_durations(
+    serve: Serve, spans: Spans, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = serve(_agent)
+    with httpx.Client(base_url=url, timeout=60) as client:
+        run_id = _run(client, "t4")
+        _trace(client, "t4", run_id)
+    assert main(["threads", "show", "t4", "--trace", run_id, "--url", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert run_id in lines[0]
+    assert lines[1].startswith("invoke_agent") and "completed" in lines[1]
+    chat = next(line for line in lines if line.startswith("    chat gpt-test"))
+    assert re.search(r"\d ms  tokens \d+ in / \d+ out  tool_calls", chat)
+    assert any(line.startswith("    execute_tool add") for line in lines)
+    assert main(["threads", "show", "t4", "--trace", "nope", "--url", url]) == 1
+    assert "no trace of run 'nope'" in capsys.readouterr().err
 
 
 def test_a_server_without_traces_kept_answers_404(serve: Serve) -> None:
