@@ -74,7 +74,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         type=int,
         metavar="N",
         help="keep the spans of the last N runs' traces for `threads show --trace` and the web "
-        "page (needs tenxgraph[otel]; default: only when OpenTelemetry is set up)",
+        "page (needs opentelemetry-sdk; default: only when OpenTelemetry is set up)",
     )
     serve.add_argument(
         "--reload",

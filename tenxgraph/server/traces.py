@@ -39,7 +39,7 @@ def keep_traces(limit: int | None) -> None:
         if limit is None:
             return  # the API without the SDK: nothing records spans to keep
         raise ConfigError(
-            "keeping traces needs OpenTelemetry's SDK: pip install 'tenxgraph[otel]'"
+            "keeping traces needs OpenTelemetry's SDK: pip install opentelemetry-sdk"
         ) from exc
     keep_recent(limit)
 
