@@ -63,6 +63,7 @@ __all__ = [
     "CONTENT_ENV",
     "RunTrace",
     "context_event",
+    "name_agent",
     "start_run",
     "traced_model",
     "traced_tool",
@@ -335,6 +336,16 @@ def context_event(kind: str, state: AgentState, before: tuple[int, str | None]) 
             "tenxgraph.context.summarized": state.context_summary != before[1],
         },
     )
+
+
+def name_agent(name: str | None) -> None:
+    """A named agent's ``gen_ai.agent.name`` on the current span: its node's, while it runs.
+
+    An unnamed agent (the common case) costs one comparison.
+    """
+    if name is None or tracer() is None:
+        return
+    otel_trace.get_current_span().set_attribute("gen_ai.agent.name", name)
 
 
 def _answered(span: Span, answer: Message, content: bool) -> None:
