@@ -38,7 +38,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.graph._command import PARALLEL
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_ENV",
     "RunTrace",
+    "client_span",
     "context_event",
     "name_agent",
     "start_run",
@@ -336,6 +338,34 @@ def context_event(kind: str, state: AgentState, before: tuple[int, str | None]) 
             "tenxgraph.context.summarized": state.context_summary != before[1],
         },
     )
+
+
+@contextmanager
+def client_span(name: str, attributes: Mapping[str, Any]) -> Iterator[dict[str, str] | None]:
+    """A client span, current around a call to another service (an MCP server's tool).
+
+    Yields the W3C headers (``traceparent``...) to send along so the service
+    can continue the trace, or None when no tracer provider is set (then
+    nothing is created). An exception leaving the block fails the span.
+    """
+    found = tracer()
+    if found is None:
+        yield None
+        return
+    span = found.start_span(name, kind=otel_trace.SpanKind.CLIENT, attributes=dict(attributes))
+    previous = _attach(span)
+    try:
+        from opentelemetry.propagate import inject
+
+        carrier: dict[str, str] = {}
+        inject(carrier)
+        yield carrier
+    except BaseException as exc:
+        _failed(span, exc)
+        raise
+    finally:
+        _restore(previous)
+        span.end()
 
 
 def name_agent(name: str | None) -> None:
