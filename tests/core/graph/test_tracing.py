@@ -322,3 +322,30 @@ def test_an_unnamed_agent_sets_no_agent_name_on_its_steps(spans: Spans) -> None:
     app.invoke({"messages": [Message.text_message("hello")]}, {"thread_id": "t-unnamed"})
     step = spans.one("node agent")
     assert step.attributes is not None and "gen_ai.agent.name" not in step.attributes
+
+
+def test_a_remote_tools_round_trip_lands_under_the_step_that_paused_for_it(spans: Spans) -> None:
+    from tenxgraph.core.graph import RemoteTool, remote_tool_result
+
+    schema = {"type": "object", "properties": {}}
+    locate = RemoteTool("get_location", "The user's location.", schema, timeout=30)
+    call = ToolCallBlock(id="r1", name="get_location", args={})
+    model = ScriptedModel([call, "Sunny where you are."], model="gpt-test", provider="openai")
+    app = create_agent(model, [locate], checkpointer=InMemoryCheckpointer())
+    config = {"thread_id": "t-remote"}
+    app.invoke({"messages": [Message.text_message("Weather here?")]}, config)
+    paused = spans.one("node tools")
+    assert [event.name for event in paused.events] == ["tenxgraph.interrupt"]
+
+    resume = {"tool_results": [remote_tool_result("r1", {"lat": 48.85}, is_error=False)]}
+    app.invoke({"resume": resume}, config)
+
+    trip = next(s for s in spans.named("execute_tool get_location"))
+    attributes = dict(trip.attributes or {})
+    assert attributes["tenxgraph.tool.remote"] is True
+    assert attributes["gen_ai.tool.call.id"] == "r1"
+    assert trip.parent is not None and trip.parent.span_id == paused.context.span_id
+    assert trip.context.trace_id == paused.context.trace_id  # the first run's trace
+    assert trip.start_time is not None and paused.start_time is not None
+    assert paused.start_time <= trip.start_time <= (paused.end_time or 0)
+    assert trip.status.status_code is not StatusCode.ERROR
