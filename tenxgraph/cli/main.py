@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,18 @@ def _add_threads(commands: Subcommands, parser_class: type[argparse.ArgumentPars
         "--timeline",
         action="store_true",
         help="as a timeline: turns, tool calls, window, summaries, checkpoints, forks",
+    )
+    show.add_argument(
+        "--trace",
+        metavar="RUN",
+        help="the span tree of run RUN with durations, from the server that ran it "
+        "(tenxgraph serve --traces)",
+    )
+    show.add_argument(
+        "--url", default="http://127.0.0.1:8123", help="with --trace: the server (port 8123)"
+    )
+    show.add_argument(
+        "--api-key", help="with --trace: the server's API key (default $TENXGRAPH_API_KEY)"
     )
     export = actions.add_parser("export", help="write a thread as JSON")
     export.add_argument("thread", help="thread id")
@@ -342,6 +355,12 @@ async def _threads(args: argparse.Namespace, console: Console) -> None:
     from tenxgraph.cli.locations import open_checkpointer
     from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey
 
+    if args.action == "show" and args.trace:
+        from tenxgraph.cli.trace import fetch_trace, print_trace
+
+        key = args.api_key or os.environ.get("TENXGRAPH_API_KEY")
+        print_trace(await fetch_trace(args.url, key, args.thread, args.trace), console)
+        return
     user = DEFAULT_USER if args.user is None else args.user
     async with open_checkpointer(args.location or args.db, create=False) as checkpointer:
         if args.action == "list":

@@ -70,6 +70,13 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON with run ids")
     serve.add_argument(
+        "--traces",
+        type=int,
+        metavar="N",
+        help="keep the spans of the last N runs' traces for `threads show --trace` and the web "
+        "page (needs opentelemetry-sdk; default: only when OpenTelemetry is set up)",
+    )
+    serve.add_argument(
         "--reload",
         action="store_true",
         help="restart when a .py file of the project changes (development, one worker)",
@@ -90,6 +97,8 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         raise CliError("--reload runs one worker process; drop --workers")
     if args.max_body_bytes is not None and args.max_body_bytes <= 0:
         raise CliError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    if args.traces is not None and args.traces < 0:
+        raise CliError(f"--traces must be 0 or more, got {args.traces}")
     for flag, value in (("--consumers", args.consumers), ("--run-lease", args.run_lease)):
         if value is not None and not value > 0:
             raise CliError(f"{flag} must be positive, got {value}")
@@ -105,6 +114,7 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
     }
     given = {"CONSUMERS": args.consumers, "RUN_LEASE": args.run_lease}
     given["LOG_FORMAT"] = "json" if args.log_json else None
+    given["TRACES"] = args.traces
     env.update({f"TENXGRAPH_SERVE_{k}": str(v) for k, v in given.items() if v is not None})
     keys = _keys(args)
     if keys:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from tenxgraph.core.graph import Toolset
+from tenxgraph.core.graph import Toolset, client_span
 from tenxgraph.errors import ConfigError, MissingExtraError, ToolError
 from tenxgraph.mcp._content import result_output, result_text
 from tenxgraph.mcp._tool import MCPTool, tool_name
@@ -158,15 +158,32 @@ class MCPTools(Toolset):
     async def call(self, mcp_name: str, arguments: dict[str, Any]) -> Any:
         """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not.
 
-        Every call to the server goes through here, so this is where a trace
-        span of an MCP call belongs (the tool call around it is the runtime's).
+        Every call to the server goes through here: it is a ``tools/call {tool}``
+        client span (MCP's conventions) under the runtime's ``execute_tool``
+        span, and the trace context goes to the server in the request's
+        ``params._meta``.
         """
+        attributes = {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": mcp_name,
+            "tenxgraph.mcp.server": self.name,
+        }
+        with client_span(f"tools/call {mcp_name}", attributes) as headers:
+            return await self._call(mcp_name, arguments, headers)
+
+    async def _call(
+        self, mcp_name: str, arguments: dict[str, Any], headers: dict[str, str] | None
+    ) -> Any:
+        """The call itself, sending ``headers`` (the trace context) along when traced."""
         session = await self._session()
         if session.client is None:
             raise MCPServerError(f"MCP server {self.name!r} is not connected: {session.failure}")
+        meta: Any = headers or None  # the trace context, in params._meta as the conventions say
         try:
             async with asyncio.timeout(self.timeout):
-                result = await session.run(session.client.call_tool(mcp_name, arguments))
+                calling = session.client.call_tool(mcp_name, arguments, meta=meta)
+                result = await session.run(calling)
         except TimeoutError:
             logger.warning(
                 "MCP server %r: tool %r gave no answer in %g s; the call was cancelled",

@@ -28,6 +28,8 @@ environment variables and every worker builds the same app:
                                    (default ``tenxgraph:runs:``)
 ``TENXGRAPH_SERVE_LOG_FORMAT``     ``json``: tenxgraph's log lines as JSON, with run
                                    and thread ids (default: plain text)
+``TENXGRAPH_SERVE_TRACES``         the recent traces a worker keeps for a run's
+                                   ``/trace`` (``create_app``'s ``keep_traces``)
 =================================  ================================================
 
 With Postgres, runs are durable and shared by the workers (see
@@ -207,6 +209,9 @@ def settings_from_env(environ: dict[str, str] | None = None) -> ServeSettings:
     }
     if max_body is not None:
         options["max_body_bytes"] = int(max_body)
+    traces = _env("TRACES", env)
+    if traces is not None:
+        options["keep_traces"] = 0 if traces == "0" else _number("TRACES", env, None, int)
     for option, (_, variable) in COUNT_LIMITS.items():
         if _env(variable, env) is not None:
             options[option] = _number(variable, env, None, int)

@@ -63,6 +63,7 @@ def create_app(
     max_keys: int = MAX_KEYS,
     max_depth: int = MAX_DEPTH,
     extra_settings: dict[str, Any] | None = None,
+    keep_traces: int | None = None,
 ) -> FastAPI:
     """The HTTP API serving ``graph``, whose checkpointer holds the threads.
 
@@ -75,7 +76,9 @@ def create_app(
     bodies with more than ``max_messages`` messages, a message with more
     than ``max_content_blocks`` content blocks, an object with more than
     ``max_keys`` keys, or nesting deeper than ``max_depth`` (see
-    ``tenxgraph.server._limits.JsonLimits``).
+    ``tenxgraph.server._limits.JsonLimits``). ``keep_traces`` is how many recent
+    traces the server keeps for ``/threads/{id}/runs/{run_id}/trace`` (0: none;
+    None: only when an OpenTelemetry SDK tracer provider is already set).
     """
     if graph.checkpointer is None:
         raise ConfigError("the served graph needs a checkpointer: compile it with one")
@@ -102,6 +105,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.context = context
+    from tenxgraph.server.traces import keep_traces as keep
+
+    keep(keep_traces)
     from tenxgraph.server._run_parts import install_registry
 
     install_registry(context)
@@ -169,6 +175,7 @@ def _include_routers(app: FastAPI) -> None:
         thread_protocol,
         thread_stream,
         threads,
+        traces,
     )
     from tenxgraph.server.runs import router as runs_router
 
@@ -190,6 +197,7 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(crons.router)
     app.include_router(store.router)
     app.include_router(extras.router)
+    app.include_router(traces.router)
 
 
 def _health_router() -> Any:

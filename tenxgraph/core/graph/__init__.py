@@ -53,6 +53,7 @@ __all__ = [
     "agent_tool",
     "before_agent",
     "before_model",
+    "client_span",
     "create_agent",
     "create_supervisor",
     "create_swarm",
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._tool_node import ToolNode, ToolOutcome
     from tenxgraph.core.graph._tools import Tool, tool
     from tenxgraph.core.graph._toolsets import Toolset
+    from tenxgraph.core.graph._tracing import client_span
     from tenxgraph.runs import MultitaskStrategy
 else:
     from tenxgraph.utils._lazy import lazy_exports
@@ -186,5 +188,6 @@ else:
                 "tool",
             ),
             "tenxgraph.core.graph._toolsets": ("Toolset",),
+            "tenxgraph.core.graph._tracing": ("client_span",),
         },
     )

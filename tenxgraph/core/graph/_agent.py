@@ -30,7 +30,7 @@ from tenxgraph.core.graph._structured import OutputStrategy, StructuredOutput
 from tenxgraph.core.graph._tool_node import ToolNode
 from tenxgraph.core.graph._tools import Tool
 from tenxgraph.core.graph._toolsets import Toolset, index_tools
-from tenxgraph.core.graph._tracing import context_event
+from tenxgraph.core.graph._tracing import context_event, name_agent
 from tenxgraph.core.graph._updates import Updates
 from tenxgraph.core.llm.base import ChatModel, ToolChoice, ToolSpec
 from tenxgraph.core.state.agent_state import AgentState
@@ -176,6 +176,7 @@ class Agent(Node):
         self, state: AgentState, ctx: RunContext
     ) -> AsyncIterator[MessageEvent | NodeOutput]:
         """Trim if asked, call the model (streaming), validate structured output, return it."""
+        name_agent(self.name)
         if self.tools.toolsets:  # an MCP server's tools, listed again if they changed
             await self.tools.aprepare()
         manager = ctx.context_manager if self.trim_context else None

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 from tenxgraph.core.graph._interrupt import GraphInterrupt
 from tenxgraph.core.graph._json_schema import SchemaProblem, check_schema, validate
 from tenxgraph.core.graph._tools import Tool
+from tenxgraph.core.graph._tracing import remote_round_trip, w3c_headers
 from tenxgraph.core.llm.base import ToolSpec
 from tenxgraph.core.state.json_policy import check_json_data, storable_data
 from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock
@@ -157,6 +158,9 @@ class PendingRemoteCall:
     idempotency_key: str | None = None
     """The call's idempotency key (see docs/tools.md); None only in a pause saved before
     keys existed."""
+    trace_context: dict[str, str] | None = None
+    """The W3C headers of the span that paused for the call, when traced: its round trip's
+    span (``_tracing.remote_round_trip``) is that span's child."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry of the interrupt value's ``calls``."""
@@ -167,6 +171,8 @@ class PendingRemoteCall:
         }
         if self.idempotency_key is not None:
             entry["idempotency_key"] = self.idempotency_key
+        if self.trace_context is not None:
+            entry["trace_context"] = self.trace_context
         return entry
 
     @classmethod
@@ -174,7 +180,13 @@ class PendingRemoteCall:
         """Read an entry written by ``as_json``."""
         deadline = datetime.fromisoformat(data["deadline"]).astimezone(UTC)
         call = RemoteToolCallBlock.model_validate(data["call"])
-        return cls(call, deadline, data["timeout"], data.get("idempotency_key"))
+        trace = data.get("trace_context")
+        trace = (
+            {k: v for k, v in trace.items() if isinstance(v, str)}
+            if isinstance(trace, dict)
+            else None
+        )
+        return cls(call, deadline, data["timeout"], data.get("idempotency_key"), trace)
 
     def expired(self, now: datetime) -> bool:
         """True once the deadline has passed."""
@@ -301,6 +313,7 @@ def remote_pause(
             now + timedelta(seconds=float(tool.timeout or 0)),
             float(tool.timeout or 0),
             key,
+            w3c_headers(),
         )
         if entry.idempotency_key != key:  # a pause saved before keys existed
             entry = replace(entry, idempotency_key=key)
@@ -349,6 +362,12 @@ def settle_remote_input(
         )
     results = _check_results(input.get("resume"), {entry.call.id: entry for entry in pending})
     meta.tool_ledger.update(results)
+    for entry in pending:
+        if entry.call.id in results:
+            sent = (entry.deadline - timedelta(seconds=entry.timeout)).timestamp()
+            remote_round_trip(
+                entry.call, sent, entry.trace_context, results[entry.call.id]["is_error"]
+            )
     rest = [entry for entry in pending if entry.call.id not in results]
     return {**input, "resume": _as_value(rest)}
 

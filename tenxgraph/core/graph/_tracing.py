@@ -38,7 +38,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.graph._command import PARALLEL
@@ -56,17 +57,21 @@ if TYPE_CHECKING:
     from tenxgraph.core.llm.base import ChatModel, ModelRequest
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
-    from tenxgraph.core.state.message_block import ToolCallBlock
+    from tenxgraph.core.state.message_block import RemoteToolCallBlock, ToolCallBlock
     from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = [
     "CONTENT_ENV",
     "RunTrace",
+    "client_span",
     "context_event",
+    "name_agent",
+    "remote_round_trip",
     "start_run",
     "traced_model",
     "traced_tool",
     "tracer",
+    "w3c_headers",
 ]
 
 T = TypeVar("T")
@@ -335,6 +340,87 @@ def context_event(kind: str, state: AgentState, before: tuple[int, str | None]) 
             "tenxgraph.context.summarized": state.context_summary != before[1],
         },
     )
+
+
+@contextmanager
+def client_span(name: str, attributes: Mapping[str, Any]) -> Iterator[dict[str, str] | None]:
+    """A client span, current around a call to another service (an MCP server's tool).
+
+    Yields the W3C headers (``traceparent``...) to send along so the service
+    can continue the trace, or None when no tracer provider is set (then
+    nothing is created). An exception leaving the block fails the span.
+    """
+    found = tracer()
+    if found is None:
+        yield None
+        return
+    span = found.start_span(name, kind=otel_trace.SpanKind.CLIENT, attributes=dict(attributes))
+    previous = _attach(span)
+    try:
+        from opentelemetry.propagate import inject
+
+        carrier: dict[str, str] = {}
+        inject(carrier)
+        yield carrier
+    except BaseException as exc:
+        _failed(span, exc)
+        raise
+    finally:
+        _restore(previous)
+        span.end()
+
+
+def w3c_headers() -> dict[str, str] | None:
+    """The current span's W3C headers when traced (a remote call's pause keeps them), else None."""
+    if tracer() is None:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier or None
+
+
+def remote_round_trip(
+    call: RemoteToolCallBlock, sent: float, headers: Mapping[str, str] | None, failed: bool
+) -> None:
+    """A remote (client-run) tool call's round trip as a finished ``execute_tool`` span.
+
+    It starts when the pause sent the call (``sent``, Unix seconds) and ends
+    now, when its result came back; its parent is the span that paused
+    (``headers``, kept in the pause), so it lands in the trace of the run
+    that asked for it, whichever run or process takes the result.
+    """
+    found = tracer()
+    if found is None:
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    parent = TraceContextTextMapPropagator().extract(dict(headers)) if headers else None
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+        "tenxgraph.tool.remote": True,
+    }
+    span = found.start_span(
+        f"execute_tool {call.name}", parent, attributes=attributes, start_time=int(sent * 1e9)
+    )
+    if failed:
+        span.set_attribute("error.type", "tool_error")
+        span.set_status(otel_trace.StatusCode.ERROR)
+    span.end()
+
+
+def name_agent(name: str | None) -> None:
+    """A named agent's ``gen_ai.agent.name`` on the current span: its node's, while it runs.
+
+    An unnamed agent (the common case) costs one comparison.
+    """
+    if name is None or tracer() is None:
+        return
+    otel_trace.get_current_span().set_attribute("gen_ai.agent.name", name)
 
 
 def _answered(span: Span, answer: Message, content: bool) -> None:

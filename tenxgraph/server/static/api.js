@@ -108,6 +108,11 @@ export class Api {
     return this.json("POST", `/threads/${enc(threadId)}/runs/${enc(runId)}/cancel?${query}`);
   }
 
+  /** A run's spans, when the server keeps traces (tenxgraph's own route). */
+  trace(threadId, runId) {
+    return this.json("GET", `/threads/${enc(threadId)}/runs/${enc(runId)}/trace`);
+  }
+
   /** The thread's runs this server keeps, newest first. */
   runs(threadId) {
     return this.json("GET", `/threads/${enc(threadId)}/runs`);

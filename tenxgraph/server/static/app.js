@@ -5,6 +5,7 @@ import { Api, ApiError } from "./api.js";
 import { runBrowserTool } from "./browser_tools.js";
 import { el, messageItem, normalize, windowOf } from "./messages.js";
 import { inspect, renderInspector } from "./inspector.js";
+import { renderTrace } from "./trace.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
@@ -113,6 +114,7 @@ async function refreshThread() {
   if (!page.threadId) {
     $("messages").replaceChildren();
     renderInspector(null);
+    renderTrace(null, "Choose a thread to see its last run.");
     showInterrupt();
     return;
   }
@@ -131,6 +133,20 @@ async function refreshThread() {
   page.failed = thread.status === "error";
   showInterrupt();
   scrollToEnd();
+  showLastTrace(page.threadId).catch(() => renderTrace(null, "This server keeps no traces (tenxgraph serve --traces N)."));
+}
+
+/** The waterfall of the thread's latest run, once its own span ended (just after its last event). */
+async function showLastTrace(threadId) {
+  const [latest] = await api.runs(threadId);
+  if (!latest) return renderTrace(null, "No run yet.");
+  for (let tries = 0; tries < 20; tries += 1) {
+    const trace = await api.trace(threadId, latest.run_id);
+    if (page.threadId !== threadId) return;
+    renderTrace(trace);
+    if (trace.spans[0].end !== null) return;
+    await new Promise((done) => setTimeout(done, 250));
+  }
 }
 
 function scrollToEnd() {

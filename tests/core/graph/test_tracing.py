@@ -286,3 +286,66 @@ def test_a_run_refused_before_it_starts_still_ends_its_span(spans: Spans) -> Non
     run = spans.one("invoke_agent graph")
     assert run.status.status_code is StatusCode.ERROR
     assert dict(run.attributes or {})["tenxgraph.run.status"] == "error"
+
+
+def test_a_subgraphs_run_nests_under_its_parents_node(spans: Spans) -> None:
+    call = ToolCallBlock(id="call-1", name="add", args={"a": 1, "b": 2})
+    model = ScriptedModel([call, "3"], model="gpt-test", provider="openai")
+    inner = create_agent(model, [add], name="adder")
+    outer = StateGraph(AgentState)
+    outer.add_node("helper", inner)
+    outer.add_edge(START, "helper")
+    app = outer.compile(InMemoryCheckpointer())
+    app.invoke({"messages": [Message.text_message("1+2?")]}, {"thread_id": "t-sub"})
+
+    runs = spans.named("invoke_agent graph")
+    assert len(runs) == 2, spans.tree()
+    parent = next(run for run in runs if run.parent is None)
+    helper = spans.one("node helper")
+    assert helper.parent is not None and helper.parent.span_id == parent.context.span_id
+    (nested,) = spans.children(helper)
+    assert nested.name == "invoke_agent graph"
+    assert [s.name for s in spans.children(nested)] == ["node agent", "node tools", "node agent"]
+    assert len({span.context.trace_id for span in spans.all() if span.context}) == 1
+    # the agent's name (create_agent(name=...)) is on its steps' spans
+    for step in spans.named("node agent"):
+        assert step.attributes is not None and step.attributes["gen_ai.agent.name"] == "adder"
+        assert spans.children(step)[0].name == "chat gpt-test"
+    tool = spans.one("execute_tool add")
+    assert tool.parent is not None
+    (owner,) = [s for s in spans.all() if s.context.span_id == tool.parent.span_id]
+    assert owner.name == "node tools"
+
+
+def test_an_unnamed_agent_sets_no_agent_name_on_its_steps(spans: Spans) -> None:
+    app = _agent(answers=["hi"])
+    app.invoke({"messages": [Message.text_message("hello")]}, {"thread_id": "t-unnamed"})
+    step = spans.one("node agent")
+    assert step.attributes is not None and "gen_ai.agent.name" not in step.attributes
+
+
+def test_a_remote_tools_round_trip_lands_under_the_step_that_paused_for_it(spans: Spans) -> None:
+    from tenxgraph.core.graph import RemoteTool, remote_tool_result
+
+    schema = {"type": "object", "properties": {}}
+    locate = RemoteTool("get_location", "The user's location.", schema, timeout=30)
+    call = ToolCallBlock(id="r1", name="get_location", args={})
+    model = ScriptedModel([call, "Sunny where you are."], model="gpt-test", provider="openai")
+    app = create_agent(model, [locate], checkpointer=InMemoryCheckpointer())
+    config = {"thread_id": "t-remote"}
+    app.invoke({"messages": [Message.text_message("Weather here?")]}, config)
+    paused = spans.one("node tools")
+    assert [event.name for event in paused.events] == ["tenxgraph.interrupt"]
+
+    resume = {"tool_results": [remote_tool_result("r1", {"lat": 48.85}, is_error=False)]}
+    app.invoke({"resume": resume}, config)
+
+    trip = next(s for s in spans.named("execute_tool get_location"))
+    attributes = dict(trip.attributes or {})
+    assert attributes["tenxgraph.tool.remote"] is True
+    assert attributes["gen_ai.tool.call.id"] == "r1"
+    assert trip.parent is not None and trip.parent.span_id == paused.context.span_id
+    assert trip.context.trace_id == paused.context.trace_id  # the first run's trace
+    assert trip.start_time is not None and paused.start_time is not None
+    assert paused.start_time <= trip.start_time <= (paused.end_time or 0)
+    assert trip.status.status_code is not StatusCode.ERROR
