@@ -84,6 +84,7 @@ __all__ = ["RUNS", "ClaimedRun", "PgRunQueue", "QueueStats", "RunGone"]
 logger = logging.getLogger("tenxgraph.server.runs")
 
 ACTIVE = "('pending', 'running')"
+Leases = dict[str, str | None]
 
 RUNS = Component(
     "server_runs",
@@ -431,6 +432,15 @@ class PgRunQueue:
             [user_id, thread_id, run_id],
         )
         return [str(r) for (r,) in rows]
+
+    async def renew_leases(self, held: list[tuple[ThreadKey, str]], seconds: float) -> Leases:
+        """Renew runs' thread leases in one statement: owner -> stop request (left out: lost)."""
+
+        async def once(lost: bool) -> Leases:
+            async with self._db.connection() as conn:
+                return await pg_leases.renew_many(conn, self._s, held, seconds)
+
+        return await self._db.retrying(once)
 
     # --- ending runs ------------------------------------------------------------------
 
