@@ -194,6 +194,7 @@ def w2_rows(r: Results) -> list[Row]:
 def w3_rows(r: Results) -> list[Row]:
     merge = value(r, "w3_merge", "merge_us_at_100000")
     public = value(r, "w3_add_messages", "add_messages_us_at_100000")
+    short = value(r, "w3_add_messages", "add_messages_us_at_1000")
     copy = value(r, "floors", "w3_copy_us")
     return [
         row(
@@ -209,6 +210,13 @@ def w3_rows(r: Results) -> list[Row]:
             copy,
             "µs",
             ("≤ 3x floor", over(public, copy), 3),
+        ),
+        row(
+            "W3 public `add_messages(left, [new])`, 1,000",
+            short,
+            None,
+            "µs",
+            ("≤ 57 µs (10xGraph 0.10.3)", short, 57),
         ),
     ]
 

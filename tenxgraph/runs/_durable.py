@@ -10,10 +10,10 @@ running run's only owner is its thread's lease:
   ``take``, so the multitask strategy is the runtime's: ``enqueue`` waits,
   ``interrupt`` and ``rollback`` end the thread's earlier pending rows and
   ask the running one to stop through its lease). The worker keeps that
-  lease (``ThreadLease``, renewed by its heartbeat) for the whole run, its
-  pauses for browser-side tools included, and hands it to the graph
-  (``RunControl.lease_owner``), which renews it too and leaves it held.
-  The outcome is written to the row before the lease is let go.
+  lease for the whole run, pauses included, renewing all its runs' leases
+  in one statement (``LeaseBeat``), and hands it to the graph
+  (``RunControl.lease_owner``), which leaves it held; the outcome is
+  written to the row before the lease is let go.
 - **Consumers**: one claim loop per worker (``ClaimLoop``) takes rows whose
   thread has no live lease, in batches, up to ``consumers`` runs at once,
   each an asyncio task: queued background runs, and ``running`` rows whose
@@ -58,6 +58,7 @@ import pydantic_core
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._claim_loop import CONSUMERS, ClaimLoop
+from tenxgraph.runs._lease_beat import LeaseBeat
 from tenxgraph.runs._leases import ThreadLease, take_thread
 from tenxgraph.runs._pg_queue import RunGone
 from tenxgraph.runs._registry import (
@@ -144,6 +145,7 @@ class DurableRunManager(RunRegistry):
         self._background: set[asyncio.Task[Any]] = set()
         self.followers = transport.followers(queue, self.limits, poll_seconds, self._spawn)
         self._closing = False
+        self.beat = LeaseBeat(queue, self.lease_seconds)  # renews the leases held here
         self.claims = ClaimLoop(
             lambda n: queue.claim_many(self.lease_seconds, n),
             self._serve_claimed,
@@ -193,6 +195,7 @@ class DurableRunManager(RunRegistry):
         for task in list(self._background):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.beat.aclose()
         await self.queue.aclose()
         await self.transport.aclose()
 
@@ -373,7 +376,7 @@ class DurableRunManager(RunRegistry):
                 record.cancel_reason = "taken elsewhere" if moved else "interrupt"
                 raise asyncio.CancelledError from None
             self._leases[record.run_id] = lease
-            lease.start_heartbeat()
+            self.beat.add(lease)
         record.control.lease_owner = lease.owner
         lease.on_stop = lambda request: self._stop_held(record, request)
 
@@ -551,7 +554,7 @@ class DurableRunManager(RunRegistry):
         """The thread lease the claim took, kept alive from now on (a heartbeat, stop requests)."""
         assert claim.lease_owner is not None
         lease = ThreadLease(self._checkpointer(), claim.key, claim.lease_owner, self.lease_seconds)
-        lease.start_heartbeat()  # its stop requests reach the run once it started (``_starting``)
+        self.beat.add(lease)  # its stop requests reach the run once it started (``_starting``)
         self._leases[claim.run_id] = lease
         self._attempts[claim.run_id] = claim.attempts
         return lease

@@ -133,7 +133,8 @@ class ThreadLease:
         """Set once the lease was given up (by ``release`` or with the run's last save)."""
         self.kept = False
         """True for a lease the caller took for the run and keeps (``take_thread(owner=...)``):
-        the run renews it while it runs and leaves it held when it ends."""
+        the caller renews it (and relays its stop requests to the run) while the run goes, and
+        the run leaves it held when it ends."""
         self.requested: str | None = None
         """A stop request already on a ``kept`` lease when the run took it over."""
         self.taker: Take = self.thread_leases.atake_thread
@@ -242,10 +243,11 @@ async def take_thread(
     ``owner`` continues a lease the caller took for this run and keeps (a
     run queue's claim takes it with the run's row; ``ThreadBusyError`` if
     it was lost meanwhile): the lease is ``kept``, its stop request (if
-    any) in ``requested``,
-    renewed while the run goes and left held when it ends, so a run that
+    any) in ``requested``, and left held when the run ends, so a run that
     pauses (say for a browser's tool results) and goes on in a second call
-    keeps its thread between them.
+    keeps its thread between them. The caller renews a kept lease while the
+    run goes (the run does not: two heartbeats would renew one lease) and
+    passes its stop requests on to the run (``RunControl.stop``).
     ``take`` replaces the lease table's ``atake_thread``: a run queue takes
     the lease and marks the run's row ``running`` in one transaction.
     """

@@ -85,6 +85,7 @@ __all__ = ["RUNS", "ClaimedRun", "PgRunQueue", "QueueStats", "RunGone"]
 logger = logging.getLogger("tenxgraph.server.runs")
 
 ACTIVE = "('pending', 'running')"
+Leases = dict[str, str | None]
 
 RUNS = Component(
     "server_runs",
@@ -248,15 +249,15 @@ class PgRunQueue:
         request: dict[str, Any],
         run_after: float = 0.0,
     ) -> None:
-        """A new pending run, claimable ``run_after`` seconds from now (a second add: no-op)."""
+        """A new pending run, claimable ``run_after`` s from now (a second add: no-op; notified)."""
+        row = (run_id, user_id, thread_id, json.dumps(record), json.dumps(request), run_after)
         await self._fetch(
-            f"INSERT INTO {self._t} (run_id, user_id, thread_id, status, record, request,"
-            " run_after) VALUES (%s, %s, %s, 'pending', %s, %s,"
-            " now() + make_interval(secs => %s)) ON CONFLICT (run_id) DO NOTHING",
-            [run_id, user_id, thread_id, json.dumps(record), json.dumps(request), run_after],
+            f"WITH added AS (INSERT INTO {self._t} (run_id, user_id, thread_id, status, record,"
+            " request, run_after) VALUES (%s, %s, %s, 'pending', %s, %s,"
+            " now() + make_interval(secs => %s)) ON CONFLICT (run_id) DO NOTHING RETURNING 1)"
+            " SELECT pg_notify(%s, '') FROM added WHERE %s",
+            [*row, self.channel, run_after <= 0],
         )
-        if run_after <= 0:
-            await self._notify()
 
     @property
     def database(self) -> PgDatabase:
@@ -439,30 +440,38 @@ class PgRunQueue:
         )
         return [str(r) for (r,) in rows]
 
+    async def renew_leases(self, held: list[tuple[ThreadKey, str]], seconds: float) -> Leases:
+        """Renew runs' thread leases in one statement: owner -> stop request (left out: lost)."""
+
+        async def once(lost: bool) -> Leases:
+            async with self._db.connection() as conn:
+                return await pg_leases.renew_many(conn, self._s, held, seconds)
+
+        return await self._db.retrying(once)
+
     # --- ending runs ------------------------------------------------------------------
 
     async def finish(self, run_id: str, attempt: int, status: str, output: Any) -> bool:
         """Record how attempt ``attempt`` of the run ended; False when it was not the last one.
 
         Sent again after a lost reply, it finds its own write: a row already
-        ended with ``status`` counts as done.
+        ended with ``status`` counts as done. The workers are notified (the
+        thread's next run may go now) in the statement that ends the row.
         """
 
         async def once(lost: bool) -> bool:
             rows = await self._once(
-                f"UPDATE {self._t} SET status = %s, output = %s, updated_at = now()"
-                f" WHERE run_id = %s AND attempts = %s AND status IN {ACTIVE} RETURNING run_id",
-                [status, json.dumps(output), run_id, attempt],
+                f"WITH ended AS (UPDATE {self._t} SET status = %s, output = %s,"
+                f" updated_at = now() WHERE run_id = %s AND attempts = %s AND status IN {ACTIVE}"
+                " RETURNING run_id) SELECT pg_notify(%s, '') FROM ended",
+                [status, json.dumps(output), run_id, attempt, self.channel],
             )
             if rows or not lost:
                 return bool(rows)
             ended = await self._once(f"SELECT status FROM {self._t} WHERE run_id = %s", [run_id])
             return bool(ended) and ended[0][0] == status
 
-        done = await self._db.retrying(once)
-        if done:
-            await self._notify()  # the thread's next run may go now
-        return done
+        return await self._db.retrying(once)
 
     async def record_end(self, run_id: str, attempt: int, status: str, output: Any) -> None:
         """``finish``, waiting out an outage; past ``outage_timeout``, logged as not recorded.

@@ -378,7 +378,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         self._active[control.thread] = self._runs[control.run_id] = control
         if lease is not None:
             lease.on_stop = control.stop
-            lease.start_heartbeat()
+            if not lease.kept:  # a kept lease's caller renews it, and relays its stop requests
+                lease.start_heartbeat()
 
     async def _end(
         self,

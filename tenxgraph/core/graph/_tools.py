@@ -8,6 +8,7 @@ NumPy ``Parameters`` sections give argument descriptions). Parameters named
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import json
@@ -72,12 +73,18 @@ class Tool:
         signature = inspect.signature(function)
         self.injected = frozenset(INJECTED_PARAMETERS.intersection(signature.parameters))
         self.arguments = _arguments_model(self.name, function, signature, arg_docs, self.injected)
+        self._schema: dict[str, Any] | None = None
 
     def spec(self) -> ToolSpec:
-        """What the model is told about this tool."""
-        schema = self.arguments.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(self.name, self.description, schema)
+        """What the model is told about this tool (a copy of the schema: a caller may change it).
+
+        Pydantic builds the JSON schema anew on each call (about a millisecond for
+        one small model), and a run asks for it at every model call.
+        """
+        if self._schema is None:
+            self._schema = self.arguments.model_json_schema()
+            self._schema.pop("title", None)
+        return ToolSpec(self.name, self.description, copy.deepcopy(self._schema))
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Check the model's arguments; raise ``ToolArgumentsError`` saying what was wrong."""

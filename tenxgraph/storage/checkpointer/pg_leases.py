@@ -39,6 +39,7 @@ __all__ = [
     "free",
     "release",
     "renew",
+    "renew_many",
     "request_stop",
     "rewind",
     "stamp",
@@ -139,6 +140,31 @@ async def renew(
     if row is None:
         raise lease_lost(key, owner)
     return None if row[0] is None else str(row[0])
+
+
+async def renew_many(
+    conn: AsyncConnection[Any], s: str, held: list[tuple[ThreadKey, str]], seconds: float
+) -> dict[str, str | None]:
+    """Extend each ``(thread, owner)`` lease still held, in one statement.
+
+    Returns each renewed owner's stop request (None: none); an owner missing
+    from the answer lost its lease.
+    """
+    if not held:
+        return {}
+    cursor = await conn.execute(
+        f"UPDATE {s}.leases AS l SET expires_at = {NOW} + %s "
+        "FROM unnest(%s::text[], %s::text[], %s::text[]) AS w(user_id, thread_id, owner) "
+        "WHERE l.user_id = w.user_id AND l.thread_id = w.thread_id AND l.owner = w.owner "
+        "RETURNING l.owner, l.stop",
+        (
+            seconds,
+            [key.user_id for key, _ in held],
+            [key.thread_id for key, _ in held],
+            [owner for _, owner in held],
+        ),
+    )
+    return {str(owner): stop for owner, stop in await cursor.fetchall()}
 
 
 async def release(conn: AsyncConnection[Any], s: str, key: ThreadKey, owner: str) -> None:

@@ -273,3 +273,33 @@ async def _columns(queue: Any, schema: str) -> set[str]:
         [schema],
     )
     return {str(name) for (name,) in rows}
+
+
+async def test_one_beat_renews_a_workers_leases_and_brings_stops_and_losses(
+    tables: tuple[PgRunQueue, PgCheckpointer],
+) -> None:
+    from tenxgraph.runs._lease_beat import LeaseBeat
+    from tenxgraph.runs._leases import ThreadLease
+
+    queue, leases = tables
+    for run_id, thread in (("a", "t1"), ("b", "t2"), ("c", "t3")):
+        await _add(queue, run_id, thread)
+    claims = [await queue.claim(0.6) for _ in range(3)]
+    owners = {c.run_id: c.lease_owner for c in claims if c is not None}
+    assert set(owners) == {"a", "b", "c"}
+    answers = await queue.renew_leases([(_key("t1"), owners["a"]), (_key("t9"), "x/1")], 0.6)
+    assert answers == {owners["a"]: None}  # a lease that is not held is left out: lost
+    await queue.request_stop("b", "interrupt")
+    await leases.arelease_lease(_key("t3"), owners["c"])  # as if another worker took it
+    beat, heard = LeaseBeat(queue, 0.6), []
+    for run_id, thread in (("a", "t1"), ("b", "t2"), ("c", "t3")):
+        lease = ThreadLease(leases, _key(thread), owners[run_id], 0.6)
+        lease.on_stop = lambda request, run_id=run_id: heard.append((run_id, request))
+        beat.add(lease)
+    try:
+        await asyncio.sleep(1.0)  # past the 0.6 s leases: renewed every 0.2 s meanwhile
+        assert await queue.alive("a") and await queue.alive("b") and not await queue.alive("c")
+        assert ("b", "interrupt") in heard and heard.count(("c", "lost")) == 1
+        assert not any(run_id == "a" for run_id, _ in heard)
+    finally:
+        await beat.aclose()
