@@ -5,31 +5,28 @@ Every run of a server started with ``--postgres`` is a row of
 started it (``attempts``), the thread's version when it first started
 (``base_version``), its output and its times. The row names no worker and
 has no heartbeat of its own: **a running run is alive while its thread's
-lease is**, the lease the runtime holds and renews (``ThreadLease``) under
-an owner string ``f"{run_id}/{token}"``. The lease rows are the
-checkpointer's (``{schema}.leases``, see ``storage.checkpointer.pg_leases``),
-in the same database and schema, so one transaction can both take a
-thread's lease and mark a run ``running``:
+lease is**, held under an owner string ``f"{run_id}/{token}"``. The lease
+rows are the checkpointer's (``{schema}.leases``, see
+``storage.checkpointer.pg_leases``), in the same database and schema, so one
+transaction can both take a thread's lease and mark a run ``running``:
 
-- **claim** (a worker's consumer loop): the oldest rows (up to a batch)
-  that are first among their thread's pending and running rows, whose
-  ``run_after`` passed, and whose thread has no live lease, are taken
-  ``FOR UPDATE SKIP LOCKED`` (concurrent claimers never wait for each
-  other nor take the same row); in the same transaction their threads'
-  leases are taken, each for a new owner of its run, and the rows become
-  ``running`` with one more attempt. A
-  pending row is a run nobody started; a ``running`` row without a live
-  lease is one whose worker died (the lease expired) or handed it back
-  (released it): it is claimed again, and the claimer resumes it.
+- **claim** (a worker's claim loop): the oldest rows (up to a batch) that
+  are first among their thread's pending and running rows, whose
+  ``run_after`` passed, and whose thread has no live lease, are taken ``FOR
+  UPDATE SKIP LOCKED`` (concurrent claimers never wait for each other nor
+  take the same row); in the same transaction their threads' leases are
+  taken, each for a new owner of its run, and the rows become ``running``
+  with one more attempt. A pending row is a run nobody started; a
+  ``running`` row without a live lease is one whose worker died (the lease
+  expired) or handed it back (released it): it is claimed again, and the
+  claimer resumes it.
 - **take** (the worker a run was asked of, "no hop"): the same, for one
-  row, as the ``take`` of ``take_thread`` so the multitask strategy is the
-  runtime's. While it waits for a busy thread, each try pushes the row's
-  ``run_after`` a little ahead (``reserve_seconds``), so consumers leave
-  the row to the worker that waits for it, and claim it soon after that
-  worker died.
+  row, as ``take_thread``'s ``take``. Each try on a busy thread pushes the
+  row's ``run_after`` ahead (``reserve_seconds``): consumers leave the row
+  to the worker waiting for it, and claim it soon after that worker died.
 - The claimer hands the run the lease's owner (``RunControl.lease_owner``):
-  the runtime continues that lease rather than taking a new one, and its
-  heartbeat keeps it (and so the run) alive.
+  the runtime continues that lease rather than taking a new one, and the
+  worker's one heartbeat (``renew_leases``, ``LeaseBeat``) keeps it alive.
 
 An outcome is written by ``finish``, fenced by ``attempts``: a worker that
 stalled while another claimed its run again (a later attempt) writes
@@ -40,20 +37,17 @@ while that run holds it), and one whose lease is gone ends ``interrupted``
 at once.
 
 Browser-side tool results posted to a worker that does not hold the run
-are letters to the run (``RunMail``, ``self.mail``), not to a worker.
-
-An outage shorter than ``outage_timeout`` delays the queue's calls as it
+are letters to the run (``RunMail``, ``self.mail``), not to a worker. An
+outage shorter than ``outage_timeout`` delays the queue's calls as it
 delays ``PgCheckpointer``'s: each runs through ``PgDatabase.retrying``. A
 call whose reply was lost is sent again only when sending it twice does
 what sending it once does: ``add`` inserts nothing for a run id already
 there, ``finish`` that finds its row already ended with the same status
 counts as done, a ``take`` that finds its own lease on a running row took
 it. A claim is not sent again (the row it may have taken is claimed again
-once that lease expired), nor a letter (it would be posted twice).
-
-Only what PostgreSQL provides is used: row locks, ``SKIP LOCKED`` and the
-database's clock, so workers on several machines agree on expiries
-without synchronized clocks.
+once that lease expired), nor a letter (it would be posted twice). Only
+PostgreSQL's row locks, ``SKIP LOCKED`` and clock are used: workers on
+several machines agree on expiries without synchronized clocks.
 """
 
 from __future__ import annotations
