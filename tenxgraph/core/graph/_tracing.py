@@ -199,16 +199,21 @@ class RunTrace:
     async def save(
         self, node: str, saving: Awaitable[None], stamp: Callable[[], ThreadStamp]
     ) -> None:
-        """Await a checkpoint save in a ``tenxgraph.save`` span, under the step that saves."""
+        """Await a checkpoint save in a ``tenxgraph.save`` span, under the step that saves.
+
+        The span is current while saving: the media a save offloads nest under it.
+        """
         span = self.tracer.start_span(
             "tenxgraph.save", self._here(), attributes={"tenxgraph.node": node}
         )
+        previous = _attach(span)
         try:
             await saving
         except BaseException as exc:
             _failed(span, exc)
             raise
         finally:
+            _restore(previous)
             span.set_attribute("tenxgraph.thread.version", stamp().version)
             span.end()
 
