@@ -8,7 +8,8 @@ save are short ``tenxgraph.lease`` and ``tenxgraph.save`` spans. The attribute
 names are the conventions' (``gen_ai.*``); what they do not name is
 ``tenxgraph.*``.
 
-**Free when not configured.** ``tracer()`` is None unless ``opentelemetry``
+**Free when not configured.** ``tracer()`` (decided in ``utils/_otel.py``, which
+the storage floor's spans share) is None unless ``opentelemetry``
 is already imported *and* a tracer provider is set (an SDK's, or one that
 auto-instrumentation installed): the run loop then creates nothing and
 imports nothing, at the cost of one dictionary lookup per run, model call
@@ -36,8 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +44,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.graph._interrupt import GraphInterrupt
 from tenxgraph.core.graph._run_control import Fail, Finish, Outcome, Pause
+from tenxgraph.utils import _otel
+from tenxgraph.utils._otel import CONTENT_ENV, content_from_env
 
 if TYPE_CHECKING:
     from opentelemetry import context as otel_context
@@ -76,40 +77,24 @@ __all__ = [
 
 T = TypeVar("T")
 
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""The conventions' switch for recording message content; the run config's
-``trace_content`` wins over it."""
-
 _PROVIDERS = {"google": "gcp.gen_ai", "openai_responses": "openai"}
 """tenxgraph's provider names that the conventions spell otherwise."""
 
 if not TYPE_CHECKING:
     otel_context = otel_trace = None
-    """The OpenTelemetry API's modules, bound by ``tracer()`` once it finds a provider set:
+    """The OpenTelemetry API's modules, bound by ``tracer()`` once a provider is set:
     every other function here runs only after that."""
-
-_cached: list[Any] = [None, None]
-"""The last provider seen and its tracer: ``get_tracer`` once per provider, not per run."""
 
 
 def tracer() -> Tracer | None:
-    """The tracer of tenxgraph's spans, when OpenTelemetry is imported and a provider is set."""
-    trace = sys.modules.get("opentelemetry.trace")
-    if trace is None:
-        return None
-    provider = trace.get_tracer_provider()
-    if _cached[0] is provider:
-        return _cached[1]  # type: ignore[no-any-return]
-    found = None
-    if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-        global otel_context, otel_trace
+    """Tenxgraph's tracer (``utils._otel`` decides); binds the OTel API here once one is found."""
+    global otel_context, otel_trace
+    found = _otel.tracer()
+    if found is not None and otel_trace is None:
         import opentelemetry.context as context
-
-        from tenxgraph import __version__
+        import opentelemetry.trace as trace
 
         otel_context, otel_trace = context, trace
-        found = provider.get_tracer("tenxgraph", __version__)
-    _cached[:] = [provider, found]
     return found
 
 
@@ -118,7 +103,7 @@ def captures_content(config: Mapping[str, Any]) -> bool:
     wanted = config.get("trace_content")
     if wanted is not None:
         return bool(wanted)
-    return os.environ.get(CONTENT_ENV, "").strip().lower() in ("true", "1", "yes")
+    return content_from_env()
 
 
 def start_run(control: RunControl, config: Mapping[str, Any]) -> RunTrace | None:
@@ -214,16 +199,21 @@ class RunTrace:
     async def save(
         self, node: str, saving: Awaitable[None], stamp: Callable[[], ThreadStamp]
     ) -> None:
-        """Await a checkpoint save in a ``tenxgraph.save`` span, under the step that saves."""
+        """Await a checkpoint save in a ``tenxgraph.save`` span, under the step that saves.
+
+        The span is current while saving: the media a save offloads nest under it.
+        """
         span = self.tracer.start_span(
             "tenxgraph.save", self._here(), attributes={"tenxgraph.node": node}
         )
+        previous = _attach(span)
         try:
             await saving
         except BaseException as exc:
             _failed(span, exc)
             raise
         finally:
+            _restore(previous)
             span.set_attribute("tenxgraph.thread.version", stamp().version)
             span.end()
 

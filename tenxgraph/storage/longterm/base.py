@@ -61,6 +61,7 @@ from tenxgraph.storage.longterm._checks import (
 )
 from tenxgraph.storage.longterm._filters import Condition, check_filter
 from tenxgraph.storage.longterm._sweeper import Sweeper
+from tenxgraph.utils import _otel as otel
 
 if TYPE_CHECKING:
     from tenxgraph.storage.longterm.embedding import Embedder
@@ -138,6 +139,11 @@ def to_item(row: Row) -> MemoryItem:
     namespace, key, value, created, updated, expires, score = row
     decoded = json.loads(value) if isinstance(value, str) else value
     return MemoryItem(split_namespace(namespace), key, decoded, created, updated, expires, score)
+
+
+def _found(items: list[MemoryItem]) -> dict[str, Any]:
+    """A search's span attribute known at its end: how many items it found."""
+    return {"tenxgraph.memory.results": len(items)}
 
 
 def _check_refresh(refresh: object) -> None:
@@ -344,6 +350,21 @@ class MemoryStore(Closing, ABC):
         )
         chosen = self._mode(mode) if query is not None else "lexical"
         self._sweeper.ensure()
+        searching = self._searched(request, chosen, refresh_ttl)
+        if otel.tracer() is None:
+            return await searching
+        attributes: dict[str, Any] = {
+            "tenxgraph.memory.namespace": request.prefix,
+            "tenxgraph.memory.limit": request.limit,
+            "tenxgraph.memory.mode": chosen,
+        }
+        if query is not None and otel.content_from_env():
+            attributes["tenxgraph.memory.query"] = query
+        return await otel.spanned("tenxgraph.memory.search", attributes, searching, _found)
+
+    async def _searched(
+        self, request: SearchRequest, chosen: str, refresh_ttl: bool | None
+    ) -> list[MemoryItem]:
         if request.limit == 0 or (request.terms == [] and chosen == "lexical"):
             return []
         if chosen == "lexical":
@@ -353,7 +374,7 @@ class MemoryStore(Closing, ABC):
 
             rows = await vector_search(self, request, chosen == "hybrid")
         items = [to_item(row) for row in rows]
-        return await self._refreshed(user_id, items, request.now, refresh_ttl)
+        return await self._refreshed(request.user_id, items, request.now, refresh_ttl)
 
     def _mode(self, mode: object) -> str:
         if mode not in ("auto", "lexical", "vector", "hybrid"):

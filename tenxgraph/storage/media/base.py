@@ -40,6 +40,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state.ids import DEFAULT_USER, check_id
@@ -56,6 +57,7 @@ from tenxgraph.storage.media._keys import media_key, media_url
 from tenxgraph.storage.media._sniff import SNIFF_BYTES, check_mime_type, normalize
 from tenxgraph.storage.media._source import MediaData, chunks_of
 from tenxgraph.storage.media._stream import MediaStream, OpeningMedia, SyncMediaStream
+from tenxgraph.utils import _otel as otel
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -184,6 +186,15 @@ class MediaStore(Closing, ABC):
         declared = None if mime_type is None else normalize(mime_type)
         if isinstance(data, bytes | bytearray | memoryview):
             self._check_size(memoryview(data).nbytes)  # known now: refuse before staging
+        putting = self._put(data, declared, user_id, filename)
+        if otel.tracer() is None:
+            return await putting
+        attributes = {"tenxgraph.media.store": type(self).__name__}
+        return await otel.spanned("tenxgraph.media.put", attributes, putting, _put_attributes)
+
+    async def _put(
+        self, data: MediaData, declared: str | None, user_id: str, filename: str | None
+    ) -> MediaRef:
         chunks = chunks_of(data, self.chunk_size)
         upload = await self._begin(user_id)
         try:
@@ -404,6 +415,14 @@ async def lost_piece(store: MediaStore, info: MediaInfo, piece: int) -> StorageE
     return CorruptRecordError(
         f"media {info.key} of user_id {info.user_id!r} is damaged: its piece {piece} is missing"
     )
+
+
+def _put_attributes(ref: MediaRef) -> dict[str, Any]:
+    """A put's span attributes: the stored media's type and size, never its bytes."""
+    return {
+        "tenxgraph.media.type": ref.mime_type or "",
+        "tenxgraph.media.bytes": ref.size_bytes or 0,
+    }
 
 
 def not_found(user_id: str, key: str) -> MediaNotFoundError:
