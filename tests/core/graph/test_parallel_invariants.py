@@ -18,6 +18,8 @@ from tenxgraph.core.graph import (
     ErrorEvent,
     InterruptEvent,
     MessageEvent,
+    RunControl,
+    RunHooks,
     Send,
     StateGraph,
     UpdateEvent,
@@ -26,7 +28,7 @@ from tenxgraph.core.graph import (
 from tenxgraph.core.graph._command import PARALLEL
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message
-from tenxgraph.errors import NodeError, StateError
+from tenxgraph.errors import NodeError, RecursionLimitError, StateError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import END, START
 
@@ -238,3 +240,108 @@ def test_interrupt_after_a_branch_is_named_in_the_interrupt_event() -> None:
     assert raised is None
     paused = [event for event in events if isinstance(event, InterruptEvent)]
     assert [(event.node, event.when) for event in paused] == [("second", "after")]
+
+
+class _Recorder(RunHooks):
+    """Every node start and end a run reports: (event, node, step, error text)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, int, str | None]] = []
+
+    async def on_node_start(self, run: RunControl, node: str, step: int) -> None:
+        assert isinstance(run, RunControl)
+        self.seen.append(("start", node, step, None))
+
+    async def on_node_end(
+        self, run: RunControl, node: str, step: int, error: BaseException | None
+    ) -> None:
+        assert isinstance(run, RunControl)
+        self.seen.append(("end", node, step, None if error is None else type(error).__name__))
+
+
+def test_hooks_see_each_branch_start_and_end_with_its_outcome() -> None:
+    def broken(state: Notes) -> dict[str, Any]:
+        raise ValueError("disk full")
+
+    def ask(state: Notes) -> dict[str, Any]:
+        return {"notes": [interrupt("sure?")]}
+
+    for second, outcome in ((broken, "ValueError"), (ask, "GraphInterrupt"), (None, None)):
+        recorder = _Recorder()
+        node = second or (lambda state: {"notes": ["b"]})
+        app = _fan_out(lambda state: {"notes": ["a"]}, node).compile(
+            InMemoryCheckpointer(), hooks=[recorder]
+        )
+        _streamed(app, {"messages": [("user", "go")]}, {"thread_id": "t"})
+        assert ("start", "second", 1, None) in recorder.seen
+        assert ("end", "second", 1, outcome) in recorder.seen
+        if second is not broken:  # a failure may cancel its sibling before it ends
+            ends = sorted(event for event in recorder.seen if event[0] == "end")
+            assert ends == [("end", "first", 1, None), ("end", "second", 1, outcome)]
+
+
+def test_interrupt_before_a_branch_pauses_before_the_step_naming_it() -> None:
+    graph = _fan_out(lambda state: {"notes": ["a"]}, lambda state: {"notes": ["b"]})
+    app = graph.compile(InMemoryCheckpointer(), interrupt_before=["second"])
+    config = {"thread_id": "t"}
+    events, raised = _streamed(app, {"messages": [("user", "go")]}, config)
+    assert raised is None
+    paused = [event for event in events if isinstance(event, InterruptEvent)]
+    assert [(event.node, event.when) for event in paused] == [("second", "before")]
+    assert app.get_state(config).execution_meta.next_node == PARALLEL
+    assert app.invoke({"resume": None}, config)["state"].notes == ["a", "b"]
+
+
+def test_the_recursion_limit_stops_at_a_parallel_step_showing_its_nodes() -> None:
+    graph = StateGraph(Notes)
+    graph.add_node("pre", lambda state: {"notes": ["pre"]})
+    graph.add_node("first", lambda state: {"notes": ["a"]})
+    graph.add_node("second", lambda state: {"notes": ["b"]})
+    graph.add_edge(START, "pre")
+    graph.add_edge("pre", "first")
+    graph.add_edge("pre", "second")
+    app = graph.compile(InMemoryCheckpointer(), recursion_limit=1)
+    config = {"thread_id": "t"}
+    events, raised = _streamed(app, {"messages": [("user", "go")]}, config)
+    assert isinstance(raised, RecursionLimitError)
+    assert str(raised) == "recursion limit of 1 steps reached; path pre -> [first, second]"
+    assert isinstance(events[-1], ErrorEvent)
+    assert events[-1].node == PARALLEL
+    assert app.get_state(config).notes == ["pre"]
+    assert graph.compile(recursion_limit=2).invoke({})["state"].notes == ["pre", "a", "b"]
+
+
+def test_a_branch_changing_the_state_in_place_fails_the_step_naming_its_nodes() -> None:
+    def sneaky(state: Notes) -> None:
+        state.context.append(_said("in place"))
+
+    app = _fan_out(sneaky, lambda state: {"notes": ["b"]}).compile(InMemoryCheckpointer())
+    config = {"thread_id": "t"}
+    events, raised = _streamed(app, {"messages": [("user", "go")]}, config)
+    assert isinstance(raised, NodeError)
+    assert str(raised) == (
+        "node '[first, second]': nodes of a parallel step must return their messages"
+    )
+    assert isinstance(events[-1], ErrorEvent)
+    assert events[-1].node == "[first, second]"
+    meta = app.get_state(config).execution_meta
+    assert (meta.status, meta.next_node) == ("error", PARALLEL)
+
+
+def test_a_branch_returning_an_unknown_field_is_an_error_naming_it() -> None:
+    app = _fan_out(lambda state: {"nope": 1}, lambda state: {"notes": ["b"]}).compile()
+    with pytest.raises(NodeError, match="unknown state field") as raised:
+        app.invoke({})
+    assert raised.value.node == "first"
+
+
+def test_resuming_before_a_parallel_step_still_pauses_before_a_later_node() -> None:
+    graph = _fan_out(lambda state: {"notes": ["a"]}, lambda state: {"notes": ["b"]})
+    graph.add_node("after", lambda state: {"notes": ["after"]})
+    graph.add_edge("first", "after")
+    app = graph.compile(InMemoryCheckpointer(), interrupt_before=["second", "after"])
+    config = {"thread_id": "t"}
+    app.invoke({"messages": [("user", "go")]}, config)
+    paused = app.invoke({"resume": None}, config)
+    assert (paused["state"].notes, paused["interrupt"] is not None) == (["a", "b"], True)
+    assert app.invoke({"resume": None}, config)["state"].notes == ["a", "b", "after"]
