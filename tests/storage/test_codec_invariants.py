@@ -395,3 +395,22 @@ def test_stamps_and_json_objects() -> None:
         decode_json_object(KEY, "metadata", "[1]")
     with pytest.raises(CorruptRecordError, match="column 'values' is not valid JSON"):
         decode_json_object(KEY, "values", "[" * 100_000 + "]" * 100_000)
+
+
+def test_a_window_s_missing_rows_name_ten_seqs_and_count_only_rows_inside_it() -> None:
+    with pytest.raises(
+        CorruptRecordError,
+        match=r"names 20 messages but the log lacks 19 of them \(seqs \[1, 2, 3, 4, 5, 6, 7, 8, "
+        r"9, 10\]\)$",
+    ):
+        decode_window_messages(KEY, [(0, 20)], [(0, body(0)), (20, body(20))])
+    with pytest.raises(CorruptRecordError, match=r"names 2 messages but the log lacks 2 of them"):
+        decode_window_messages(KEY, [(0, 2)], [(2, body(2)), (5, body(5))])
+
+
+def test_rows_in_another_order_with_a_bad_one_name_the_thread_and_its_seq() -> None:
+    rows = [(1, body(1)), (0, '{"role": 5}')]
+    with pytest.raises(CorruptRecordError, match=rf"^{re.escape(WHERE)}: message seq 0 is corrupt"):
+        decode_window_messages(KEY, [(0, 2)], rows)
+    in_order = decode_window_messages(KEY, [(0, 2)], [(1, body(1)), (0, body(0))])
+    assert [m.text() for m in in_order] == ["m0", "m1"]
