@@ -414,3 +414,17 @@ def test_rows_in_another_order_with_a_bad_one_name_the_thread_and_its_seq() -> N
         decode_window_messages(KEY, [(0, 2)], rows)
     in_order = decode_window_messages(KEY, [(0, 2)], [(1, body(1)), (0, body(0))])
     assert [m.text() for m in in_order] == ["m0", "m1"]
+
+
+def test_a_bad_log_length_or_window_column_is_shown_in_the_error_up_to_its_limit() -> None:
+    length = "x" * 78  # its repr is 80 characters, the limit: shown whole
+    with pytest.raises(CorruptRecordError) as raised:
+        decode_window(KEY, "[]", length)
+    assert str(raised.value) == f"{WHERE}: the log length {length!r} is not a count of messages"
+    stored = '"' + "y" * 197 + '"'  # its repr is 201 characters: cut at 200
+    with pytest.raises(CorruptRecordError) as raised:
+        decode_window(KEY, stored)
+    shown = repr(stored)[:197] + "..."
+    assert str(raised.value) == (
+        f"{WHERE}: column 'window' is not a list of [start, end] seq ranges: {shown}"
+    )
