@@ -428,3 +428,16 @@ def test_a_bad_log_length_or_window_column_is_shown_in_the_error_up_to_its_limit
     assert str(raised.value) == (
         f"{WHERE}: column 'window' is not a list of [start, end] seq ranges: {shown}"
     )
+
+
+def test_a_bad_window_s_parts_are_shown_up_to_thirty_characters() -> None:
+    cut = "'" + "w" * 26 + "..."  # a repr of 31 characters, cut at 30
+    assert window_problem("w" * 29, None) == (
+        f"the window is {cut}, not a list of [start, end] ranges"
+    )
+    assert window_problem([["w" * 27]], None) == (
+        "window[0] = ['" + "w" * 25 + "... is not a [start, end] range"
+    )
+    problem = window_problem([["w" * 29, "w" * 29]], None)
+    assert problem is not None
+    assert problem.startswith(f"window[0] = ({cut}, {cut}) is not a ")

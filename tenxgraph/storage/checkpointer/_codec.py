@@ -264,8 +264,8 @@ def window_problem(window: Sequence[Sequence[Any]], log_length: int | None) -> s
     if len(window) == 1:  # a run's usual window: one range, checked in one expression
         start, end = window[0]
         if (
-            type(start) is int
-            and type(end) is int
+            type(start) is int  # pragma: no mutate (the loop below checks it again)
+            and type(end) is int  # pragma: no mutate (as above)
             and 0 <= start <= end  # pragma: no mutate (the loop below checks it again)
             and (log_length is None or end <= log_length)  # pragma: no mutate (as above)
         ):
