@@ -345,3 +345,24 @@ def test_resuming_before_a_parallel_step_still_pauses_before_a_later_node() -> N
     paused = app.invoke({"resume": None}, config)
     assert (paused["state"].notes, paused["interrupt"] is not None) == (["a", "b"], True)
     assert app.invoke({"resume": None}, config)["state"].notes == ["a", "b", "after"]
+
+
+def test_a_saved_step_naming_a_node_the_graph_no_longer_has_is_an_error_naming_it() -> None:
+    def broken(state: Notes) -> dict[str, Any]:
+        raise ValueError("down")
+
+    checkpointer = InMemoryCheckpointer()
+    config = {"thread_id": "t"}
+    with pytest.raises(NodeError):
+        _fan_out(lambda state: {"notes": ["a"]}, broken).compile(checkpointer).invoke(
+            {"messages": [("user", "go")]}, config
+        )
+    graph = StateGraph(Notes)
+    graph.add_node("first", lambda state: {"notes": ["a"]})
+    graph.add_edge(START, "first")
+    with pytest.raises(NodeError) as raised:
+        graph.compile(checkpointer).invoke(None, config)
+    assert raised.value.node == "second"
+    assert str(raised.value) == (
+        "node 'second': the saved step names a node this graph does not have"
+    )
