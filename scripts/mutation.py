@@ -75,6 +75,7 @@ MODULES: dict[str, list[str]] = {
     ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
+        "tests/core/graph/test_parallel_invariants.py",
         "tests/core/graph/test_send.py",
     ],
 }

@@ -395,3 +395,49 @@ def test_stamps_and_json_objects() -> None:
         decode_json_object(KEY, "metadata", "[1]")
     with pytest.raises(CorruptRecordError, match="column 'values' is not valid JSON"):
         decode_json_object(KEY, "values", "[" * 100_000 + "]" * 100_000)
+
+
+def test_a_window_s_missing_rows_name_ten_seqs_and_count_only_rows_inside_it() -> None:
+    with pytest.raises(
+        CorruptRecordError,
+        match=r"names 20 messages but the log lacks 19 of them \(seqs \[1, 2, 3, 4, 5, 6, 7, 8, "
+        r"9, 10\]\)$",
+    ):
+        decode_window_messages(KEY, [(0, 20)], [(0, body(0)), (20, body(20))])
+    with pytest.raises(CorruptRecordError, match=r"names 2 messages but the log lacks 2 of them"):
+        decode_window_messages(KEY, [(0, 2)], [(2, body(2)), (5, body(5))])
+
+
+def test_rows_in_another_order_with_a_bad_one_name_the_thread_and_its_seq() -> None:
+    rows = [(1, body(1)), (0, '{"role": 5}')]
+    with pytest.raises(CorruptRecordError, match=rf"^{re.escape(WHERE)}: message seq 0 is corrupt"):
+        decode_window_messages(KEY, [(0, 2)], rows)
+    in_order = decode_window_messages(KEY, [(0, 2)], [(1, body(1)), (0, body(0))])
+    assert [m.text() for m in in_order] == ["m0", "m1"]
+
+
+def test_a_bad_log_length_or_window_column_is_shown_in_the_error_up_to_its_limit() -> None:
+    length = "x" * 78  # its repr is 80 characters, the limit: shown whole
+    with pytest.raises(CorruptRecordError) as raised:
+        decode_window(KEY, "[]", length)
+    assert str(raised.value) == f"{WHERE}: the log length {length!r} is not a count of messages"
+    stored = '"' + "y" * 197 + '"'  # its repr is 201 characters: cut at 200
+    with pytest.raises(CorruptRecordError) as raised:
+        decode_window(KEY, stored)
+    shown = repr(stored)[:197] + "..."
+    assert str(raised.value) == (
+        f"{WHERE}: column 'window' is not a list of [start, end] seq ranges: {shown}"
+    )
+
+
+def test_a_bad_window_s_parts_are_shown_up_to_thirty_characters() -> None:
+    cut = "'" + "w" * 26 + "..."  # a repr of 31 characters, cut at 30
+    assert window_problem("w" * 29, None) == (
+        f"the window is {cut}, not a list of [start, end] ranges"
+    )
+    assert window_problem([["w" * 27]], None) == (
+        "window[0] = ['" + "w" * 25 + "... is not a [start, end] range"
+    )
+    problem = window_problem([["w" * 29, "w" * 29]], None)
+    assert problem is not None
+    assert problem.startswith(f"window[0] = ({cut}, {cut}) is not a ")
