@@ -39,7 +39,7 @@ from tenxgraph.core.graph._node import (
     Written,
 )
 from tenxgraph.core.graph._run_control import Fail, Outcome, Pause
-from tenxgraph.core.graph._steps import Run, RunSteps, forward_to
+from tenxgraph.core.graph._steps import Run, RunSteps, forward_to, returned_error
 from tenxgraph.core.graph._stream_writer import written_before
 from tenxgraph.core.graph._updates import Applied, TaskWrite
 from tenxgraph.core.state.agent_state import AgentState
@@ -190,7 +190,7 @@ class ParallelSteps(RunSteps[S]):
             try:
                 write = self.schema.write_of(run.state, output, self._where[name])
             except StateError as exc:
-                raise NodeError(name, str(exc)) from None
+                raise returned_error(name, self._where[name], exc) from None
         except GraphInterrupt as exc:
             step.interrupts[index] = exc
             if self.hooks.hooks:

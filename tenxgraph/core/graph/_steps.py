@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tenxgraph.core.graph._builder import Branch, Join
     from tenxgraph.core.graph._tracing import RunTrace
 
-__all__ = ["COMPLETED", "Run", "RunSteps", "forward_to"]
+__all__ = ["COMPLETED", "Run", "RunSteps", "forward_to", "returned_error"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -223,7 +223,7 @@ class RunSteps(Generic[S]):
             try:
                 applied = self.schema.apply(run.state, output, self._where[name])
             except StateError as exc:  # a bad return is the node's error
-                raise NodeError(name, str(exc)) from None
+                raise returned_error(name, self._where[name], exc) from None
             next_node = self._single.get(name) if goto is None else None
             if next_node is None:
                 next_node = await self._plan(run, ((name, goto),))
@@ -380,6 +380,11 @@ def forward_to(run: Run[Any]) -> Callable[[Any], None] | None:
     """Where the graphs a node of ``run`` runs send their events (None: nothing reads them)."""
     sink = run.ctx.custom
     return sink.put if run.forward and sink is not None else None
+
+
+def returned_error(name: str, where: str, exc: StateError) -> NodeError:
+    """The node's error for a return value the state refused (its message names the node once)."""
+    return NodeError(name, str(exc).removeprefix(f"{where}: "))
 
 
 def _check_saved_arg(source: str, send: Send) -> None:

@@ -366,3 +366,23 @@ def test_a_saved_step_naming_a_node_the_graph_no_longer_has_is_an_error_naming_i
     assert str(raised.value) == (
         "node 'second': the saved step names a node this graph does not have"
     )
+
+
+class _Counted(AgentState):
+    x: int = 0
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_an_unknown_field_returned_names_the_node_once(parallel: bool) -> None:
+    graph = StateGraph(_Counted)
+    graph.add_node("first", lambda state: {"nope": 1})
+    graph.add_edge(START, "first")
+    graph.add_edge("first", END)
+    if parallel:
+        graph.add_node("second", lambda state: {"x": 1})
+        graph.add_edge(START, "second")
+        graph.add_edge("second", END)
+    with pytest.raises(NodeError) as raised:
+        graph.compile().invoke({})
+    assert raised.value.node == "first"
+    assert str(raised.value).startswith("node 'first': unknown state field(s) 'nope' for _Counted")
