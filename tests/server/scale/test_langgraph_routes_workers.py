@@ -61,8 +61,8 @@ def test_a_run_rolled_back_through_another_worker_is_gone_on_both(
         "POST", f"/threads/{thread_id}/runs/stream", json={**RUN, "input": user("sleep 30")}
     ) as response:
         run_id = next(events(response))["data"]["run_id"]  # held by A: it streams it
-        for _ in range(400):
-            if b.get(f"/threads/{thread_id}/runs/{run_id}").json()["status"] == "running":
+        for _ in range(400):  # A writes the run's row a moment after its first event: B waits
+            if b.get(f"/threads/{thread_id}/runs/{run_id}").json().get("status") == "running":
                 break
             time.sleep(0.05)
         cancelled = b.post(f"/threads/{thread_id}/runs/{run_id}/cancel?action=rollback")
