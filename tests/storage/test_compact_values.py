@@ -174,5 +174,5 @@ def test_the_short_cuts_know_every_state_and_bookkeeping_field() -> None:
     always = {"current_node", "step", "status", "turn_start"}
     scalars = {name for name, _ in state_codec._META_SCALARS}
     json_valued = {"interrupt_value", "resume_values", "tool_ledger", "tool_starts"}  # refused
-    json_valued |= {"tasks", "task_writes", "joins"}
+    json_valued |= {"tasks", "task_writes", "joins", "subgraphs"}
     assert set(ExecMeta.model_fields) == always | scalars | json_valued

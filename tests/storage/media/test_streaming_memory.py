@@ -15,7 +15,10 @@ from tenxgraph.testing.media_stores import PNG_HEAD
 from tests.storage.media.conftest import MakeMediaStore
 
 SIZE = 16 * 1024 * 1024
-PEAK = 4 * 1024 * 1024
+PEAK = 6 * 1024 * 1024
+"""Three eighths of the file: a put measured about 3.2 MB on an idle machine and 4.2 MB on a
+loaded one (chunks waiting in worker-thread hand-offs); a path that held the file whole would
+pass 16 MB."""
 
 
 async def test_put_from_a_path_and_a_streamed_read_hold_a_few_chunks(
