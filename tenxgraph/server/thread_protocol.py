@@ -22,7 +22,7 @@ connection.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -45,7 +45,7 @@ from tenxgraph.server._run_request import RunRequest
 from tenxgraph.server._run_stream import StreamEncoder
 from tenxgraph.server.http_errors import bad_request, error_detail
 from tenxgraph.server.runs import PING_SECONDS, _start, manager_of
-from tenxgraph.server.thread_stream import POLL_SECONDS
+from tenxgraph.server.thread_stream import follow_runs
 from tenxgraph.server.threads import thread_info_or_404, version_of
 
 __all__ = ["PROTOCOL_MODES", "router"]
@@ -369,19 +369,15 @@ async def _next_run(
 async def _events(
     context: ServerContext, user: str, thread_id: str, body: EventStreamRequest, done: set[str]
 ) -> AsyncIterator[bytes | ServerSentEvent]:
-    manager, connection, idle = manager_of(context), _Connection(body), 0.0
-    while True:
-        record = await _next_run(manager, user, thread_id, done)
-        if record is None:
-            await asyncio.sleep(POLL_SECONDS)
-            idle += POLL_SECONDS
-            if idle >= PING_SECONDS:
-                idle = 0.0
-                yield ServerSentEvent(comment=f"heartbeat - {datetime.now(UTC)}")
-            continue
-        idle = 0.0
-        async for chunk in _run_events(manager, record, context.graph_id, connection):
-            yield chunk
+    manager, connection = manager_of(context), _Connection(body)
+    runs = follow_runs(manager, user, thread_id, done, _next_run, "heartbeat")
+    async with contextlib.aclosing(runs):
+        async for record in runs:
+            if isinstance(record, ServerSentEvent):
+                yield record
+                continue
+            async for chunk in _run_events(manager, record, context.graph_id, connection):
+                yield chunk
 
 
 async def _run_events(

@@ -24,7 +24,8 @@ looked at again every half second.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, cast
 
@@ -117,6 +118,31 @@ async def _next_run(
     return None
 
 
+NextRun = Callable[[RunRegistry, str, str, set[str]], Awaitable[RunRecord | None]]
+
+
+async def follow_runs(
+    manager: RunRegistry, user: str, thread_id: str, done: set[str], next_run: NextRun, ping: str
+) -> AsyncGenerator[RunRecord | ServerSentEvent, None]:
+    """The thread's runs as ``next_run`` picks them, then each new one as it comes.
+
+    While none comes, a ``ping`` comment every ``PING_SECONDS`` keeps the
+    connection (and the proxies on its way) open.
+    """
+    idle = 0.0
+    while True:
+        record = await next_run(manager, user, thread_id, done)
+        if record is not None:
+            idle = 0.0
+            yield record
+            continue
+        await asyncio.sleep(POLL_SECONDS)
+        idle += POLL_SECONDS
+        if idle >= PING_SECONDS:
+            idle = 0.0
+            yield ServerSentEvent(comment=f"{ping} - {datetime.now(UTC)}")
+
+
 def _frame(run_id: str, number: int | str, event: str, data: str) -> str:
     return f"id: {run_id}:{number}\r\nevent: {event}\r\ndata: {data}\r\n\r\n"
 
@@ -129,42 +155,36 @@ async def _events(
     done: set[str],
     resume: tuple[str | None, int],
 ) -> AsyncIterator[bytes | ServerSentEvent]:
-    manager = manager_of(context)
-    idle = 0.0
-    while True:
-        record = await _next_run(manager, user, thread_id, done)
-        if record is None:
-            await asyncio.sleep(POLL_SECONDS)
-            idle += POLL_SECONDS
-            if idle >= PING_SECONDS:
-                idle = 0.0
-                yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
-            continue
-        idle = 0.0
-        after = resume[1] if record.run_id == resume[0] else 0
-        last = after
-        try:
-            log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
-            async for batch in log.follow(after, heartbeat=PING_SECONDS):
-                if not batch:
-                    yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
-                    continue
-                last = batch[-1].id
-                chunk = "".join(
-                    _frame(record.run_id, e.id, e.event, e.data)
-                    for e in batch
-                    if _wanted(e.event, modes)
-                )
-                if chunk:
-                    yield chunk.encode()
-        except EventsLostError as exc:
-            text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
-            yield _frame(record.run_id, last, "error", text).encode()
-        done.add(record.run_id)
-        resumed_at_end = last == after > 0  # its run_done went out before the reconnect
-        if ("run_modes" in modes or "lifecycle" in modes) and not resumed_at_end:
-            ended: dict[str, Any] = {"run_id": record.run_id, "status": record.status}
-            yield _frame(record.run_id, last, "run_done", StreamEncoder.dumps(ended)).encode()
+    runs = follow_runs(manager_of(context), user, thread_id, done, _next_run, "ping")
+    async with contextlib.aclosing(runs):
+        async for record in runs:
+            if isinstance(record, ServerSentEvent):
+                yield record
+                continue
+            after = resume[1] if record.run_id == resume[0] else 0
+            last = after
+            try:
+                log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
+                async for batch in log.follow(after, heartbeat=PING_SECONDS):
+                    if not batch:
+                        yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
+                        continue
+                    last = batch[-1].id
+                    chunk = "".join(
+                        _frame(record.run_id, e.id, e.event, e.data)
+                        for e in batch
+                        if _wanted(e.event, modes)
+                    )
+                    if chunk:
+                        yield chunk.encode()
+            except EventsLostError as exc:
+                text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
+                yield _frame(record.run_id, last, "error", text).encode()
+            done.add(record.run_id)
+            resumed_at_end = last == after > 0  # its run_done went out before the reconnect
+            if ("run_modes" in modes or "lifecycle" in modes) and not resumed_at_end:
+                ended: dict[str, Any] = {"run_id": record.run_id, "status": record.status}
+                yield _frame(record.run_id, last, "run_done", StreamEncoder.dumps(ended)).encode()
 
 
 @router.get("/threads/{thread_id}/stream")
