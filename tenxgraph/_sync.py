@@ -17,6 +17,9 @@ __all__ = ["iterate_sync", "run_sync"]
 
 T = TypeVar("T")
 
+CLOSE_SECONDS = 1.0
+"""How long work left on a private loop may take to finish when the loop is closed."""
+
 _local = threading.local()
 
 
@@ -27,8 +30,33 @@ def _loop() -> asyncio.AbstractEventLoop:
         loop = asyncio.new_event_loop()
         _local.loop = loop
         if threading.current_thread() is threading.main_thread():
-            atexit.register(loop.close)  # no "unclosed event loop" warning at process exit
+            atexit.register(_close, loop)  # no "unclosed event loop" warning at process exit
     return loop
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a private loop after the work still queued on it has had its turn.
+
+    A run leaves callbacks and small tasks behind on its loop (an SDK's stream
+    closing its HTTP response, a fire-and-forget cleanup); closing the loop
+    at once would destroy them mid-way ("Task was destroyed but it is
+    pending"). They get ``CLOSE_SECONDS`` to finish, then are cancelled; async
+    generators left open are closed the same way.
+    """
+    if loop.is_closed():
+        return
+    pending = asyncio.all_tasks(loop)
+    if pending:
+        _, late = loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_SECONDS))
+        for task in late:
+            task.cancel()
+        if late:
+            loop.run_until_complete(asyncio.wait(late, timeout=CLOSE_SECONDS))
+        for task in pending:
+            if task.done() and not task.cancelled():
+                task.exception()  # left behind: nobody awaits it, and its end is not news
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 def _in_running_loop() -> bool:
@@ -53,7 +81,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         except BaseException as exc:
             error.append(exc)
         finally:
-            _loop().close()  # the helper thread ends here; its private loop must not leak
+            _close(_loop())  # the helper thread ends here; its private loop must not leak
 
     thread = threading.Thread(target=target, name="tenxgraph-run-sync")
     thread.start()

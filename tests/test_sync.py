@@ -8,11 +8,14 @@ import asyncio
 import contextvars
 import gc
 import logging
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
 
-from tenxgraph._sync import run_sync
+from tenxgraph._sync import CLOSE_SECONDS, _close, run_sync
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("sync_bridge_test", default="outside")
 
@@ -98,3 +101,71 @@ def test_inside_a_running_loop_it_runs_in_a_helper_thread() -> None:
         return result, "other" if run_sync(where()) != outer else "same"
 
     assert asyncio.run(caller()) == (4, "other")
+
+
+LEAVES_WORK = textwrap.dedent(
+    """
+    import asyncio
+    from tenxgraph._sync import run_sync
+
+    async def cleanup():
+        await asyncio.sleep(0.05)
+        print("cleaned up", flush=True)
+
+    async def run():
+        asyncio.get_running_loop().create_task(cleanup())  # left behind, as an SDK's close is
+        return "answered"
+
+    print(run_sync(run()), flush=True)
+    """
+)
+
+
+def test_work_left_on_the_private_loop_finishes_before_the_process_exits() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LEAVES_WORK], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["answered", "cleaned", "up"]
+    assert "Task was destroyed" not in done.stderr
+
+
+def test_work_that_never_ends_is_cancelled_when_the_loop_closes() -> None:
+    loop = asyncio.new_event_loop()
+    cancelled: list[bool] = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def fails_later() -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError("nobody waits for this")
+
+    left = [loop.create_task(forever()), loop.create_task(fails_later())]
+    _close(loop)
+    assert loop.is_closed()
+    assert cancelled == [True]
+    assert [task.done() for task in left] == [True, True]
+    assert CLOSE_SECONDS <= 1.0
+
+
+def test_a_helper_thread_closes_its_loop_after_the_work_it_left() -> None:
+    finished: list[str] = []
+
+    async def cleanup() -> None:
+        await asyncio.sleep(0.01)
+        finished.append("cleaned up")
+
+    async def leaves_work() -> str:
+        asyncio.get_running_loop().create_task(cleanup())
+        return "answered"
+
+    async def caller() -> str:
+        return run_sync(leaves_work())
+
+    assert asyncio.run(caller()) == "answered"
+    assert finished == ["cleaned up"]

@@ -488,6 +488,43 @@ def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retri
     assert state.notes == ["audited"]
 
 
+async def test_a_tool_call_in_a_parallel_step_is_saved_as_started_before_it_runs() -> None:
+    """A tool's start is durable before the tool runs, even when no sibling task has finished
+    (so the step's save has no new task write to wait for)."""
+    from tenxgraph.core.graph import ToolNode
+
+    seen: list[dict[str, int]] = []
+    looked = asyncio.Event()
+
+    async def search(q: str) -> str:
+        """Search the web."""
+        seen.append(dict((await app.aget_state(config)).execution_meta.tool_starts))
+        looked.set()
+        return f"found {q}"
+
+    def plan(state: Notes) -> Message:
+        call = ToolCallBlock(id="c1", name="search", args={"q": "x"})
+        return Message(role="assistant", content=[call])
+
+    async def audit(state: Notes) -> dict[str, Any]:
+        await asyncio.wait_for(looked.wait(), 30)  # finishes after the tool has looked
+        return {"notes": ["audited"]}
+
+    graph = StateGraph(Notes)
+    graph.add_node("plan", plan)
+    graph.add_node("tools", ToolNode([search]))
+    graph.add_node("audit", audit)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "tools")
+    graph.add_edge("plan", "audit")
+    app = graph.compile(InMemoryCheckpointer())
+    config = {"thread_id": "t"}
+    state = (await app.ainvoke({"messages": [("user", "look it up")]}, config))["state"]
+    assert seen == [{"c1": 1}]
+    assert state.notes == ["audited"]
+    assert [m.role for m in state.context] == ["user", "assistant", "tool"]
+
+
 def test_interrupt_after_a_node_of_a_parallel_step_pauses_after_the_merge() -> None:
     graph = diamond(join=True)
     app = graph.compile(InMemoryCheckpointer(), interrupt_after=["c"])
