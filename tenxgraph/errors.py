@@ -13,6 +13,7 @@
     │   ├── MediaTypeError         a malformed MIME type, or one the media's bytes contradict
     │   ├── MediaTooLargeError     media over the media store's size limit
     │   ├── EventsLostError        a run's stream resumed after events the server no longer keeps
+    │   ├── AlreadyExistsError     an id that is taken was created again (an assistant's)
     │   └── UnstorableStateError   a state field holds a value a save cannot store as JSON
     ├── GraphRunError              something failed while a graph was running
     │   ├── NodeError              a node raised or returned something it must not
@@ -76,6 +77,7 @@ __all__ = [
     "APINotFoundError",
     "APIStatusError",
     "APIUnauthorizedError",
+    "AlreadyExistsError",
     "AuthenticationError",
     "BadRequestError",
     "ClientError",
@@ -215,6 +217,14 @@ class EventsLostError(StateError):
             f"{first_kept} on (older ones were dropped past the per-run bound); read the "
             "thread's state instead"
         )
+
+
+class AlreadyExistsError(StateError):
+    """Something was created with an id that is already taken (an assistant's, for example).
+
+    Nothing was written. Update the one there, or create it with
+    ``if_exists="do_nothing"`` to get it back instead. A server answers 409.
+    """
 
 
 class GraphRunError(TenxGraphError):
@@ -427,6 +437,7 @@ HTTP_STATUS: dict[type[TenxGraphError], int] = {
     InvalidIdError: 400,
     MediaTooLargeError: 413,
     EventsLostError: 410,
+    AlreadyExistsError: 409,
     ToolArgumentsError: 422,
     ThreadNotFoundError: 404,
     MediaNotFoundError: 404,

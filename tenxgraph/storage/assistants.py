@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tenxgraph.core.state.ids import check_id
-from tenxgraph.errors import StateError
+from tenxgraph.errors import AlreadyExistsError
 from tenxgraph.storage.sql import Component, SqliteDatabase
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class AssistantStore(abc.ABC):
             if row is not None:
                 if if_exists == "do_nothing":
                     return row
-                raise StateError(
+                raise AlreadyExistsError(
                     f"assistant {assistant.assistant_id!r} exists; update it, or pass "
                     "if_exists='do_nothing'"
                 )

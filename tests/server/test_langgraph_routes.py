@@ -171,7 +171,7 @@ def test_assistants_are_versioned_presets_whose_runs_get_their_config(
     }
     made = client.post("/assistants", json=body).json()
     assert (made["version"], made["name"], made["graph_id"]) == (1, "Preset", "agent")
-    refused(client.post("/assistants", json=body), 422, "exists")
+    refused(client.post("/assistants", json=body), 409, "exists")
     same = client.post("/assistants", json={**body, "name": "x", "if_exists": "do_nothing"})
     assert same.json()["name"] == "Preset"
     changed = client.patch("/assistants/preset", json={"metadata": {"v": 2}}).json()

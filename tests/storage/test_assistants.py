@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tenxgraph.errors import StateError
+from tenxgraph.errors import AlreadyExistsError
 from tenxgraph.storage.assistants import (
     Assistant,
     AssistantStore,
@@ -52,7 +52,7 @@ async def opener(
 async def _lifecycle(store: AssistantStore) -> None:
     made = await store.acreate(Assistant("a1", "agent", "u", name="one", config={"k": 1}))
     assert made.version == 1
-    with pytest.raises(StateError):
+    with pytest.raises(AlreadyExistsError, match="'a1' exists"):
         await store.acreate(Assistant("a1", "agent", "u"))
     assert (
         await store.acreate(Assistant("a1", "agent", "u"), if_exists="do_nothing")
