@@ -178,10 +178,7 @@ def _params(params: dict[str, Any], *names: str) -> dict[str, Any]:
 async def _run_start(
     context: ServerContext, user: str, thread_id: str, params: dict[str, Any]
 ) -> dict[str, Any]:
-    assistant = params.get("assistant_id")
-    if assistant not in (None, context.graph_id):
-        raise Refused("invalid_argument", f"assistant {str(assistant)[:80]!r} is not served")
-    fields = _params(params, "config", "metadata", "context")
+    fields = _params(params, "assistant_id", "config", "metadata", "context")  # a preset too
     fields["multitask_strategy"] = params.get("multitask_strategy", params.get("multitaskStrategy"))
     if await _paused(context, user, thread_id):  # the protocol: the input answers the pause
         fields["command"] = {"resume": params.get("input")}

@@ -163,6 +163,17 @@ def test_state_commands_and_fork(client: httpx.Client) -> None:
     assert tree == {"namespace": [], "status": "completed", "graph_name": "agent"}
 
 
+def test_a_run_started_by_command_can_use_an_assistant_preset(client: httpx.Client) -> None:
+    preset = {"graph_id": "agent", "assistant_id": "polite", "metadata": {"tone": "polite"}}
+    assert client.post("/assistants", json=preset).status_code == 200
+    thread_id = str(uuid.uuid4())
+    started = ok(client, thread_id, "run.start", assistant_id="polite", input=user("hi"))
+    events = run_events(client, thread_id, ["lifecycle"])
+    assert of(events, "lifecycle")[-1]["event"] == "completed"
+    run = client.get(f"/threads/{thread_id}/runs/{started['run_id']}").json()
+    assert run["assistant_id"] == "polite"
+
+
 def test_refused_and_unknown_commands_say_so(client: httpx.Client) -> None:
     thread_id = str(uuid.uuid4())
     unknown = command(client, thread_id, "run.teleport")
@@ -170,7 +181,7 @@ def test_refused_and_unknown_commands_say_so(client: httpx.Client) -> None:
     inject = command(client, thread_id, "input.inject", namespace=[], message={})
     assert inject["error"] == "not_supported" and "run.start" in inject["message"]
     other = command(client, thread_id, "run.start", assistant_id="other", input=user("hi"))
-    assert other["error"] == "invalid_argument"
+    assert other["error"] == "invalid_argument" and "'other'" in other["message"]
     bad = command(client, thread_id, "run.start", assistant_id="agent", input={"nope": 1})
     assert bad["error"] == "invalid_argument" and "nope" in bad["message"]
     missing = command(client, thread_id, "state.get", namespace=[])
