@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, pairwise
 from typing import Any, NamedTuple, TypeVar
 
@@ -85,8 +85,9 @@ class MessageRow(NamedTuple):
     role: str
     usage: str | None
     """``TokenUsages`` as JSON, or None."""
-    body: str
-    """The whole message as JSON; the only column read back."""
+    body: Any
+    """The whole message as JSON (``compact_json``): the only column read back. A backend
+    that stores a message otherwise gets what its ``encode_write(dump=...)`` made."""
 
 
 class EncodedWrite(NamedTuple):
@@ -112,8 +113,18 @@ def new_incarnation() -> str:
     return secrets.token_hex(8)
 
 
-def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> EncodedWrite:
-    """Validate and encode a write before any transaction starts (``usages``: the usage column)."""
+def encode_write(
+    key: ThreadKey,
+    write: ThreadWrite,
+    *,
+    usages: bool = True,
+    dump: Callable[[Message], Any] = compact_json,
+) -> EncodedWrite:
+    """Validate and encode a write before any transaction starts (``usages``: the usage column).
+
+    ``dump`` makes each message's ``MessageRow.body``; its ``ValueError`` (what
+    JSON cannot hold) becomes ``StateError``.
+    """
     if write.expected_version < 0:
         raise StateError(f"expected_version must be >= 0, got {write.expected_version}")
     incarnation = _write_incarnation(key, write)
@@ -135,7 +146,9 @@ def encode_write(key: ThreadKey, write: ThreadWrite, *, usages: bool = True) -> 
             if not usages or fields["usages"] is None
             else fields["usages"].model_dump_json(exclude_defaults=True)
         )
-        rows.append(MessageRow(str(fields["message_id"]), fields["role"], usage, _dump(message)))
+        rows.append(
+            MessageRow(str(fields["message_id"]), fields["role"], usage, _dump(message, dump))
+        )
     return EncodedWrite(
         rows,
         values_json(key, write.values),
@@ -230,9 +243,9 @@ def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:
     return expected
 
 
-def _dump(message: Message) -> str:
+def _dump(message: Message, dump: Callable[[Message], Any]) -> Any:
     try:
-        return compact_json(message)
+        return dump(message)
     except ValueError as exc:  # pydantic's serialization errors derive from ValueError
         raise StateError(
             f"message {message.message_id!r} cannot be stored as JSON: {exc}"

@@ -139,6 +139,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 5: branches inside a thread; NULL is the checkpoint before (every older row)
         "ALTER TABLE checkpoints ADD COLUMN parent_version INTEGER",
     ),
+    (  # 6: a message's id and timestamp in columns of their own (_sqlite_rows); NULL in older rows
+        "ALTER TABLE messages ADD COLUMN mid BLOB",
+        "ALTER TABLE messages ADD COLUMN ts TEXT",
+    ),
 )
 """Ordered schema changes of the ``threads`` component (recorded in ``schema_versions``).
 

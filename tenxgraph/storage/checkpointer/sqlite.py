@@ -49,6 +49,13 @@ from tenxgraph.storage.checkpointer._media import (
     media_policy,
     offload,
 )
+from tenxgraph.storage.checkpointer._sqlite_rows import (
+    MESSAGE_BODY,
+    inflate_checkpoint,
+    message_parts,
+    pack_values,
+    pack_window,
+)
 from tenxgraph.storage.checkpointer._sqlite_schema import THREADS
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
@@ -80,8 +87,8 @@ INLINE_MESSAGES = 64
 At 64 short messages a save takes about 0.6 ms and a page read 0.3 ms; at 256,
 about 4 ms each: too long to hold the event loop."""
 
-_WINDOW_QUERY = """
-    SELECT m.seq, m.body FROM json_each(?) AS w CROSS JOIN messages AS m
+_WINDOW_QUERY = f"""
+    SELECT m.seq, {MESSAGE_BODY} FROM json_each(?) AS w CROSS JOIN messages AS m
     WHERE m.tid = ?
       AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')
 """
@@ -175,14 +182,12 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         if len(write.new_messages) > INLINE_MESSAGES:  # encoding and inserting them may take long
             stamp = await asyncio.to_thread(self._save, key, write)
         else:
-            stamp = await self._db.call(
-                self._write, key, write, encode_write(key, write, usages=False)
-            )
+            stamp = await self._db.call(self._write, key, write, _encode(key, write))
         await after_save(self.media, key, offloaded)
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        return self._db.run(self._write, key, write, encode_write(key, write, usages=False))
+        return self._db.run(self._write, key, write, _encode(key, write))
 
     def _write(
         self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
@@ -238,8 +243,8 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, write.window, length)
             base = length - added
             conn.executemany(
-                "INSERT INTO messages (tid, seq, body) VALUES (?, ?, ?)",
-                [(tid, base + index, r.body) for index, r in enumerate(encoded.messages)],
+                "INSERT INTO messages (tid, seq, mid, ts, body) VALUES (?, ?, ?, ?, ?)",
+                [(tid, base + index, *r.body) for index, r in enumerate(encoded.messages)],
             )
             conn.execute(
                 "INSERT INTO checkpoints (tid, version, node, step, log_length, "
@@ -251,8 +256,8 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
                     write.node,
                     write.step,
                     length,
-                    encoded.values,
-                    encoded.window,
+                    pack_values(encoded.values),
+                    pack_window(encoded.window, write.window, length),
                     now,
                     encoded.parent,
                 ),
@@ -379,17 +384,17 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         check_page(0, limit)
         if _small(limit):
             rows = await self._db.call(_checkpoint_rows, key, limit)
-            return [decode_checkpoint(key, *row) for row in rows]
+            return [decode_checkpoint(key, *inflate_checkpoint(key, row)) for row in rows]
         return await asyncio.to_thread(self._list_checkpoints, key, limit)
 
     def _list_checkpoints(self, key: ThreadKey, limit: int | None) -> list[Checkpoint]:
         rows = self._db.run(_checkpoint_rows, key, limit)
-        return [decode_checkpoint(key, *row) for row in rows]
+        return [decode_checkpoint(key, *inflate_checkpoint(key, row)) for row in rows]
 
     async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
         """Checkpoint ``version``: one row by its primary key."""
         row = await self._db.call(_checkpoint_row, key, version)
-        return None if row is None else decode_checkpoint(key, *row)
+        return None if row is None else decode_checkpoint(key, *inflate_checkpoint(key, row))
 
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
@@ -401,6 +406,11 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
     async def aclose(self) -> None:
         """Close the connection (after the call in progress); a later call opens it again."""
         await asyncio.to_thread(self._db.close)
+
+
+def _encode(key: ThreadKey, write: ThreadWrite) -> EncodedWrite:
+    """The write's columns, each message as its row's parts (``_sqlite_rows``)."""
+    return encode_write(key, write, usages=False, dump=message_parts)
 
 
 def _small(limit: int | None) -> bool:
@@ -443,7 +453,8 @@ def _message_rows(
     conn: sqlite3.Connection, key: ThreadKey, offset: int, limit: int | None
 ) -> list[Any]:
     return conn.execute(
-        f"SELECT seq, body FROM messages WHERE tid = ({_TID}) AND seq >= ? ORDER BY seq LIMIT ?",
+        f"SELECT m.seq, {MESSAGE_BODY} FROM messages AS m WHERE m.tid = ({_TID}) "
+        "AND m.seq >= ? ORDER BY m.seq LIMIT ?",
         (key.user_id, key.thread_id, offset, -1 if limit is None else limit),
     ).fetchall()
 
