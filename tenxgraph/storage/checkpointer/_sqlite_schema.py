@@ -13,6 +13,10 @@ Migration 4 rebuilds the three tables in the opening transaction, so a
 file written before it takes time proportional to its size on first open
 (in a worker thread, once); nothing is lost: every thread, message and
 checkpoint is copied.
+
+Migration 6 adds a message row's ``mid`` and ``ts`` columns (``_sqlite_rows``
+says what they hold); rows written before it leave them NULL and read as
+they did, so it changes no stored row.
 """
 
 from __future__ import annotations
