@@ -29,6 +29,7 @@ from tenxgraph.core.state.message_block import (
 )
 from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
 from tenxgraph.storage.checkpointer._codec import decode_messages, encode_write
+from tenxgraph.storage.checkpointer._sqlite_rows import MESSAGE_BODY
 from tests.core.state.test_roundtrip import every_block_kind
 
 KEY = ThreadKey("t", "alice")
@@ -238,10 +239,17 @@ async def test_sqlite_stores_compact_rows_and_loads_old_ones(tmp_path: Path) -> 
     finally:
         await checkpointer.aclose()
     with sqlite3.connect(path) as conn:
-        bodies = [row[0] for row in conn.execute("SELECT body FROM messages ORDER BY seq")]
-        assert bodies == [compact_json(message) for message in messages]
+        bodies = [
+            row[0] for row in conn.execute(f"SELECT {MESSAGE_BODY} FROM messages AS m ORDER BY seq")
+        ]
+        assert [json.loads(body) for body in bodies] == [
+            json.loads(compact_json(message)) for message in messages
+        ]
         for seq, message in enumerate(messages):  # rewrite each row as the old code wrote it
-            conn.execute("UPDATE messages SET body = ? WHERE seq = ?", (full_form(message), seq))
+            conn.execute(
+                "UPDATE messages SET body = ?, mid = NULL, ts = NULL WHERE seq = ?",
+                (full_form(message), seq),
+            )
     reader = SqliteCheckpointer(path)
     try:
         stored = await reader.aload(KEY)

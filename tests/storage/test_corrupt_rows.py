@@ -31,6 +31,11 @@ async def store(
         checkpointer = SqliteCheckpointer(path)
 
         async def raw(sql: str, params: tuple[Any, ...]) -> None:
+            # a body written whole: the id and timestamp columns are cleared, as in a row
+            # written before them, so the row holds exactly that object
+            sql = sql.replace(
+                "messages SET body = ?", "messages SET mid = NULL, ts = NULL, body = ?"
+            )
             with sqlite3.connect(path) as conn:
                 conn.execute(sql.format(t=""), params)
 

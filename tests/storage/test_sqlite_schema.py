@@ -155,8 +155,11 @@ async def test_a_schema_3_file_loads_whole_and_takes_new_turns(tmp_path: Path) -
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == (3,)  # bob's, solo's
 
 
-async def test_a_new_file_stores_a_message_as_its_seq_and_body(tmp_path: Path) -> None:
-    """Message rows hold the thread's row id, the seq and the JSON body, nothing else."""
+async def test_a_new_file_stores_a_message_as_its_seq_id_timestamp_and_body(
+    tmp_path: Path,
+) -> None:
+    """Message rows hold the thread's row id, the seq, the id's 16 bytes, the timestamp's
+    repr and the rest of the JSON object, nothing else."""
     path = tmp_path / "new.db"
     checkpointer = SqliteCheckpointer(path)
     message = Message.text_message("hi")
@@ -165,4 +168,8 @@ async def test_a_new_file_stores_a_message_as_its_seq_and_body(tmp_path: Path) -
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT * FROM messages").fetchall()
         (tid,) = conn.execute("SELECT id FROM threads").fetchone()
-    assert rows == [(tid, 0, compact_json(message))]
+    rest = compact_json(message).replace(f'"message_id":"{message.message_id}",', "")
+    rest = rest.replace(f',"timestamp":{message.timestamp!r}', "")
+    assert rows == [
+        (tid, 0, rest[1:], bytes.fromhex(str(message.message_id)), repr(message.timestamp))
+    ]

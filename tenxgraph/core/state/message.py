@@ -404,11 +404,18 @@ def compact_json(message: Message) -> str:
     ``exclude_defaults`` would call the id, timestamp, metadata and annotation
     default factories only to compare, which cost more than the rest of the dump.
     """
-    data = _plain_text_data(message)
-    if data is None:
-        data = _compact_data(message)
     # inf_nan_mode="null": as model_dump_json() does with a NaN put in after validation
-    return to_json(data, inf_nan_mode="null").decode()
+    return to_json(compact_data(message), inf_nan_mode="null").decode()
+
+
+def compact_data(message: Message) -> dict[str, Any]:
+    """``compact_json``'s data before it becomes text (a new dict, the caller's to change).
+
+    A store that keeps some members in columns of their own (the SQLite
+    checkpointer: the id and timestamp) takes them out of it.
+    """
+    data = _plain_text_data(message)
+    return _compact_data(message) if data is None else data
 
 
 def _compact_data(message: Message) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from tenxgraph.storage.checkpointer._codec import (
     rewind_conflict,
     stamp_of,
 )
+from tenxgraph.storage.checkpointer._sqlite_rows import inflate_values, inflate_window
 from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = [
@@ -146,12 +147,13 @@ def rewind(
         raise missing_checkpoint(key, to_version)
     step, log_length, values, window = target
     version, now = stamp.version + 1, time.time()
+    state_values, state_window = inflate_values(key, values), inflate_window(window, log_length)
     conn.execute("DELETE FROM messages WHERE tid = ? AND seq >= ?", (tid, log_length))
     conn.execute("DELETE FROM checkpoints WHERE tid = ? AND version > ?", (tid, to_version))
     conn.execute(
         'UPDATE threads SET version = ?, log_length = ?, "values" = ?, "window" = ?, '
         "updated_at = ? WHERE id = ?",
-        (version, log_length, values, window, now, tid),
+        (version, log_length, state_values, state_window, now, tid),
     )
     conn.execute(
         "INSERT INTO checkpoints (tid, version, node, step, log_length, "

@@ -13,6 +13,10 @@ Migration 4 rebuilds the three tables in the opening transaction, so a
 file written before it takes time proportional to its size on first open
 (in a worker thread, once); nothing is lost: every thread, message and
 checkpoint is copied.
+
+Migration 6 adds a message row's ``mid`` and ``ts`` columns (``_sqlite_rows``
+says what they hold); rows written before it leave them NULL and read as
+they did, so it changes no stored row.
 """
 
 from __future__ import annotations
@@ -138,6 +142,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _INTEGER_KEYS,  # 4
     (  # 5: branches inside a thread; NULL is the checkpoint before (every older row)
         "ALTER TABLE checkpoints ADD COLUMN parent_version INTEGER",
+    ),
+    (  # 6: a message's id and timestamp in columns of their own (_sqlite_rows); NULL in older rows
+        "ALTER TABLE messages ADD COLUMN mid BLOB",
+        "ALTER TABLE messages ADD COLUMN ts TEXT",
     ),
 )
 """Ordered schema changes of the ``threads`` component (recorded in ``schema_versions``).
