@@ -29,6 +29,7 @@ WARM_UP, FEW, MANY = 50, 100, 1_100
 def _workload(case: str) -> Callable[[], object]:
     from bench import floors, w1_invoke, w3_add_messages
     from tenxgraph.core.state import Message
+    from tenxgraph.core.state.reducers import add_messages
     from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 
     if case == "floor":
@@ -37,7 +38,7 @@ def _workload(case: str) -> Callable[[], object]:
     if case == "add_messages":
         left = w3_add_messages.history(w3_add_messages.SHORT)
         new = Message.text_message("new", role="assistant")
-        return lambda: w3_add_messages.add_messages(left, [new])
+        return lambda: add_messages(left, [new])
     question_input = {"messages": [Message.text_message("hi")]}
     if case == "invoke":
         plain = w1_invoke.three_nodes()
