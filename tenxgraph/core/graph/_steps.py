@@ -360,7 +360,8 @@ class RunSteps(Generic[S]):
         session = run.session
         if session is None:
             return
-        session.record(added)
+        if added:  # the start's and the end's saves add none
+            session.record(added)
         lease = run.lease if last else None
         release = lease is not None and not lease.kept  # a kept lease is its caller's to release
         if lease is not None:

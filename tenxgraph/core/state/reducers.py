@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from tenxgraph.core.state.message import Message
 from tenxgraph.core.state.message_block import ContentBlock, ToolCallBlock
@@ -36,14 +36,29 @@ def add_messages(left: list[Message], right: Sequence[MessageLike] | MessageLike
     A plain list cannot remember its ids, so this reads every id in ``left``:
     O(len(left)), several times a list copy. Code that appends to one long
     history again and again should use ``AgentState.append_messages``, which
-    keeps an index and costs O(new), as the graph runtime does.
+    keeps an index and costs O(new), as the graph runtime does. The read is
+    one ``isdisjoint`` pass against the few new ids (no set of the old ones);
+    only when an id repeats is a second pass made to find which.
     """
-    right = as_messages(right, "add_messages: right")
-    wanted = [m for m in right if m.delta is False]
+    wanted = [m for m in _messages(right) if m.delta is False]
     if not wanted:
         return list(left)
-    seen = {m.message_id for m in wanted}.intersection(map(_message_id, left))
+    ids = {m.message_id for m in wanted}
+    if ids.isdisjoint(map(_message_id, left)):  # the usual call
+        return left + wanted
+    seen = ids.intersection(map(_message_id, left))
     return left + [m for m in wanted if m.message_id not in seen]
+
+
+def _messages(right: Sequence[MessageLike] | MessageLike) -> Sequence[Message]:
+    """``right`` as messages; a list of ``Message`` objects as it is (no conversion pass)."""
+    if type(right) is list:
+        for item in right:  # a loop, not all(...): no generator for the usual one message
+            if type(item) is not Message:
+                break
+        else:
+            return cast("list[Message]", right)
+    return as_messages(right, "add_messages: right")
 
 
 _message_id = attrgetter("message_id")

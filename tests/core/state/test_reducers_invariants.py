@@ -46,6 +46,19 @@ def test_add_messages_skips_known_ids_and_deltas_and_keeps_order() -> None:
     assert merged[0] is first and history == [first]
 
 
+def test_add_messages_finds_a_repeated_id_anywhere_in_a_long_history() -> None:
+    history = [text(f"m{i}", message_id=f"m{i}") for i in range(50)]
+    for where in (0, 25, 49):
+        fresh, again = text("new"), text("resent", message_id=f"m{where}")
+        merged = add_messages(history, [fresh, again])
+        assert merged == [*history, fresh] and merged[where].text() == f"m{where}"
+    unseen = [text("a"), text("b")]
+    merged = add_messages(history, unseen)
+    assert merged[50:] == unseen and merged[50] is unseen[0]
+    merged.append(text("more"))
+    assert len(unseen) == 2 and len(history) == 50  # neither input list is changed
+
+
 def test_add_messages_accepts_one_message_like_value() -> None:
     merged = add_messages([], ("user", "hi"))
     assert [(m.role, m.text()) for m in merged] == [("user", "hi")]
