@@ -259,14 +259,9 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         bodies = [row.body.encode() for row in encoded.messages]
         now = time.time()
         version = write.expected_version + 1
-        user_id, thread_id, owner = key.user_id, key.thread_id, write.lease
-        with self._lock:  # _check_lease and _get inline: the one write of every step
-            if owner is not None:
-                held = self._leases.get((user_id, thread_id))
-                if held is None or held.owner != owner:
-                    raise lease_lost(key, owner)
-            tenant = self._tenants.get(user_id)
-            thread = None if tenant is None else tenant.get(thread_id)
+        with self._lock:
+            self._check_lease(key, write.lease)
+            thread = self._get(key)
             if (
                 thread is None
                 or thread.version != write.expected_version
@@ -277,7 +272,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, write.window, log_length)
             if thread is None:
                 thread = _Thread(encoded.incarnation, 0, "", "", encoded.metadata or "{}", now, now)
-                self._tenants.setdefault(user_id, {})[thread_id] = thread
+                self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
             elif encoded.metadata is not None:
                 thread.metadata = encoded.metadata
             thread.version = version
@@ -294,8 +289,8 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 encoded.parent,
             )
             thread.add(checkpoint, self._keep)
-            if write.release_lease and owner is not None:
-                del self._leases[user_id, thread_id]  # held: checked above
+            if write.release_lease and write.lease is not None:
+                del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
             return ThreadStamp(thread.incarnation, version)
 
     async def arewind(
