@@ -84,7 +84,7 @@ def bare_app() -> Any:
     words = ["Hello! ", "The ", "server ", "streams ", "this ", "answer."]
     chunk = {"additional_kwargs": {}, "response_metadata": {}, "type": "AIMessageChunk"}
     chunk |= {"id": uuid.uuid4().hex, "tool_calls": [], "invalid_tool_calls": []}
-    events = [("metadata", {"run_id": run_id, "attempt": 1})]
+    events: list[tuple[str, Any]] = [("metadata", {"run_id": run_id, "attempt": 1})]
     events += [("messages", [{"content": w, **chunk, "tool_call_chunks": []}, meta]) for w in words]
     usage = {"input_tokens": 2, "output_tokens": 10, "total_tokens": 12}
     last = {**chunk, "content": "", "usage_metadata": usage, "chunk_position": "last"}

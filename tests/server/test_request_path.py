@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
+
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
-
 
 
 def _routes() -> Iterator[APIRoute]:
