@@ -68,6 +68,46 @@ def app() -> Any:
     return create_app(make_graph(os.environ[DB_ENV]), graph_id="agent")
 
 
+def bare_app() -> Any:
+    """A bare FastAPI + sse-starlette endpoint streaming the same events (``--factory``).
+
+    The floor W9's server CPU is compared with: the same path and body, the
+    same 10 events with ids (a run's data, recorded), one ``ServerSentEvent``
+    per event, sse-starlette's defaults; no graph, no storage, no middleware.
+    """
+    from fastapi import FastAPI
+    from sse_starlette import EventSourceResponse, ServerSentEvent
+
+    bare = FastAPI()
+    run_id, thread_id = str(uuid.uuid4()), str(uuid.uuid4())
+    meta = {"langgraph_node": "agent", "run_id": run_id, "thread_id": thread_id}
+    words = ["Hello! ", "The ", "server ", "streams ", "this ", "answer."]
+    chunk = {"additional_kwargs": {}, "response_metadata": {}, "type": "AIMessageChunk"}
+    chunk |= {"id": uuid.uuid4().hex, "tool_calls": [], "invalid_tool_calls": []}
+    events: list[tuple[str, Any]] = [("metadata", {"run_id": run_id, "attempt": 1})]
+    events += [("messages", [{"content": w, **chunk, "tool_call_chunks": []}, meta]) for w in words]
+    usage = {"input_tokens": 2, "output_tokens": 10, "total_tokens": 12}
+    last = {**chunk, "content": "", "usage_metadata": usage, "chunk_position": "last"}
+    events.append(("messages", [last, meta]))
+    whole = {**chunk, "content": "".join(words), "type": "ai", "usage_metadata": usage}
+    events += [("updates", {"agent": {"messages": [whole]}}), ("end", None)]
+    texts = [(name, json.dumps(data, separators=(",", ":"))) for name, data in events]
+
+    @bare.get("/ok")
+    async def ok() -> dict[str, bool]:
+        return {"ok": True}
+
+    @bare.post("/threads/{thread_id}/runs/stream")
+    async def stream(thread_id: str, body: dict[str, Any]) -> EventSourceResponse:
+        async def events() -> Any:
+            for number, (name, data) in enumerate(texts, 1):
+                yield ServerSentEvent(data=data, event=name, id=str(number))
+
+        return EventSourceResponse(events())
+
+    return bare
+
+
 def _body(text: str) -> dict[str, Any]:
     return {
         "assistant_id": "agent",

@@ -68,7 +68,13 @@ def message_encoder(request: Request) -> MessageEncoder:
     return encoder
 
 
-Encode = Annotated[MessageEncoder, Depends(message_encoder)]
+async def _awaited_encoder(request: Request) -> MessageEncoder:
+    # FastAPI runs a sync dependency in its thread pool: a thread hand-off on every
+    # request that names its format (every run, every thread read).
+    return message_encoder(request)
+
+
+Encode = Annotated[MessageEncoder, Depends(_awaited_encoder)]
 """A route's parameter: how the messages of its answer are written."""
 
 

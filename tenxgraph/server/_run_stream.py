@@ -135,6 +135,8 @@ class RunStreamWriter:
         self._sub_state: AgentState | None = None
         """The subgraph state last sent as ``values|<namespace>``."""
         self._config: Mapping[str, Any] = {}
+        self._tuple_meta: dict[str, str] = {}
+        """Per node: the JSON of the metadata its ``messages-tuple`` events carry."""
         self._reads = bool(self.modes & _READS_STATE)
         self._snapshots = bool(self.modes & SNAPSHOT_MODES)
         self.translated = ModeWriter(self._emit, self.modes, run_id, "")
@@ -277,10 +279,13 @@ class RunStreamWriter:
 
     def _message(self, event: MessageEvent) -> None:
         if "messages-tuple" in self.modes:
-            meta = {"langgraph_node": event.node, "run_id": self.run_id}
-            meta["thread_id"] = str(self._config.get("thread_id", ""))
+            meta = self._tuple_meta.get(event.node)
+            if meta is None:  # the same for every message of the node in this run
+                data = {"langgraph_node": event.node, "run_id": self.run_id}
+                data["thread_id"] = str(self._config.get("thread_id", ""))
+                meta = self._tuple_meta[event.node] = self.encoder.dumps(data)
             text = self.encoder.message_json(event.message)
-            self.log.append("messages", f"[{text},{self.encoder.dumps(meta)}]")
+            self.log.append("messages", f"[{text},{meta}]")
         if "messages" not in self.modes:
             return
         message = self.encoder.message(event.message)

@@ -27,7 +27,7 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
 from tenxgraph.runs import CancelAction, RunRecord, RunRegistry, RunSpec
 from tenxgraph.server._assistant_presets import merged_run, resolve_assistant
-from tenxgraph.server._context import Context, ServerContext, User, thread_config
+from tenxgraph.server._context import Context, RunCaller, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLog, EventLogLimits
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._message_format import (
@@ -296,21 +296,19 @@ async def _wait(
 
 @router.post("/runs/stream")
 async def stream_stateless(
-    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
+    body: RunRequest, request: Request, caller: RunCaller
 ) -> EventSourceResponse:
     """Run on a new thread and stream it."""
-    record = await _start(context, user, body, None, headers=request.headers)
+    record = await _start(caller.context, caller.user, body, None, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
-    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=caller.encode)
 
 
 @router.post("/runs/wait")
-async def wait_stateless(
-    body: RunRequest, request: Request, context: Context, user: User, encode: Encode
-) -> JSONResponse:
+async def wait_stateless(body: RunRequest, request: Request, caller: RunCaller) -> JSONResponse:
     """Run on a new thread; answer with its final values."""
-    record = await _start(context, user, body, None, headers=request.headers)
-    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
+    record = await _start(caller.context, caller.user, body, None, headers=request.headers)
+    output = await _wait(request, record, body.on_disconnect == "cancel", caller.encode)
     return JSONResponse(output, headers=_locations(record))
 
 
@@ -423,21 +421,21 @@ async def _cancel(
 
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
+    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
 ) -> EventSourceResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
-    record = await _start(context, user, body, thread_id, headers=request.headers)
+    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
-    return _stream(request, record, cancel_on_disconnect=cancel, encode=encode)
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=caller.encode)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
 async def wait_run(
-    thread_id: str, body: RunRequest, request: Request, context: Context, user: User, encode: Encode
+    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
 ) -> JSONResponse:
     """Run on the thread; answer with its final values (``__error__`` when it failed)."""
-    record = await _start(context, user, body, thread_id, headers=request.headers)
-    output = await _wait(request, record, body.on_disconnect == "cancel", encode)
+    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
+    output = await _wait(request, record, body.on_disconnect == "cancel", caller.encode)
     return JSONResponse(output, headers=_locations(record))
 
 

@@ -363,7 +363,7 @@ async def post_state_at(
 def version_of(checkpoint_id: object) -> int:
     """The version a checkpoint id names (422 unless it is a positive integer's text)."""
     text = str(checkpoint_id)
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # "²" is a digit to isdigit
         bad_request(f"checkpoint_id must be a checkpoint version (1, 2, ...), got {text[:40]!r}")
     return int(text)
 

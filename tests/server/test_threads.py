@@ -288,3 +288,16 @@ def test_deleting_a_thread_a_run_holds_answers_409(serve: Serve, tmp_path: Path)
         gate.set()
         run.join(30)
         saver.close()
+
+
+@pytest.mark.parametrize("text", ["²", "١٢", "0", "-1", "1.5", ""])
+def test_a_checkpoint_id_that_is_no_version_is_a_422(text: str) -> None:
+    """Only ASCII digits name a version: ``"²".isdigit()`` is true, and ``int("²")`` fails."""
+    from fastapi import HTTPException
+
+    from tenxgraph.server.threads import version_of
+
+    with pytest.raises(HTTPException) as caught:
+        version_of(text)
+    assert caught.value.status_code == 422
+    assert version_of("12") == 12

@@ -59,7 +59,7 @@ from tenxgraph.core.state._langchain_read import (
     from_langchain_message,
     is_langchain_message,
 )
-from tenxgraph.core.state.message import Message, _block_for
+from tenxgraph.core.state.message import Message, TokenUsages, _block_for
 from tenxgraph.core.state.message_block import (
     ContentBlock,
     MediaRef,
@@ -117,7 +117,8 @@ def langchain_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
 
     For what a stream or a stored answer already holds as JSON. A message of
     plain text blocks with the other fields at their defaults (most streamed
-    chunks and chat turns) is written from the JSON directly, the same dict
+    chunks and chat turns; an answer's usage too, when LangChain's fields hold
+    it) is written from the JSON directly, the same dict
     the general path makes; any other is validated as a ``Message`` first.
     """
     plain = _plain_langchain(data)
@@ -130,9 +131,14 @@ def _plain_langchain(data: Mapping[str, Any]) -> dict[str, Any] | None:
     """``to_langchain_message``'s dict for the JSON of a plain text message, else None."""
     if not _PLAIN_KEYS.issuperset(data) or "timestamp" not in data:
         return None
-    if any(data.get(name) is not None for name in (*_MESSAGE_FIELDS, "usages")):
+    if any(data.get(name) is not None for name in _MESSAGE_FIELDS):
         return None
     role, message_id, delta = data.get("role"), data.get("message_id"), data.get("delta", False)
+    usage, usages = None, data.get("usages")
+    if usages is not None:  # an assistant's usage LangChain's fields hold whole, or not plain
+        usage = _plain_usage(usages) if role == "assistant" else None
+        if usage is None:
+            return None
     metadata = data.get("metadata", {})
     if (
         role not in ("user", "assistant", "system")
@@ -162,7 +168,27 @@ def _plain_langchain(data: Mapping[str, Any]) -> dict[str, Any] | None:
         out.update(tool_calls=[], invalid_tool_calls=[])
         if delta:
             out["tool_call_chunks"] = []
+        if usage is not None:
+            out["usage_metadata"] = usage
     return out
+
+
+_USAGE_KEYS = frozenset(TokenUsages.model_fields)
+
+
+def _plain_usage(usages: Any) -> dict[str, Any] | None:
+    """``usage_metadata`` of a usages JSON that it holds whole, else None.
+
+    Whole: integers only, and no image or audio tokens, which LangChain has
+    no field for (the general path keeps those usages under ``additional_kwargs``).
+    """
+    if type(usages) is not dict or usages.keys() != _USAGE_KEYS:
+        return None
+    if any(type(value) is not int for value in usages.values()):
+        return None
+    if usages["image_tokens"] or usages["audio_tokens"]:
+        return None
+    return _usage_metadata(TokenUsages.model_construct(**usages))
 
 
 def _plain_texts(content: Any) -> list[str] | None:

@@ -32,7 +32,7 @@ from tenxgraph.core.state import (
     from_langchain_message,
     to_langchain_message,
 )
-from tenxgraph.core.state.langchain_format import langchain_from_json
+from tenxgraph.core.state.langchain_format import _plain_langchain, langchain_from_json
 from tenxgraph.errors import StateError
 
 lc = pytest.importorskip("langchain_core.messages")
@@ -198,6 +198,7 @@ plain_messages = st.builds(
     delta=st.booleans(),
     timestamp=opt(finite),
     metadata=json_dicts,
+    usages=opt(usages),
 )
 
 
@@ -207,6 +208,18 @@ def test_from_json_is_the_same_dict(message: Message) -> None:
     """The shortcut for plain text messages writes what the general path writes."""
     dumped = json.loads(message.model_dump_json())
     assert langchain_from_json(dumped) == to_langchain_message(message)
+    assert json.dumps(langchain_from_json(dumped)) == json.dumps(to_langchain_message(message))
+
+
+def test_an_answer_with_its_usage_takes_the_shortcut() -> None:
+    """Every model answer has usage: the shortcut takes it when LangChain's fields hold it all."""
+    whole = TokenUsages(prompt_tokens=2, completion_tokens=10, total_tokens=12, reasoning_tokens=1)
+    answer = Message(role="assistant", content=[TextBlock(text="hi")], usages=whole)
+    assert _plain_langchain(json.loads(answer.model_dump_json())) is not None
+    for usage in (whole.model_copy(update={"image_tokens": 3}), whole):
+        role = "assistant" if usage is not whole else "user"  # a user's usage: not LangChain's
+        other = answer.model_copy(update={"usages": usage, "role": role})
+        assert _plain_langchain(json.loads(other.model_dump_json())) is None
 
 
 def test_shapes_the_sdks_read() -> None:
