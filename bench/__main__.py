@@ -4,6 +4,7 @@ also rewrites the generated table in ``bench/README.md`` and the SVG charts next
 (``bench/charts.py``). ``--peers`` runs the peers' counterparts of each workload
 (``bench/peers``, in the venv ``make peers`` creates) right after ours, in the same run;
 ``--readme`` includes them whenever that venv exists and says so when it does not.
+``--json=PATH`` also writes all the figures to PATH, for ``python -m bench.report PATH``.
 
 A workload that fails is reported (traceback on stderr, ``{"error": ...}`` in its line and
 in the table) and the others still run, so one broken backend does not hide the rest;
@@ -75,7 +76,9 @@ def measure(names: list[str], peers: bool = False) -> dict[str, dict[str, Any]]:
 def main(argv: list[str]) -> int:
     write = "--readme" in argv
     peers = "--peers" in argv or (write and driver.python() is not None)
-    names = [arg for arg in argv if arg not in ("--readme", "--peers")] or list(WORKLOADS)
+    dump = next((arg.split("=", 1)[1] for arg in argv if arg.startswith("--json=")), None)
+    flags = [arg for arg in argv if arg.startswith("--")]
+    names = [arg for arg in argv if arg not in flags] or list(WORKLOADS)
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
         print(f"unknown workloads: {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
@@ -83,6 +86,8 @@ def main(argv: list[str]) -> int:
     if (write or "--peers" in argv) and driver.python() is None:
         print(driver.MISSING, file=sys.stderr)
     results = measure(names, peers)
+    if dump:
+        Path(dump).write_text(json.dumps(results, indent=1), encoding="utf-8")
     if write:
         report.update_readme(README, results)
         print(f"wrote the table in {README}")

@@ -577,3 +577,11 @@ def update_readme(path: Path, results: Results) -> None:
     if start < 0 or end < start:
         raise ValueError(f"{path} needs the markers {BEGIN} and {END}")
     path.write_text(text[:start] + render(results) + text[end + len(END) :], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    # ``python -m bench.report RESULTS.json``: the table of a saved run, printed, no file changed.
+    print(render(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

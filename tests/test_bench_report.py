@@ -114,3 +114,24 @@ def test_the_peer_modules_never_import_tenxgraph() -> None:
                 else []
             )
             assert not any(name.split(".")[0] == "tenxgraph" for name in names), path
+
+
+def test_without_the_peers_venv_the_run_says_so_and_measures_ours_alone(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    import bench.__main__ as cli
+
+    monkeypatch.setattr(driver, "VENV", tmp_path / "none")
+    assert driver.measure("w1_invoke") == {}
+    calls: list[tuple[list[str], bool]] = []
+
+    def fake_measure(names: list[str], peers: bool = False) -> dict[str, Any]:
+        calls.append((names, peers))
+        return {"w1_invoke": {"invoke_us": 30.0}}
+
+    monkeypatch.setattr(cli, "measure", fake_measure)
+    dump = tmp_path / "run.json"
+    assert cli.main(["--peers", f"--json={dump}", "w1_invoke"]) == 0
+    assert calls == [(["w1_invoke"], True)]
+    assert driver.MISSING in capsys.readouterr().err
+    assert '"invoke_us": 30.0' in dump.read_text(encoding="utf-8")
