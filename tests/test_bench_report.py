@@ -135,3 +135,14 @@ def test_without_the_peers_venv_the_run_says_so_and_measures_ours_alone(
     assert calls == [(["w1_invoke"], True)]
     assert driver.MISSING in capsys.readouterr().err
     assert '"invoke_us": 30.0' in dump.read_text(encoding="utf-8")
+
+
+def test_a_peers_venv_counts_only_once_its_install_finished(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(driver, "VENV", tmp_path)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").touch()
+    assert driver.python() is None  # `make peers` stopped before its stamp
+    (tmp_path / ".installed").touch()
+    assert driver.python() == tmp_path / "bin" / "python"

@@ -15,13 +15,14 @@ from bench.peers import PEERS
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".cache" / "peers"
-MISSING = "peer figures not measured: no peers venv in .cache/peers (`make peers` creates it)"
+MISSING = "peer figures not measured: no peers venv in .cache/peers (`make peers` installs it)"
 
 
 def python() -> Path | None:
-    """The peers venv's interpreter, or None when ``make peers`` has not been run."""
+    """The peers venv's interpreter, or None until ``make peers`` has installed it whole
+    (its stamp file is written after the install)."""
     path = VENV / "bin" / "python"
-    return path if path.exists() else None
+    return path if (VENV / ".installed").exists() and path.exists() else None
 
 
 def measure(workload: str) -> dict[str, dict[str, Any]]:
