@@ -136,6 +136,11 @@ class PgDatabase:
             )
         return await coroutine
 
+    async def use_running_loop(self) -> None:
+        """Do the work on the calling loop from now on, not a private one (``IoLoop.lend``)."""
+        if self._io is not None:
+            await self._io.lend()
+
     async def retrying(self, attempt: Callable[[bool], Awaitable[R]], *, resend: bool = True) -> R:
         """``attempt(lost)``, again with backoff while an outage is younger than ``outage_timeout``.
 
