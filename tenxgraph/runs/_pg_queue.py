@@ -185,7 +185,8 @@ def _claimed(row: Sequence[Any], **more: Any) -> ClaimedRun:
 
 def _claim_of(row: Sequence[Any], owner: str, before: int | None) -> ClaimedRun:
     stamp = None if row[10] is None else ThreadStamp(str(row[10]), int(row[11]))
-    return ClaimedRun(*row[:7], before, row[8], row[9], lease_owner=owner, stamp=stamp)
+    more = {"base_version": before, "output": row[8], "updated_at": row[9], "stamp": stamp}
+    return _claimed(row[:7], lease_owner=owner, **more)
 
 
 class PgRunQueue:

@@ -143,8 +143,7 @@ async def test_a_lent_loop_runs_the_work_where_it_is_called_and_other_threads_ho
         config = {"thread_id": "t"}
         other = threading.Thread(target=lambda: states.append(asyncio.run(app.aget_state(config))))
         other.start()  # a call from another thread's loop: it hops to this loop, which goes on
-        while other.is_alive():
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(other.join)
         assert [m.text() for m in states[0].context] == ["here", "ok"]
         assert io_threads() == []
     finally:
