@@ -59,7 +59,7 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._claim_loop import CONSUMERS, ClaimLoop
 from tenxgraph.runs._lease_beat import LeaseBeat
-from tenxgraph.runs._leases import ThreadLease, take_thread
+from tenxgraph.runs._leases import ThreadLease, hand_over, take_thread
 from tenxgraph.runs._pg_queue import RunGone
 from tenxgraph.runs._registry import (
     DRAIN_SECONDS,
@@ -379,6 +379,7 @@ class DurableRunManager(RunRegistry):
             self.beat.add(lease)
         record.control.lease_owner = lease.owner
         lease.on_stop = lambda request: self._stop_held(record, request)
+        hand_over(lease)  # with the stamp it was taken with: the run reads it no more
 
     async def _take(self, record: RunRecord, spec: RunSpec) -> ThreadLease:
         """Take the run's thread by its strategy, marking its row running in the same go."""
@@ -554,6 +555,7 @@ class DurableRunManager(RunRegistry):
         """The thread lease the claim took, kept alive from now on (a heartbeat, stop requests)."""
         assert claim.lease_owner is not None
         lease = ThreadLease(self._checkpointer(), claim.key, claim.lease_owner, self.lease_seconds)
+        lease.stamp = claim.stamp
         self.beat.add(lease)  # its stop requests reach the run once it started (``_starting``)
         self._leases[claim.run_id] = lease
         self._attempts[claim.run_id] = claim.attempts

@@ -26,6 +26,7 @@ import asyncio
 import logging
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -41,6 +42,7 @@ __all__ = [
     "MultitaskStrategy",
     "Take",
     "ThreadLease",
+    "hand_over",
     "lease_owner",
     "lease_table",
     "missing_leases",
@@ -211,6 +213,25 @@ class ThreadLease:
             )
 
 
+_handed: weakref.WeakValueDictionary[str, ThreadLease] = weakref.WeakValueDictionary()
+"""Leases their holder handed to the run it took them for (``hand_over``), by owner."""
+
+
+def hand_over(lease: ThreadLease) -> None:
+    """Let the run that continues ``lease`` (``take_thread(owner=...)``) start from its stamp.
+
+    For a holder that took the lease with the thread's stamp in one
+    transaction (a run queue's claim or take), renews it while the run goes
+    and passes the lease's stop requests on to the run: the run then neither
+    renews the lease nor reads the stamp again when it takes it over (two
+    round trips a run). A stop request made since reaches the run through
+    its holder's next renewal, a lease lost since through that renewal and
+    the run's first save, which the lease fences. Held until the run takes
+    it over or the holder drops the lease.
+    """
+    _handed[lease.owner] = lease
+
+
 Take = Callable[[ThreadKey, str, float], Awaitable[tuple[str | None, ThreadStamp | None]]]
 """How a lease is taken: ``(key, owner, seconds) -> (holder, stamp)``, as ``atake_thread``."""
 
@@ -252,6 +273,10 @@ async def take_thread(
     the lease and marks the run's row ``running`` in one transaction.
     """
     lease = ThreadLease(checkpointer, key, owner or lease_owner(run_id), policy.lease_seconds)
+    handed = None if owner is None else _handed.pop(owner, None)
+    if handed is not None and not handed.released:
+        lease.kept, lease.stamp = True, handed.stamp
+        return lease
     if owner is not None:  # renewed, not taken again: taking would clear a stop request
         lease.kept = True
         lease.requested = await lease.thread_leases.arenew_lease(key, owner, policy.lease_seconds)

@@ -65,6 +65,7 @@ from tenxgraph.runs._leases import lease_owner
 from tenxgraph.runs._pg_crons import CRONS_TABLE
 from tenxgraph.runs._run_mail import MAIL, RunMail
 from tenxgraph.storage.checkpointer import pg_leases
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 from tenxgraph.storage.checkpointer.postgres import THREADS
 from tenxgraph.storage.sql import Component, PgDatabase
 
@@ -72,7 +73,6 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-    from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = ["RUNS", "ClaimedRun", "PgRunQueue", "QueueStats", "RunGone"]
 
@@ -148,6 +148,8 @@ class ClaimedRun:
     """When the row last changed (a ``datetime``)."""
     lease_owner: str | None = None
     """For a claim: the owner of the thread's lease the claim took for the run."""
+    stamp: ThreadStamp | None = None
+    """For a claim: the thread's stamp under the lease it took (None: no thread yet)."""
 
     @property
     def key(self) -> ThreadKey:
@@ -179,6 +181,12 @@ _COLUMNS = (
 
 def _claimed(row: Sequence[Any], **more: Any) -> ClaimedRun:
     return ClaimedRun(*row, **more)
+
+
+def _claim_of(row: Sequence[Any], owner: str, before: int | None) -> ClaimedRun:
+    stamp = None if row[10] is None else ThreadStamp(str(row[10]), int(row[11]))
+    more = {"base_version": before, "output": row[8], "updated_at": row[9], "stamp": stamp}
+    return _claimed(row[:7], lease_owner=owner, **more)
 
 
 class PgRunQueue:
@@ -332,31 +340,23 @@ class PgRunQueue:
                 return []
             rows = await self._mark_running(conn, [run_id for run_id, _, _ in mine])
             by_id = {row[0]: row for row in rows}
-            return [
-                _claimed(
-                    by_id[run_id][:7],
-                    base_version=before,
-                    output=by_id[run_id][8],
-                    updated_at=by_id[run_id][9],
-                    lease_owner=owner,
-                )
-                for run_id, owner, before in mine
-            ]
+            return [_claim_of(by_id[run_id], owner, before) for run_id, owner, before in mine]
 
     async def _mark_running(
         self, conn: AsyncConnection[Any], run_ids: list[str]
     ) -> list[tuple[Any, ...]]:
-        """Mark the rows ``running``, one more attempt each.
+        """Mark the rows ``running``, one more attempt each; the thread's stamp follows the row.
 
         A first attempt's ``base_version`` is its thread's version now (0: no thread yet).
         """
+        t = f"FROM {self._s}.threads t WHERE (t.user_id, t.thread_id) = (r.user_id, r.thread_id)"
         return await _rows(
             conn,
             f"UPDATE {self._t} r SET status = 'running', attempts = attempts + 1,"
             " started_at = coalesce(started_at, now()), updated_at = now(),"
-            " base_version = coalesce(base_version, (SELECT t.version FROM"
-            f" {self._s}.threads t WHERE t.user_id = r.user_id AND t.thread_id = r.thread_id), 0)"
-            f" WHERE run_id = ANY(%s) RETURNING {_COLUMNS}",
+            f" base_version = coalesce(base_version, (SELECT t.version {t}), 0)"
+            f" WHERE run_id = ANY(%s) RETURNING {_COLUMNS},"
+            f" (SELECT t.incarnation {t}), (SELECT t.version {t})",
             [run_ids],
         )
 

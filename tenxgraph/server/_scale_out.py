@@ -129,6 +129,9 @@ def install(
     # that took every worker out while it is down would stop them all.
     context.state.setdefault("ready_checks", []).append(("run queue (postgres)", queue.ping))
     manager.on_ended = metrics_of(context).observe
+    use_loop = getattr(context.graph.checkpointer, "use_running_loop", None)
+    if use_loop is not None:  # every run goes on the server's loop: its saves too, with no hop
+        context.on_startup.append(use_loop)
     context.on_startup.append(manager.open)
     context.on_shutdown.append(manager.aclose)
     return manager

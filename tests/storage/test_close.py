@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,35 @@ def test_nothing_is_printed_at_exit(close: bool, tmp_path: Path, pg_schema: str)
     finally:
         asyncio.run(drop_schema(pg_schema))
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "done\n", "")
+
+
+@pytest.mark.postgres
+async def test_a_lent_loop_runs_the_work_where_it_is_called_and_other_threads_hop_to_it(
+    pg_schema: str,
+) -> None:
+    from tenxgraph.storage.checkpointer import PgCheckpointer
+
+    def io_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "tenxgraph-postgres"]
+
+    checkpointer = PgCheckpointer(PG_DSN, schema=pg_schema)
+    app = create_agent(FunctionModel(lambda request: "ok"), checkpointer=checkpointer)
+    try:
+        assert await checkpointer.aload(ThreadKey("t")) is None  # on its own I/O thread
+        assert io_threads() == ["tenxgraph-postgres"]
+        await checkpointer.use_running_loop()  # closes what lived there, goes on here
+        assert io_threads() == []
+        await app.ainvoke({"messages": [("user", "here")]}, {"thread_id": "t"})
+        states: list[Any] = []
+        config = {"thread_id": "t"}
+        other = threading.Thread(target=lambda: states.append(asyncio.run(app.aget_state(config))))
+        other.start()  # a call from another thread's loop: it hops to this loop, which goes on
+        await asyncio.to_thread(other.join)
+        assert [m.text() for m in states[0].context] == ["here", "ok"]
+        assert io_threads() == []
+    finally:
+        await checkpointer.aclose()
+    assert await checkpointer.aload(ThreadKey("t")) is not None  # its own thread again
+    assert io_threads() == ["tenxgraph-postgres"]
+    await checkpointer.aclose()
+    await drop_schema(pg_schema)

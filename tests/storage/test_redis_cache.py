@@ -191,3 +191,20 @@ async def test_a_plain_redis_client_is_used_and_left_open(pg_schema: str) -> Non
         await client.delete(*names)
         await client.aclose()
         await drop_schema(pg_schema)
+
+
+async def test_a_follow_of_many_messages_and_a_malformed_entry(
+    stores: tuple[Any, Any, Any],
+) -> None:
+    cached, _, client = stores
+    await save(cached, KEY, step(0, ["a"], [(0, 1)]))
+    many = [f"m{i}" for i in range(2500)]  # past one script call's 1,000-body pushes
+    await save(cached, KEY, step(1, many, [(0, 2501)]))
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (2, ["a", *many])
+    assert await client.ttl(entry_keys(cached)[0]) > 0
+    await client.hset(entry_keys(cached)[0], "version", b"not a number")
+    stored = await cached.aload(KEY)  # a malformed entry: a miss, evicted, then refilled
+    assert (stored.version, len(stored.context)) == (2, 2501)
+    header, _ = await read_entry(client, cached)
+    assert int(header[b"version"]) == 2

@@ -105,7 +105,6 @@ THREADS = Component("threads", MIGRATIONS, legacy_table="schema_version")
 R = TypeVar("R")
 P = ParamSpec("P")
 
-
 _CHECKPOINT_ROW = (
     'version, node, step, log_length, "values"::text, "window"::text, created_at, parent_version'
 )
@@ -190,6 +189,10 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         self._s = self._db.s
         self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
         self._save_statement = save_statement(self._s, CLAIM_NEXT, keep_checkpoints)
+
+    async def use_running_loop(self) -> None:
+        """Work on the running loop from now on, not a thread's: ``IoLoop.lend`` (a server's)."""
+        await self._db.use_running_loop()
 
     async def _run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         """Await ``coroutine`` where the database work runs (see ``PgDatabase.run``)."""

@@ -3,7 +3,9 @@
 An entry is two keys per thread: a hash holding the state row (incarnation,
 version, log length, values, window, metadata) and a list holding the
 JSON of the context messages in window order. Both always change together,
-inside one MULTI/EXEC.
+and are read together, each time in one Lua script (``_WRITE``, ``_READ``):
+atomic in Redis, and one command for the client to send and parse (a
+MULTI/EXEC pipeline is four, and cost a worker as much CPU as the save).
 
 The cache is never trusted alone: ``PgCheckpointer`` serves an entry only
 when Postgres reports the same incarnation and version for the thread (a
@@ -11,8 +13,9 @@ cheap indexed read sent alongside the Redis read), so a stale or lost update,
 or the entry of a thread since deleted and re-created to the same version,
 can cost a miss but never a wrong answer. After a committed save the
 entry follows incrementally when the save only appended to the context
-(WATCH on the hash makes that a compare-and-swap too); any other change
-evicts it and the next load refills it. Conflicts and deletes evict.
+(a script that checks the version and writes, atomic in Redis: a
+compare-and-swap too); any other change evicts it and the next load
+refills it. Conflicts and deletes evict.
 
 Redis failures are treated as misses: Postgres stays the source of truth
 and keeps working without its cache. Every Redis operation is bounded by
@@ -115,7 +118,7 @@ class RedisThreadCache:
             from redis.asyncio import Redis
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
-            from redis.exceptions import RedisError, WatchError
+            from redis.exceptions import RedisError
         except ImportError:
             raise MissingExtraError("redis", "redis") from None
         if not timeout > 0 or cooldown < 0:
@@ -133,13 +136,14 @@ class RedisThreadCache:
             else redis
         )
         self._errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
-        self._watch_error: type[BaseException] = WatchError
         self.prefix = prefix
         self.ttl = ttl
         self.timeout = timeout
         self.cooldown = cooldown
         self._skip_until = 0.0
         self._failing = False
+        self._script: Any = self._client.register_script(_WRITE)
+        self._read: Any = self._client.register_script(_READ)
 
     @property
     def available(self) -> bool:
@@ -184,37 +188,27 @@ class RedisThreadCache:
     async def get(self, key: ThreadKey) -> CachedThread | None:
         """The cached entry, or None on a miss, a malformed entry or a Redis failure."""
         state, context = self.keys(key)
-
-        async def read() -> list[Any]:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hgetall(state)
-                pipe.lrange(context, 0, -1)
-                return list(await pipe.execute())
-
-        done, result = await self._call("read", read)
-        if not done or result is None:
-            return None
-        fields, bodies = result
-        if b"incarnation" not in fields:  # none, or written by a tenxgraph before incarnations
-            return None  # a miss: the load that follows replaces it
+        done, found = await self._call("read", lambda: self._read(keys=[state, context]))
+        if not done or not found:  # none, or written by a tenxgraph before incarnations: a
+            return None  # miss (the load that follows replaces it)
         try:
+            incarnation, version, log_length, values, window, metadata, *bodies = found
             return CachedThread(
-                version=int(fields[b"version"]),
-                incarnation=fields[b"incarnation"].decode(),
-                log_length=int(fields[b"log_length"]),
-                values=fields[b"values"],
-                window=fields[b"window"],
-                metadata=fields[b"metadata"],
+                version=int(version),
+                incarnation=incarnation.decode(),
+                log_length=int(log_length),
+                values=bytes(values),
+                window=bytes(window),
+                metadata=bytes(metadata),
                 bodies=bodies,
             )
-        except (KeyError, ValueError):
+        except (TypeError, ValueError, AttributeError):
             logger.warning("malformed redis cache entry %r, evicting it", state)
             await self.evict(key)
             return None
 
     async def put(self, key: ThreadKey, entry: CachedThread) -> None:
         """Store ``entry``, replacing whatever the keys held."""
-        state, context = self.keys(key)
         header = {
             "version": entry.version,
             "incarnation": entry.incarnation,
@@ -223,14 +217,7 @@ class RedisThreadCache:
             "window": entry.window,
             "metadata": entry.metadata,
         }
-
-        async def write() -> None:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.delete(state, context)
-                self._queue_write(pipe, key, header, entry.bodies)
-                await pipe.execute()
-
-        await self._call("write", write)
+        await self._write("write", key, ["", "", "", "", ""], header, entry.bodies)
 
     async def after_save(
         self,
@@ -242,10 +229,10 @@ class RedisThreadCache:
         """Follow a committed save: append to the entry it extends, else evict.
 
         The entry follows only if it holds exactly the incarnation and version
-        this save replaced (checked under WATCH) and the new window is the old
-        one plus the new messages; a trim or summary evicts it instead.
+        this save replaced and the new window is the old one plus the new
+        messages; a trim or summary evicts it instead. A new thread's entry
+        replaces whatever the keys held (a deleted thread's may linger).
         """
-        state, _ = self.keys(key)
         new_bodies = [row.body.encode() for row in encoded.messages]
         header: dict[str, Any] = {
             "version": write.expected_version + 1,
@@ -256,51 +243,26 @@ class RedisThreadCache:
         }
         if encoded.metadata is not None:
             header["metadata"] = encoded.metadata
+        if write.expected_version == 0:
+            header.setdefault("metadata", "{}")
+            bodies = [new_bodies[seq] for seq in window_seqs(write.window)]
+            await self._write("write", key, ["", "", "", "", ""], header, bodies)
+            return
+        replaced = [write.expected_version, encoded.incarnation, base, len(new_bodies)]
+        await self._write("update", key, [*replaced, _flat(write.window)], header, new_bodies)
 
-        async def follow() -> bool:
-            """Apply the save to the entry; True if it must be evicted instead."""
-            async with self._client.pipeline(transaction=True) as pipe:
-                if write.expected_version == 0:
-                    header.setdefault("metadata", "{}")
-                    pipe.multi()
-                    pipe.delete(*self.keys(key))  # a deleted thread's entry may linger
-                    self._queue_write(
-                        pipe, key, header, [new_bodies[seq] for seq in window_seqs(write.window)]
-                    )
-                    await pipe.execute()
-                    return False
-                await pipe.watch(state)
-                version, incarnation, window = await pipe.hmget(
-                    state, ["version", "incarnation", "window"]
-                )
-                expected = (str(write.expected_version).encode(), encoded.incarnation.encode())
-                if (version, incarnation) != expected or not _appends(
-                    key, window, write.window, base, len(new_bodies)
-                ):
-                    await pipe.unwatch()
-                    return True
-                pipe.multi()
-                self._queue_write(pipe, key, header, new_bodies)
-                try:
-                    await pipe.execute()
-                except self._watch_error:
-                    return True  # another writer touched the entry meanwhile
-                return False
-
-        done, stale = await self._call("update", follow)
-        if done and stale:
-            await self.evict(key)
-
-    def _queue_write(
-        self, pipe: Any, key: ThreadKey, header: dict[str, Any], bodies: list[bytes]
+    async def _write(
+        self,
+        action: str,
+        key: ThreadKey,
+        follows: list[Any],
+        header: dict[str, Any],
+        bodies: list[bytes],
     ) -> None:
-        state, context = self.keys(key)
-        pipe.hset(state, mapping=header)
-        if bodies:
-            pipe.rpush(context, *bodies)
-        if self.ttl is not None:
-            pipe.expire(state, self.ttl)
-            pipe.expire(context, self.ttl)
+        """Run ``_WRITE``: one command, atomic in Redis (``follows``: its first five arguments)."""
+        fields = [part for pair in header.items() for part in pair]
+        args = [*follows, self.ttl or 0, len(fields), *fields, *bodies]
+        await self._call(action, lambda: self._script(keys=list(self.keys(key)), args=args))
 
     async def evict(self, key: ThreadKey) -> None:
         """Drop a thread's entry (after a conflict, a delete or a change it cannot follow)."""
@@ -312,25 +274,83 @@ class RedisThreadCache:
             await self._client.aclose()
 
 
-def _appends(key: ThreadKey, old: bytes | None, new: Window, base: int, added: int) -> bool:
-    """True if window ``new`` is window ``old`` followed by the ``added`` messages from ``base``."""
-    if old is None:
-        return False
-    try:
-        previous = decode_window(key, old)
-    except StorageError:
-        return False
-    return _merged(new) == _merged([*previous, (base, base + added)])
+_WRITE = """
+if ARGV[1] == '' then
+    redis.call('DEL', KEYS[1], KEYS[2])
+else
+    local cur = redis.call('HMGET', KEYS[1], 'version', 'incarnation', 'window')
+    local fits = cur[1] == ARGV[1] and cur[2] == ARGV[2]
+    if fits then
+        local ok, old = pcall(cjson.decode, cur[3])
+        fits = ok and type(old) == 'table'
+        if fits then
+            local merged = {}
+            local function add(s, e)
+                if s == e then return end
+                local n = #merged
+                if n > 0 and merged[n][2] == s then merged[n][2] = e else merged[n + 1] = {s, e} end
+            end
+            for _, pair in ipairs(old) do
+                if type(pair) ~= 'table' or type(pair[1]) ~= 'number'
+                        or type(pair[2]) ~= 'number' then
+                    fits = false
+                    break
+                end
+                add(pair[1], pair[2])
+            end
+            local base = tonumber(ARGV[3])
+            add(base, base + tonumber(ARGV[4]))
+            local parts = {}
+            for i, pair in ipairs(merged) do parts[i] = string.format('%d,%d', pair[1], pair[2]) end
+            fits = fits and table.concat(parts, ';') == ARGV[5]
+        end
+    end
+    if not fits then
+        redis.call('DEL', KEYS[1], KEYS[2])
+        return 0
+    end
+end
+local header_end = 7 + tonumber(ARGV[7])
+redis.call('HSET', KEYS[1], unpack(ARGV, 8, header_end))
+for first = header_end + 1, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[2], unpack(ARGV, first, math.min(first + 999, #ARGV)))
+end
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+    redis.call('EXPIRE', KEYS[1], ttl)
+    redis.call('EXPIRE', KEYS[2], ttl)
+end
+return 1
+"""
+"""An entry's write, in Redis: the header fields (``ARGV[7]`` values from ``ARGV[8]``) set
+and the bodies (the rest) appended, the ``ARGV[6]`` s expiry renewed (0: none). With
+``ARGV[1]`` empty, the entry is replaced. Otherwise it follows a save: only when it holds the
+replaced version and incarnation (``ARGV[1]``, ``ARGV[2]``) and its window followed by the
+save's messages (``ARGV[3]`` on, ``ARGV[4]`` of them) covers the seqs of the new window
+(``ARGV[5]``, as ``_flat`` spells it); else it is dropped."""
+
+_READ = """
+local head = redis.call('HMGET', KEYS[1], 'incarnation', 'version', 'log_length', 'values',
+    'window', 'metadata')
+if not head[1] then return {} end
+for i, body in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do head[6 + i] = body end
+return head
+"""
+"""An entry as one list: incarnation, version, log length, values, window, metadata, then the
+bodies (empty: no entry, or one written before incarnations)."""
 
 
-def _merged(window: Window) -> Window:
-    """The same seqs with empty ranges dropped and touching ranges joined."""
-    merged: Window = []
+def _flat(window: Window) -> str:
+    """The window's seqs as ``_FOLLOW`` spells them: empty ranges dropped, touching ones joined.
+
+    ``"1,4;6,8"`` for ``[(1, 3), (3, 4), (6, 8)]``.
+    """
+    merged: list[list[int]] = []
     for start, end in window:
         if start == end:
             continue
         if merged and merged[-1][1] == start:
-            merged[-1] = (merged[-1][0], end)
+            merged[-1][1] = end
         else:
-            merged.append((start, end))
-    return merged
+            merged.append([start, end])
+    return ";".join(f"{start},{end}" for start, end in merged)

@@ -53,7 +53,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from tenxgraph.errors import StorageUnavailableError
+from tenxgraph.errors import StorageError, StorageUnavailableError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -366,7 +366,14 @@ def _describe(conninfo: str) -> str:
 
 
 class IoLoop:
-    """A private event loop in a daemon thread, started on first use, that runs coroutines."""
+    """A private event loop in a daemon thread, started on first use, that runs coroutines.
+
+    Or a loop lent to it (``lend``): a server that runs every run on its own
+    loop lends that loop, and its calls then run where they are made, with
+    no hop to another thread and back (two wake-ups, and two threads
+    taking turns at the GIL, for every statement); a caller on any other
+    loop or thread still hops, to the lent loop.
+    """
 
     def __init__(self, name: str, cleanup: Callable[[], Awaitable[None]]) -> None:
         """``cleanup`` runs on the loop before it stops (closing what lives there)."""
@@ -375,6 +382,8 @@ class IoLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._lent = False
+        """True while ``_loop`` is a caller's (``lend``), not one of a thread of its own."""
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -394,9 +403,31 @@ class IoLoop:
                 _running.add(self)
             return self._loop
 
+    async def lend(self) -> None:
+        """Run on the calling loop from now on (until ``aclose``), instead of a thread's.
+
+        What lived on the private loop, if it started, is closed there first
+        (``cleanup``): connections belong to the loop they were made on.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        await self.aclose()
+        with self._lock:
+            self._loop, self._lent = loop, True
+
     async def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the I/O loop and await its result from the calling loop."""
         loop = self._started()
+        if self._lent:
+            if loop is asyncio.get_running_loop():
+                return await coroutine
+            if not loop.is_running():  # nothing would ever run it
+                coroutine.close()
+                raise StorageError(
+                    f"{self._name}: the event loop lent to it has stopped; close the store "
+                    "on that loop before it stops"
+                )
         future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         return await asyncio.wrap_future(future)
 
@@ -409,7 +440,7 @@ class IoLoop:
     def close_now(self, timeout: float = 5.0) -> None:
         """Blocking close, for ``atexit``: cleanup bounded by ``timeout``, then stop."""
         loop = self._loop
-        if loop is None:
+        if loop is None or self._lent:  # a lent loop's owner closes what runs on it
             return
         try:
             asyncio.run_coroutine_threadsafe(_call(self._cleanup), loop).result(timeout)
@@ -419,10 +450,11 @@ class IoLoop:
 
     def _stop(self) -> None:
         with self._lock:
-            loop, thread = self._loop, self._thread
+            loop, thread, lent = self._loop, self._thread, self._lent
             self._loop = self._thread = None
+            self._lent = False
             _running.discard(self)
-        if loop is None or thread is None:
+        if loop is None or thread is None or lent:
             return
         loop.call_soon_threadsafe(loop.stop)
         thread.join()

@@ -17,7 +17,9 @@ runs its database work on one private I/O loop in a daemon thread, and every
 caller, on any loop or thread, awaits the result there: one pool of
 ``pool_size`` connections per store, and ``close()`` works from anywhere.
 The price is a thread hop per call, as SQLite pays for
-``asyncio.to_thread``. A pool (or Redis client) the caller passes in belongs
+``asyncio.to_thread``; a server whose runs all go on one loop lends it that
+loop instead (``use_running_loop``, ``IoLoop.lend``): no hop from there,
+and other callers hop to it. A pool (or Redis client) the caller passes in belongs
 to the caller's loop, so such a store runs on the loop that first uses it
 and refuses others.
 
@@ -135,6 +137,11 @@ class PgDatabase:
                 "pass a DSN and a redis:// URL, which work from any loop and thread)"
             )
         return await coroutine
+
+    async def use_running_loop(self) -> None:
+        """Do the work on the calling loop from now on, not a private one (``IoLoop.lend``)."""
+        if self._io is not None:
+            await self._io.lend()
 
     async def retrying(self, attempt: Callable[[bool], Awaitable[R]], *, resend: bool = True) -> R:
         """``attempt(lost)``, again with backoff while an outage is younger than ``outage_timeout``.

@@ -303,3 +303,31 @@ async def test_one_beat_renews_a_workers_leases_and_brings_stops_and_losses(
         assert not any(run_id == "a" for run_id, _ in heard)
     finally:
         await beat.aclose()
+
+
+async def test_a_claim_brings_the_threads_stamp_and_the_run_starts_from_it(
+    tables: tuple[PgRunQueue, PgCheckpointer],
+) -> None:
+    from tenxgraph.core.state.message import Message
+    from tenxgraph.errors import ThreadBusyError
+    from tenxgraph.runs._leases import LeasePolicy, ThreadLease, hand_over, take_thread
+    from tenxgraph.storage.checkpointer import ThreadWrite
+
+    queue, leases = tables
+    write = ThreadWrite(0, [Message.text_message("hi")], {}, [(0, 1)], node="n", step=0)
+    saved = await leases.asave(_key("old"), write)
+    await _add(queue, "new-run", "new")
+    await _add(queue, "old-run", "old")
+    claims = {c.run_id: c for c in await queue.claim_many(LONG, 5)}
+    assert claims["new-run"].stamp is None  # no thread yet
+    assert claims["old-run"].stamp == saved == await leases.aversion(_key("old"))
+    claim, policy = claims["old-run"], LeasePolicy(LONG)
+    assert claim.lease_owner is not None
+    held = ThreadLease(leases, claim.key, claim.lease_owner, LONG)
+    held.stamp = claim.stamp
+    hand_over(held)
+    await leases.arelease_lease(claim.key, claim.lease_owner)  # the run would find it lost...
+    run_lease = await take_thread(leases, claim.key, "old-run", policy, owner=claim.lease_owner)
+    assert (run_lease.kept, run_lease.stamp) == (True, saved)  # ...but asks nothing: handed
+    with pytest.raises(ThreadBusyError):  # handed once: a second take asks the lease table
+        await take_thread(leases, claim.key, "old-run", policy, owner=claim.lease_owner)
