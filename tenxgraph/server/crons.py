@@ -38,7 +38,7 @@ from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._run_request import RunRequest, check_state_input, graph_input
 from tenxgraph.server.http_errors import bad_request, not_found
 
-__all__ = ["crons_of", "router"]
+__all__ = ["crons_of", "forget_thread_crons", "router"]
 
 router = APIRouter(tags=["crons"], route_class=CheckedJsonRoute)
 
@@ -63,6 +63,24 @@ def crons_of(context: ServerContext) -> CronScheduler:
         scheduler = CronScheduler(table, functools.partial(_fire, context))
         context.state["crons"] = scheduler
     return scheduler
+
+
+async def forget_thread_crons(context: ServerContext, user: str, thread_id: str) -> None:
+    """Delete the crons of a thread that was deleted: their runs would have no thread to run on.
+
+    A cron belongs to its thread as the thread's runs do; one made without a
+    thread (each run on a new thread) is not touched.
+    """
+    table = crons_of(context).table
+    query = CronQuery(user, thread_id=thread_id)
+    for cron in await table.search(
+        query, limit=_THREAD_CRONS, offset=0, sort_by="cron_id", descending=False
+    ):
+        await table.delete(user, cron.cron_id)
+
+
+_THREAD_CRONS = 10_000
+"""The most crons one thread's deletion deletes with it (one search)."""
 
 
 async def open_crons(context: ServerContext) -> None:

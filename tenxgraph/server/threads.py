@@ -19,6 +19,7 @@ from tenxgraph.server._context import Context, ServerContext, User, thread_confi
 from tenxgraph.server._limits import CheckedJsonRoute
 from tenxgraph.server._message_format import Encode, MessageEncoder, tenxgraph_json
 from tenxgraph.server._run_request import checkpoint_named, state_update
+from tenxgraph.server.crons import forget_thread_crons
 from tenxgraph.server.http_errors import bad_request, not_found
 from tenxgraph.storage import ThreadInfo
 
@@ -220,6 +221,7 @@ async def delete_thread(thread_id: str, context: Context, user: User) -> Respons
     """Delete the thread, its whole log and its checkpoints; 409 while a run holds it."""
     if not await context.graph.adelete_thread(thread_config(thread_id, user)):
         not_found(f"thread {thread_id!r}")
+    await forget_thread_crons(context, user, thread_id)
     return Response(status_code=204)
 
 
@@ -287,7 +289,9 @@ async def prune_threads(body: ThreadPrune, context: Context, user: User) -> Json
             bad_request(f"thread {key.thread_id!r} has a run on it: cancel it first", 409)
     pruned = 0
     for key in keys:
-        pruned += bool(await context.graph.adelete_thread(thread_config(key.thread_id, user)))
+        if await context.graph.adelete_thread(thread_config(key.thread_id, user)):
+            await forget_thread_crons(context, user, key.thread_id)
+            pruned += 1
     return {"pruned_count": pruned}
 
 

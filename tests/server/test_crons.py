@@ -11,12 +11,13 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from tenxgraph.server.app import create_app
 from tenxgraph.server.crons import crons_of
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
 from tenxgraph.testing.server import served
-from tests.server.conftest import Serve, make_graph
+from tests.server.conftest import BACKENDS, Serve, make_graph
 
 
 def test_crons_are_checked_searched_changed_and_deleted(serve: Serve) -> None:
@@ -50,6 +51,22 @@ def test_crons_are_checked_searched_changed_and_deleted(serve: Serve) -> None:
         )
         assert client.delete(f"/runs/crons/{made['cron_id']}").status_code == 204
         assert client.delete(f"/runs/crons/{made['cron_id']}").status_code == 404
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deleting_a_thread_deletes_its_crons_and_no_others(serve: Serve, backend: str) -> None:
+    with httpx.Client(base_url=serve(backend=backend), timeout=30) as client:
+        body = {"assistant_id": "agent", "schedule": "0 0 1 1 *"}
+        gone, kept, pruned = (client.post("/threads", json={}).json()["thread_id"] for _ in "abc")
+        for thread_id in (gone, gone, kept, pruned):
+            client.post(f"/threads/{thread_id}/runs/crons", json=body).raise_for_status()
+        unbound = client.post("/runs/crons", json=body).json()
+        assert client.delete(f"/threads/{gone}").status_code == 204
+        prune = client.post("/threads/prune", json={"thread_ids": [pruned]}).json()
+        assert prune == {"pruned_count": 1}
+        left = client.post("/runs/crons/search", json={}).json()
+        assert sorted(c["thread_id"] or "" for c in left) == sorted(["", kept])
+        assert unbound["cron_id"] in {c["cron_id"] for c in left}
 
 
 def test_a_due_tick_runs_on_the_crons_thread(tmp_path: Any) -> None:
