@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import TenxGraphError
+from tenxgraph.errors import CorruptRecordError, TenxGraphError
 from tenxgraph.storage.checkpointer._codec import (
     decode_checkpoint,
     decode_json_object,
@@ -150,12 +150,20 @@ def test_window_rows(window: list[tuple[int, int]], seqs: list[int], body: str) 
 
 @settings(max_examples=100, deadline=None)
 @given(version=json_data, log_length=json_data, values=stored, window=stored, created_at=json_data)
+@example(version=None, log_length=1, values="{}", window="[[0,1]]", created_at=1.0)
+@example(version=True, log_length=1, values="{}", window="[[0,1]]", created_at=1.0)
 def test_checkpoint_rows(
     version: Any, log_length: Any, values: Any, window: Any, created_at: Any
 ) -> None:
     library_errors_only(
         lambda: decode_checkpoint(KEY, version, "node", 1, log_length, values, window, created_at)
     )
+
+
+@pytest.mark.parametrize("parent", [-1, 2, 3, "1", 1.0])
+def test_a_checkpoint_whose_parent_is_not_an_earlier_version_is_corrupt(parent: Any) -> None:
+    with pytest.raises(CorruptRecordError, match="parent_version"):
+        decode_checkpoint(KEY, 2, "node", 1, 1, "{}", "[[0,1]]", 1.0, parent)
 
 
 listing_row = st.tuples(

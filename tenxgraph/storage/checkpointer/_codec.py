@@ -512,6 +512,12 @@ def decode_checkpoint(
 
     ``parent`` is the stored parent column (see ``parent_of``).
     """
+    version = decode_version(key, version)
+    if parent is not None and (type(parent) is not int or not 0 <= parent < version):
+        raise CorruptRecordError(
+            f"thread {key.thread_id!r} (user {key.user_id!r}): checkpoint {version}'s column "
+            f"'parent_version' holds {_preview(parent)}, expected an earlier version"
+        )
     return Checkpoint(
         version=version,
         node=node,
