@@ -26,9 +26,11 @@ import tempfile
 import tracemalloc
 from typing import Any
 
-from tenxgraph.core.graph import CompiledGraph, StateGraph
+from tenxgraph.core.graph import CompiledGraph, StateGraph, create_agent
+from tenxgraph.core.llm.testing import FunctionModel
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.core.state.message import TokenUsages
+from tenxgraph.core.state.message_block import ToolCallBlock
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer, SqliteCheckpointer
 
 THREADS = 100
@@ -91,11 +93,85 @@ def stored() -> dict[str, Any]:
     return {"stored_bytes_per_message": round(size / (THREADS * MESSAGES))}
 
 
+LONG_MESSAGES = 10_000
+"""One thread built turn by turn: 5,000 questions and answers."""
+
+
+def held_long(messages: int = LONG_MESSAGES) -> dict[str, Any]:
+    """Bytes alive per message after one thread of ``messages`` was built turn by turn.
+
+    The thread grows by ``invoke`` on one compiled graph, one question and one
+    answer at a time, so the graph's warm copy of the thread (its live
+    messages) stays alive with the store: what a process serving one long
+    conversation holds. Also: the same after the compiled graph is dropped.
+    """
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    checkpointer = InMemoryCheckpointer()
+    app = one_node(checkpointer)
+    config = {"thread_id": "long", "user_id": "user-0"}
+    for turn in range(messages // 2):
+        text = f"Question {turn} in the long thread: how does this work?"
+        app.invoke({"messages": [Message.text_message(text)]}, config)
+    gc.collect()
+    after, peak = tracemalloc.get_traced_memory()
+    del app
+    gc.collect()
+    store_only = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return {
+        "long_thread_messages": messages,
+        "long_held_bytes_per_message": round((after - before) / messages),
+        "long_store_only_bytes_per_message": round((store_only - before) / messages),
+        "long_peak_bytes_per_message": round((peak - before) / messages),
+    }
+
+
+def weather(city: str) -> str:
+    """The weather in ``city`` (the agent bench's one tool)."""
+    return f"Sunny in {city}, 21 degrees."
+
+
+def agent_reply(request: Any) -> Message:
+    """Every question gets a tool call, then an answer reading its result."""
+    usage = TokenUsages(completion_tokens=20, prompt_tokens=100, total_tokens=120)
+    if request.messages[-1].role == "user":
+        call = ToolCallBlock(
+            id=f"call-{len(request.messages)}", name="weather", args={"city": "Paris"}
+        )
+        return Message(role="assistant", content=[call], usages=usage)
+    text = f"Answer {len(request.messages)}: it is sunny, 21 degrees."
+    return Message.text_message(text, role="assistant", usages=usage)
+
+
+def held_agent(messages: int = LONG_MESSAGES) -> dict[str, Any]:
+    """``held_long`` through ``create_agent``: each turn is a question, a tool call, its
+    result and an answer (four messages), the model a ``FunctionModel`` whose own record
+    of requests is cleared every turn (a test double's, not the runtime's)."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    model = FunctionModel(agent_reply)
+    app = create_agent(model, [weather], checkpointer=InMemoryCheckpointer())
+    config = {"thread_id": "agent", "user_id": "user-0"}
+    for turn in range(messages // 4):
+        text = f"Question {turn}: what is the weather in Paris today?"
+        app.invoke({"messages": [Message.text_message(text)]}, config)
+        model.requests.clear()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return {"agent_held_bytes_per_message": round((after - before) / messages)}
+
+
 def run() -> dict[str, Any]:
     return {
         "threads": THREADS,
         "messages": THREADS * MESSAGES,
         **held(),
+        **held_long(),
+        **held_agent(),
         **stored(),
         "anchor_stored_bytes_per_message": ANCHOR_STORED_BYTES,
     }
