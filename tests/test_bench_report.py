@@ -17,7 +17,11 @@ def measured(**figures: float) -> dict[str, Any]:
     return {
         "w1_invoke": {"invoke_us": 30.0},
         "w3_add_messages": {"add_messages_us_at_1000": 100.0},
-        "w6_invoke": {"held_bytes_per_message": 380, "stored_bytes_per_message": 500},
+        "w6_invoke": {
+            "held_bytes_per_message": 380,
+            "long_held_bytes_per_message": 2000,
+            "stored_bytes_per_message": 500,
+        },
         "floors": {"w1_us": 10.0},
         "peers": {
             "langgraph": {
@@ -48,9 +52,13 @@ def test_a_measured_peer_shows_its_figure_name_version_and_our_ratio_to_it() -> 
     table = report.render(measured(w1_invoke_us=3000.0, w6_held_bytes_per_message=200))
     assert cell(table, W1, "best peer") == "3,000 µs (langgraph 1.2.24)"
     assert cell(table, W1, "ours / peer") == "0.01x"
-    held = "W6 bytes held per message through `invoke`, 100 threads x 1,000, in memory"
+    held = (
+        "W6 bytes held per message, one thread of 10,000 built turn by turn through "
+        "`invoke`, in memory (graph alive)"
+    )
     assert cell(table, held, "best peer") == "200 B (langgraph 1.2.24, one thread of 1,000)"
-    assert cell(table, held, "ours / peer") == "1.9x"
+    assert cell(table, held, "ours / peer") == "10.0x"
+    assert cell(table, held, "verdict") == "**missed**: 1.8x the bound"
 
 
 def test_a_row_without_a_peer_figure_shows_a_dash_and_the_run_says_peers_did_not_run() -> None:
