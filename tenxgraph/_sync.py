@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["iterate_sync", "run_sync"]
+__all__ = ["iterate_sync", "run_sync", "waits_in_sync_call"]
 
 T = TypeVar("T")
 
@@ -21,6 +21,19 @@ CLOSE_SECONDS = 1.0
 """How long work left on a private loop may take to finish when the loop is closed."""
 
 _local = threading.local()
+
+_waiting: dict[asyncio.AbstractEventLoop, int] = {}
+"""Running loops whose thread is blocked in ``run_sync`` until a helper thread finishes."""
+
+
+def waits_in_sync_call(loop: asyncio.AbstractEventLoop) -> bool:
+    """True while ``loop``'s thread is blocked in a sync call: nothing scheduled there runs.
+
+    Work handed to such a loop from the helper thread would wait for the
+    loop, which waits for the helper: a store that runs on a loop it was
+    lent checks this and refuses instead of waiting forever.
+    """
+    return loop in _waiting
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -84,8 +97,16 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
             _close(_loop())  # the helper thread ends here; its private loop must not leak
 
     thread = threading.Thread(target=target, name="tenxgraph-run-sync")
-    thread.start()
-    thread.join()
+    blocked = asyncio.get_running_loop()
+    _waiting[blocked] = _waiting.get(blocked, 0) + 1
+    try:
+        thread.start()
+        thread.join()
+    finally:
+        if _waiting[blocked] == 1:
+            del _waiting[blocked]
+        else:
+            _waiting[blocked] -= 1
     if error:
         raise error[0]
     return result[0]

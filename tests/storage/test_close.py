@@ -15,6 +15,7 @@ import pytest
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import FunctionModel
 from tenxgraph.core.state import ThreadKey
+from tenxgraph.errors import UsageError
 from tenxgraph.storage.checkpointer import Checkpointer
 from tests.storage.conftest import BACKENDS, PG_DSN, REDIS_URL, MakeCheckpointer, drop_schema
 
@@ -146,6 +147,9 @@ async def test_a_lent_loop_runs_the_work_where_it_is_called_and_other_threads_ho
         await asyncio.to_thread(other.join)
         assert [m.text() for m in states[0].context] == ["here", "ok"]
         assert io_threads() == []
+        with pytest.raises(UsageError, match="async method"):  # not a wait that never ends
+            app.get_state(config)  # a sync call on the lent loop's own thread
+        assert (await app.aget_state(config)).context[-1].text() == "ok"  # the store goes on
     finally:
         await checkpointer.aclose()
     assert await checkpointer.aload(ThreadKey("t")) is not None  # its own thread again

@@ -53,7 +53,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from tenxgraph.errors import StorageError, StorageUnavailableError
+from tenxgraph._sync import waits_in_sync_call
+from tenxgraph.errors import StorageError, StorageUnavailableError, UsageError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -427,6 +428,13 @@ class IoLoop:
                 raise StorageError(
                     f"{self._name}: the event loop lent to it has stopped; close the store "
                     "on that loop before it stops"
+                )
+            if waits_in_sync_call(loop):  # its thread waits for this call: it would never run
+                coroutine.close()
+                raise UsageError(
+                    f"{self._name} runs on the server's event loop, and a sync call made on "
+                    "that loop's thread blocks it: call the async method (aget_state, "
+                    "ainvoke...) from async code there"
                 )
         future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         return await asyncio.wrap_future(future)
