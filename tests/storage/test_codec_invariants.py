@@ -167,8 +167,8 @@ def test_a_parent_must_be_an_earlier_checkpoint(parent: Any) -> None:
 
 
 def test_parent_of_reads_the_stored_column() -> None:
-    assert [parent_of(v, None) for v in (1, 2, 5)] == [None, 1, 4]
-    assert (parent_of(5, 0), parent_of(5, 2)) == (None, 2)
+    assert [parent_of(KEY, v, None) for v in (1, 2, 5)] == [None, 1, 4]
+    assert (parent_of(KEY, 5, 0), parent_of(KEY, 5, 2)) == (None, 2)
 
 
 # --- the errors a backend raises ---------------------------------------------------------

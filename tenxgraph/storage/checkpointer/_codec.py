@@ -175,10 +175,12 @@ def _parent(key: ThreadKey, write: ThreadWrite) -> int | None:
     return parent
 
 
-def parent_of(version: int, stored: int | None) -> int | None:
+def parent_of(key: ThreadKey, version: int, stored: Any) -> int | None:
     """A checkpoint's parent from its stored column: NULL is the one before it, 0 none."""
     if stored is None:
         return version - 1 if version > 1 else None
+    if type(stored) is not int or not 0 <= stored < version:
+        raise _damaged(key, "parent_version", stored, "an earlier version")
     return stored or None
 
 
@@ -336,12 +338,10 @@ GC_PAUSE_AT = 1_000
 
 
 def validate_many(joined: str | bytes, count: int) -> list[Message]:
-    """``MessagesAdapter.validate_json(joined)``, ``count`` messages, the collector paused if many.
+    """``MessagesAdapter.validate_json(joined)``, the collector paused for many messages.
 
-    Decoding 10,000 messages makes some 100,000 container objects, all kept:
-    the collections they set off free nothing and took a fifth of the
-    instructions of such a load (W4). The collector is paused only if it was
-    on, and turned back on after, whatever the outcome.
+    10,000 messages make some 100,000 objects, all kept: the collections they set off
+    free nothing. Paused only if it was on; turned back on whatever the outcome.
     """
     if count < GC_PAUSE_AT or not gc.isenabled():
         return MessagesAdapter.validate_json(joined)
@@ -485,11 +485,16 @@ def stamp_of(key: ThreadKey, row: Sequence[Any] | None) -> ThreadStamp | None:
 def decode_version(key: ThreadKey, stored: Any) -> int:
     """A state row's version, checked: an int of at least 1 (a save makes it), else corrupt."""
     if type(stored) is not int or stored < 1:
-        raise CorruptRecordError(
-            f"thread {key.thread_id!r} (user {key.user_id!r}): column 'version' holds "
-            f"{_preview(stored)}, expected an int >= 1"
-        )
+        raise _damaged(key, "version", stored, "an int >= 1")
     return stored
+
+
+def _damaged(
+    key: ThreadKey, column: str, stored: Any, expected: str, *, preview: bool = True
+) -> CorruptRecordError:
+    found = _preview(stored) if preview else stored
+    where = f"thread {key.thread_id!r} (user {key.user_id!r})"
+    return CorruptRecordError(f"{where}: column {column!r} holds {found}, expected {expected}")
 
 
 def thread_not_found(key: ThreadKey) -> ThreadNotFoundError:
@@ -513,11 +518,6 @@ def decode_checkpoint(
     ``parent`` is the stored parent column (see ``parent_of``).
     """
     version = decode_version(key, version)
-    if parent is not None and (type(parent) is not int or not 0 <= parent < version):
-        raise CorruptRecordError(
-            f"thread {key.thread_id!r} (user {key.user_id!r}): checkpoint {version}'s column "
-            f"'parent_version' holds {_preview(parent)}, expected an earlier version"
-        )
     return Checkpoint(
         version=version,
         node=node,
@@ -526,7 +526,7 @@ def decode_checkpoint(
         values=decode_json_object(key, "checkpoint values", values),
         window=decode_window(key, window, log_length, "checkpoint window"),
         created_at=created_at,
-        parent_version=parent_of(version, parent),
+        parent_version=parent_of(key, version, parent),
     )
 
 
@@ -534,10 +534,7 @@ def decode_json_object(key: ThreadKey, column: str, stored: Any) -> dict[str, An
     """A JSON object column (``values``, ``metadata``), given as text or as decoded data."""
     data = _loads(key, column, stored)
     if not isinstance(data, dict):
-        raise CorruptRecordError(
-            f"thread {key.thread_id!r} (user {key.user_id!r}): column {column!r} holds a "
-            f"{type(data).__name__}, expected a JSON object"
-        )
+        raise _damaged(key, column, f"a {type(data).__name__}", "a JSON object", preview=False)
     return data
 
 
