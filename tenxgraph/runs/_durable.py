@@ -59,7 +59,7 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._claim_loop import CONSUMERS, ClaimLoop
 from tenxgraph.runs._lease_beat import LeaseBeat
-from tenxgraph.runs._leases import ThreadLease, hand_over, take_thread
+from tenxgraph.runs._leases import ThreadLease, take_thread
 from tenxgraph.runs._pg_queue import RunGone
 from tenxgraph.runs._registry import (
     DRAIN_SECONDS,
@@ -378,8 +378,8 @@ class DurableRunManager(RunRegistry):
             self._leases[record.run_id] = lease
             self.beat.add(lease)
         record.control.lease_owner = lease.owner
+        record.control.lease_stamp = lease.stamp  # read with the lease: the run asks no more
         lease.on_stop = lambda request: self._stop_held(record, request)
-        hand_over(lease)  # with the stamp it was taken with: the run reads it no more
 
     async def _take(self, record: RunRecord, spec: RunSpec) -> ThreadLease:
         """Take the run's thread by its strategy, marking its row running in the same go."""

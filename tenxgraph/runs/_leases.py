@@ -26,7 +26,6 @@ import asyncio
 import logging
 import secrets
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -42,7 +41,6 @@ __all__ = [
     "MultitaskStrategy",
     "Take",
     "ThreadLease",
-    "hand_over",
     "lease_owner",
     "lease_table",
     "missing_leases",
@@ -213,25 +211,6 @@ class ThreadLease:
             )
 
 
-_handed: weakref.WeakValueDictionary[str, ThreadLease] = weakref.WeakValueDictionary()
-"""Leases their holder handed to the run it took them for (``hand_over``), by owner."""
-
-
-def hand_over(lease: ThreadLease) -> None:
-    """Let the run that continues ``lease`` (``take_thread(owner=...)``) start from its stamp.
-
-    For a holder that took the lease with the thread's stamp in one
-    transaction (a run queue's claim or take), renews it while the run goes
-    and passes the lease's stop requests on to the run: the run then neither
-    renews the lease nor reads the stamp again when it takes it over (two
-    round trips a run). A stop request made since reaches the run through
-    its holder's next renewal, a lease lost since through that renewal and
-    the run's first save, which the lease fences. Held until the run takes
-    it over or the holder drops the lease.
-    """
-    _handed[lease.owner] = lease
-
-
 Take = Callable[[ThreadKey, str, float], Awaitable[tuple[str | None, ThreadStamp | None]]]
 """How a lease is taken: ``(key, owner, seconds) -> (holder, stamp)``, as ``atake_thread``."""
 
@@ -252,6 +231,7 @@ async def take_thread(
     policy: LeasePolicy,
     *,
     owner: str | None = None,
+    stamp: ThreadStamp | None = None,
     take: Take | None = None,
 ) -> ThreadLease:
     """Take ``key``'s lease for run ``run_id``, acting on ``policy.strategy`` if it is held.
@@ -269,13 +249,17 @@ async def take_thread(
     keeps its thread between them. The caller renews a kept lease while the
     run goes (the run does not: two heartbeats would renew one lease) and
     passes its stop requests on to the run (``RunControl.stop``).
+    ``stamp`` is the thread's stamp the caller read with that lease in one
+    transaction (a claim's): the run starts from it without renewing the
+    lease or reading the stamp again (two round trips); a stop request made
+    since reaches the run through the caller's next renewal, a lease lost
+    since through that renewal and the run's first save, which the lease fences.
     ``take`` replaces the lease table's ``atake_thread``: a run queue takes
     the lease and marks the run's row ``running`` in one transaction.
     """
     lease = ThreadLease(checkpointer, key, owner or lease_owner(run_id), policy.lease_seconds)
-    handed = None if owner is None else _handed.pop(owner, None)
-    if handed is not None and not handed.released:
-        lease.kept, lease.stamp = True, handed.stamp
+    if owner is not None and stamp is not None:  # renewed by its holder, read with it
+        lease.kept, lease.stamp = True, stamp
         return lease
     if owner is not None:  # renewed, not taken again: taking would clear a stop request
         lease.kept = True

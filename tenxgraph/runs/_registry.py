@@ -40,7 +40,7 @@ from typing import Any, Literal, Protocol
 
 from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._leases import LeasePolicy
-from tenxgraph.storage.checkpointer.base import Checkpointer
+from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
 
 __all__ = [
     "DRAIN_SECONDS",
@@ -110,6 +110,7 @@ class RunHandle(Protocol):
     """How a running run is stopped (the runtime's ``RunControl``)."""
 
     lease_owner: str | None
+    lease_stamp: ThreadStamp | None
 
     def stop(self, request: str = "interrupt") -> None:
         """Stop at the next step (``interrupt``, or ``rollback``: discard the turn)."""

@@ -423,7 +423,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             check_pausable(self)
         if control.stop_requested or self.checkpointer is None:
             return None
-        lease = await self._take(key, config, run_id, control.lease_owner)
+        lease = await self._take(key, config, run_id, control)
         if lease.requested is not None:  # a stop came before the run took its caller's lease
             control.stop(lease.requested)
         if control.stop_requested:  # stopped while it waited for the lease: it never began
@@ -432,18 +432,20 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         return lease
 
     async def _take(
-        self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str, owner: str | None
+        self, key: ThreadKey | None, config: Mapping[str, Any], run_id: str, control: RunControl
     ) -> ThreadLease:
         """Take the thread's lease before anything is read (a graph with a checkpointer).
 
-        ``owner``: the run's handle carries a lease taken for it already (a
-        run queue's claim), which the run continues instead of taking another.
+        The run's handle may carry a lease taken for it already (a run queue's
+        claim, ``lease_owner``), which the run continues instead of taking
+        another, from the stamp read with it (``lease_stamp``, used once).
         """
         assert self.checkpointer is not None  # the run loop asks only then
         if key is None:
             raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
         policy = self.leases.for_run(config)
-        return await take_thread(self.checkpointer, key, run_id, policy, owner=owner)
+        owner, stamp, control.lease_stamp = control.lease_owner, control.lease_stamp, None
+        return await take_thread(self.checkpointer, key, run_id, policy, owner=owner, stamp=stamp)
 
     async def _begin_turn(self, run: Run[S]) -> Outcome:
         """Find the first node, then save the input, and where the run goes on, before it runs.

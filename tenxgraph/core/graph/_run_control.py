@@ -19,6 +19,7 @@ from tenxgraph.core.graph._events import RunResult
 from tenxgraph.core.graph._interrupt import InterruptKind
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import GraphRunError, NodeError, TenxGraphError, ThreadBusyError
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 __all__ = [
     "Displaced",
@@ -77,6 +78,9 @@ class RunControl:
     lease_owner: str | None = None
     """The owner of a lease on the run's thread taken for this run before it began (a run
     queue takes it with the run's row): the run continues that lease instead of taking one."""
+    lease_stamp: ThreadStamp | None = None
+    """The thread's stamp read with that lease in one transaction, when its taker read it:
+    the run starts from it instead of asking again (used once; a later leg reads it anew)."""
 
     def bind(self, run_id: str, thread: ThreadKey | None) -> RunControl:
         """The caller's handle becomes the run's: its id and thread, no task looked up yet."""

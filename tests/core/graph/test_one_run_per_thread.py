@@ -390,6 +390,31 @@ async def test_a_run_continues_a_lease_its_caller_took_and_leaves_it_held(
     await checkpointer.arelease_lease(KEY, "r1/caller")  # the caller lets it go
 
 
+async def test_a_run_starts_from_the_stamp_its_caller_read_with_the_lease_once(
+    checkpointer: Checkpointer,
+) -> None:
+    """The stamp is trusted as read with the lease: a stale one is caught by the save's CAS."""
+    from tenxgraph.core.graph import RunControl
+    from tenxgraph.errors import ConflictError
+
+    app, node = gated_app(checkpointer)
+    other, other_node = gated_app(checkpointer)  # another process's graph: its own warm copy
+    node.gate.set()
+    other_node.gate.set()
+    await _drain(app, RunControl("r0", None), "first")
+    stale = await checkpointer.aversion(KEY)  # what app's warm copy holds
+    await _drain(other, RunControl("r1", None), "elsewhere")
+    assert await checkpointer.atake_lease(KEY, "r2/caller", 30) is None
+    control = RunControl("r2", None)
+    control.lease_owner, control.lease_stamp = "r2/caller", stale
+    with pytest.raises(ConflictError):  # it started from the stamp given, not a read of its own
+        await _drain(app, control, "A")
+    assert control.lease_stamp is None  # used once: the run's next leg reads the stamp anew
+    await _drain(app, control, "B")
+    assert (await log(checkpointer))[-3:] == ["reply to elsewhere", "B", "reply to B"]
+    await checkpointer.arelease_lease(KEY, "r2/caller")
+
+
 async def test_a_stop_asked_before_the_run_took_its_callers_lease_is_not_lost(
     checkpointer: Checkpointer,
 ) -> None:

@@ -310,7 +310,7 @@ async def test_a_claim_brings_the_threads_stamp_and_the_run_starts_from_it(
 ) -> None:
     from tenxgraph.core.state.message import Message
     from tenxgraph.errors import ThreadBusyError
-    from tenxgraph.runs._leases import LeasePolicy, ThreadLease, hand_over, take_thread
+    from tenxgraph.runs._leases import LeasePolicy, take_thread
     from tenxgraph.storage.checkpointer import ThreadWrite
 
     queue, leases = tables
@@ -323,11 +323,10 @@ async def test_a_claim_brings_the_threads_stamp_and_the_run_starts_from_it(
     assert claims["old-run"].stamp == saved == await leases.aversion(_key("old"))
     claim, policy = claims["old-run"], LeasePolicy(LONG)
     assert claim.lease_owner is not None
-    held = ThreadLease(leases, claim.key, claim.lease_owner, LONG)
-    held.stamp = claim.stamp
-    hand_over(held)
     await leases.arelease_lease(claim.key, claim.lease_owner)  # the run would find it lost...
-    run_lease = await take_thread(leases, claim.key, "old-run", policy, owner=claim.lease_owner)
+    run_lease = await take_thread(
+        leases, claim.key, "old-run", policy, owner=claim.lease_owner, stamp=claim.stamp
+    )
     assert (run_lease.kept, run_lease.stamp) == (True, saved)  # ...but asks nothing: handed
-    with pytest.raises(ThreadBusyError):  # handed once: a second take asks the lease table
+    with pytest.raises(ThreadBusyError):  # without the stamp it asks the lease table
         await take_thread(leases, claim.key, "old-run", policy, owner=claim.lease_owner)
