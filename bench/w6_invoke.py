@@ -24,7 +24,8 @@ import json
 import os
 import tempfile
 import tracemalloc
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from tenxgraph.core.graph import CompiledGraph, StateGraph, create_agent
 from tenxgraph.core.llm.testing import FunctionModel
@@ -59,13 +60,22 @@ def fill(app: CompiledGraph[AgentState]) -> None:
             app.invoke({"messages": [Message.text_message(text)]}, config)
 
 
-def held() -> dict[str, Any]:
-    """Bytes alive after an in-memory fill, with and without the compiled graph."""
+class Traced(NamedTuple):
+    """Bytes a fill left alive: with the graph, the store alone, the peak during the fill."""
+
+    held: int
+    store_only: int
+    peak: int
+
+
+def traced(build: Callable[[Checkpointer], Any], fill: Callable[[Any], None]) -> Traced:
+    """Bytes an in-memory fill left alive (graph alive), then with the graph dropped (the
+    store alone), and the peak; ``build`` makes the graph over the store."""
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     checkpointer = InMemoryCheckpointer()
-    app = one_node(checkpointer)
+    app = build(checkpointer)
     fill(app)
     gc.collect()
     after, peak = tracemalloc.get_traced_memory()
@@ -73,11 +83,17 @@ def held() -> dict[str, Any]:
     gc.collect()
     store_only = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
+    return Traced(after - before, store_only - before, peak - before)
+
+
+def held() -> dict[str, Any]:
+    """Bytes alive after an in-memory fill, with and without the compiled graph."""
+    bytes_ = traced(one_node, fill)
     total = THREADS * MESSAGES
     return {
-        "held_bytes_per_message": round((after - before) / total),
-        "store_only_bytes_per_message": round((store_only - before) / total),
-        "peak_bytes_per_message": round((peak - before) / total),
+        "held_bytes_per_message": round(bytes_.held / total),
+        "store_only_bytes_per_message": round(bytes_.store_only / total),
+        "peak_bytes_per_message": round(bytes_.peak / total),
     }
 
 
@@ -105,26 +121,19 @@ def held_long(messages: int = LONG_MESSAGES) -> dict[str, Any]:
     messages) stays alive with the store: what a process serving one long
     conversation holds. Also: the same after the compiled graph is dropped.
     """
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    checkpointer = InMemoryCheckpointer()
-    app = one_node(checkpointer)
     config = {"thread_id": "long", "user_id": "user-0"}
-    for turn in range(messages // 2):
-        text = f"Question {turn} in the long thread: how does this work?"
-        app.invoke({"messages": [Message.text_message(text)]}, config)
-    gc.collect()
-    after, peak = tracemalloc.get_traced_memory()
-    del app
-    gc.collect()
-    store_only = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
+
+    def grow(app: CompiledGraph[AgentState]) -> None:
+        for turn in range(messages // 2):
+            text = f"Question {turn} in the long thread: how does this work?"
+            app.invoke({"messages": [Message.text_message(text)]}, config)
+
+    bytes_ = traced(one_node, grow)
     return {
         "long_thread_messages": messages,
-        "long_held_bytes_per_message": round((after - before) / messages),
-        "long_store_only_bytes_per_message": round((store_only - before) / messages),
-        "long_peak_bytes_per_message": round((peak - before) / messages),
+        "long_held_bytes_per_message": round(bytes_.held / messages),
+        "long_store_only_bytes_per_message": round(bytes_.store_only / messages),
+        "long_peak_bytes_per_message": round(bytes_.peak / messages),
     }
 
 
@@ -149,20 +158,17 @@ def held_agent(messages: int = LONG_MESSAGES) -> dict[str, Any]:
     """``held_long`` through ``create_agent``: each turn is a question, a tool call, its
     result and an answer (four messages), the model a ``FunctionModel`` whose own record
     of requests is cleared every turn (a test double's, not the runtime's)."""
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
     model = FunctionModel(agent_reply)
-    app = create_agent(model, [weather], checkpointer=InMemoryCheckpointer())
     config = {"thread_id": "agent", "user_id": "user-0"}
-    for turn in range(messages // 4):
-        text = f"Question {turn}: what is the weather in Paris today?"
-        app.invoke({"messages": [Message.text_message(text)]}, config)
-        model.requests.clear()
-    gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
-    return {"agent_held_bytes_per_message": round((after - before) / messages)}
+
+    def grow(app: CompiledGraph[Any]) -> None:
+        for turn in range(messages // 4):
+            text = f"Question {turn}: what is the weather in Paris today?"
+            app.invoke({"messages": [Message.text_message(text)]}, config)
+            model.requests.clear()
+
+    bytes_ = traced(lambda store: create_agent(model, [weather], checkpointer=store), grow)
+    return {"agent_held_bytes_per_message": round(bytes_.held / messages)}
 
 
 def run() -> dict[str, Any]:

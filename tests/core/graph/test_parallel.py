@@ -441,8 +441,23 @@ def test_drawings_show_fan_out_joins_and_sends() -> None:
     assert "-s-> work" in shape.draw_ascii()
 
 
-def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retried() -> None:
+def tools_beside_audit(
+    plan: Callable[..., Any], search: Callable[..., Any], audit: Callable[..., Any]
+) -> StateGraph[Notes]:
+    """``plan``, then a ``ToolNode`` of ``search`` and ``audit`` in one parallel step."""
     from tenxgraph.core.graph import ToolNode
+
+    graph = StateGraph(Notes)
+    graph.add_node("plan", plan)
+    graph.add_node("tools", ToolNode([search]))
+    graph.add_node("audit", audit)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "tools")
+    graph.add_edge("plan", "audit")
+    return graph
+
+
+def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retried() -> None:
 
     searches: list[str] = []
     broken = [True]
@@ -466,14 +481,7 @@ def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retri
             raise ValueError("audit log unavailable")
         return {"notes": ["audited"]}
 
-    graph = StateGraph(Notes)
-    graph.add_node("plan", plan)
-    graph.add_node("tools", ToolNode([search]))
-    graph.add_node("audit", audit)
-    graph.add_edge(START, "plan")
-    graph.add_edge("plan", "tools")
-    graph.add_edge("plan", "audit")
-    app = graph.compile(InMemoryCheckpointer())
+    app = tools_beside_audit(plan, search, audit).compile(InMemoryCheckpointer())
     config = {"thread_id": "t"}
     with pytest.raises(NodeError, match="audit log unavailable"):
         app.invoke({"messages": [("user", "look it up")]}, config)
@@ -491,7 +499,6 @@ def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retri
 async def test_a_tool_call_in_a_parallel_step_is_saved_as_started_before_it_runs() -> None:
     """A tool's start is durable before the tool runs, even when no sibling task has finished
     (so the step's save has no new task write to wait for)."""
-    from tenxgraph.core.graph import ToolNode
 
     seen: list[dict[str, int]] = []
     looked = asyncio.Event()
@@ -510,14 +517,7 @@ async def test_a_tool_call_in_a_parallel_step_is_saved_as_started_before_it_runs
         await asyncio.wait_for(looked.wait(), 30)  # finishes after the tool has looked
         return {"notes": ["audited"]}
 
-    graph = StateGraph(Notes)
-    graph.add_node("plan", plan)
-    graph.add_node("tools", ToolNode([search]))
-    graph.add_node("audit", audit)
-    graph.add_edge(START, "plan")
-    graph.add_edge("plan", "tools")
-    graph.add_edge("plan", "audit")
-    app = graph.compile(InMemoryCheckpointer())
+    app = tools_beside_audit(plan, search, audit).compile(InMemoryCheckpointer())
     config = {"thread_id": "t"}
     state = (await app.ainvoke({"messages": [("user", "look it up")]}, config))["state"]
     assert seen == [{"c1": 1}]
