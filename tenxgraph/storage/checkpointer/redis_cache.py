@@ -142,8 +142,8 @@ class RedisThreadCache:
         self.cooldown = cooldown
         self._skip_until = 0.0
         self._failing = False
-        self._script: Any = self._client.register_script(_WRITE)
-        self._read: Any = self._client.register_script(_READ)
+        self._write_script: Any = self._client.register_script(_WRITE)
+        self._read_script: Any = self._client.register_script(_READ)
 
     @property
     def available(self) -> bool:
@@ -188,7 +188,7 @@ class RedisThreadCache:
     async def get(self, key: ThreadKey) -> CachedThread | None:
         """The cached entry, or None on a miss, a malformed entry or a Redis failure."""
         state, context = self.keys(key)
-        done, found = await self._call("read", lambda: self._read(keys=[state, context]))
+        done, found = await self._call("read", lambda: self._read_script(keys=[state, context]))
         if not done or not found:  # none, or written by a tenxgraph before incarnations: a
             return None  # miss (the load that follows replaces it)
         try:
@@ -262,7 +262,7 @@ class RedisThreadCache:
         """Run ``_WRITE``: one command, atomic in Redis (``follows``: its first five arguments)."""
         fields = [part for pair in header.items() for part in pair]
         args = [*follows, self.ttl or 0, len(fields), *fields, *bodies]
-        await self._call(action, lambda: self._script(keys=list(self.keys(key)), args=args))
+        await self._call(action, lambda: self._write_script(keys=list(self.keys(key)), args=args))
 
     async def evict(self, key: ThreadKey) -> None:
         """Drop a thread's entry (after a conflict, a delete or a change it cannot follow)."""
@@ -341,7 +341,7 @@ bodies (empty: no entry, or one written before incarnations)."""
 
 
 def _flat(window: Window) -> str:
-    """The window's seqs as ``_FOLLOW`` spells them: empty ranges dropped, touching ones joined.
+    """The window's seqs as ``_WRITE`` spells them: empty ranges dropped, touching ones joined.
 
     ``"1,4;6,8"`` for ``[(1, 3), (3, 4), (6, 8)]``.
     """
