@@ -1,7 +1,7 @@
 """MCP in and out: an MCP server's tools in a graph, and a graph as an MCP server's tool.
 
-``MCPTools`` (the client side) makes the tools of an MCP server, over stdio
-or streamable HTTP, ordinary tenxgraph tools. ``graph_server`` (the server
+``MCPTools`` (the client side) makes the tools of an MCP server, over stdio,
+streamable HTTP or SSE, ordinary tenxgraph tools. ``graph_server`` (the server
 side) exposes a compiled graph as one MCP tool, which ``tenxgraph mcp``
 serves over stdio and ``tenxgraph serve`` at ``/mcp``. Both need the extra
 ``mcp`` (the official SDK); see docs/mcp.md.

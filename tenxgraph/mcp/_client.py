@@ -1,4 +1,4 @@
-"""``MCPTools``: the tools of one MCP server (stdio or streamable HTTP) as a tenxgraph toolset.
+"""``MCPTools``: the tools of one MCP server (stdio, streamable HTTP or SSE) as a tenxgraph toolset.
 
 Decisions:
 
@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from tenxgraph.core.graph import Toolset, client_span
 from tenxgraph.errors import ConfigError, MissingExtraError, ToolError
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = ["MCPServerError", "MCPTools"]
+
+Transport = Literal["stdio", "http", "sse"]
+"""How an MCP server is reached: a child process, streamable HTTP, or the older HTTP+SSE."""
 
 logger = logging.getLogger("tenxgraph.mcp")
 
@@ -61,7 +64,9 @@ class MCPTools(Toolset):
     """The tools of one MCP server, usable wherever tools go (``create_agent(model, [tools])``).
 
     Make one with ``MCPTools.stdio(command, *args)`` (the server runs as a
-    child process) or ``MCPTools.http(url, headers=...)`` (streamable HTTP).
+    child process), ``MCPTools.http(url, headers=...)`` (streamable HTTP) or
+    ``MCPTools.sse(url, headers=...)`` (the HTTP+SSE transport of servers
+    written before streamable HTTP).
     It connects on first use; ``async with`` (or ``aclose``) bounds the
     session explicitly, and ``tenxgraph serve`` opens and closes it with
     each worker.
@@ -82,8 +87,9 @@ class MCPTools(Toolset):
         retry_after: float = 5.0,
         max_output_chars: int = 100_000,
         protocol: str = "auto",
+        transport: Transport | None = None,
     ) -> None:
-        """``target`` is a URL (streamable HTTP) or a command line (stdio).
+        """``target`` is a URL (streamable HTTP, or SSE) or a command line (stdio).
 
         ``headers`` go with every HTTP request (an API key); ``env`` and
         ``cwd`` are the child process's. ``prefix`` is put before every tool
@@ -93,9 +99,17 @@ class MCPTools(Toolset):
         failure, the next attempt to connect waits ``retry_after`` seconds.
         ``protocol`` is the SDK's ``mode``: ``"auto"`` (ask the server, fall
         back to the initialize handshake) or ``"legacy"`` (the handshake only,
-        for a server the probe confuses).
+        for a server the probe confuses). ``transport`` is ``"http"`` or
+        ``"sse"`` for a URL (``"http"`` unless said), ``"stdio"`` for a
+        command line.
         """
         is_url = isinstance(target, str)
+        transport = transport or ("http" if is_url else "stdio")
+        if transport not in ("stdio", "http", "sse"):
+            raise ConfigError(f"MCP transport must be 'stdio', 'http' or 'sse', got {transport!r}")
+        if is_url != (transport != "stdio"):
+            wants = "a command line" if transport == "stdio" else "a URL"
+            raise ConfigError(f"the {transport} MCP transport takes {wants}, got {target!r}")
         if is_url and not str(target).startswith(("http://", "https://")):
             raise ConfigError(f"MCP server URL must be http(s)://..., got {target!r}")
         if not is_url and (not target or not all(isinstance(p, str) for p in target)):
@@ -108,6 +122,7 @@ class MCPTools(Toolset):
         if (env or cwd) and is_url:
             raise ConfigError("env= and cwd= are for a stdio MCP server (a command line)")
         self.target: str | tuple[str, ...] = target if isinstance(target, str) else tuple(target)
+        self.transport: Transport = transport
         self.name = name or _default_name(self.target)
         self.headers = dict(headers or {})
         self.env = dict(env) if env is not None else None
@@ -130,7 +145,16 @@ class MCPTools(Toolset):
     @classmethod
     def http(cls, url: str, **options: Any) -> MCPTools:
         """A server at a streamable HTTP endpoint (``.../mcp``)."""
-        return cls(url, **options)
+        return cls(url, transport="http", **options)
+
+    @classmethod
+    def sse(cls, url: str, **options: Any) -> MCPTools:
+        """A server at an HTTP+SSE endpoint (``.../sse``): the transport before streamable HTTP.
+
+        The client holds an event stream open (GET) for the server's messages
+        and posts its own to the address the server names on that stream.
+        """
+        return cls(url, transport="sse", **options)
 
     def tools(self) -> list[MCPTool]:
         """The server's tools as last listed (none before the first connect)."""
@@ -255,12 +279,22 @@ class MCPTools(Toolset):
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         mcp = _import_mcp()
+        if isinstance(self.target, str) and self.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(
+                self.target,
+                headers=self.headers,
+                timeout=self.connect_timeout,
+                sse_read_timeout=_STREAM_IDLE_SECONDS,
+            )
         if isinstance(self.target, str):
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             http = httpx2.AsyncClient(
-                headers=self.headers, timeout=httpx2.Timeout(self.connect_timeout, read=300.0)
+                headers=self.headers,
+                timeout=httpx2.Timeout(self.connect_timeout, read=_STREAM_IDLE_SECONDS),
             )
             await stack.enter_async_context(http)
             return streamable_http_client(self.target, http_client=http)
@@ -269,6 +303,10 @@ class MCPTools(Toolset):
 
     def __repr__(self) -> str:
         return f"MCPTools({self.name!r})"
+
+
+_STREAM_IDLE_SECONDS = 300.0
+"""How long an HTTP server's event stream may stay silent before the session counts as broken."""
 
 
 class _SessionLost(MCPServerError):

@@ -56,15 +56,19 @@ def sdk_command() -> list[str]:
 
 @pytest.fixture
 def http_server() -> Iterator[object]:
-    """Start an SDK-written server over streamable HTTP: ``start(kind) -> url``."""
+    """Start an SDK-written server over HTTP: ``start(kind, transport="http") -> url``.
+
+    ``transport`` is ``"http"`` (streamable HTTP at ``/mcp``) or ``"sse"``
+    (HTTP+SSE at ``/sse``).
+    """
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(kind: str) -> str:
+    def start(kind: str, transport: str = "http") -> str:
         port = spare_port()
-        process = subprocess.Popen([sys.executable, SERVERS, kind, "--http", str(port)])
+        process = subprocess.Popen([sys.executable, SERVERS, kind, f"--{transport}", str(port)])
         started.append(process)
         wait_for_port(port, process)
-        return f"http://127.0.0.1:{port}/mcp"
+        return f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
 
     yield start
     for process in started:

@@ -1,10 +1,10 @@
 """MCP servers written with the official SDK, for the client's fault tests.
 
-Run as ``python servers.py KIND`` (stdio) or ``python servers.py KIND --http PORT``
-(streamable HTTP at ``/mcp``). Kinds: ``tools`` (echo, add, an image, a growing
-list), ``hung`` (answers the listing, never a call), ``crash`` (exits on a call),
-``huge`` (a result of 5 million characters).
-"""
+Run as ``python servers.py KIND`` (stdio), ``python servers.py KIND --http PORT``
+(streamable HTTP at ``/mcp``) or ``python servers.py KIND --sse PORT`` (HTTP+SSE
+at ``/sse``). Kinds: ``tools`` (echo, add, an image, a growing list, a request
+header), ``hung`` (answers the listing, never a call), ``crash`` (exits on a
+call), ``huge`` (a result of 5 million characters)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,11 @@ def _tools(server: MCPServer) -> None:
         return "grown"
 
     @server.tool()
+    def header(name: str, ctx: Context) -> str:
+        """The value of an HTTP header of this request ('' on stdio)."""
+        return (ctx.headers or {}).get(name, "")
+
+    @server.tool()
     async def slow(seconds: float) -> str:
         """Sleep, then answer."""
         await asyncio.sleep(seconds)
@@ -104,5 +109,8 @@ if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
+    elif "--sse" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--sse") + 1])
+        server.run("sse", host="127.0.0.1", port=port)
     else:
         server.run("stdio")

@@ -160,6 +160,49 @@ async def test_streamable_http(http_server):
     assert add.output == {"result": 42}
 
 
+async def test_sse(http_server):
+    url = http_server("tools", "sse")
+    assert url.endswith("/sse")
+    async with MCPTools.sse(url, prefix="old_", headers={"x-api-key": "k"}) as tools:
+        assert tools.transport == "sse"
+        model = ScriptedModel([calls(("old_add", {"a": 40, "b": 2}), ("old_picture", {})), "42"])
+        app = create_agent(model, [tools])
+        result = await app.ainvoke({"messages": [("user", "add")]})
+        assert await tools.call("header", {"name": "x-api-key"}) == {"result": "k"}
+    add, picture = results(result)
+    assert add.output == {"result": 42}
+    assert isinstance(picture.output[1], ImageBlock)
+
+
+async def test_sse_faults_are_results_not_hangs(http_server, caplog):
+    """A hung call times out and the session goes on; a server that dies fails the call at once."""
+    caplog.set_level(logging.WARNING, "tenxgraph.mcp")
+    async with MCPTools.sse(http_server("hung", "sse"), name="hung", timeout=1) as tools:
+        with pytest.raises(MCPServerError, match="MCP server 'hung' did not answer within 1 s"):
+            await tools.call("wait", {})
+        assert await tools.call("echo", {"text": "still here"}) == {"result": "still here"}
+    async with MCPTools.sse(http_server("crash", "sse"), name="crash", timeout=60) as tools:
+        with pytest.raises(MCPServerError, match="MCP server 'crash'"):
+            await tools.call("die", {})  # the event stream breaks: no 60 s wait
+        with pytest.raises(MCPServerError, match="MCP server 'crash' is not connected"):
+            await tools.call("echo", {"text": "x"})
+    assert "MCP server 'crash' is unavailable" in caplog.text
+
+
+async def test_a_closed_sse_port_is_unavailable_not_a_hang(caplog):
+    from tests.mcp.conftest import spare_port
+
+    caplog.set_level(logging.ERROR, "tenxgraph.mcp")
+    url = f"http://127.0.0.1:{spare_port()}/sse"
+    tools = MCPTools.sse(url, name="nobody", connect_timeout=5)
+    await tools.aprepare()
+    assert tools.tools() == []
+    assert "MCP server 'nobody' is unavailable" in caplog.text
+    with pytest.raises(MCPServerError, match="MCP server 'nobody' is not connected"):
+        await tools.call("echo", {"text": "x"})
+    await tools.aclose()
+
+
 def test_sync_invoke_connects_on_its_own_loop(sdk_command):
     tools = MCPTools.stdio(*sdk_command, "tools", include=["add"])
     model = ScriptedModel([calls(("add", {"a": 1, "b": 1})), "2"])
@@ -182,6 +225,14 @@ def test_bad_options_are_refused_before_anything_starts():
         MCPTools.stdio("x", headers={"a": "b"})
     with pytest.raises(ConfigError, match="timeout"):
         MCPTools.stdio("x", timeout=0)
+    with pytest.raises(ConfigError, match="http"):
+        MCPTools.sse("127.0.0.1:8000/sse")
+    with pytest.raises(ConfigError, match="the sse MCP transport takes a URL"):
+        MCPTools(["server", "--stdio"], transport="sse")
+    with pytest.raises(ConfigError, match="the stdio MCP transport takes a command line"):
+        MCPTools("http://127.0.0.1/sse", transport="stdio")
+    with pytest.raises(ConfigError, match="'stdio', 'http' or 'sse'"):
+        MCPTools("http://127.0.0.1/ws", transport="websocket")  # type: ignore[arg-type]
 
 
 async def test_direct_calls_reach_mcp_tools(sdk_command):

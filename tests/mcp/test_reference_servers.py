@@ -1,5 +1,5 @@
-"""MCPTools against servers no one here wrote: the reference 'everything' server (npm, stdio
-and streamable HTTP) and mcp-server-time (PyPI)."""
+"""MCPTools against servers no one here wrote: the reference 'everything' server (npm, stdio,
+streamable HTTP and SSE) and mcp-server-time (PyPI)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,23 @@ async def test_everything_over_streamable_http(everything_http):
         result = await create_agent(model, [tools]).ainvoke({"messages": [("user", "sum")]})
     [answer] = [b for m in result["messages"] for b in m.tool_results()]
     assert "42" in str(answer.output)
+
+
+@pytest.fixture
+def everything_sse() -> Iterator[str]:
+    server = node_bin("mcp-server-everything")
+    port = spare_port()
+    process = subprocess.Popen([str(server), "sse"], env={**os.environ, "PORT": str(port)})
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/sse"
+    finally:
+        stop(process)
+
+
+async def test_everything_over_sse(everything_sse):
+    async with MCPTools.sse(everything_sse, name="everything") as tools:
+        await _use_everything(tools)
 
 
 async def test_mcp_server_time_from_pypi():
