@@ -28,17 +28,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, contextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenxgraph.core.graph import Toolset, client_span
 from tenxgraph.errors import ConfigError, MissingExtraError, ToolError
-from tenxgraph.mcp._content import result_output, result_text
+from tenxgraph.mcp._catalog import prompt_of, resource_of, template_of
+from tenxgraph.mcp._content import prompt_messages, resource_blocks, result_output, result_text
 from tenxgraph.mcp._tool import MCPTool, tool_name
 
 if TYPE_CHECKING:
     from mcp import Client
+
+    from tenxgraph.core.state import ContentBlock, Message
+    from tenxgraph.mcp._catalog import MCPPrompt, MCPResource, MCPResourceTemplate
 
 __all__ = ["MCPServerError", "MCPTools"]
 
@@ -46,6 +50,8 @@ Transport = Literal["stdio", "http", "sse"]
 """How an MCP server is reached: a child process, streamable HTTP, or the older HTTP+SSE."""
 
 logger = logging.getLogger("tenxgraph.mcp")
+
+_T = TypeVar("_T")
 
 
 class MCPServerError(ToolError):
@@ -182,37 +188,107 @@ class MCPTools(Toolset):
     async def call(self, mcp_name: str, arguments: dict[str, Any]) -> Any:
         """Call tool ``mcp_name``; what the model reads, or ``MCPServerError`` saying why not.
 
-        Every call to the server goes through here: it is a ``tools/call {tool}``
-        client span (MCP's conventions) under the runtime's ``execute_tool``
-        span, and the trace context goes to the server in the request's
-        ``params._meta``.
+        The call is a ``tools/call {tool}`` client span (MCP's conventions)
+        under the runtime's ``execute_tool`` span, and the trace context goes
+        to the server in the request's ``params._meta``.
         """
-        attributes = {
-            "mcp.method.name": "tools/call",
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": mcp_name,
-            "tenxgraph.mcp.server": self.name,
-        }
-        with client_span(f"tools/call {mcp_name}", attributes) as headers:
-            return await self._call(mcp_name, arguments, headers)
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": mcp_name}
+        with self._span("tools/call", mcp_name, attributes) as meta:
+            result = await self._request(
+                f"tool {mcp_name!r}",
+                lambda client: client.call_tool(mcp_name, arguments, meta=meta),
+            )
+            if result.is_error:
+                raise MCPServerError(result_text(result, self.max_output_chars))
+            return result_output(result, self.max_output_chars)
 
-    async def _call(
-        self, mcp_name: str, arguments: dict[str, Any], headers: dict[str, str] | None
-    ) -> Any:
-        """The call itself, sending ``headers`` (the trace context) along when traced."""
+    async def list_resources(self) -> list[MCPResource]:
+        """The resources the server lists (those behind a URI template are not among them)."""
+        listed = await self._request(
+            "the resource list", lambda client: _pages(client, "resources")
+        )
+        return [resource_of(item) for item in listed]
+
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        """The server's URI templates: fill one in and read the URI with ``read_resource``."""
+        listed = await self._request(
+            "the resource template list",
+            lambda client: _pages(client, "resource_templates"),
+        )
+        return [template_of(item) for item in listed]
+
+    async def read_resource(self, uri: str) -> list[ContentBlock]:
+        """The contents of resource ``uri`` as content blocks, ready for a ``Message``.
+
+        Text comes as text blocks annotated with the resource's URI, images
+        as inline image blocks, other binary contents as data blocks; text
+        past ``max_output_chars`` is cut, saying so. An unknown URI is
+        ``MCPServerError`` with the server's reason.
+        """
+        if not isinstance(uri, str) or not uri:
+            raise ConfigError(f"an MCP resource URI is a non-empty string, got {uri!r}")
+        with self._span("resources/read", uri, {"mcp.resource.uri": uri}) as meta:
+            result = await self._request(
+                f"resource {uri!r}", lambda client: client.read_resource(uri, meta=meta)
+            )
+        return resource_blocks(result, self.max_output_chars)
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """The prompts the server lists, with their arguments."""
+        listed = await self._request("the prompt list", lambda client: _pages(client, "prompts"))
+        return [prompt_of(item) for item in listed]
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> list[Message]:
+        """Prompt ``name`` filled in with ``arguments``: its messages, ready to put in state.
+
+        The arguments are checked against the prompt's listing first (one
+        more request), so a missing, unknown or non-string argument is a
+        ``ConfigError`` naming it, and an unknown prompt an
+        ``MCPServerError`` naming the prompts there are.
+        """
+        prompts = {prompt.name: prompt for prompt in await self.list_prompts()}
+        prompt = prompts.get(name)
+        if prompt is None:
+            raise MCPServerError(
+                f"MCP server {self.name!r} has no prompt {name!r}; "
+                f"its prompts: {', '.join(sorted(prompts)) or 'none'}"
+            )
+        checked = prompt.check(arguments or {})
+        with self._span("prompts/get", name, {"gen_ai.prompt.name": name}) as meta:
+            result = await self._request(
+                f"prompt {name!r}", lambda client: client.get_prompt(name, checked, meta=meta)
+            )
+        return prompt_messages(result, self.max_output_chars)
+
+    @contextmanager
+    def _span(self, method: str, target: str, attributes: dict[str, str]) -> Iterator[Any]:
+        """A ``{method} {target}`` client span; yields the trace context for ``params._meta``."""
+        attributes = {"mcp.method.name": method, "tenxgraph.mcp.server": self.name, **attributes}
+        with client_span(f"{method} {target}", attributes) as headers:
+            yield headers or None
+
+    async def _request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """One request on this loop's session: its answer, or ``MCPServerError`` saying why not.
+
+        Every request to the server goes through here: the session is opened
+        on first use, the answer awaited at most ``timeout`` seconds, and a
+        broken connection marks the session to be opened again. ``what``
+        names the request in the log and the error (``tool 'add'``).
+        """
         session = await self._session()
         if session.client is None:
             raise MCPServerError(f"MCP server {self.name!r} is not connected: {session.failure}")
-        meta: Any = headers or None  # the trace context, in params._meta as the conventions say
         try:
             async with asyncio.timeout(self.timeout):
-                calling = session.client.call_tool(mcp_name, arguments, meta=meta)
-                result = await session.run(calling)
+                answer: _T = await session.run(send(session.client))
+                return answer
         except TimeoutError:
             logger.warning(
-                "MCP server %r: tool %r gave no answer in %g s; the call was cancelled",
+                "MCP server %r: %s gave no answer in %g s; the request was cancelled",
                 self.name,
-                mcp_name,
+                what,
                 self.timeout,
             )
             raise MCPServerError(
@@ -220,14 +296,11 @@ class MCPTools(Toolset):
             ) from None
         except _SessionLost as lost:
             raise MCPServerError(f"MCP server {self.name!r} broke off: {lost}") from None
-        except Exception as exc:  # a protocol error, an unknown tool, a dropped connection
+        except Exception as exc:  # an error answer, an unknown tool, a dropped connection
             if _is_connection_error(exc):
                 session.fail(_describe(exc))  # opened again on the next use
-            logger.warning("MCP server %r: tool %r failed: %s", self.name, mcp_name, exc)
-            raise MCPServerError(f"MCP server {self.name!r}: {_describe(exc)}") from None
-        if result.is_error:
-            raise MCPServerError(result_text(result, self.max_output_chars))
-        return result_output(result, self.max_output_chars)
+            logger.warning("MCP server %r: %s failed: %s", self.name, what, _describe(exc))
+            raise MCPServerError(f"MCP server {self.name!r}: {what}: {_describe(exc)}") from None
 
     async def _session(self) -> _Session:
         """The session of the running loop: kept, or opened now (it may have failed).
@@ -259,7 +332,7 @@ class MCPTools(Toolset):
         session.stale = False
         try:
             async with asyncio.timeout(self.connect_timeout):
-                listed = await session.run(_list_all(session.client))
+                listed = await session.run(_pages(session.client, "tools"))
         except Exception as exc:
             session.stale = True
             logger.error("MCP server %r: listing its tools failed: %s", self.name, _describe(exc))
@@ -424,16 +497,26 @@ class _Session:
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def _list_all(client: Client) -> list[Any]:
-    tools: list[Any] = []
+async def _pages(client: Client, kind: str) -> list[Any]:
+    """Every item of listing ``kind`` (``tools``, ``prompts``...), following the cursor.
+
+    A server that does not offer the kind (no capability for it) has none,
+    rather than an error. At most 100 pages: a cursor that never ends cannot
+    hang the listing.
+    """
+    capability = "resources" if kind == "resource_templates" else kind
+    if getattr(client.server_capabilities, capability, None) is None:
+        return []
+    fetch = getattr(client, f"list_{kind}")
+    items: list[Any] = []
     cursor: str | None = None
-    for _ in range(100):  # a server whose cursor never ends cannot hang the listing
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
+    for _ in range(100):
+        page = await fetch(cursor=cursor)
+        items.extend(getattr(page, kind))
         cursor = page.next_cursor
         if cursor is None:
             break
-    return tools
+    return items
 
 
 def _is_connection_error(exc: BaseException) -> bool:
@@ -445,10 +528,18 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    """The innermost useful message of an exception (or exception group)."""
+    """The innermost useful message of an exception (or exception group).
+
+    An error the server answered with is its message alone: the server
+    wrote it for the reader.
+    """
+    from mcp.shared.exceptions import MCPError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = str(exc).strip()
+    if isinstance(exc, MCPError):
+        return text or f"error {exc.code}"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

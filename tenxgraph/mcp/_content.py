@@ -1,4 +1,7 @@
-"""An MCP tool result as what a tenxgraph tool returns: text, JSON data or content blocks.
+"""MCP content as tenxgraph's: tool results, resources and prompts.
+
+A tool result becomes what a tenxgraph tool returns, a resource content
+blocks, a prompt messages.
 
 - A result with ``structuredContent`` gives that JSON value: the server
   declared its shape, and the text blocks beside it are by the spec only a
@@ -12,6 +15,9 @@
   resources as images or data blocks, resource links as text naming the link.
 - Text past ``max_chars`` (all blocks together) is cut, and the cut says so,
   so one huge answer cannot fill the model's window or the store.
+- A resource read gives one block per content the server sent, made as an
+  embedded resource of a tool result is; a prompt gives one ``Message`` per
+  message, with the role the server gave it. The same limit applies to both.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from tenxgraph.core.state import ContentBlock, Message
 from tenxgraph.core.state.message_block import (
     AnnotationRef,
     AudioBlock,
@@ -29,14 +36,14 @@ from tenxgraph.core.state.message_block import (
 )
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult, ContentBlock
+    import mcp_types
 
-__all__ = ["result_output", "result_text"]
+__all__ = ["prompt_messages", "resource_blocks", "result_output", "result_text"]
 
 Block = TextBlock | ImageBlock | AudioBlock | DataBlock
 
 
-def result_output(result: CallToolResult, max_chars: int) -> Any:
+def result_output(result: mcp_types.CallToolResult, max_chars: int) -> Any:
     """What the model reads for ``result`` (a successful one)."""
     structured = result.structured_content
     if structured is not None and len(json.dumps(structured)) <= max_chars:
@@ -49,14 +56,28 @@ def result_output(result: CallToolResult, max_chars: int) -> Any:
     return blocks
 
 
-def result_text(result: CallToolResult, max_chars: int) -> str:
+def result_text(result: mcp_types.CallToolResult, max_chars: int) -> str:
     """The text of a failed result, for the error the model reads."""
     texts = [item.text for item in result.content if item.type == "text"]
     text = "\n".join(texts) or "the tool reported an error without text"
     return text if len(text) <= max_chars else _cut_note(text[:max_chars], len(text) - max_chars)
 
 
-def _block(item: ContentBlock) -> Block:
+def resource_blocks(result: mcp_types.ReadResourceResult, max_chars: int) -> list[ContentBlock]:
+    """The contents of a resource read, as content blocks (text cut past ``max_chars``)."""
+    return list(_cut([_resource_block(contents) for contents in result.contents], max_chars))
+
+
+def prompt_messages(result: mcp_types.GetPromptResult, max_chars: int) -> list[Message]:
+    """A prompt's messages, each with the server's role (text cut past ``max_chars`` in all)."""
+    blocks = _cut([_block(message.content) for message in result.messages], max_chars)
+    return [
+        Message(role=message.role, content=[block])
+        for message, block in zip(result.messages, blocks, strict=True)
+    ]
+
+
+def _block(item: mcp_types.ContentBlock) -> Block:
     if item.type == "text":
         return TextBlock(text=item.text)
     if item.type == "image":
@@ -64,14 +85,7 @@ def _block(item: ContentBlock) -> Block:
     if item.type == "audio":
         return AudioBlock(media=_inline(item.data, item.mime_type))
     if item.type == "resource":
-        contents = item.resource
-        link = [AnnotationRef(url=contents.uri)]
-        if hasattr(contents, "text"):
-            return TextBlock(text=contents.text, annotations=link)
-        mime = contents.mime_type or "application/octet-stream"
-        if mime.startswith("image/"):
-            return ImageBlock(media=_inline(contents.blob, mime), alt_text=contents.uri)
-        return DataBlock(mime_type=mime, data_base64=contents.blob)
+        return _resource_block(item.resource)
     if item.type == "resource_link":
         title = item.title or item.name
         text = f"resource link: {title} <{item.uri}>"
@@ -79,6 +93,18 @@ def _block(item: ContentBlock) -> Block:
             text += f": {item.description}"
         return TextBlock(text=text, annotations=[AnnotationRef(url=item.uri, title=title)])
     return TextBlock(text=f"[tenxgraph: an MCP content block of type {item.type!r} left out]")
+
+
+def _resource_block(
+    contents: mcp_types.TextResourceContents | mcp_types.BlobResourceContents,
+) -> Block:
+    """Text with the resource's URI as its annotation, or an image or data block."""
+    if hasattr(contents, "text"):
+        return TextBlock(text=contents.text, annotations=[AnnotationRef(url=contents.uri)])
+    mime = contents.mime_type or "application/octet-stream"
+    if mime.startswith("image/"):
+        return ImageBlock(media=_inline(contents.blob, mime), alt_text=contents.uri)
+    return DataBlock(mime_type=mime, data_base64=contents.blob)
 
 
 def _inline(data: str, mime_type: str) -> MediaRef:

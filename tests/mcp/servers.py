@@ -3,8 +3,11 @@
 Run as ``python servers.py KIND`` (stdio), ``python servers.py KIND --http PORT``
 (streamable HTTP at ``/mcp``) or ``python servers.py KIND --sse PORT`` (HTTP+SSE
 at ``/sse``). Kinds: ``tools`` (echo, add, an image, a growing list, a request
-header), ``hung`` (answers the listing, never a call), ``crash`` (exits on a
-call), ``huge`` (a result of 5 million characters)."""
+header), ``hung`` (answers the listing, never a call or a read), ``crash``
+(exits on a call), ``huge`` (a result of 5 million characters), ``catalog``
+(resources: text, an image, bytes, a long text, a template; prompts: one with
+arguments, one of two turns), ``bare`` (the SDK's low level: tools alone, no
+resources or prompts)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.types import ImageContent, TextContent
 
 PNG = base64.b64encode(
@@ -32,7 +36,8 @@ def build(kind: str) -> MCPServer:
         """Repeat the text."""
         return text
 
-    {"tools": _tools, "hung": _hung, "crash": _crash, "huge": _huge}[kind](server)
+    kinds = {"tools": _tools, "hung": _hung, "crash": _crash, "huge": _huge, "catalog": _catalog}
+    kinds[kind](server)
     return server
 
 
@@ -81,9 +86,52 @@ def _tools(server: MCPServer) -> None:
         return "slept"
 
 
+def _catalog(server: MCPServer) -> None:
+    @server.resource("notes://today", mime_type="text/plain")
+    def today() -> str:
+        """Today's notes."""
+        return "Buy milk. Call Ana."
+
+    @server.resource("notes://pixel", mime_type="image/png")
+    def pixel() -> bytes:
+        """A one-pixel picture."""
+        return base64.b64decode(PNG)
+
+    @server.resource("notes://archive", mime_type="application/zip")
+    def archive() -> bytes:
+        """Some bytes."""
+        return b"PK\x05\x06" + bytes(18)
+
+    @server.resource("notes://long", mime_type="text/plain")
+    def long() -> str:
+        """A hundred thousand characters."""
+        return "y" * 100_000
+
+    @server.resource("notes://day/{day}", mime_type="text/plain")
+    def day(day: str) -> str:
+        """The notes of a day."""
+        return f"notes of {day}"
+
+    @server.prompt()
+    def summarize(topic: str, style: str = "short") -> str:
+        """Ask for a summary of a topic."""
+        return f"Summarize {topic}, {style}."
+
+    @server.prompt()
+    def greeting() -> list[Message]:
+        """A two-turn opening."""
+        return [UserMessage("Hello?"), AssistantMessage("Hello! What shall we look at?")]
+
+
 def _hung(server: MCPServer) -> None:
     @server.tool()
     async def wait() -> str:
+        """Never answers."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    @server.resource("hung://forever")
+    async def forever() -> str:
         """Never answers."""
         await asyncio.sleep(3600)
         return "never"
@@ -103,8 +151,30 @@ def _huge(server: MCPServer) -> None:
         return "x" * 5_000_000
 
 
+def run_bare() -> None:
+    """A server of the SDK's low level with tools alone: no resources, prompts, templates."""
+    import anyio
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    from mcp.types import ListToolsResult
+
+    async def list_tools(ctx: object, params: object) -> ListToolsResult:
+        return ListToolsResult(tools=[])
+
+    bare: Server[object] = Server("tenxgraph-test-bare", on_list_tools=list_tools)
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await bare.run(read, write, bare.create_initialization_options())
+
+    anyio.run(serve)
+
+
 if __name__ == "__main__":
     kind = sys.argv[1]
+    if kind == "bare":
+        run_bare()
+        sys.exit(0)
     server = build(kind)
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])

@@ -1,8 +1,9 @@
 """MCPTools against servers no one here wrote: the reference 'everything' server (npm, stdio,
-streamable HTTP and SSE) and mcp-server-time (PyPI)."""
+streamable HTTP and SSE; its resources and prompts too) and mcp-server-time (PyPI)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -13,8 +14,9 @@ import pytest
 from tenxgraph.core.graph import create_agent
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import Message, ToolCallBlock
-from tenxgraph.core.state.message_block import ImageBlock, TextBlock
-from tenxgraph.mcp import MCPTools
+from tenxgraph.core.state.message_block import DataBlock, ImageBlock, TextBlock
+from tenxgraph.errors import ConfigError
+from tenxgraph.mcp import MCPServerError, MCPTools
 from tests.mcp.conftest import node_bin, spare_port, stop, wait_for_port
 
 
@@ -39,6 +41,36 @@ async def test_everything_over_stdio():
     server = node_bin("mcp-server-everything")
     async with MCPTools.stdio(str(server), "stdio", name="everything") as tools:
         await _use_everything(tools)
+
+
+async def test_everything_resources_and_prompts_over_stdio():
+    server = node_bin("mcp-server-everything")
+    async with MCPTools.stdio(str(server), "stdio", name="everything") as tools:
+        resources = await tools.list_resources()
+        templates = {t.name: t.uri_template for t in await tools.list_resource_templates()}
+        prompts = {p.name: p for p in await tools.list_prompts()}
+        [document] = await tools.read_resource(resources[0].uri)
+        [blob] = await tools.read_resource(templates["Dynamic Blob Resource"].format(resourceId=3))
+        [asked] = await tools.get_prompt("args-prompt", {"city": "Paris"})
+        text, embedded = await tools.get_prompt(
+            "resource-prompt", {"resourceType": "Text", "resourceId": "2"}
+        )
+        with pytest.raises(MCPServerError, match=r"resource 'demo://nope'.*not found"):
+            await tools.read_resource("demo://nope")
+        with pytest.raises(MCPServerError, match=r"prompt 'resource-prompt'.*Invalid resourceType"):
+            await tools.get_prompt("resource-prompt", {"resourceType": "X", "resourceId": "1"})
+        with pytest.raises(ConfigError, match="'args-prompt' needs the argument 'city'"):
+            await tools.get_prompt("args-prompt", {"state": "TX"})
+    assert resources[0].uri.startswith("demo://resource/static/document/")
+    assert isinstance(document, TextBlock) and document.annotations[0].url == resources[0].uri
+    assert isinstance(blob, DataBlock)
+    assert base64.b64decode(blob.data_base64 or "").startswith(b"Resource 3:")
+    city = prompts["args-prompt"].arguments[0]
+    assert (city.name, city.required, city.description) == ("city", True, "Name of the city")
+    assert (asked.role, asked.text()) == ("user", "What's weather in Paris?")
+    assert "Text resource with id: 2" in text.text()
+    [block] = embedded.content
+    assert isinstance(block, TextBlock) and block.annotations[0].url.endswith("/text/2")
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""An MCP tool call is a ``tools/call {tool}`` client span under the runtime's ``execute_tool``."""
+"""An MCP tool call is a ``tools/call {tool}`` client span under the runtime's ``execute_tool``;
+resource reads and prompt gets are client spans too."""
 
 from __future__ import annotations
 
@@ -37,3 +38,16 @@ async def test_an_mcp_call_is_a_client_span_of_the_tool_call(sdk_command, spans:
     failed = spans.one("tools/call fail")
     assert failed.status.status_code is StatusCode.ERROR
     assert dict(failed.attributes or {})["error.type"] == "MCPServerError"
+
+
+async def test_resource_reads_and_prompt_gets_are_client_spans(sdk_command, spans: Spans) -> None:
+    async with MCPTools.stdio(*sdk_command, "catalog", name="notes") as notes:
+        await notes.read_resource("notes://today")
+        await notes.get_prompt("summarize", {"topic": "x"})
+    read = spans.one("resources/read notes://today")
+    assert read.kind is SpanKind.CLIENT
+    assert dict(read.attributes or {})["mcp.resource.uri"] == "notes://today"
+    assert dict(read.attributes or {})["tenxgraph.mcp.server"] == "notes"
+    got = spans.one("prompts/get summarize")
+    assert dict(got.attributes or {})["mcp.method.name"] == "prompts/get"
+    assert dict(got.attributes or {})["gen_ai.prompt.name"] == "summarize"
