@@ -21,8 +21,12 @@ Decisions:
 - **A question is answered by the next message.** When the graph pauses at
   ``interrupt(value)``, the answer carries ``value`` as ``interrupt``, and
   the next call on that thread resumes the graph with its ``message`` as
-  the answer (a host has only messages to send). Anything else the thread
-  refuses (a failed turn...) comes back as the tool's error text.
+  the answer (a host has only messages to send). A pause before or after a
+  node (``interrupt_before``/``interrupt_after``) asks nothing: ``interrupt``
+  says where the run stopped and which tool calls wait, and the next call
+  continues the turn, its ``message`` the go-ahead (not added to the
+  thread). Anything else the thread refuses (a failed turn...) comes back
+  as the tool's error text.
 - **A graph without a checkpointer** has no threads: each call is a fresh run.
 - **The graph's own toolsets** (MCP servers it uses) are prepared and closed
   with the server (its lifespan).
@@ -51,8 +55,14 @@ __all__ = ["Answer", "graph_server"]
 
 DEFAULT_DESCRIPTION = (
     "Send a message to the agent and get its answer. Pass back the thread_id of an answer to "
-    "continue that conversation; without one, this connection's conversation is continued."
+    "continue that conversation; without one, this connection's conversation is continued. "
+    "An answer with an interrupt means the agent waits: the next message on its thread answers "
+    "its question, or, when it paused before or after a step, lets it go on."
 )
+_PAUSED_AT_A_NODE = ("before", "after")
+"""The ``interrupt_kind`` of ``interrupt_before``/``interrupt_after`` pauses."""
+_RESUMED = ("inside", *_PAUSED_AT_A_NODE)
+"""The pauses the next message resumes (a pause for remote tool results is not one)."""
 
 
 class Answer(BaseModel):
@@ -60,7 +70,13 @@ class Answer(BaseModel):
 
     answer: str = Field(description="The text of the agent's last message.")
     thread_id: str | None = Field(description="The thread of this turn; pass it back to continue.")
-    interrupt: Any = Field(default=None, description="Set when the graph paused for input.")
+    interrupt: Any = Field(
+        default=None,
+        description=(
+            "Set when the graph paused: the question it asks, or for a pause at a step "
+            '{"paused": "before" or "after", "node": ..., "tool_calls": [...]}.'
+        ),
+    )
 
 
 def graph_server(
@@ -108,12 +124,10 @@ def graph_server(
         except TenxGraphError as exc:  # the host's model reads why (the SDK hides other errors)
             raise ToolError(str(exc)) from None
         messages = result.get("messages") or []
-        text = messages[-1].text() if messages else ""
-        paused = result.get("interrupt")
         return Answer(
-            answer=text,
+            answer=messages[-1].text() if messages else "",
             thread_id=thread if graph.checkpointer is not None else None,
-            interrupt=getattr(paused, "value", None),
+            interrupt=_waiting(result),
         )
 
     from mcp.server.mcpserver.exceptions import ToolError
@@ -130,14 +144,41 @@ def graph_server(
 
 
 async def _turn(graph: CompiledGraph[Any], message: str, config: dict[str, Any]) -> Any:
-    """The input of this turn: the message, or the answer to the question the thread waits on."""
+    """The input of this turn: the message, or what resumes the thread's pause.
+
+    That is the answer to the question of ``interrupt(value)``, or for a
+    pause before or after a node the go-ahead (the runtime ignores its value).
+    """
     if "thread_id" not in config:
         return {"messages": [("user", message)]}
     state = await graph.aget_state(config)
     meta = state.execution_meta if state is not None else None
-    if meta is not None and meta.status == "interrupted" and meta.interrupt_kind == "inside":
-        return {"resume": message}
+    if meta is not None and meta.status == "interrupted" and meta.interrupt_kind in _RESUMED:
+        return {"resume": message}  # the answer to its question, or the go-ahead
     return {"messages": [("user", message)]}
+
+
+def _waiting(result: dict[str, Any]) -> Any:
+    """What the answer's ``interrupt`` shows: the question asked, or where the run paused.
+
+    A pause at ``interrupt(value)`` shows ``value``. A pause before or after
+    a node has no value, so it shows the step and the tool calls waiting to
+    run (those of the last message), which is what a host asks its user to
+    let go on.
+    """
+    paused = result.get("interrupt")
+    if paused is None:
+        return None
+    meta = result["state"].execution_meta
+    if meta.interrupt_kind not in _PAUSED_AT_A_NODE:
+        return paused.value
+    node = meta.next_node if meta.interrupt_kind == "before" else meta.current_node
+    shown: dict[str, Any] = {"paused": meta.interrupt_kind, "node": node}
+    messages = result.get("messages") or []
+    calls = messages[-1].tool_calls() if messages else []
+    if calls:
+        shown["tool_calls"] = [{"name": call.name, "args": call.args} for call in calls]
+    return shown
 
 
 @contextmanager

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -223,6 +224,49 @@ async def test_a_question_of_the_graph_is_answered_by_the_next_message():
     state = await app.aget_state({"thread_id": "d"})
     [result] = [b for m in state.context for b in m.tool_results()]
     assert result.output == "deployed to prod: yes"
+
+
+def _deploy_agent(**pauses: list[str]) -> tuple[Any, ScriptedModel]:
+    from tenxgraph.core.state import Message, ToolCallBlock
+
+    def deploy(env: str) -> str:
+        """Deploy to an environment."""
+        return f"deployed to {env}"
+
+    call = ToolCallBlock(id="c1", name="deploy", args={"env": "prod"})
+    model = ScriptedModel([Message(role="assistant", content=[call]), "Deployed."])
+    app = create_agent(model, [deploy], checkpointer=InMemoryCheckpointer())
+    return app.recompile(**pauses), model
+
+
+WAITING = [{"name": "deploy", "args": {"env": "prod"}}]
+
+
+@pytest.mark.parametrize(
+    ("pauses", "shown"),
+    [
+        (
+            {"interrupt_before": ["tools"]},
+            {"paused": "before", "node": "tools", "tool_calls": WAITING},
+        ),
+        ({"interrupt_after": ["tools"]}, {"paused": "after", "node": "tools"}),
+    ],
+)
+async def test_a_pause_at_a_node_shows_where_and_the_next_message_goes_on(pauses, shown):
+    app, model = _deploy_agent(**pauses)
+    async with Client(graph_server(app)) as client:
+        paused = await client.call_tool("ask", {"message": "deploy", "thread_id": "d"})
+        done = await client.call_tool("ask", {"message": "go ahead", "thread_id": "d"})
+    assert not paused.is_error and paused.structured_content["thread_id"] == "d"
+    assert paused.structured_content["interrupt"] == shown
+    assert not done.is_error, done.content
+    assert done.structured_content == {"answer": "Deployed.", "thread_id": "d", "interrupt": None}
+    state = await app.aget_state({"thread_id": "d"})
+    [result] = [b for m in state.context for b in m.tool_results()]
+    assert result.output == "deployed to prod"
+    said = [m.text() for m in state.context if m.role == "user"]
+    assert said == ["deploy"]  # the go-ahead is not a message of the conversation
+    assert len(model.requests) == 2
 
 
 async def test_what_the_thread_refuses_comes_back_as_the_tools_error_text():
