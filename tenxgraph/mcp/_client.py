@@ -21,6 +21,10 @@ Decisions:
   (``aprepare``).
 - **Cancellation goes through.** A run stopped, or a call timed out, cancels
   the waiting call, and the SDK tells the server.
+- **One path for every request.** Tool calls, resource reads and prompt
+  gets all go through ``_request``, so they share the session, the
+  timeout, the reopening of a broken session and errors that name the
+  server and what was asked.
 """
 
 from __future__ import annotations
@@ -55,7 +59,12 @@ _T = TypeVar("_T")
 
 
 class MCPServerError(ToolError):
-    """An MCP server could not be reached, broke off, answered too late, or the tool failed."""
+    """An MCP server could not be reached, broke off or answered too late, or refused the request.
+
+    A refusal is a tool that failed, a resource or prompt the server does not
+    have, or its own error answer; the message names the server and what was
+    asked.
+    """
 
 
 def _import_mcp() -> Any:
@@ -75,7 +84,9 @@ class MCPTools(Toolset):
     written before streamable HTTP).
     It connects on first use; ``async with`` (or ``aclose``) bounds the
     session explicitly, and ``tenxgraph serve`` opens and closes it with
-    each worker.
+    each worker. The server's resources and prompts are the application's
+    to read (``read_resource``, ``get_prompt``); only its tools go to the
+    model.
     """
 
     def __init__(
