@@ -308,7 +308,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run_id = str(config.get("run_id") or (control and control.run_id) or new_run_id())
         key = ThreadKey.from_config(config) if config.get("thread_id") is not None else None
         control = RunControl(run_id, key) if control is None else control.bind(run_id, key)
-        trace = start_run(control, config)  # None unless a tracer provider is set
+        trace = start_run(control, config, self)  # None unless a tracer provider is set
         holding = self._hold(control, key, config, run_id, nested)
         leased = self.checkpointer is not None and nested is None
         lease = await (holding if trace is None else trace.lease(holding, leased=leased))

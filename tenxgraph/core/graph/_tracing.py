@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
+    from tenxgraph.core.graph._compiled import CompiledGraph
     from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._tool_node import ToolOutcome
     from tenxgraph.core.llm.base import ChatModel, ModelRequest
@@ -106,10 +107,23 @@ def captures_content(config: Mapping[str, Any]) -> bool:
     return content_from_env()
 
 
-def start_run(control: RunControl, config: Mapping[str, Any]) -> RunTrace | None:
-    """The trace of a run about to start, or None when no tracer provider is set."""
+def start_run(
+    control: RunControl, config: Mapping[str, Any], graph: CompiledGraph[Any]
+) -> RunTrace | None:
+    """The trace of a run about to start, or None when no tracer provider is set.
+
+    The run is named by the config's ``run_name``, else the agent's name
+    (``create_agent(name=...)``, so an inner agent's run says whose it is),
+    else the served graph's id, else ``graph``.
+    """
     found = tracer()
-    return None if found is None else RunTrace(found, control, config)
+    if found is None:
+        return None
+    # create_agent's model node (an ``Agent``, named by duck type: that layer imports this one)
+    agent = getattr(graph.nodes.get("agent"), "name", None)
+    agent = agent if isinstance(agent, str) else None
+    name = config.get("run_name") or agent or config.get("graph_id") or "graph"
+    return RunTrace(found, control, str(name))
 
 
 class RunTrace:
@@ -117,8 +131,7 @@ class RunTrace:
 
     __slots__ = ("context", "control", "span", "steps", "tracer")
 
-    def __init__(self, tracer: Tracer, control: RunControl, config: Mapping[str, Any]) -> None:
-        name = str(config.get("run_name") or config.get("graph_id") or "graph")
+    def __init__(self, tracer: Tracer, control: RunControl, name: str) -> None:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": name,
