@@ -73,11 +73,11 @@ def fan_graph(checkpointer: InMemoryCheckpointer) -> CompiledGraph[Notes]:
 
 
 async def _stream(
-    graph: CompiledGraph[Any], input: Any, modes: tuple[str, ...], thread: str
+    graph: CompiledGraph[Any], input: Any, modes: tuple[str, ...], thread: str, **config: Any
 ) -> list[tuple[str, Any]]:
     log = EventLog()
     writer = RunStreamWriter(log, StreamEncoder(), modes, f"run-{thread}")
-    await writer.run(graph, input, {"thread_id": thread, "user_id": "u"})
+    await writer.run(graph, input, {"thread_id": thread, "user_id": "u", **config})
     writer.end()
     return [(e.event, json.loads(e.data)) async for batch in log.follow(0) for e in batch]
 
@@ -132,5 +132,19 @@ def test_a_values_stream_reads_the_thread_no_more_than_an_updates_stream() -> No
         events = await _stream(graph, {"messages": [("user", "go")]}, SNAPSHOTS, "full")
         assert len(_of(events, "values")) >= 3 and _of(events, "checkpoints")
         assert checkpointer.reads == plain
+
+    asyncio.run(main())
+
+
+def test_a_run_from_an_older_checkpoint_sends_its_own_steps_values() -> None:
+    """Not the checkpoint it started from again: the run's config names that one."""
+
+    async def main() -> None:
+        graph = fan_graph(InMemoryCheckpointer())
+        await _stream(graph, {"messages": [("user", "go")]}, ("values",), "t")
+        history = await graph.aget_state_history({"thread_id": "t", "user_id": "u"})
+        after_a = next(s for s in history if s.state.notes == ["a"])
+        events = await _stream(graph, None, ("values",), "t", checkpoint_id=str(after_a.version))
+        assert [v["notes"] for v in _of(events, "values")] == [["a", "b", "c"]] * 2
 
     asyncio.run(main())
