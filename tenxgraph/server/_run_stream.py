@@ -4,9 +4,10 @@
 ``EventLog`` the events its ``stream_mode`` asks for (names and data as
 LangGraph's server sends them, so ``langgraph-sdk`` reads them):
 
-- ``values``: the whole state after each step (read back from the thread,
-  so it is exactly what was saved) and the final state; a paused run's last
-  ``values`` carries ``__interrupt__``.
+- ``values``: the whole state after each step, as the run saved it (the
+  runtime hands each save over, ``RunControl.on_save``: the thread is not
+  read back) and the final state; a paused run's last ``values`` carries
+  ``__interrupt__``.
 - ``updates``: ``{node: {"messages": [...], field: value}}`` per step, and
   ``{"__interrupt__": [...]}`` when the run pauses.
 - ``messages-tuple``: event ``messages``, data ``[message, metadata]``, for
@@ -16,7 +17,7 @@ LangGraph's server sends them, so ``langgraph-sdk`` reads them):
   ``messages/complete`` with the complete message.
 - ``custom``, ``tasks``, ``checkpoints``, ``debug``, ``events``, ``tools``,
   ``lifecycle``: written by a ``ModeWriter`` (``_stream_modes``) from the
-  same events; ``checkpoints`` and ``debug`` read each saved checkpoint back.
+  same events; ``checkpoints`` and ``debug`` send each checkpoint the run saved.
 
 Every run's stream starts with ``metadata`` (``{"run_id", "attempt"}``),
 may carry ``error`` (``{"error": type, "message": text}``) and ends with
@@ -36,6 +37,7 @@ from tenxgraph.core.graph import (
     CustomEvent,
     InterruptEvent,
     MessageEvent,
+    RunControl,
     RunResult,
     StreamEvent,
     SubgraphEvent,
@@ -49,7 +51,7 @@ from tenxgraph.server import _shapes as shapes
 from tenxgraph.server._stream_modes import SNAPSHOT_MODES, TRANSLATED_MODES, ModeWriter
 
 if TYPE_CHECKING:
-    from tenxgraph.core.graph import CompiledGraph, RunControl, StateSnapshot
+    from tenxgraph.core.graph import CompiledGraph, StateSnapshot
     from tenxgraph.core.state.agent_state import AgentState
     from tenxgraph.core.state.message import Message
     from tenxgraph.server._event_log import EventLog
@@ -66,7 +68,7 @@ STREAM_MODES = frozenset({"values", "updates", "messages", "messages-tuple"}) | 
 """The ``stream_mode`` values this server produces."""
 
 _READS_STATE = frozenset({"values", "tasks", "debug", "events"}) | SNAPSHOT_MODES
-"""The modes that need the state read back after each step."""
+"""The modes that need the state as saved after each step."""
 
 ROOT_NAME = "LangGraph"
 """The run's graph as the ``events`` mode names it (LangGraph's name for a graph's own run)."""
@@ -139,6 +141,14 @@ class RunStreamWriter:
         """Per node: the JSON of the metadata its ``messages-tuple`` events carry."""
         self._reads = bool(self.modes & _READS_STATE)
         self._snapshots = bool(self.modes & SNAPSHOT_MODES)
+        self._started = False
+        """The leg's first event came (and with it the leg's first ``values``)."""
+        self._saved: StateSnapshot[Any] | None = None
+        """The leg's last save (``_on_save``), None before its first."""
+        self._saved_values: dict[str, Any] | None = None
+        """That save's state as ``values``, once encoded."""
+        self._checkpoints: list[tuple[int, dict[str, Any]]] = []
+        """The checkpoints saved and not sent yet: (step, ``checkpoint_json``), oldest first."""
         self.translated = ModeWriter(self._emit, self.modes, run_id, "")
 
     def _emit(self, event: str, data: Any) -> None:
@@ -163,6 +173,9 @@ class RunStreamWriter:
         """
         self._config = config
         self.translated.thread_id = str(config.get("thread_id", ""))
+        if control is None:
+            control = RunControl(self.run_id, None)
+        control.on_save = self._on_save if self._reads else None
         self.translated.started(ROOT_NAME)
         try:
             status = await self._legs(graph, input, config, invocation_state, control)
@@ -205,7 +218,8 @@ class RunStreamWriter:
         """One ``astream`` of the graph, into the log; its result (None: stopped before it ran)."""
         seen_first, result = False, None
         self._pause = None
-        await self._mark_checkpoint(graph)
+        self._started, self._saved, self._saved_values = False, None, None
+        self._checkpoints.clear()
         stream = graph.astream(
             input,
             config,
@@ -219,6 +233,7 @@ class RunStreamWriter:
                     seen_first = True
                     if self._reads and not isinstance(event, RunResult):
                         await self._values_from(graph)
+                    self._started = True
                 await self._write(graph, event)
                 if isinstance(event, RunResult):
                     result = event
@@ -307,50 +322,45 @@ class RunStreamWriter:
         self._partial = None
         self._emit("messages/complete", [message])
 
-    async def _values_from(self, graph: CompiledGraph[Any], *, send: bool = True) -> None:
-        """Read the thread back: the checkpoints saved since the last read, then ``values``.
+    def _on_save(self, saved: StateSnapshot[Any]) -> None:
+        """The run saved its thread: keep what the stream sends of that checkpoint.
 
-        ``values`` is not sent again unchanged; ``send=False`` reads the
-        checkpoints only (the final values went already).
+        ``saved.state`` is the run's own object. Until the leg's first event
+        it is encoded at once: that event may come from inside the next node,
+        after the node changed it. After that the stream sends ``values`` only
+        at a step's ``UpdateEvent``, which comes right after the step's save,
+        so it is encoded then (once for a parallel step's saves and events).
+        A checkpoint is made at once: every one is sent, each with its own state.
         """
-        state = None
+        self._saved, self._saved_values = saved, None
         if self._snapshots:
-            history = await self._new_checkpoints(graph, self.translated.last_checkpoint or 0)
-            for snapshot in reversed(history):
-                self.translated.checkpoint(snapshot)
-            state = history[0].state if history else None
+            self._checkpoints.append((saved.step, self.translated.checkpoint_json(saved)))
+        if self._snapshots or not self._started:
+            self._saved_values = self.encoder.values(saved.state)
+
+    async def _values_from(self, graph: CompiledGraph[Any], *, send: bool = True) -> None:
+        """Send the checkpoints saved since the last call, then ``values``: the state as saved.
+
+        ``values`` is not sent again unchanged; ``send=False`` sends the
+        checkpoints only (the final values went already). A leg that saved
+        nothing yet (a resumed run) reads the thread: its state is as stored.
+        """
+        for step, data in self._checkpoints:
+            self.translated.checkpoint(step, data)
+        self._checkpoints.clear()
         if not send:
             return
-        if state is None:
+        values = self._saved_values
+        if values is None and self._saved is not None:
+            values = self._saved_values = self.encoder.values(self._saved.state)
+        elif values is None:
             state = await graph.aget_state(self._config)
             if state is None:
                 return
-        values = self.encoder.values(state)
+            values = self.encoder.values(state)
         self.translated.values = values
         if "values" in self.modes:
             self._send_values(values)
-
-    async def _new_checkpoints(
-        self, graph: CompiledGraph[Any], last: int
-    ) -> list[StateSnapshot[Any]]:
-        """The checkpoints newer than version ``last``, newest first.
-
-        The newest few are read, more only when all of those are new: a long
-        history is not read at each step.
-        """
-        limit = 4
-        while True:
-            history = await graph.aget_state_history(self._config, limit=limit)
-            fresh = [snapshot for snapshot in history if snapshot.version > last]
-            if len(fresh) < len(history) or len(history) < limit:
-                return fresh
-            limit *= 4
-
-    async def _mark_checkpoint(self, graph: CompiledGraph[Any]) -> None:
-        """Note the thread's newest checkpoint before the run saves: its own come after."""
-        if self._snapshots and self.translated.last_checkpoint is None:
-            history = await graph.aget_state_history(self._config, limit=1)
-            self.translated.last_checkpoint = history[0].version if history else 0
 
     def _send_values(self, values: dict[str, Any]) -> None:
         text = self.encoder.dumps(values)

@@ -58,7 +58,7 @@ TRANSLATED_MODES = frozenset(
 """The modes a ``ModeWriter`` writes."""
 
 SNAPSHOT_MODES = frozenset({"checkpoints", "debug"})
-"""The modes that need each saved checkpoint (not only the state) read back."""
+"""The modes that send each checkpoint the run saves, not only its state."""
 
 Emit = Callable[[str, Any], None]
 
@@ -70,12 +70,10 @@ class ModeWriter:
         self.emit, self.run_id, self.thread_id = emit, run_id, thread_id
         self.modes = modes & TRANSLATED_MODES
         self.values: dict[str, Any] = {}
-        """The state as last read back: the input of the next task."""
+        """The state as last saved when the stream last looked: the input of the next task."""
         self._tasks: dict[str, str] = {}
         """The task id of each node started and not yet finished."""
         self._tool_names: dict[str, str] = {}
-        self.last_checkpoint: int | None = None
-        """The version of the last checkpoint written."""
         self._step = 0
 
     def started(self, graph_id: str) -> None:
@@ -129,14 +127,11 @@ class ModeWriter:
         except PydanticSerializationError:  # not JSON data: its text
             self.emit(name, str(data))
 
-    def checkpoint(self, snapshot: StateSnapshot[Any]) -> None:
-        """A checkpoint the run saved, read back (each is written once)."""
-        if snapshot.version == self.last_checkpoint:
-            return
-        self.last_checkpoint = snapshot.version
+    def checkpoint_json(self, snapshot: StateSnapshot[Any]) -> dict[str, Any]:
+        """A checkpoint the run saved as ``checkpoint`` writes it: made when it is saved."""
         state = shapes.state_json(self.thread_id, snapshot)
         parent = state["parent_checkpoint"]
-        data = {
+        return {
             "config": {"configurable": state["checkpoint"]},
             "parent_config": None if parent is None else {"configurable": parent},
             "values": state["values"],
@@ -144,9 +139,12 @@ class ModeWriter:
             "next": state["next"],
             "tasks": state["tasks"],
         }
+
+    def checkpoint(self, step: int, data: dict[str, Any]) -> None:
+        """A checkpoint the run saved at ``step`` (its ``checkpoint_json``)."""
         if "checkpoints" in self.modes:
             self.emit("checkpoints", data)
-        self._debug("checkpoint", snapshot.step, data)
+        self._debug("checkpoint", step, data)
 
     def _task_of(self, node: str) -> str:
         """The id of ``node``'s running task: a new one (and its start) at its first event."""

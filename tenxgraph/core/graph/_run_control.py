@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tenxgraph.core.graph._events import RunResult
 from tenxgraph.core.graph._interrupt import InterruptKind
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import GraphRunError, NodeError, TenxGraphError, ThreadBusyError
 from tenxgraph.storage.checkpointer.base import ThreadStamp
+
+if TYPE_CHECKING:
+    from tenxgraph.core.graph._history import StateSnapshot
 
 __all__ = [
     "Displaced",
@@ -81,6 +84,12 @@ class RunControl:
     lease_stamp: ThreadStamp | None = None
     """The thread's stamp read with that lease in one transaction, when its taker read it:
     the run starts from it instead of asking again (used once; a later leg reads it anew)."""
+    on_save: Callable[[StateSnapshot[Any]], None] | None = None
+    """Called after each save of the run's thread with the checkpoint it wrote: what a
+    history read would return for it, but ``created_at`` (when the save returned, a moment
+    after the checkpointer's own time) and ``state``, which is the run's own object: read
+    what you need before returning, as the run's next step changes it. A run stream sends
+    each step's state from it instead of reading the thread back."""
 
     def bind(self, run_id: str, thread: ThreadKey | None) -> RunControl:
         """The caller's handle becomes the run's: its id and thread, no task looked up yet."""

@@ -21,6 +21,7 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message, MessagesAdapter
 from tenxgraph.core.state.pairing import pairing_violations
 from tenxgraph.errors import StateError, ThreadNotFoundError
+from tenxgraph.runs import ThreadLease
 from tenxgraph.storage.checkpointer.base import Checkpointer, StoredThread
 from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values
 
@@ -91,30 +92,32 @@ CREATE_NODE = "create_thread"
 
 
 async def create_thread(
-    checkpointer: Checkpointer,
-    key: ThreadKey,
+    lease: ThreadLease,
     messages: Sequence[Message],
     state: S,
     *,
     metadata: dict[str, Any] | None = None,
     node: str = "initial_messages",
-    lease: str | None = None,
 ) -> int:
-    """Start thread ``key`` from an existing conversation, checked for tool-call pairing.
+    """Start the thread ``lease`` holds from an existing conversation, checked for call pairing.
 
     Only the last assistant message's calls may lack results: continuing the
     thread without new messages runs them first (see ``_entry``). ``node``
-    labels the first checkpoint; ``lease`` is the owner the save is made under.
+    labels the first checkpoint. The lease's stamp, read when it was taken,
+    says whether the thread exists (no read here), and the save, made under
+    the lease, gives it up (no release after); a thread that appeared
+    meanwhile fails the save's compare-and-swap on version 0, writing nothing.
     """
     problems = pairing_violations(messages, allow_pending_tail=True)
     if problems:
         raise StateError(
             "initial messages break tool-call pairing: " + "; ".join(map(str, problems))
         )
-    session = ThreadSession(checkpointer, key)
-    if await session.load(type(state)) is not None:
-        raise StateError(f"thread {key.thread_id!r} already exists")
-    session.lease = lease
+    if lease.stamp is not None:
+        raise StateError(f"thread {lease.key.thread_id!r} already exists")
+    session = ThreadSession(lease.checkpointer, lease.key)
+    session.lease = lease.owner
     session.record(state.append_messages(messages))
-    await session.save(state, node, 0, metadata=metadata)
+    await session.save(state, node, 0, metadata=metadata, release=True)
+    lease.released = True
     return session.version

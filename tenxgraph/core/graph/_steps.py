@@ -10,6 +10,7 @@ only after ``Next``, and ``CompiledGraph._conclude`` ends the run on any other.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -18,6 +19,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tenxgraph.core.graph._command import PARALLEL, Command, Send
 from tenxgraph.core.graph._events import MessageEvent, StreamEvent, SubgraphEvent, UpdateEvent
+from tenxgraph.core.graph._history import StateSnapshot
 from tenxgraph.core.graph._hooks import HookCaller
 from tenxgraph.core.graph._interrupt import GraphInterrupt, InterruptScope
 from tenxgraph.core.graph._node import Node, NodeOutput, RunContext, SaveProgress, Written
@@ -366,13 +368,17 @@ class RunSteps(Generic[S]):
         release = lease is not None and not lease.kept  # a kept lease is its caller's to release
         if lease is not None:
             await lease.stop_heartbeat()
-        saving = session.save(run.state, node, run.state.execution_meta.step, release=release)
+        watch, step = run.control.on_save, run.state.execution_meta.step
+        parent = (session.base or None) if watch is not None else None  # as _codec.parent_of
+        saving = session.save(run.state, node, step, release=release)
         if run.trace is None:
             await saving
         else:
             await run.trace.save(node, saving, lambda: session.stamp)
         if lease is not None and release:
             lease.released = True
+        if watch is not None:
+            watch(StateSnapshot(session.version, node, step, time.time(), run.state, parent))
         if self.hooks.hooks:
             await self.hooks.saved(run.control, node, session.stamp)
 

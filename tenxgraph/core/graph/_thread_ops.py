@@ -403,12 +403,7 @@ class ThreadOperations(Generic[S]):
             self.schema.apply_input(initial, state)
         async with self._holding(config) as lease:
             return await snapshots.create_thread(
-                lease.checkpointer,
-                lease.key,
-                messages,
-                initial,
-                metadata=None if metadata is None else dict(metadata),
-                lease=lease.owner,
+                lease, messages, initial, metadata=None if metadata is None else dict(metadata)
             )
 
     def create_thread(
@@ -433,16 +428,14 @@ class ThreadOperations(Generic[S]):
         it: an API can create a thread before anything runs on it this way.
         """
         async with self._holding(config) as lease:
-            if await lease.checkpointer.aversion(lease.key) is not None:
+            if lease.stamp is not None:  # read with the lease: it exists
                 return False
             await snapshots.create_thread(
-                lease.checkpointer,
-                lease.key,
+                lease,
                 (),
                 self._fresh_state(),
                 metadata=dict(metadata or {}),
                 node=snapshots.CREATE_NODE,
-                lease=lease.owner,
             )
         return True
 

@@ -9,7 +9,8 @@ from tenxgraph.core.graph import CheckpointInfo, CompiledGraph, StateGraph
 from tenxgraph.core.state import AgentState, Message
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import StateError, ThreadNotFoundError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer
+from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
+from tenxgraph.storage.checkpointer.base import ThreadWrite
 
 
 class Notes(AgentState):
@@ -116,6 +117,54 @@ async def test_history_chooses_checkpoints_by_what_they_record(tmp_path: Path) -
     assert [info.version for info in seen] == [s.version for s in everything]
     assert [info.node for info in seen] == [s.node for s in everything]
     assert await app.aget_state_history({"thread_id": "none"}, before=3) == []
+
+
+class CallLog(InMemoryCheckpointer):
+    """Records the storage calls that creating a thread makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def atake_thread(self, key: ThreadKey, owner: str, seconds: float) -> Any:
+        self.calls.append("atake_thread")
+        return await super().atake_thread(key, owner, seconds)
+
+    async def aversion(self, key: ThreadKey) -> Any:
+        self.calls.append("aversion")
+        return await super().aversion(key)
+
+    async def aload(self, key: ThreadKey) -> Any:
+        self.calls.append("aload")
+        return await super().aload(key)
+
+    async def asave(self, key: ThreadKey, write: ThreadWrite) -> Any:
+        self.calls.append("asave" + " and release" * write.release_lease)
+        return await super().asave(key, write)
+
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        self.calls.append("arelease_lease")
+        await super().arelease_lease(key, owner)
+
+
+async def test_creating_a_thread_is_a_lease_and_a_save_that_gives_it_up() -> None:
+    """The lease's stamp says the thread is new (no read), and the save releases the lease."""
+    checkpointer = CallLog()
+    graph = StateGraph(Notes)
+    graph.add_node("echo", echo)
+    graph.set_entry_point("echo")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "t", "user_id": "ana"}
+    assert await app.aensure_thread(config) is True
+    assert checkpointer.calls == ["atake_thread", "asave and release"]
+    checkpointer.calls.clear()
+    assert await app.aensure_thread(config) is False
+    assert checkpointer.calls == ["atake_thread", "arelease_lease"]
+    await app.acreate_thread({"thread_id": "seeded"}, [Message.text_message("old")])
+    with pytest.raises(StateError, match="already exists"):
+        await app.acreate_thread({"thread_id": "seeded"}, [])
+    holder, stamp = await checkpointer.atake_thread(ThreadKey("seeded"), "next", 5)
+    assert holder is None and stamp is not None  # every call above let the thread go
 
 
 async def test_ensure_thread_and_update_metadata(tmp_path: Path) -> None:
