@@ -297,8 +297,7 @@ class PgRunQueue:
 
     async def claim(self, seconds: float) -> ClaimedRun | None:
         """The oldest run no live lease holds (first of its thread), taken; or None."""
-        claims = await self.claim_many(seconds, 1)
-        return claims[0] if claims else None
+        return next(iter(await self.claim_many(seconds, 1)), None)
 
     async def claim_many(self, seconds: float, limit: int) -> list[ClaimedRun]:
         """Take up to ``limit`` of the oldest runs no live lease holds (each first of its thread).
