@@ -172,7 +172,7 @@ class PgConnections:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        """A checked connection, returned to its pool afterwards."""
+        """A checked connection; afterwards kept for the next call or returned to its pool."""
         import psycopg
 
         pool, conn = await self._acquire()
