@@ -297,8 +297,7 @@ class PgRunQueue:
 
     async def claim(self, seconds: float) -> ClaimedRun | None:
         """The oldest run no live lease holds (first of its thread), taken; or None."""
-        claims = await self.claim_many(seconds, 1)
-        return claims[0] if claims else None
+        return next(iter(await self.claim_many(seconds, 1)), None)
 
     async def claim_many(self, seconds: float, limit: int) -> list[ClaimedRun]:
         """Take up to ``limit`` of the oldest runs no live lease holds (each first of its thread).
@@ -347,16 +346,17 @@ class PgRunQueue:
     ) -> list[tuple[Any, ...]]:
         """Mark the rows ``running``, one more attempt each; the thread's stamp follows the row.
 
-        A first attempt's ``base_version`` is its thread's version now (0: no thread yet).
+        A first attempt's ``base_version`` is its thread's version now (0: no thread yet),
+        found by one outer join (``UPDATE ... FROM`` alone drops a run without a thread).
         """
-        t = f"FROM {self._s}.threads t WHERE (t.user_id, t.thread_id) = (r.user_id, r.thread_id)"
         return await _rows(
             conn,
-            f"UPDATE {self._t} r SET status = 'running', attempts = attempts + 1,"
+            f"WITH m AS (SELECT r.seq, t.incarnation, t.version FROM {self._t} r LEFT JOIN"
+            f" {self._s}.threads t USING (user_id, thread_id) WHERE r.run_id = ANY(%s))"
+            f" UPDATE {self._t} r SET status = 'running', attempts = attempts + 1,"
             " started_at = coalesce(started_at, now()), updated_at = now(),"
-            f" base_version = coalesce(base_version, (SELECT t.version {t}), 0)"
-            f" WHERE run_id = ANY(%s) RETURNING {_COLUMNS},"
-            f" (SELECT t.incarnation {t}), (SELECT t.version {t})",
+            " base_version = coalesce(r.base_version, m.version, 0)"
+            f" FROM m WHERE r.seq = m.seq RETURNING {_COLUMNS}, m.incarnation, m.version",
             [run_ids],
         )
 

@@ -138,7 +138,13 @@ def _served_graph(
     dsn, redis = _env("POSTGRES", environ), _env("REDIS", environ)
     if dsn is None and redis is not None:
         raise ConfigError("a Redis cache needs Postgres: give --postgres DSN with --redis URL")
-    checkpointer = checkpointer_at(dsn or _env("DB", environ) or DEFAULT_DB, redis=redis)
+    if dsn is None:
+        checkpointer = checkpointer_at(_env("DB", environ) or DEFAULT_DB, redis=redis)
+    else:
+        from tenxgraph.server._scale_out import pool_sizes
+
+        consumers = _number("CONSUMERS", environ, CONSUMERS, int)
+        checkpointer = checkpointer_at(dsn, redis=redis, pool_size=pool_sizes(consumers)[0])
     if isinstance(target, StateGraph):
         return target.compile(checkpointer)
     return target.recompile(checkpointer=checkpointer)

@@ -30,7 +30,22 @@ if TYPE_CHECKING:
     from tenxgraph.server._context import ServerContext
     from tenxgraph.server._redis_events import RedisEvents
 
-__all__ = ["ServerTransport", "install"]
+__all__ = ["ServerTransport", "install", "pool_sizes"]
+
+
+def pool_sizes(consumers: int) -> tuple[int, int]:
+    """The most connections of a worker's pools for ``consumers`` runs: checkpointer's, queue's.
+
+    Decision. A worker's runs share one event loop, so how many of its
+    statements are in flight is bounded by how fast that loop sends them,
+    not by how many runs wait on tools: a connection per 10 runs, 2 to 10,
+    for the checkpointer (a busy call waits for the next one free), and one
+    per 25, 2 to 4, for the run queue (claims, the lease beat, outcomes).
+    With the default 100 consumers that is 10 + 4, one more listening for
+    notifications and the assistants' 2: five workers stay within a default
+    Postgres's 100 connections (docs/server.md, "Connections").
+    """
+    return min(10, max(2, -(-consumers // 10))), min(4, max(2, -(-consumers // 25)))
 
 
 class ServerTransport:
@@ -104,7 +119,9 @@ def install(
     (the checkpointer's own is used when it says one), because a running
     run's owner is its thread's lease row. ``lease_seconds`` is the thread
     lease of the runs served (None: the graph's): how long the run of a
-    worker that died waits before another worker resumes it.
+    worker that died waits before another worker resumes it. The run
+    queue's pool follows ``consumers`` (``pool_sizes``); the graph's
+    checkpointer keeps the pool it was made with.
     """
     from tenxgraph.runs import PgRunQueue
     from tenxgraph.server._metrics import metrics_of
@@ -112,7 +129,7 @@ def install(
     from tenxgraph.server.runs import run_options
 
     schema = str(getattr(context.graph.checkpointer, "schema", None) or schema)
-    queue = PgRunQueue(postgres, schema=schema)
+    queue = PgRunQueue(postgres, schema=schema, pool_size=pool_sizes(consumers)[1])
     events = RedisEvents(redis, prefix=prefix) if redis else None
     manager = DurableRunManager(
         context.graph,

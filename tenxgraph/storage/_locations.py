@@ -28,21 +28,28 @@ def is_postgres(location: str | os.PathLike[str]) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
-def checkpointer_at(location: str | os.PathLike[str], *, redis: str | None = None) -> Checkpointer:
+def checkpointer_at(
+    location: str | os.PathLike[str], *, redis: str | None = None, pool_size: int | None = None
+) -> Checkpointer:
     """The checkpointer at ``location``; its connections or file open on first use.
 
     A Postgres DSN gives a ``PgCheckpointer``, with ``redis`` (a ``redis://``
-    URL) as its thread cache; anything else is the path of a SQLite file (a
-    ``SqliteCheckpointer``, created when first written). A Redis URL with a
-    SQLite path, or an empty location, raises ``ConfigError`` before
-    anything is opened: the Redis cache sits in front of Postgres only.
+    URL) as its thread cache and at most ``pool_size`` connections (None: its
+    default); anything else is the path of a SQLite file (a
+    ``SqliteCheckpointer``, created when first written). A Redis URL or a
+    pool size with a SQLite path, or an empty location, raises ``ConfigError``
+    before anything is opened: those are Postgres settings.
     """
     if not os.fspath(location):
         raise ConfigError("no thread store given: a SQLite file path or a postgresql:// DSN")
     if is_postgres(location):
         from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
 
-        return PgCheckpointer(str(location), redis=redis)
+        if pool_size is None:
+            return PgCheckpointer(str(location), redis=redis)
+        return PgCheckpointer(str(location), redis=redis, pool_size=pool_size)
+    if pool_size is not None:
+        raise ConfigError("pool_size is a Postgres setting: give a postgresql:// DSN with it")
     if redis:
         raise ConfigError(
             "a Redis cache sits in front of Postgres: give a postgresql:// DSN with the Redis URL"

@@ -50,3 +50,15 @@ def test_bad_settings_are_refused_before_anything_opens(
     with pytest.raises(ConfigError, match=message):
         checkpointer_at(location and str(tmp_path / location), redis=redis)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_pool_size_sizes_a_postgres_pool() -> None:
+    sized = checkpointer_at(PG_DSN, pool_size=3)
+    assert isinstance(sized, PgCheckpointer) and sized._db._pool._max_size == 3
+    await sized.aclose()
+
+
+def test_a_pool_size_with_a_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="pool_size is a Postgres setting"):
+        checkpointer_at(str(tmp_path / "threads.sqlite"), pool_size=3)
+    assert list(tmp_path.iterdir()) == []

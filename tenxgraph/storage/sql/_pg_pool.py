@@ -1,14 +1,21 @@
 """Postgres connections for every store: a checked pool, outage handling, an I/O loop.
 
 ``PgConnections`` hands out pooled connections with bounded waits.
-Every connection taken from the pool is checked before it is used: one
-that went back to the pool within ``FRESH_SECONDS`` and has nothing to read
-(a server that closed it, restarting or shutting down, leaves an end of
-file or an error message to read) is used as it is; any other gets an empty
-round trip (``AsyncConnectionPool.check_connection``). A busy worker takes
-connections hundreds of times a second, and the round trip was a third of
-some statements' cost. When a check fails, a direct connection attempt (the *probe*, bounded
-by ``connect_timeout``) tells the two cases apart:
+With an owned pool, a connection that did its call goes back to the
+store's own list (``_Held``: the last returned is the next taken) or
+straight to a call waiting for one, and only goes back to the
+``psycopg_pool`` pool after ``HOLD_SECONDS`` out of it (so the pool's
+lifetime and idle limits still apply) or when it is not idle. A busy worker
+takes connections hundreds of times a second, with every connection in use
+at once: the pool's own take and return (a lock, and a waiting client with
+a timer task whenever none is free) cost such a worker a tenth of its CPU.
+Every connection is checked before it is used, wherever it came from: one
+that was returned within ``FRESH_SECONDS`` and has nothing to read (a
+server that closed it, restarting or shutting down, leaves an end of file
+or an error message to read) is used as it is; any other gets an empty
+round trip (``AsyncConnectionPool.check_connection``). When a check fails,
+a direct connection attempt (the *probe*, bounded by ``connect_timeout``)
+tells the two cases apart:
 
 - the server answers: it was restarted and the pooled connections are dead.
   The pool is replaced by a fresh one and the call goes on, unnoticed.
@@ -49,6 +56,7 @@ import select
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
@@ -87,6 +95,9 @@ _FIRST_RETRY, _LAST_RETRY = 0.05, 1.0
 
 FRESH_SECONDS = 1.0
 """A connection back in the pool for less than this, with nothing to read, is used unchecked."""
+
+HOLD_SECONDS = 30.0
+"""How long a store keeps a connection out of its pool before handing it back there."""
 
 _SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03"})
 """admin_shutdown, crash_shutdown, cannot_connect_now: the server is going or not back yet."""
@@ -154,19 +165,24 @@ class PgConnections:
             weakref.WeakKeyDictionary()
         )
         """When each connection that worked went back to the pool (``time.monotonic``)."""
+        self._held: _Held | None = None
+        """The owned pool's connections this store took out of it."""
         conninfo = source if isinstance(source, str) else source.conninfo
         self.where = _describe(conninfo) if isinstance(conninfo, str) else "(the given pool)"
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        """A checked connection, returned to its pool afterwards."""
+        """A checked connection; afterwards kept for the next call or returned to its pool."""
         import psycopg
 
         pool, conn = await self._acquire()
         self._reached = True
         try:
-            async with conn:  # commits or rolls back a caller's non-autocommit connection
+            if conn.autocommit:  # nothing to end: a transaction block ends its own
                 yield conn
+            else:
+                async with conn:  # commits or rolls back a caller's non-autocommit connection
+                    yield conn
             self._down_since = None  # a call went through: any outage is over
             self._returned[conn] = time.monotonic()
         except psycopg.Error as exc:
@@ -179,7 +195,7 @@ class PgConnections:
                 f"postgres at {self.where}: the connection broke: {_one_line(exc)}"
             ) from exc
         finally:
-            await pool.putconn(conn)
+            await self._give_back(pool, conn)
 
     async def retrying(
         self, attempt: Callable[[bool], Awaitable[T]], outage_timeout: float, *, resend: bool
@@ -231,22 +247,81 @@ class PgConnections:
             return await self._acquire_given()
         if self._down is not None:
             await self.probe()  # raises while the outage lasts
-        for _ in range(2):
+        for _ in range(3):
             pool = await self._owned_pool()
+            assert self._held is not None
             try:
-                conn = await pool.getconn(timeout=self.connect_timeout)
-            except PoolTimeout as exc:
+                conn = await self._take(self._held)
+            except (PoolTimeout, TimeoutError) as exc:
                 await self.probe()  # an outage explains the wait...
                 raise StorageUnavailableError(  # ...otherwise every connection stayed busy
                     f"postgres at {self.where}: no free connection among {self._max_size} "
                     f"within {self.connect_timeout:g}s (raise pool_size?)"
                 ) from exc
+            if conn is None:
+                continue  # the pool was replaced while this call waited
             if await self._works(conn):
                 return pool, conn
             await self._discard(pool)
             await pool.putconn(conn)
             await self.probe()  # the server answers: it restarted; go on with a new pool
         raise PostgresUnreachable(f"postgres at {self.where}: new connections fail their check")
+
+    async def _take(self, held: _Held) -> AsyncConnection[Any] | None:
+        """The last connection returned, one a call hands over as it ends, or the pool's.
+
+        None: the pool was replaced while waiting. Raises ``PoolTimeout`` or
+        ``TimeoutError`` after ``connect_timeout``.
+        """
+        if held.idle and time.monotonic() - held.taken[held.idle[0]] > HOLD_SECONDS:
+            held.out -= 1  # the oldest idle one goes back: the pool's limits apply to it
+            await held.pool.putconn(held.idle.pop(0))
+        if held.idle:
+            return held.idle.pop()
+        if held.out < self._max_size:
+            held.out += 1
+            try:
+                conn = await held.pool.getconn(timeout=self.connect_timeout)
+            except BaseException:
+                held.out -= 1
+                raise
+            held.taken[conn] = time.monotonic()
+            return conn
+        waiter: asyncio.Future[AsyncConnection[Any] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+        held.waiting.append(waiter)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                return await waiter
+        except BaseException:
+            handed = waiter.result() if waiter.done() and not waiter.cancelled() else None
+            if handed is not None:  # handed over as this call gave up
+                await self._give_back(held.pool, handed)
+            raise
+
+    async def _give_back(self, pool: AsyncConnectionPool, conn: AsyncConnection[Any]) -> None:
+        """Hand ``conn`` to a waiting call, or keep it idle; the pool gets it when not reusable.
+
+        Not reusable: not idle (a call left it in a transaction, broken, closed),
+        out of the pool for ``HOLD_SECONDS``, or from a pool replaced since.
+        """
+        from psycopg.pq import TransactionStatus
+
+        held = self._held
+        if held is None or held.pool is not pool:
+            await pool.putconn(conn)
+            return
+        if (
+            conn.info.transaction_status == TransactionStatus.IDLE
+            and time.monotonic() - held.taken[conn] < HOLD_SECONDS
+        ):
+            if not held.hand_over(conn):
+                held.idle.append(conn)
+            return
+        held.out -= 1
+        await pool.putconn(conn)
+        held.hand_over(None)  # a waiting call may take one from the pool now
 
     async def _acquire_given(self) -> tuple[AsyncConnectionPool, AsyncConnection[Any]]:
         from psycopg_pool import PoolTimeout
@@ -291,12 +366,18 @@ class PgConnections:
                     name=f"tenxgraph {self.where}",
                 )
                 await self._pool.open(wait=False)
+                self._held = _Held(self._pool)
         return self._pool
 
     async def _discard(self, pool: AsyncConnectionPool) -> None:
         """Close an owned pool (quietly: no reconnection attempts); the next call makes one."""
         if self._conninfo is not None and self._pool is pool:
-            self._pool = None
+            self._pool, held, self._held = None, self._held, None
+            if held is not None:
+                while held.hand_over(None):  # waiting calls take from the next pool
+                    pass
+                for conn in held.idle:
+                    await conn.close()
             await pool.close()
 
     async def probe(self) -> None:
@@ -334,6 +415,34 @@ class PgConnections:
         """Close the pool if it is owned (a later call opens a new one)."""
         if self._conninfo is not None and self._pool is not None:
             await self._discard(self._pool)
+
+
+class _Held:
+    """The connections of one owned pool that a store took out of it, idle or in use."""
+
+    __slots__ = ("idle", "out", "pool", "taken", "waiting")
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self.pool = pool
+        self.out = 0
+        """Connections taken from the pool and not put back (in use or idle): at most its size."""
+        self.idle: list[AsyncConnection[Any]] = []
+        """Connections no call uses, the last returned last (the next one taken)."""
+        self.waiting: deque[asyncio.Future[AsyncConnection[Any] | None]] = deque()
+        """Calls waiting for a connection while every one the pool may open is out, oldest first."""
+        self.taken: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+        """When each connection came out of the pool (``time.monotonic``)."""
+
+    def hand_over(self, conn: AsyncConnection[Any] | None) -> bool:
+        """Give ``conn`` to the oldest call still waiting (None: take one again); False: none."""
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return True
+        return False
 
 
 def _quiet(conn: AsyncConnection[Any]) -> bool:

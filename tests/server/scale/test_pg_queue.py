@@ -321,6 +321,11 @@ async def test_a_claim_brings_the_threads_stamp_and_the_run_starts_from_it(
     claims = {c.run_id: c for c in await queue.claim_many(LONG, 5)}
     assert claims["new-run"].stamp is None  # no thread yet
     assert claims["old-run"].stamp == saved == await leases.aversion(_key("old"))
+    rows = {run_id: await queue.get("u", run_id) for run_id in claims}
+    assert {run_id: row and row.base_version for run_id, row in rows.items()} == {
+        "new-run": 0,  # marked running all the same, with no thread row to join
+        "old-run": saved.version,
+    }
     claim, policy = claims["old-run"], LeasePolicy(LONG)
     assert claim.lease_owner is not None
     await leases.arelease_lease(claim.key, claim.lease_owner)  # the run would find it lost...
