@@ -105,7 +105,7 @@ os.register_at_fork(after_in_child=_id_bits.seed)
 
 def new_message_id() -> str:
     """Return a fresh unique 128-bit hex message id (the default id generator)."""
-    return f"{_id_bits.getrandbits(128):032x}"
+    return _id_bits.getrandbits(128).to_bytes(16, "big").hex()  # cheaper than a format spec
 
 
 class TokenUsages(BaseModel):
@@ -209,7 +209,9 @@ class Message(BaseModel):
         **fields: Any,
     ) -> Message:
         """Create a message holding one text block (a user message by default)."""
-        return cls._make(role, [TextBlock(text=text)], message_id, fields)
+        if message_id is not None:  # ``_make`` inlined: the commonest way to make a message
+            fields["message_id"] = message_id
+        return cls(role=role, content=[TextBlock(text=text)], **fields)
 
     @classmethod
     def tool_message(

@@ -56,6 +56,8 @@ def check_base64(value: str, field: str) -> None:
 
 
 def _valid_text(value: str) -> str:
+    if value.isascii():  # most text, at once
+        return value
     found = lone_surrogate(value)
     if found is not None:
         raise ValueError(surrogate_text(found))
