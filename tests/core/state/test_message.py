@@ -80,6 +80,8 @@ def test_defaults_match_the_reference() -> None:
 def test_ids_are_unique_and_int_ids_allowed() -> None:
     ids = {new_message_id() for _ in range(10_000)}
     assert len(ids) == 10_000
+    assert all(len(i) == 32 and set(i) <= set("0123456789abcdef") for i in ids)
+    assert any(i.startswith("0") for i in ids)  # leading zeros kept: always 32 digits
     assert Message.text_message("x", message_id=7).message_id == 7
 
 
