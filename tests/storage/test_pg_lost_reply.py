@@ -49,14 +49,22 @@ class ReplyCutter:
         self.cut = 0
         self.port = 0
         self._server: asyncio.Server | None = None
+        self._links: set[asyncio.Task[None]] = set()
+        """The connections being proxied: ended and awaited by ``aclose``."""
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def aclose(self) -> None:
+        """Stop listening, end every proxied connection and wait for all of it to close."""
         if self._server is not None:
             self._server.close()
+        for link in self._links:
+            link.cancel()
+        await asyncio.gather(*self._links, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
 
     def dsn(self) -> str:
         return (
@@ -67,7 +75,20 @@ class ReplyCutter:
         self.nth, self.saves = nth, 0
 
     async def _serve(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
-        server, to_server = await asyncio.open_connection("127.0.0.1", 5432)
+        link = asyncio.current_task()
+        assert link is not None
+        self._links.add(link)
+        try:
+            await self._proxy(client, to_client)
+        finally:
+            self._links.discard(link)
+
+    async def _proxy(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
+        try:
+            server, to_server = await asyncio.open_connection("127.0.0.1", 5432)
+        except OSError:
+            to_client.transport.abort()
+            return
         cutting = asyncio.Event()
 
         async def up() -> None:
@@ -92,11 +113,16 @@ class ReplyCutter:
                 await to_client.drain()
 
         upward = asyncio.ensure_future(up())
-        with contextlib.suppress(OSError):
-            await down()
-        upward.cancel()
-        to_client.transport.abort()  # a reset, as a dropped network path gives
-        to_server.close()
+        try:
+            with contextlib.suppress(OSError):
+                await down()
+        finally:
+            upward.cancel()
+            await asyncio.gather(upward, return_exceptions=True)
+            to_client.transport.abort()  # a reset, as a dropped network path gives
+            to_server.close()
+            with contextlib.suppress(OSError):
+                await to_server.wait_closed()
 
 
 @pytest.fixture
