@@ -184,7 +184,10 @@ def check_rollback(turns: dict[str, Turn], outcomes: Outcomes) -> None:
     completed = with_outcome(outcomes, "acked", "completed")
     rolled_back = with_outcome(outcomes, "busy")
     assert completed | rolled_back == set(outcomes)
-    assert all("rollback" in outcomes[t][1] for t in rolled_back)
+    # stopped by a newer run, or (a loaded machine stalling a holder past its 0.3 s lease)
+    # displaced when its lease expired: the newer run discards that unfinished turn too
+    reasons = ("'rollback' stopped this run", "expired and another run took the thread")
+    assert [t for t in rolled_back if not any(r in outcomes[t][1] for r in reasons)] == []
     assert set(turns) == completed  # no message of a rolled-back turn
     assert [t for t in turns.values() if not t.whole] == []
 
