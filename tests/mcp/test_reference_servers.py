@@ -73,18 +73,21 @@ async def test_everything_resources_and_prompts_over_stdio():
     assert isinstance(block, TextBlock) and block.annotations[0].url.endswith("/text/2")
 
 
-@pytest.fixture
-def everything_http() -> Iterator[str]:
+def _serve_everything(mode: str, path: str) -> Iterator[str]:
+    """server-everything in ``mode`` on a spare port; yields its endpoint's URL."""
     server = node_bin("mcp-server-everything")
     port = spare_port()
-    process = subprocess.Popen(
-        [str(server), "streamableHttp"], env={**os.environ, "PORT": str(port)}
-    )
+    process = subprocess.Popen([str(server), mode], env={**os.environ, "PORT": str(port)})
     try:
         wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         stop(process)
+
+
+@pytest.fixture
+def everything_http() -> Iterator[str]:
+    yield from _serve_everything("streamableHttp", "/mcp")
 
 
 async def test_everything_over_streamable_http(everything_http):
@@ -106,14 +109,7 @@ async def test_everything_over_streamable_http(everything_http):
 
 @pytest.fixture
 def everything_sse() -> Iterator[str]:
-    server = node_bin("mcp-server-everything")
-    port = spare_port()
-    process = subprocess.Popen([str(server), "sse"], env={**os.environ, "PORT": str(port)})
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/sse"
-    finally:
-        stop(process)
+    yield from _serve_everything("sse", "/sse")
 
 
 async def test_everything_over_sse(everything_sse):
