@@ -442,12 +442,15 @@ def test_drawings_show_fan_out_joins_and_sends() -> None:
 
 
 def tools_beside_audit(
-    plan: Callable[..., Any], search: Callable[..., Any], audit: Callable[..., Any]
-) -> StateGraph[Notes]:
+    plan: Callable[..., Any],
+    search: Callable[..., Any],
+    audit: Callable[..., Any],
+    state: type[AgentState] = Notes,
+) -> StateGraph[Any]:
     """``plan``, then a ``ToolNode`` of ``search`` and ``audit`` in one parallel step."""
     from tenxgraph.core.graph import ToolNode
 
-    graph = StateGraph(Notes)
+    graph = StateGraph(state)
     graph.add_node("plan", plan)
     graph.add_node("tools", ToolNode([search]))
     graph.add_node("audit", audit)
@@ -458,7 +461,6 @@ def tools_beside_audit(
 
 
 def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retried() -> None:
-
     searches: list[str] = []
     broken = [True]
 
@@ -499,7 +501,6 @@ def test_a_tool_node_branch_is_not_run_again_when_its_sibling_fails_and_is_retri
 async def test_a_tool_call_in_a_parallel_step_is_saved_as_started_before_it_runs() -> None:
     """A tool's start is durable before the tool runs, even when no sibling task has finished
     (so the step's save has no new task write to wait for)."""
-
     seen: list[dict[str, int]] = []
     looked = asyncio.Event()
 

@@ -19,7 +19,6 @@ from tenxgraph.core.graph import (
     MessageEvent,
     StateGraph,
     SubgraphEvent,
-    ToolNode,
     UpdateEvent,
     get_stream_writer,
 )
@@ -30,6 +29,7 @@ from tenxgraph.core.state.pairing import pairing_violations
 from tenxgraph.errors import NodeError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.utils.constants import START
+from tests.core.graph.test_parallel import tools_beside_audit
 
 
 class Hits(AgentState):
@@ -171,14 +171,7 @@ def test_a_streamed_tool_node_task_saves_its_ledger_and_is_not_run_again() -> No
             raise ValueError("audit log unavailable")
         return {"hits": ["audited"]}
 
-    graph = StateGraph(Hits)
-    graph.add_node("plan", plan)
-    graph.add_node("tools", ToolNode([search]))
-    graph.add_node("audit", audit)
-    graph.add_edge(START, "plan")
-    graph.add_edge("plan", "tools")
-    graph.add_edge("plan", "audit")
-    app = graph.compile(InMemoryCheckpointer())
+    app = tools_beside_audit(plan, search, audit, Hits).compile(InMemoryCheckpointer())
     config = {"thread_id": "t"}
     with pytest.raises(NodeError, match="audit log unavailable"):
         list(app.stream({"messages": [("user", "look it up")]}, config))
