@@ -123,9 +123,8 @@ def graph_server(
             result = await graph.ainvoke(await _turn(graph, message, config), config)
         except TenxGraphError as exc:  # the host's model reads why (the SDK hides other errors)
             raise ToolError(str(exc)) from None
-        messages = result.get("messages") or []
         return Answer(
-            answer=messages[-1].text() if messages else "",
+            answer=_last_text(result),
             thread_id=thread if graph.checkpointer is not None else None,
             interrupt=_waiting(result),
         )
@@ -156,6 +155,16 @@ async def _turn(graph: CompiledGraph[Any], message: str, config: dict[str, Any])
     if meta is not None and meta.status == "interrupted" and meta.interrupt_kind in _RESUMED:
         return {"resume": message}  # the answer to its question, or the go-ahead
     return {"messages": [("user", message)]}
+
+
+def _last_text(result: dict[str, Any]) -> str:
+    """The answer's text: the last message of this run, else of the thread.
+
+    A run that adds no message (one resumed after a pause that followed the
+    last reply) still answers with where the conversation stands, not "".
+    """
+    messages = result.get("messages") or getattr(result["state"], "context", None) or []
+    return messages[-1].text() if messages else ""
 
 
 def _waiting(result: dict[str, Any]) -> Any:

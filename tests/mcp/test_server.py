@@ -269,6 +269,18 @@ async def test_a_pause_at_a_node_shows_where_and_the_next_message_goes_on(pauses
     assert len(model.requests) == 2
 
 
+async def test_a_resumed_run_that_adds_no_message_answers_with_the_threads_last():
+    app = create_agent(ScriptedModel(["Hello there."]), checkpointer=InMemoryCheckpointer())
+    app = app.recompile(interrupt_after=["agent"])
+    async with Client(graph_server(app)) as client:
+        paused = await client.call_tool("ask", {"message": "hi", "thread_id": "r"})
+        done = await client.call_tool("ask", {"message": "go on", "thread_id": "r"})
+    assert paused.structured_content["interrupt"] == {"paused": "after", "node": "agent"}
+    assert paused.structured_content["answer"] == "Hello there."
+    answered = {"answer": "Hello there.", "thread_id": "r", "interrupt": None}
+    assert done.structured_content == answered
+
+
 async def test_what_the_thread_refuses_comes_back_as_the_tools_error_text():
     app = create_agent(ScriptedModel([]), checkpointer=InMemoryCheckpointer())  # no answers
     async with Client(graph_server(app)) as client:
