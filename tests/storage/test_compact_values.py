@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import pytest
 from pydantic import Field
 
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.core.state.agent_state import ExecMeta
 from tenxgraph.core.state.reducers import append_items
+from tenxgraph.errors import UnstorableStateError
 from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite, state_codec
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 from tenxgraph.utils import END, START
@@ -176,3 +178,36 @@ def test_the_short_cuts_know_every_state_and_bookkeeping_field() -> None:
     json_valued = {"interrupt_value", "resume_values", "tool_ledger", "tool_starts"}  # refused
     json_valued |= {"tasks", "task_writes", "joins", "subgraphs"}
     assert set(ExecMeta.model_fields) == always | scalars | json_valued
+
+
+def test_a_save_row_is_the_text_pydantic_writes_for_every_state() -> None:
+    """``encode_row`` formats a plain state's row itself: the same data and bytes as the dump."""
+    states = states_to_encode()
+    names = ["a", "é ü", 'say "hi" \\ there', "line\nbreak\x1f", "\u2028", "__start__"]
+    for node, next_node, step in [(n, m, s) for n in names for m in (None, *names) for s in (0, 9)]:
+        state = AgentState()
+        meta = state.execution_meta
+        meta.current_node, meta.next_node, meta.step, meta.status = node, next_node, step, "running"
+        states.append(state)
+    for state in states:
+        values, text = state_codec.encode_row(state)
+        expected = encode_values(state)
+        assert values == expected
+        assert text == state_codec.values_text(expected, type(state).__name__)
+        assert type(text) is type(state_codec.values_text(expected, "AgentState"))
+
+
+def test_a_save_row_refuses_names_json_cannot_hold_as_the_dump_does() -> None:
+    for bad in ["a\x00b", "a\ud800"]:
+        state = AgentState()
+        state.execution_meta.next_node = bad
+        with pytest.raises(UnstorableStateError, match="'execution_meta' of AgentState"):
+            state_codec.encode_row(state)
+
+
+def test_a_save_row_shares_nothing_with_the_state() -> None:
+    state = AgentState()
+    values, _ = state_codec.encode_row(state)
+    state.execution_meta.step = 5
+    state.app_state.set("k", 1)
+    assert values["execution_meta"]["step"] == 0 and values["app_state"] == {}

@@ -35,7 +35,12 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
 )
-from tenxgraph.storage.checkpointer.state_codec import decode_state, encode_values, values_text
+from tenxgraph.storage.checkpointer.state_codec import (
+    decode_state,
+    encode_row,
+    encode_values,
+    values_text,
+)
 
 __all__ = ["ThreadSession", "approx_bytes"]
 
@@ -234,28 +239,29 @@ class ThreadSession:
         else:
             self._assign_seqs(new, base)
         try:
-            values = encode_values(state)
             if self._undeclared:
-                values = {**self._undeclared, **values}
-            text = values_text(values, type(state).__name__)
+                values = {**self._undeclared, **encode_values(state)}
+                text = values_text(values, type(state).__name__)
+            else:
+                values, text = encode_row(state)
         except UnstorableStateError as exc:
             self._restore(state, exc.fields)
             raise
         sent = new.copy()
         self.incarnation, self.version = await self.checkpointer.asave(
             self.key,
-            ThreadWrite(
-                expected_version=self.version,
-                new_messages=new,
-                values=text,
-                window=window,
-                node=node,
-                step=step,
-                expected_incarnation=self.incarnation or None,
-                lease=self.lease,
-                release_lease=release and self.lease is not None,
-                metadata=metadata,
-                parent_version=self.branch_from,
+            ThreadWrite(  # by position, every field in order: half the cost of keywords
+                self.version,  # expected_version
+                new,  # new_messages
+                text,  # values
+                window,
+                node,
+                step,
+                metadata,
+                self.incarnation or None,  # expected_incarnation
+                self.lease,  # lease
+                release and self.lease is not None,  # release_lease
+                self.branch_from,  # parent_version
             ),
         )
         self.branch_from = None

@@ -10,7 +10,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from tenxgraph.core.state.agent_state import AgentState, ExecMeta
 from tenxgraph.core.state.app_state import AppState
@@ -21,7 +21,7 @@ from tenxgraph.storage.checkpointer._json_text import ValuesText
 if TYPE_CHECKING:  # the contract's types; base imports this module to decode
     from tenxgraph.storage.checkpointer.base import StoredThread
 
-__all__ = ["decode_state", "encode_values", "unstorable_fields", "values_text"]
+__all__ = ["decode_state", "encode_row", "encode_values", "unstorable_fields", "values_text"]
 
 S = TypeVar("S", bound=AgentState)
 
@@ -150,6 +150,110 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
     if bad or text is None:
         raise _unstorable(state_name, bad, "NaN, infinity, a lone surrogate or a NUL character")
     return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
+
+
+def encode_row(state: AgentState) -> tuple[dict[str, Any], ValuesText]:
+    """``encode_values`` and ``values_text`` of ``state`` in one: the row's data and its text.
+
+    What every save makes. A plain state (``_plain_row``) is written by
+    formatting its few scalars into the row's text, the same bytes as pydantic
+    writes, for a fraction of its generic serializer's cost; any other goes
+    the general way.
+    """
+    row = _plain_row(state)
+    if row is not None:
+        return row
+    values = encode_values(state)
+    return values, values_text(values, type(state).__name__)
+
+
+def _plain_row(state: AgentState) -> tuple[dict[str, Any], ValuesText] | None:
+    """``encode_row`` of a state whose row is only scalars, else None.
+
+    Plain: a plain ``AgentState`` (``_plain_values``) without a summary, and
+    bookkeeping whose JSON-valued fields are empty, with no error, stop
+    request or interrupt kind: a running or completed step's row. Each
+    string is written as ``_name_json`` has it (node names and statuses: a
+    graph's few); an int must be a plain ``int``.
+    """
+    fields = state.__dict__
+    app_state, meta = fields["app_state"], fields["execution_meta"]
+    if (
+        type(state) is not AgentState
+        or fields["context_summary"] is not None
+        or fields["structured_response"] is not None
+        or type(app_state) is not AppState
+        or app_state.root
+        or type(meta) is not ExecMeta
+    ):
+        return None
+    m = meta.__dict__
+    node, step, status, turn_start, error, stop, next_node, kind = _meta_plain(m)
+    if (
+        error is not None
+        or stop is not False
+        or kind is not None
+        or type(step) is not int
+        or type(turn_start) is not int
+        or m["interrupt_value"] is not None
+        or m["resume_values"]
+        or m["tool_ledger"]
+        or m["tool_starts"]
+        or m["tasks"]
+        or m["task_writes"]
+        or m["joins"]
+        or m["subgraphs"]
+    ):
+        return None
+    node_text, status_text = _name_json(node), _name_json(status)
+    next_text = "" if next_node is None else _name_json(next_node)
+    if node_text is None or status_text is None or next_text is None:
+        return None
+    data = {"current_node": node, "step": step, "status": status, "turn_start": turn_start}
+    if next_node is not None:
+        data["next_node"] = next_node
+        next_text = f',"next_node":{next_text}'
+    values = {
+        "context_summary": None,
+        "app_state": {},
+        "structured_response": None,
+        "execution_meta": data,
+    }
+    text = (
+        '{"context_summary":null,"app_state":{},"structured_response":null,"execution_meta":'
+        f'{{"current_node":{node_text},"step":{step},"status":{status_text},'
+        f'"turn_start":{turn_start}{next_text}}}}}'
+    )
+    return values, ValuesText(text)
+
+
+_names: dict[str, str] = {}
+"""Node names and statuses as JSON text (``_name_json``), made once each."""
+
+_MAX_NAMES = 1_000
+"""``_names`` stops growing here: a graph has a few names, not thousands."""
+
+
+def _name_json(name: object) -> str | None:
+    """A plain ``str`` as pydantic writes it in JSON, or None when a row must not hold it.
+
+    None for anything else (a str subclass, an object), a lone surrogate or a
+    NUL (``json_bytes``' rule): the general path then refuses it, naming the field.
+    """
+    if type(name) is not str:
+        return None
+    text = _names.get(name)
+    if text is not None:
+        return text
+    try:
+        text = to_json(name).decode()
+    except PydanticSerializationError:
+        return None
+    if "\\u0000" in text:
+        return None
+    if len(_names) < _MAX_NAMES:
+        _names[name] = text
+    return text
 
 
 _APART: Any = {"context", "execution_meta"}
