@@ -199,6 +199,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         if self._cache is None or not self._cache.available:
             loaded = await self._load(key)
             return None if loaded is None else loaded.thread
+        await self._cache.settle(key)  # a follow held back (``linger``) goes first
         cached, identity = await asyncio.gather(self._cache.get(key), self._identity(key))
         if identity is None:
             if cached is not None:
