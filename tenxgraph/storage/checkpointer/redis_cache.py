@@ -306,9 +306,28 @@ class RedisThreadCache:
         await self._follow(key, follow)
 
     async def _follow(self, key: ThreadKey, follow: _Follow) -> None:
-        replaced = [follow.replaced, follow.incarnation, follow.base, len(follow.bodies)]
-        replaced += [_flat(follow.window), follow.header["version"]]
-        await self._write("update", key, replaced, follow.header, follow.bodies)
+        await self._send({key: follow})
+
+    async def _send(self, held: dict[ThreadKey, _Follow]) -> None:
+        """Run ``_WRITE`` for each follow: one command, or one pipeline (one round trip)."""
+        calls = []
+        for key, follow in held.items():
+            replaced = [follow.replaced, follow.incarnation, follow.base, len(follow.bodies)]
+            replaced += [_flat(follow.window), follow.header["version"]]
+            args = _args(replaced, self.ttl, follow.header, follow.bodies)
+            calls.append((list(self.keys(key)), args))
+        if len(calls) == 1:
+            keys, args = calls[0]
+            await self._call("update", lambda: self._write_script(keys=keys, args=args))
+            return
+
+        async def pipelined() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for keys, args in calls:
+                await self._write_script(keys=keys, args=args, client=pipe)
+            await pipe.execute()
+
+        await self._call("update", pipelined)
 
     async def settle(self, key: ThreadKey) -> None:
         """Send the thread's held follow now, if any (a load of it reads the entry next)."""
@@ -322,9 +341,10 @@ class RedisThreadCache:
             await self.flush()
 
     async def flush(self) -> None:
-        """Send the follows held back (``linger``), one command each."""
+        """Send the follows held back (``linger``), all in one pipeline."""
         held, self._held = self._held, {}
-        await asyncio.gather(*(self._follow(key, follow) for key, follow in held.items()))
+        if held:
+            await self._send(held)
 
     async def _write(
         self,
@@ -335,8 +355,7 @@ class RedisThreadCache:
         bodies: list[bytes],
     ) -> None:
         """Run ``_WRITE``: one command, atomic in Redis (``follows``: its first six arguments)."""
-        fields = [part for pair in header.items() for part in pair]
-        args = [*follows, self.ttl or 0, len(fields), *fields, *bodies]
+        args = _args(follows, self.ttl, header, bodies)
         await self._call(action, lambda: self._write_script(keys=list(self.keys(key)), args=args))
 
     async def evict(self, key: ThreadKey) -> None:
@@ -424,6 +443,14 @@ return head
 """
 """An entry as one list: incarnation, version, log length, values, window, metadata, then the
 bodies (empty: no entry, or one written before incarnations)."""
+
+
+def _args(
+    follows: list[Any], ttl: int | None, header: dict[str, Any], bodies: list[bytes]
+) -> list[Any]:
+    """``_WRITE``'s arguments: ``follows`` (six), the expiry, the header fields, the bodies."""
+    fields = [part for pair in header.items() for part in pair]
+    return [*follows, ttl or 0, len(fields), *fields, *bodies]
 
 
 def _flat(window: Window) -> str:
