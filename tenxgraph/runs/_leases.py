@@ -201,7 +201,7 @@ class ThreadLease:
         """
         await self.stop_heartbeat()
         owner = None if self.released or self.kept else self.owner
-        self.released = True
+        self.released = self.released or owner is not None
         if not await give_up(owner) and owner is not None:
             self.released = False
             await self.release()
