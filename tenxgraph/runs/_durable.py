@@ -13,32 +13,29 @@ running run's only owner is its thread's lease:
   lease for the whole run, pauses included, renewing all its runs' leases
   in one statement (``LeaseBeat``), and hands it to the graph
   (``RunControl.lease_owner``), which leaves it held; the outcome is
-  written to the row before the lease is let go.
-- **Consumers**: one claim loop per worker (``ClaimLoop``) takes rows whose
-  thread has no live lease, in batches, up to ``consumers`` runs at once,
-  each an asyncio task: queued background runs, and ``running`` rows whose
-  worker died (its lease expired) or handed them back (released it). A
-  claimed run is **resumed**: if the thread moved past the version the first attempt
-  began from, the input was saved and the run continues the thread (input
-  None; the tool ledger keeps finished tools from running again); a turn
-  that had ended is recorded; otherwise the input is run again.
+  written to the row in the statement that lets the lease go.
+- **Consumers**: one claim loop per worker (``ClaimLoop``) takes rows whose thread has
+  no live lease, in batches, up to ``consumers`` runs at once, each an asyncio task:
+  queued background runs, and ``running`` rows whose worker died (its lease expired) or
+  handed them back (released it). A claimed run is **resumed**: if the thread moved past
+  the version the first attempt began from, the input was saved and the run continues
+  the thread (input None; the tool ledger keeps finished tools from running again); a
+  turn that had ended is recorded; otherwise the input is run again.
 - **Streams.** With Redis, each run's events also go to a Redis Stream
-  (``_redis_events``), so ``locate`` answers a run held by another worker
-  with a record whose log reads that stream.
-- **Cancel** on any worker: a run held here is stopped at once; one held
-  elsewhere is stopped through its thread's lease (``request_stop`` names
-  the run, so a later run on the thread is not stopped), and a row that
-  no live lease holds ends ``interrupted`` at once. Tool results for a run
-  held elsewhere are a letter to the run (``_tool_relay``).
+  (``_redis_events``), so ``locate`` answers a run held by another worker with a record
+  whose log reads that stream.
+- **Cancel** on any worker: a run held here is stopped at once; one held elsewhere is
+  stopped through its thread's lease (``request_stop`` names the run, so a later run on
+  the thread is not stopped), and a row that no live lease holds ends ``interrupted`` at
+  once. Tool results for a run held elsewhere are a letter to the run (``_tool_relay``).
 - **Shutdown** (``aclose``): stop claiming, let held runs finish for up to
-  ``drain_seconds``, then cut the rest off and release their leases without
-  ending their rows: another worker claims them at once.
+  ``drain_seconds``, then cut the rest off and release their leases without ending their
+  rows: another worker claims them at once.
 
-As the registry in memory, this one imports neither the runtime nor a wire
-format: the layer above gives it a ``RunTransport`` besides the
-``RunParts`` (how a run's events are shared across workers, how a claimed
-run's stored request becomes a run again, the records that follow runs of
-other workers, and the relay of browser-side tool results).
+As the registry in memory, this one imports neither the runtime nor a wire format: the
+layer above gives it a ``RunTransport`` besides the ``RunParts`` (how a run's events are
+shared across workers, how a claimed run's stored request becomes a run again, the
+records that follow runs of other workers, and the relay of browser-side tool results).
 """
 
 from __future__ import annotations
@@ -51,6 +48,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -411,13 +409,12 @@ class DurableRunManager(RunRegistry):
                 self._spawn(super().cancel(record, action=action))
 
     async def _settled(self, record: RunRecord) -> None:
-        """Write the outcome into the row before the stream's ``end``, then let the lease go.
+        """Write the outcome into the row before the stream's ``end``, giving the lease up in it.
 
-        So no reader on any worker sees ``end`` while the row says
-        ``running``, and no worker claims the run between its end and its
-        record (``PgRunQueue.record_end`` waits out a Postgres outage). A run
-        handed back keeps its row ``running``: its released lease makes it
-        claimable at once.
+        So no reader on any worker sees ``end`` while the row says ``running``, and no worker
+        claims the run between its end and its record (``PgRunQueue.record_end`` waits out a
+        Postgres outage). A run handed back keeps its row ``running``: its released lease
+        makes it claimable at once.
         """
         try:
             await self.transport.flushed(record.log)
@@ -428,7 +425,10 @@ class DurableRunManager(RunRegistry):
             await asyncio.wait([add])
         attempt = self._attempts.pop(record.run_id, 0)
         if record.run_id in self._rows and record.cancel_reason not in _HANDED_BACK:
-            await self.queue.record_end(record.run_id, attempt, record.status, record.output)
+            lease = self._leases.get(record.run_id)  # given up in the same statement
+            ending = partial(self.queue.record_end, record.run_id, attempt, record.status)
+            ending = partial(ending, record.output)
+            await (ending(None) if lease is None else lease.release_with(ending))
         self._rows.discard(record.run_id)
         lease = self._leases.pop(record.run_id, None)
         if lease is not None:

@@ -191,6 +191,21 @@ class ThreadLease:
             task.cancel()
             await asyncio.wait((task,))
 
+    async def release_with(self, give_up: Callable[[str | None], Awaitable[bool]]) -> None:
+        """Give the lease up in a caller's own statement: ``give_up(owner)`` drops it there.
+
+        ``owner`` is None when there is nothing to drop (a ``kept`` or released lease).
+        The heartbeat stops first, and the lease counts as released while the statement
+        goes (a beat meanwhile must not take its dropped row for a lost lease); when
+        ``give_up`` returns False (it did not run), the lease is released alone.
+        """
+        await self.stop_heartbeat()
+        owner = None if self.released or self.kept else self.owner
+        self.released = self.released or owner is not None
+        if not await give_up(owner) and owner is not None:
+            self.released = False
+            await self.release()
+
     async def release(self) -> None:
         """Stop the heartbeat and give the lease up; a storage failure only delays the expiry.
 

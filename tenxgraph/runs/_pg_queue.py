@@ -28,26 +28,22 @@ transaction can both take a thread's lease and mark a run ``running``:
   the runtime continues that lease rather than taking a new one, and the
   worker's one heartbeat (``renew_leases``, ``LeaseBeat``) keeps it alive.
 
-An outcome is written by ``finish``, fenced by ``attempts``: a worker that
-stalled while another claimed its run again (a later attempt) writes
-nothing. Stopping a run: a pending row ends ``interrupted`` in one
-conditional ``UPDATE``; a running one is asked to stop through its lease
-(``request_stop(..., owner_prefix=f"{run_id}/")`` marks the lease only
-while that run holds it), and one whose lease is gone ends ``interrupted``
-at once.
+An outcome is written by ``finish`` (with the lease's release), fenced by ``attempts``:
+a worker that stalled while another claimed its run again (a later attempt) writes
+nothing. Stopping a run: a pending row ends ``interrupted`` in one conditional
+``UPDATE``; a running one is asked to stop through its lease (``request_stop(...,
+owner_prefix=f"{run_id}/")`` marks the lease only while that run holds it), and one
+whose lease is gone ends ``interrupted`` at once. Browser-side tool results posted to a
+worker that does not hold the run are letters to the run (``RunMail``, ``self.mail``).
 
-Browser-side tool results posted to a worker that does not hold the run
-are letters to the run (``RunMail``, ``self.mail``), not to a worker. An
-outage shorter than ``outage_timeout`` delays the queue's calls as it
-delays ``PgCheckpointer``'s: each runs through ``PgDatabase.retrying``. A
-call whose reply was lost is sent again only when sending it twice does
-what sending it once does: ``add`` inserts nothing for a run id already
-there, ``finish`` that finds its row already ended with the same status
-counts as done, a ``take`` that finds its own lease on a running row took
-it. A claim is not sent again (the row it may have taken is claimed again
-once that lease expired), nor a letter (it would be posted twice). Only
-PostgreSQL's row locks, ``SKIP LOCKED`` and clock are used: workers on
-several machines agree on expiries without synchronized clocks.
+An outage shorter than ``outage_timeout`` delays the queue's calls as
+``PgCheckpointer``'s (``PgDatabase.retrying``). A call whose reply was lost is sent
+again only when sending it twice does what sending it once does: ``add`` inserts nothing
+for a run id already there, ``finish`` that finds its row ended with the same status
+counts as done, a ``take`` that finds its own lease on a running row took it. A claim is
+not sent again (its row is claimed again once that lease expired), nor a letter (it
+would be posted twice). Only PostgreSQL's row locks, ``SKIP LOCKED`` and clock are used:
+workers on several machines agree on expiries without synchronized clocks.
 """
 
 from __future__ import annotations
@@ -302,12 +298,11 @@ class PgRunQueue:
     async def claim_many(self, seconds: float, limit: int) -> list[ClaimedRun]:
         """Take up to ``limit`` of the oldest runs no live lease holds (each first of its thread).
 
-        One transaction: the rows are picked ``FOR UPDATE SKIP LOCKED`` (so
-        concurrent claimers split them), their threads' leases taken in one
-        statement for a new owner per run (``ClaimedRun.lease_owner``), and
-        the rows marked ``running`` in another. A row whose thread a run
-        outside the queue took meanwhile is left pending. ``base_version`` is
-        each row's value before this claim. Oldest first.
+        One transaction: the rows are picked ``FOR UPDATE SKIP LOCKED`` (concurrent
+        claimers split them), their threads' leases taken in one statement for a new
+        owner per run (``ClaimedRun.lease_owner``), the rows marked ``running`` in another.
+        A row whose thread a run outside the queue took meanwhile is left pending.
+        ``base_version`` is each row's value before this claim. Oldest first.
         """
         return await self._db.retrying(lambda lost: self._claim(seconds, limit), resend=False)
 
@@ -365,12 +360,11 @@ class PgRunQueue:
     ) -> tuple[str | None, ThreadStamp | None, int]:
         """Start pending run ``run_id`` here: take its thread's lease, mark the row running.
 
-        One transaction. Returns ``(None, stamp, attempts)`` once started
-        (``stamp``: the thread's, as ``atake_thread`` gives it), or
-        ``(holder, None, 0)`` while an earlier run of the thread or another
-        lease holder is in the way (the row is kept for this worker
-        ``reserve_seconds`` longer). Raises ``RunGone`` when the row is no
-        longer pending (it was stopped, or another worker claimed it).
+        One transaction. Returns ``(None, stamp, attempts)`` once started (``stamp``: the
+        thread's, as ``atake_thread`` gives it), or ``(holder, None, 0)`` while an earlier
+        run of the thread or another lease holder is in the way (the row is kept for this
+        worker ``reserve_seconds`` longer). ``RunGone`` when the row is no longer pending
+        (it was stopped, or another worker claimed it).
         """
 
         async def attempt(lost: bool) -> tuple[str | None, ThreadStamp | None, int]:
@@ -445,20 +439,24 @@ class PgRunQueue:
 
     # --- ending runs ------------------------------------------------------------------
 
-    async def finish(self, run_id: str, attempt: int, status: str, output: Any) -> bool:
+    async def finish(
+        self, run_id: str, attempt: int, status: str, output: Any, owner: str | None = None
+    ) -> bool:
         """Record how attempt ``attempt`` of the run ended; False when it was not the last one.
 
-        Sent again after a lost reply, it finds its own write: a row already
-        ended with ``status`` counts as done. The workers are notified (the
-        thread's next run may go now) in the statement that ends the row.
+        Sent again after a lost reply, it finds its own write (a row ended with ``status``
+        counts as done). The same statement notifies the workers (the thread's next run may
+        go) and gives the thread's lease up if ``owner`` holds it.
         """
 
         async def once(lost: bool) -> bool:
             rows = await self._once(
                 f"WITH ended AS (UPDATE {self._t} SET status = %s, output = %s,"
                 f" updated_at = now() WHERE run_id = %s AND attempts = %s AND status IN {ACTIVE}"
-                " RETURNING run_id) SELECT pg_notify(%s, '') FROM ended",
-                [status, json.dumps(output), run_id, attempt, self.channel],
+                f" RETURNING run_id), released AS (DELETE FROM {self._s}.leases l USING {self._t}"
+                " r WHERE r.run_id = %s AND (l.user_id, l.thread_id, l.owner) = (r.user_id,"
+                " r.thread_id, %s)) SELECT pg_notify(%s, '') FROM ended",
+                [status, json.dumps(output), run_id, attempt, run_id, owner, self.channel],
             )
             if rows or not lost:
                 return bool(rows)
@@ -467,15 +465,16 @@ class PgRunQueue:
 
         return await self._db.retrying(once)
 
-    async def record_end(self, run_id: str, attempt: int, status: str, output: Any) -> None:
-        """``finish``, waiting out an outage; past ``outage_timeout``, logged as not recorded.
-
-        The run's lease is gone by then, and the next claimer records it.
-        """
+    async def record_end(
+        self, run_id: str, attempt: int, status: str, output: Any, owner: str | None = None
+    ) -> bool:
+        """``finish``; past ``outage_timeout``, False and logged (a later claimer ends the run)."""
         try:
-            await self.finish(run_id, attempt, status, output)
+            await self.finish(run_id, attempt, status, output, owner)
         except Exception as exc:
             logger.warning("run %s: outcome not recorded: %s", run_id, exc)
+            return False
+        return True
 
     async def handed_back(self) -> None:
         """A worker released a run's lease without ending it: another worker claims it now."""

@@ -16,7 +16,12 @@ number twice.
 Bounds: each stream is trimmed to about ``max_events`` entries
 (``XADD MAXLEN ~``) and expires ``ttl_seconds`` after its run ended. A
 reader resuming before the oldest entry kept gets ``EventsLostError``, as
-with the in-memory log.
+with the in-memory log. The expiry is set with a writer's first batch, with
+the batch that ends the run, with any batch sent more than half the TTL
+after the last one set it, and with a catch-up's: not with every batch (a
+command each). So a stream always has one (a batch may re-create an expired
+stream only past that half), and one whose worker died or handed its run
+back expires at least half the TTL after its last event.
 
 **Redis is a transport, not the record**, so it is never waited on: the
 run's outcome is in Postgres and the thread's state has everything the
@@ -232,6 +237,9 @@ class RedisStreamWriter(EventLog):
         """Events in memory here that Redis has not got yet (an outage); published in order."""
         self._unsent_bytes = 0
         self._flusher: asyncio.Task[None] | None = None
+        self._expire_at = 0.0
+        """When a batch sets the stream's expiry again (``_write``): at once, then past half
+        the TTL after it was set."""
         self._ending = False
         self._local = start_after is None
         """True when this attempt publishes nothing more (numbering unknown, handed back)."""
@@ -361,10 +369,17 @@ class RedisStreamWriter(EventLog):
             batch = [self._unsent[i] for i in range(min(CHUNK, len(self._unsent)))]
             if not batch:
                 return
-            await self._redis.call(partial(self._write, batch), probe=True)
+            await self._redis.call(partial(self._write, batch, expire=True), probe=True)
             top = batch[-1].id
 
-    async def _write(self, batch: list[LoggedEvent]) -> None:
+    async def _write(self, batch: list[LoggedEvent], *, expire: bool = False) -> None:
+        """``XADD`` the batch in one pipeline, with the stream's ``EXPIRE`` when it is due.
+
+        Due: ``expire``, a writer's first batch, the run's last (the log is closing), or
+        half the TTL after the last one sent.
+        """
+        now = time.monotonic()
+        expire = expire or self._ending or now >= self._expire_at
         pipe = self._redis.client.pipeline(transaction=False)
         for logged in batch:
             pipe.xadd(
@@ -374,8 +389,11 @@ class RedisStreamWriter(EventLog):
                 maxlen=self.limits.max_events,
                 approximate=True,
             )
-        pipe.expire(self._key, self._redis.ttl_seconds)
+        if expire:
+            pipe.expire(self._key, self._redis.ttl_seconds)
         await pipe.execute()
+        if expire:
+            self._expire_at = now + self._redis.ttl_seconds / 2
 
     async def follow(
         self, after: int = 0, *, heartbeat: float | None = None

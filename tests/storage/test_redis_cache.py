@@ -103,6 +103,69 @@ async def test_a_matching_entry_is_served_and_a_stale_one_is_not(
     assert (int(header[b"version"]), context) == (2, ["a", "b"])  # refilled
 
 
+async def test_a_lease_holders_saves_follow_as_one_and_at_once_when_it_lets_go(
+    stores: tuple[Any, Any, Any],
+) -> None:
+    import dataclasses
+
+    cached, _, client = stores
+    assert await cached.atake_lease(KEY, "run-1", 30) is None
+    leased = {"lease": "run-1"}
+    await save(cached, KEY, step(0, ["a"], [(0, 1)], n=1))
+    await save(cached, KEY, dataclasses.replace(step(1, ["b"], [(0, 2)], n=2), **leased))
+    await save(cached, KEY, dataclasses.replace(step(2, ["c", "d"], [(0, 4)], n=3), **leased))
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (1, ["a"])  # held back: behind, never served
+    await cached._cache.flush()  # what ``linger`` seconds after the first would send
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), int(header[b"log_length"])) == (3, 4)
+    assert context == ["a", "b", "c", "d"]
+    await save(cached, KEY, dataclasses.replace(step(3, ["e"], [(0, 5)], n=4), **leased))
+    last = dataclasses.replace(step(4, ["f"], [(0, 6)], n=5), release_lease=True, **leased)
+    await save(cached, KEY, last)  # the lease goes: what was held and this follow at once
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (5, ["a", "b", "c", "d", "e", "f"])
+
+
+async def test_a_load_here_sends_the_held_follow_first(stores: tuple[Any, Any, Any]) -> None:
+    import dataclasses
+
+    cached, _, client = stores
+    await cached.atake_lease(KEY, "run-1", 30)
+    await save(cached, KEY, step(0, ["a"], [(0, 1)], n=1))
+    await save(cached, KEY, dataclasses.replace(step(1, ["b"], [(0, 2)], n=2), lease="run-1"))
+    context_key = entry_keys(cached)[1]
+    first = await client.lindex(context_key, 0)
+    await client.lset(context_key, 0, first.replace(b'"a"', b'"from redis"'))
+    stored = await cached.aload(KEY)  # the follow went first, then the read: a hit
+    assert stored.version == 2
+    assert [m.text() for m in stored.context] == ["from redis", "b"]  # not reloaded
+
+
+async def test_a_late_follow_leaves_a_newer_entry_alone(stores: tuple[Any, Any, Any]) -> None:
+    import dataclasses
+
+    from tenxgraph.storage.checkpointer import PgCheckpointer, RedisThreadCache
+
+    cached, _, client = stores
+    await cached.atake_lease(KEY, "run-1", 30)
+    await save(cached, KEY, step(0, ["a"], [(0, 1)], n=1))
+    await save(cached, KEY, dataclasses.replace(step(1, ["b"], [(0, 2)], n=2), lease="run-1"))
+    await client.delete(*entry_keys(cached))
+    other = PgCheckpointer(
+        PG_DSN, schema=cached.schema, redis=RedisThreadCache(client, prefix=cached._cache.prefix)
+    )
+    try:  # another process loads the thread meanwhile and refills the entry: version 2
+        assert (await other.aload(KEY)).version == 2
+    finally:
+        await other.aclose()
+    await client.hset(entry_keys(cached)[0], "values", b'{"served": "from redis"}')
+    await cached._cache.flush()  # the held follow (1 -> 2) finds version 2: left as it is
+    assert (await cached.aload(KEY)).values == {"served": "from redis"}
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (2, ["a", "b"])
+
+
 async def test_a_recreated_thread_is_not_confused_with_the_old_one(
     stores: tuple[Any, Any, Any],
 ) -> None:

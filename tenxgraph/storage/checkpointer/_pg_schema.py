@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from tenxgraph.storage.checkpointer.base import LEGACY_INCARNATION
 
-__all__ = ["CLAIM_NEW", "CLAIM_NEXT", "LEASE_HELD", "MIGRATIONS", "save_statement"]
+__all__ = [
+    "CLAIM_NEW",
+    "CLAIM_NEXT",
+    "LEASE_HELD",
+    "MIGRATIONS",
+    "save_statement",
+    "save_statements",
+]
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -118,7 +125,7 @@ recorded AS (
     SELECT %(user)s, %(thread)s, %(version)s, %(node)s, %(step)s, claimed.base + %(added)s,
         %(values)s::jsonb, %(window)s::jsonb, %(now)s, %(parent)s::bigint
     FROM claimed
-){prune}
+){prune}{release}
 SELECT base FROM claimed"""
 
 _PRUNE = """,
@@ -130,8 +137,33 @@ pruned AS (
 """Retention: drops checkpoints older than the newest ``keep_checkpoints`` (never the new one)."""
 
 
-def save_statement(schema: str, claim: str, keep_checkpoints: int | None) -> str:
-    """The save as one statement: ``claim`` (``CLAIM_NEW`` or ``CLAIM_NEXT``) and its writes."""
+_RELEASE = """,
+released AS (
+    DELETE FROM {schema}.leases
+    WHERE user_id = %(user)s AND thread_id = %(thread)s AND owner = %(lease)s
+        AND EXISTS (SELECT FROM claimed)
+)"""
+"""A save that gives its lease up (``release_lease``): the lease row goes in the same
+statement, only when the save claimed its version (one round trip, not two)."""
+
+
+def save_statement(
+    schema: str, claim: str, keep_checkpoints: int | None, *, release: bool = False
+) -> str:
+    """The save as one statement: ``claim`` (``CLAIM_NEW`` or ``CLAIM_NEXT``) and its writes.
+
+    ``release``: the statement also drops the write's lease once the save claimed its version.
+    """
     prune = "" if keep_checkpoints is None else _PRUNE.format(schema=schema)
+    released = _RELEASE.format(schema=schema) if release else ""
     claimed = claim.format(schema=schema, lease_held=LEASE_HELD.format(schema=schema))
-    return _SAVE.format(claim=claimed, schema=schema, prune=prune)
+    return _SAVE.format(claim=claimed, schema=schema, prune=prune, release=released)
+
+
+def save_statements(schema: str, keep_checkpoints: int | None) -> dict[tuple[bool, bool], str]:
+    """Each save statement by (a new thread?, the write's lease given up with it?)."""
+    return {
+        (new, release): save_statement(schema, claim, keep_checkpoints, release=release)
+        for new, claim in ((True, CLAIM_NEW), (False, CLAIM_NEXT))
+        for release in (False, True)
+    }

@@ -66,12 +66,7 @@ from tenxgraph.storage.checkpointer._media import (
     media_policy,
     offload,
 )
-from tenxgraph.storage.checkpointer._pg_schema import (
-    CLAIM_NEW,
-    CLAIM_NEXT,
-    MIGRATIONS,
-    save_statement,
-)
+from tenxgraph.storage.checkpointer._pg_schema import MIGRATIONS, save_statements
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
     Checkpointer,
@@ -187,8 +182,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         self.conninfo = conninfo
         """The database (a DSN or pool): stores kept beside the threads connect to it."""
         self._s = self._db.s
-        self._create_statement = save_statement(self._s, CLAIM_NEW, keep_checkpoints)
-        self._save_statement = save_statement(self._s, CLAIM_NEXT, keep_checkpoints)
+        self._statements = save_statements(self._s, keep_checkpoints)
 
     async def use_running_loop(self) -> None:
         """Work on the running loop from now on, not a thread's: ``IoLoop.lend`` (a server's)."""
@@ -205,6 +199,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         if self._cache is None or not self._cache.available:
             loaded = await self._load(key)
             return None if loaded is None else loaded.thread
+        await self._cache.settle(key)  # a follow held back (``linger``) goes first
         cached, identity = await asyncio.gather(self._cache.get(key), self._identity(key))
         if identity is None:
             if cached is not None:
@@ -337,15 +332,16 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
             "lease": write.lease,
             "parent": encoded.parent,
         }
-        statement = self._create_statement if write.expected_version == 0 else self._save_statement
+        release = write.release_lease and write.lease is not None
+        statement = self._statements[write.expected_version == 0, release]
         async with self._db.connection() as conn:
             row = await self._landed(conn, params) if lost else None
+            if row is not None and release:  # landed before: its lease goes now
+                await pg_leases.release(conn, self._s, key, str(write.lease))
             if row is None:
                 cursor = await conn.execute(statement, params)
                 row = await cursor.fetchone()
             if row is not None:
-                if write.release_lease and write.lease is not None:  # the next query, same hop
-                    await pg_leases.release(conn, self._s, key, write.lease)
                 return int(row[0])
             if write.lease is not None:
                 cursor = await conn.execute(

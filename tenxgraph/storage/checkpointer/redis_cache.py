@@ -15,7 +15,12 @@ can cost a miss but never a wrong answer. After a committed save the
 entry follows incrementally when the save only appended to the context
 (a script that checks the version and writes, atomic in Redis: a
 compare-and-swap too); any other change evicts it and the next load
-refills it. Conflicts and deletes evict.
+refills it. Conflicts and deletes evict. The follows of a lease holder's
+saves are held back up to ``linger`` seconds and sent as one (a run saves
+at each step, a round trip each, and the entry serves the next holder): a
+save without a lease, or one giving it up, sends what is held at once. A
+follow never replaces an entry of a later version, so a late one costs no
+other process its entry.
 
 Redis failures are treated as misses: Postgres stays the source of truth
 and keeps working without its cache. Every Redis operation is bounded by
@@ -56,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+LINGER = 1.0
+"""Seconds a lease holder's saves may leave their entry behind Postgres (``RedisThreadCache``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CachedThread:
@@ -95,6 +103,34 @@ class CachedThread:
             )
         except (StorageError, ValueError):
             return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Follow:
+    """Saves not followed in Redis yet: each appended to the one before (one follow for all)."""
+
+    replaced: int
+    """The version the entry must hold for this follow to apply."""
+    incarnation: str
+    base: int
+    """The log length before the first of the saves."""
+    bodies: list[bytes]
+    """Their messages' JSON, in log order."""
+    header: dict[str, Any]
+    """The last save's state row fields (``version`` first)."""
+    window: Window
+
+    def then(self, later: _Follow) -> _Follow | None:
+        """One follow for both (``later`` after this); None when ``later`` does not continue it."""
+        if (later.replaced, later.incarnation, later.base) != (
+            self.header["version"],
+            self.incarnation,
+            self.base + len(self.bodies),
+        ):
+            return None
+        header = {**self.header, **later.header}  # the metadata stays if only an earlier changed it
+        bodies = self.bodies + later.bodies
+        return _Follow(self.replaced, self.incarnation, self.base, bodies, header, later.window)
 
 
 class RedisThreadCache:
@@ -142,6 +178,10 @@ class RedisThreadCache:
         self.cooldown = cooldown
         self._skip_until = 0.0
         self._failing = False
+        self.linger = LINGER
+        """Seconds a lease holder's save may wait to be followed (0: each follows at once)."""
+        self._held: dict[ThreadKey, _Follow] = {}
+        self._lingering: asyncio.Task[None] | None = None
         self._write_script: Any = self._client.register_script(_WRITE)
         self._read_script: Any = self._client.register_script(_READ)
 
@@ -217,7 +257,7 @@ class RedisThreadCache:
             "window": entry.window,
             "metadata": entry.metadata,
         }
-        await self._write("write", key, ["", "", "", "", ""], header, entry.bodies)
+        await self._write("write", key, [""] * 6, header, entry.bodies)
 
     async def after_save(
         self,
@@ -231,7 +271,9 @@ class RedisThreadCache:
         The entry follows only if it holds exactly the incarnation and version
         this save replaced and the new window is the old one plus the new
         messages; a trim or summary evicts it instead. A new thread's entry
-        replaces whatever the keys held (a deleted thread's may linger).
+        replaces whatever the keys held (a deleted thread's may linger). A
+        save under a lease it keeps is held back (``linger``), joined to the
+        thread's held saves it continues.
         """
         new_bodies = [row.body.encode() for row in encoded.messages]
         header: dict[str, Any] = {
@@ -243,13 +285,66 @@ class RedisThreadCache:
         }
         if encoded.metadata is not None:
             header["metadata"] = encoded.metadata
+        held = self._held.pop(key, None)
         if write.expected_version == 0:
             header.setdefault("metadata", "{}")
             bodies = [new_bodies[seq] for seq in window_seqs(write.window)]
-            await self._write("write", key, ["", "", "", "", ""], header, bodies)
+            await self._write("write", key, [""] * 6, header, bodies)
             return
-        replaced = [write.expected_version, encoded.incarnation, base, len(new_bodies)]
-        await self._write("update", key, [*replaced, _flat(write.window)], header, new_bodies)
+        follow = _Follow(
+            write.expected_version, encoded.incarnation, base, new_bodies, header, write.window
+        )
+        joined = None if held is None else held.then(follow)
+        if held is not None and joined is None:
+            await self._follow(key, held)
+        follow = joined or follow
+        if write.lease is not None and not write.release_lease and self.linger > 0:
+            self._held[key] = follow
+            if self._lingering is None or self._lingering.done():
+                self._lingering = asyncio.get_running_loop().create_task(self._linger())
+            return
+        await self._follow(key, follow)
+
+    async def _follow(self, key: ThreadKey, follow: _Follow) -> None:
+        await self._send({key: follow})
+
+    async def _send(self, held: dict[ThreadKey, _Follow]) -> None:
+        """Run ``_WRITE`` for each follow: one command, or one pipeline (one round trip)."""
+        calls = []
+        for key, follow in held.items():
+            replaced = [follow.replaced, follow.incarnation, follow.base, len(follow.bodies)]
+            replaced += [_flat(follow.window), follow.header["version"]]
+            args = _args(replaced, self.ttl, follow.header, follow.bodies)
+            calls.append((list(self.keys(key)), args))
+        if len(calls) == 1:
+            keys, args = calls[0]
+            await self._call("update", lambda: self._write_script(keys=keys, args=args))
+            return
+
+        async def pipelined() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for keys, args in calls:
+                await self._write_script(keys=keys, args=args, client=pipe)
+            await pipe.execute()
+
+        await self._call("update", pipelined)
+
+    async def settle(self, key: ThreadKey) -> None:
+        """Send the thread's held follow now, if any (a load of it reads the entry next)."""
+        held = self._held.pop(key, None)
+        if held is not None:
+            await self._follow(key, held)
+
+    async def _linger(self) -> None:
+        while self._held:
+            await asyncio.sleep(self.linger)
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send the follows held back (``linger``), all in one pipeline."""
+        held, self._held = self._held, {}
+        if held:
+            await self._send(held)
 
     async def _write(
         self,
@@ -259,17 +354,23 @@ class RedisThreadCache:
         header: dict[str, Any],
         bodies: list[bytes],
     ) -> None:
-        """Run ``_WRITE``: one command, atomic in Redis (``follows``: its first five arguments)."""
-        fields = [part for pair in header.items() for part in pair]
-        args = [*follows, self.ttl or 0, len(fields), *fields, *bodies]
+        """Run ``_WRITE``: one command, atomic in Redis (``follows``: its first six arguments)."""
+        args = _args(follows, self.ttl, header, bodies)
         await self._call(action, lambda: self._write_script(keys=list(self.keys(key)), args=args))
 
     async def evict(self, key: ThreadKey) -> None:
         """Drop a thread's entry (after a conflict, a delete or a change it cannot follow)."""
+        self._held.pop(key, None)
         await self._call("eviction", lambda: self._client.delete(*self.keys(key)))
 
     async def aclose(self) -> None:
-        """Close the client if this cache created it from a URL."""
+        """Send the follows held back; close the client if this cache created it from a URL."""
+        task, self._lingering = self._lingering, None
+        if task is not None:
+            task.cancel()
+            if task.get_loop() is asyncio.get_running_loop():
+                await asyncio.wait([task])
+        await self.flush()
         if self.owns_client:
             await self._client.aclose()
 
@@ -279,6 +380,9 @@ if ARGV[1] == '' then
     redis.call('DEL', KEYS[1], KEYS[2])
 else
     local cur = redis.call('HMGET', KEYS[1], 'version', 'incarnation', 'window')
+    if cur[2] == ARGV[2] and (tonumber(cur[1]) or -1) >= tonumber(ARGV[6]) then
+        return 0
+    end
     local fits = cur[1] == ARGV[1] and cur[2] == ARGV[2]
     if fits then
         local ok, old = pcall(cjson.decode, cur[3])
@@ -310,24 +414,25 @@ else
         return 0
     end
 end
-local header_end = 7 + tonumber(ARGV[7])
-redis.call('HSET', KEYS[1], unpack(ARGV, 8, header_end))
+local header_end = 8 + tonumber(ARGV[8])
+redis.call('HSET', KEYS[1], unpack(ARGV, 9, header_end))
 for first = header_end + 1, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[2], unpack(ARGV, first, math.min(first + 999, #ARGV)))
 end
-local ttl = tonumber(ARGV[6])
+local ttl = tonumber(ARGV[7])
 if ttl > 0 then
     redis.call('EXPIRE', KEYS[1], ttl)
     redis.call('EXPIRE', KEYS[2], ttl)
 end
 return 1
 """
-"""An entry's write, in Redis: the header fields (``ARGV[7]`` values from ``ARGV[8]``) set
-and the bodies (the rest) appended, the ``ARGV[6]`` s expiry renewed (0: none). With
-``ARGV[1]`` empty, the entry is replaced. Otherwise it follows a save: only when it holds the
+"""An entry's write, in Redis: the header fields (``ARGV[8]`` values from ``ARGV[9]``) set
+and the bodies (the rest) appended, the ``ARGV[7]`` s expiry renewed (0: none). With
+``ARGV[1]`` empty, the entry is replaced. Otherwise it follows saves: only when it holds the
 replaced version and incarnation (``ARGV[1]``, ``ARGV[2]``) and its window followed by the
-save's messages (``ARGV[3]`` on, ``ARGV[4]`` of them) covers the seqs of the new window
-(``ARGV[5]``, as ``_flat`` spells it); else it is dropped."""
+saves' messages (``ARGV[3]`` on, ``ARGV[4]`` of them) covers the seqs of the new window
+(``ARGV[5]``, as ``_flat`` spells it); else it is dropped, unless it holds version ``ARGV[6]``
+(the new one) or a later one of that incarnation already: then it is left as it is."""
 
 _READ = """
 local head = redis.call('HMGET', KEYS[1], 'incarnation', 'version', 'log_length', 'values',
@@ -338,6 +443,14 @@ return head
 """
 """An entry as one list: incarnation, version, log length, values, window, metadata, then the
 bodies (empty: no entry, or one written before incarnations)."""
+
+
+def _args(
+    follows: list[Any], ttl: int | None, header: dict[str, Any], bodies: list[bytes]
+) -> list[Any]:
+    """``_WRITE``'s arguments: ``follows`` (six), the expiry, the header fields, the bodies."""
+    fields = [part for pair in header.items() for part in pair]
+    return [*follows, ttl or 0, len(fields), *fields, *bodies]
 
 
 def _flat(window: Window) -> str:

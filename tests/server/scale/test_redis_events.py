@@ -77,6 +77,29 @@ async def test_a_resume_before_the_oldest_kept_event_is_refused(prefix: str) -> 
         await events.aclose()
 
 
+async def test_a_stream_expires_from_its_first_batch_and_again_from_its_end(prefix: str) -> None:
+    """The expiry goes with a writer's first batch and its last, not with each batch."""
+    events = RedisEvents(REDIS_URL, prefix=prefix, ttl_seconds=1000)
+    key = events.key("r-ttl")
+    try:
+        writer = RedisStreamWriter(events, "r-ttl")
+        writer.append("metadata", "{}")
+        await writer.flushed()
+        assert 990 < await events.client.ttl(key) <= 1000  # a worker dying now leaves it to expire
+        await events.client.expire(key, 500)  # so a batch that sets it again shows
+        writer.append("values", "{}")
+        await writer.flushed()
+        assert await events.client.ttl(key) <= 500  # a batch in the middle: not set again
+        writer.append("end", "null")
+        writer.close()
+        await writer.flushed()
+        assert await events.client.ttl(key) > 990  # the run's end: the whole TTL from now
+        assert await events.client.xlen(key) == 3
+    finally:
+        await events.client.delete(key)
+        await events.aclose()
+
+
 async def test_a_run_that_ended_without_events_ends_its_followers(prefix: str) -> None:
     events = RedisEvents(REDIS_URL, prefix=prefix, settle_seconds=0.3)
     ended = asyncio.Event()
