@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,12 @@ def test_rows_the_packed_read_cannot_join_are_left_to_the_sql(damage: object) ->
 
 def test_an_empty_packed_read_is_empty() -> None:
     assert join_packed(0, None, None, None, None) == ""
+
+
+def test_values_pack_as_a_fresh_compressor_with_the_dictionary_would() -> None:
+    from tenxgraph.storage.checkpointer._sqlite_rows import _VALUES_DICTIONARY
+
+    text = '{"context_summary":null,"app_state":{},"execution_meta":{"step":3}}'
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -10, 1, zlib.Z_FILTERED, _VALUES_DICTIONARY)
+    assert pack_values(text) == b"\x01" + deflate.compress(text.encode()) + deflate.flush()
+    assert pack_values(text) == pack_values(text)  # the primed compressor is left as it was
