@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 import pytest
 
 from tenxgraph.core.state import ThreadKey
-from tenxgraph.core.state.message import Message, TokenUsages, compact_json
+from tenxgraph.core.state.message import Message, MessagesAdapter, TokenUsages, compact_json
 from tenxgraph.errors import CorruptRecordError
 from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadStamp, ThreadWrite
 from tenxgraph.storage.checkpointer._sqlite_rows import (
     MESSAGE_BODY,
+    PACKED_COLUMNS,
     inflate_values,
+    join_packed,
     message_parts,
     pack_values,
 )
@@ -217,3 +220,54 @@ async def test_a_schema_5_file_reads_back_exactly_and_takes_new_turns(tmp_path: 
         assert stored is not None and stored.context == log[:1] and stored.values == {"turn": 1}
     finally:
         await checkpointer.aclose()
+
+
+def _packed_and_joined(rows: list[tuple[bytes | None, str | None, str]]) -> tuple[str | None, str]:
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute(
+            "CREATE TABLE messages (seq INTEGER PRIMARY KEY, mid BLOB, ts TEXT, body TEXT)"
+        )
+        conn.executemany("INSERT INTO messages (mid, ts, body) VALUES (?, ?, ?)", rows)
+        packed = conn.execute(f"SELECT {PACKED_COLUMNS} FROM messages AS m").fetchone()
+        (joined,) = conn.execute(
+            f"SELECT group_concat({MESSAGE_BODY}) FROM messages AS m"
+        ).fetchone()
+    return join_packed(*packed), joined
+
+
+def test_the_packed_read_joins_the_rows_as_the_sql_does() -> None:
+    messages = [m for m in awkward_messages() if message_parts(m)[0] and message_parts(m)[1]]
+    assert len(messages) > 1
+    packed, joined = _packed_and_joined([message_parts(m) for m in messages])
+    assert packed == joined
+    assert MessagesAdapter.validate_json(f"[{packed}]") == messages
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda mid, ts, body: (None, ts, body),  # an id kept in the body
+        lambda mid, ts, body: (mid, None, body),  # a timestamp kept in the body
+        lambda mid, ts, body: (mid[:15], ts, body),  # a short id
+        lambda mid, ts, body: (mid, ts + ",1", body),  # a timestamp that would split in two
+        lambda mid, ts, body: (mid, ts, body.replace("m1", "m1\x1e")),  # the separator
+    ],
+)
+def test_rows_the_packed_read_cannot_join_are_left_to_the_sql(damage: object) -> None:
+    rows = [message_parts(Message.text_message(f"m{i}", message_id=HEX)) for i in range(3)]
+    rows[1] = damage(*rows[1])  # type: ignore[operator]
+    packed, _ = _packed_and_joined(rows)  # type: ignore[arg-type]
+    assert packed is None
+
+
+def test_an_empty_packed_read_is_empty() -> None:
+    assert join_packed(0, None, None, None, None) == ""
+
+
+def test_values_pack_as_a_fresh_compressor_with_the_dictionary_would() -> None:
+    from tenxgraph.storage.checkpointer._sqlite_rows import _VALUES_DICTIONARY
+
+    text = '{"context_summary":null,"app_state":{},"execution_meta":{"step":3}}'
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -10, 1, zlib.Z_FILTERED, _VALUES_DICTIONARY)
+    assert pack_values(text) == b"\x01" + deflate.compress(text.encode()) + deflate.flush()
+    assert pack_values(text) == pack_values(text)  # the primed compressor is left as it was

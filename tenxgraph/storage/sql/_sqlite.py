@@ -31,6 +31,10 @@ naming the file; the original is the cause.
 from __future__ import annotations
 
 import asyncio
+
+# The first call opens the file in a worker thread: the module of asyncio's default executor,
+# which asyncio imports on first use, is imported with this one instead of in that call.
+import concurrent.futures.thread  # noqa: F401
 import logging
 import os
 import sqlite3
