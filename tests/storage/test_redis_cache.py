@@ -127,6 +127,28 @@ async def test_a_lease_holders_saves_follow_as_one_and_at_once_when_it_lets_go(
     assert (int(header[b"version"]), context) == (5, ["a", "b", "c", "d", "e", "f"])
 
 
+async def test_held_follows_go_by_a_timer_that_leaves_no_task_behind(
+    stores: tuple[Any, Any, Any],
+) -> None:
+    import asyncio
+    import dataclasses
+
+    cached, _, client = stores
+    cached._cache.linger = 0.2
+    assert await cached.atake_lease(KEY, "run-1", 30) is None
+    await save(cached, KEY, step(0, ["a"], [(0, 1)], n=1))
+    before = asyncio.all_tasks()
+    await save(cached, KEY, dataclasses.replace(step(1, ["b"], [(0, 2)], n=2), lease="run-1"))
+    assert asyncio.all_tasks() == before  # a sync call's loop closes without waiting on it
+    assert int((await read_entry(client, cached))[0][b"version"]) == 1
+    for _ in range(100):  # the timer sends it about linger seconds later
+        await asyncio.sleep(0.05)
+        if int((await read_entry(client, cached))[0][b"version"]) == 2:
+            break
+    header, context = await read_entry(client, cached)
+    assert (int(header[b"version"]), context) == (2, ["a", "b"])
+
+
 async def test_a_load_here_sends_the_held_follow_first(stores: tuple[Any, Any, Any]) -> None:
     import dataclasses
 

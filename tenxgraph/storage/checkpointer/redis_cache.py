@@ -181,7 +181,10 @@ class RedisThreadCache:
         self.linger = LINGER
         """Seconds a lease holder's save may wait to be followed (0: each follows at once)."""
         self._held: dict[ThreadKey, _Follow] = {}
-        self._lingering: asyncio.Task[None] | None = None
+        self._due: asyncio.TimerHandle | None = None
+        """When the held follows go (``_send_held``): a timer, not a sleeping task, so a loop
+        with nothing held has no task left to wait for when it closes (a sync call's)."""
+        self._sending: asyncio.Task[None] | None = None
         self._write_script: Any = self._client.register_script(_WRITE)
         self._read_script: Any = self._client.register_script(_READ)
 
@@ -300,8 +303,8 @@ class RedisThreadCache:
         follow = joined or follow
         if write.lease is not None and not write.release_lease and self.linger > 0:
             self._held[key] = follow
-            if self._lingering is None or self._lingering.done():
-                self._lingering = asyncio.get_running_loop().create_task(self._linger())
+            if self._due is None:
+                self._due = asyncio.get_running_loop().call_later(self.linger, self._send_held)
             return
         await self._follow(key, follow)
 
@@ -335,10 +338,10 @@ class RedisThreadCache:
         if held is not None:
             await self._follow(key, held)
 
-    async def _linger(self) -> None:
-        while self._held:
-            await asyncio.sleep(self.linger)
-            await self.flush()
+    def _send_held(self) -> None:
+        self._due = None
+        if self._held:
+            self._sending = asyncio.get_running_loop().create_task(self.flush())
 
     async def flush(self) -> None:
         """Send the follows held back (``linger``), all in one pipeline."""
@@ -365,11 +368,12 @@ class RedisThreadCache:
 
     async def aclose(self) -> None:
         """Send the follows held back; close the client if this cache created it from a URL."""
-        task, self._lingering = self._lingering, None
-        if task is not None:
-            task.cancel()
-            if task.get_loop() is asyncio.get_running_loop():
-                await asyncio.wait([task])
+        due, self._due = self._due, None
+        if due is not None:
+            due.cancel()
+        task, self._sending = self._sending, None
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            await asyncio.wait([task])
         await self.flush()
         if self.owns_client:
             await self._client.aclose()
