@@ -175,14 +175,10 @@ _COLUMNS = (
 )
 
 
-def _claimed(row: Sequence[Any], **more: Any) -> ClaimedRun:
-    return ClaimedRun(*row, **more)
-
-
 def _claim_of(row: Sequence[Any], owner: str, before: int | None) -> ClaimedRun:
     stamp = None if row[10] is None else ThreadStamp(str(row[10]), int(row[11]))
-    more = {"base_version": before, "output": row[8], "updated_at": row[9], "stamp": stamp}
-    return _claimed(row[:7], lease_owner=owner, **more)
+    fields: tuple[Any, ...] = (*row[:7], before, row[8], row[9], owner, stamp)
+    return ClaimedRun(*fields)
 
 
 class PgRunQueue:
@@ -298,38 +294,41 @@ class PgRunQueue:
     async def claim_many(self, seconds: float, limit: int) -> list[ClaimedRun]:
         """Take up to ``limit`` of the oldest runs no live lease holds (each first of its thread).
 
-        One transaction: the rows are picked ``FOR UPDATE SKIP LOCKED`` (concurrent
-        claimers split them), their threads' leases taken in one statement for a new
-        owner per run (``ClaimedRun.lease_owner``), the rows marked ``running`` in another.
-        A row whose thread a run outside the queue took meanwhile is left pending.
-        ``base_version`` is each row's value before this claim. Oldest first.
+        One transaction: rows picked ``FOR UPDATE SKIP LOCKED``, their threads' leases taken
+        in one statement for a new owner per run (``ClaimedRun.lease_owner``), the rows marked
+        ``running`` in another. A row whose thread another claimer or a run outside the queue
+        took meanwhile is left to it, and picked for again. ``base_version`` is each row's
+        value before this claim. Oldest first.
         """
         return await self._db.retrying(lambda lost: self._claim(seconds, limit), resend=False)
 
     async def _claim(self, seconds: float, limit: int) -> list[ClaimedRun]:
+        mine: list[tuple[str, str, int | None]] = []  # (run_id, lease owner, base_version)
         async with self._db.connection(transaction=True) as conn:
-            found = await _rows(
-                conn,
-                f"""SELECT r.run_id, r.user_id, r.thread_id, r.base_version FROM {self._t} r
-                    WHERE r.status IN {ACTIVE}
-                      AND (r.status = 'running' OR r.run_after IS NULL OR r.run_after <= now())
-                      AND NOT EXISTS (
-                        SELECT 1 FROM {self._t} o
-                        WHERE o.user_id = r.user_id AND o.thread_id = r.thread_id
-                          AND o.seq < r.seq AND o.status IN {ACTIVE})
-                      AND {pg_leases.free(self._s, "r.user_id", "r.thread_id")}
-                    ORDER BY r.seq LIMIT %s
-                    FOR UPDATE OF r SKIP LOCKED""",
-                [limit],
-            )
-            picked: dict[ThreadKey, tuple[str, str, int | None]] = {}
-            for run_id, user_id, thread_id, before in found:  # one per thread, as the WHERE says
-                picked.setdefault(
-                    ThreadKey(thread_id, user_id), (run_id, lease_owner(run_id), before)
+            while len(mine) < limit:  # again while a concurrent claimer won some of the rows
+                found = await _rows(
+                    conn,
+                    f"""SELECT r.run_id, r.user_id, r.thread_id, r.base_version FROM {self._t} r
+                        WHERE r.status IN {ACTIVE}
+                          AND (r.status = 'running' OR r.run_after IS NULL OR r.run_after <= now())
+                          AND NOT EXISTS (
+                            SELECT 1 FROM {self._t} o
+                            WHERE o.user_id = r.user_id AND o.thread_id = r.thread_id
+                              AND o.seq < r.seq AND o.status IN {ACTIVE})
+                          AND {pg_leases.free(self._s, "r.user_id", "r.thread_id")}
+                        ORDER BY r.seq LIMIT %s
+                        FOR UPDATE OF r SKIP LOCKED""",
+                    [limit - len(mine)],
                 )
-            wanted = [(key, owner) for key, (_, owner, _) in picked.items()]
-            taken = await pg_leases.take_many(conn, self._s, wanted, seconds)
-            mine = [run for key, run in picked.items() if key in taken]  # oldest first
+                picked = {  # one per thread, as the WHERE says
+                    ThreadKey(thread, user): (run, lease_owner(run), before)
+                    for run, user, thread, before in found
+                }
+                wanted = [(key, owner) for key, (_, owner, _) in picked.items()]
+                taken = await pg_leases.take_many(conn, self._s, wanted, seconds)
+                mine += [run for key, run in picked.items() if key in taken]
+                if len(taken) == len(wanted):
+                    break
             if not mine:
                 return []
             rows = await self._mark_running(conn, [run_id for run_id, _, _ in mine])
@@ -501,7 +500,7 @@ class PgRunQueue:
                 )
                 if not found:
                     return None
-                row = _claimed(found[0])
+                row = ClaimedRun(*found[0])
                 if row.status == "running":
                     prefix = f"{run_id}/"
                     if await pg_leases.request_stop(conn, self._s, row.key, action, prefix):
@@ -512,7 +511,7 @@ class PgRunQueue:
                     f" WHERE run_id = %s RETURNING {_COLUMNS}",
                     [run_id],
                 )
-                return _claimed(ended[0])
+                return ClaimedRun(*ended[0])
 
         row = await self._db.retrying(attempt)
         if row is not None and row.status == "interrupted":
@@ -553,7 +552,7 @@ class PgRunQueue:
             f"SELECT {_COLUMNS} FROM {self._t} WHERE run_id = %s AND user_id = %s",
             [run_id, user_id],
         )
-        return _claimed(rows[0]) if rows else None
+        return ClaimedRun(*rows[0]) if rows else None
 
     async def list_runs(
         self, user_id: str, thread_id: str, *, limit: int, offset: int, status: str | None
@@ -564,7 +563,7 @@ class PgRunQueue:
             " AND (%s::text IS NULL OR status = %s) ORDER BY seq DESC LIMIT %s OFFSET %s",
             [user_id, thread_id, status, status, limit, offset],
         )
-        return [_claimed(row) for row in rows]
+        return [ClaimedRun(*row) for row in rows]
 
     async def forget(self, run_id: str) -> None:
         """Drop an ended run's row."""

@@ -17,6 +17,7 @@ from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.runs import PgRunQueue, RunGone
 from tenxgraph.runs._pg_queue import RUNS
 from tenxgraph.runs._run_mail import MAIL
+from tenxgraph.storage.checkpointer import pg_leases
 from tenxgraph.storage.checkpointer.postgres import PgCheckpointer
 from tenxgraph.storage.sql import Component, PgDatabase
 
@@ -108,6 +109,31 @@ async def test_concurrent_batch_claims_split_the_runs(
     assert sorted(taken) == [f"r{i:02}" for i in range(40)]  # each run once, none left
     rows = {c.run_id: c for batch in batches for c in batch}
     assert all(row.attempts == 1 for row in rows.values())
+
+
+async def test_a_batch_claim_picks_again_for_a_thread_taken_between_its_pick_and_its_lease(
+    tables: tuple[PgRunQueue, PgCheckpointer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concurrent claimer may take a picked row's thread first (a statement's snapshot can
+    predate that claimer's commit): the batch is filled from the rows after it, not left short."""
+    queue, leases = tables
+    for i in range(4):
+        await _add(queue, f"r{i}", f"t{i}")
+    take_many = pg_leases.take_many
+    calls: list[list[str]] = []
+
+    async def outrun_once(conn: Any, s: str, wanted: list[Any], seconds: float) -> Any:
+        calls.append([key.thread_id for key, _ in wanted])
+        if len(calls) == 1:  # another worker takes the oldest picked thread first
+            assert await leases.atake_lease(wanted[0][0], "rival/1", LONG) is None
+        return await take_many(conn, s, wanted, seconds)
+
+    monkeypatch.setattr(pg_leases, "take_many", outrun_once)
+    claims = await queue.claim_many(LONG, 3)
+    assert [c.run_id for c in claims] == ["r1", "r2", "r3"]
+    assert calls == [["t0", "t1", "t2"], ["t3"]]  # a second pick, for the one place lost
+    assert await leases.atake_lease(_key("t0"), "other/1", LONG) == "rival/1"
+    assert (await queue.stats()).by_status == {"pending": 1, "running": 3}
 
 
 async def test_a_killed_workers_run_is_claimed_again_once_its_lease_expired(
