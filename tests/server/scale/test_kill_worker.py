@@ -134,8 +134,9 @@ def test_a_killed_worker_loses_no_run_and_repeats_nothing(tmp_path: Path) -> Non
         follower = Follower([doomed, urls[1]], path)
         follower.start()
         time.sleep(max(0.0, first + TOOL_SECONDS * 1.5 - time.monotonic()))
-        # the first runs are in their second tool call: the first one finished and is saved
-        orphans = cluster.held_by(doomed)
+        # the first runs are in their second tool call: the first one finished and is saved;
+        # on a slow machine the doomed worker may not have begun two runs yet: wait for them
+        orphans = _held(cluster, doomed, 2)
         killed_at = cluster.kill(doomed)
         statuses = _wait_all(urls[1], started)
         follower.join(60)
