@@ -17,7 +17,6 @@ length before any of its seqs is listed).
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice, pairwise
@@ -27,7 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import ValidationError
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
+from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import (
     ConflictError,
     CorruptRecordError,
@@ -35,6 +34,7 @@ from tenxgraph.errors import (
     ThreadBusyError,
     ThreadNotFoundError,
 )
+from tenxgraph.storage.checkpointer._bulk_decode import validate_many
 from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
@@ -68,7 +68,6 @@ __all__ = [
     "rewind_conflict",
     "stamp_of",
     "thread_not_found",
-    "validate_many",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -331,25 +330,6 @@ def _iter_seqs(window: Window) -> Iterator[int]:
 def window_size(window: Window) -> int:
     """How many messages a window holds."""
     return sum(end - start for start, end in window)
-
-
-GC_PAUSE_AT = 1_000
-"""Messages decoded at once from which the cyclic garbage collector waits (``validate_many``)."""
-
-
-def validate_many(joined: str | bytes, count: int) -> list[Message]:
-    """``MessagesAdapter.validate_json(joined)``, the collector paused for many messages.
-
-    10,000 messages make some 100,000 objects, all kept: the collections they set off
-    free nothing. Paused only if it was on; turned back on whatever the outcome.
-    """
-    if count < GC_PAUSE_AT or not gc.isenabled():
-        return MessagesAdapter.validate_json(joined)
-    gc.disable()
-    try:
-        return MessagesAdapter.validate_json(joined)
-    finally:
-        gc.enable()
 
 
 def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body]) -> list[Message]:
