@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from itertools import islice, pairwise
 from os import urandom
 from typing import Any, NamedTuple, TypeVar
@@ -68,6 +69,7 @@ __all__ = [
     "rewind_conflict",
     "stamp_of",
     "thread_not_found",
+    "thread_of",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -425,17 +427,26 @@ def decode_joined_thread(
     one by one (``decode_thread``), which names the missing or damaged row.
     A damaged state row raises here as there.
     """
+    size = window_size(window)
+    context = None
+    if count == size and (joined is not None or not size):
+        with suppress(ValidationError):
+            context = validate_many(f"[{joined}]", size) if size else []
+    return thread_of(key, row, window, context, len(joined or "") - max(size - 1, 0))
+
+
+def thread_of(
+    key: ThreadKey, row: StateRow, window: Window, context: list[Message] | None, chars: int
+) -> StoredThread | None:
+    """The thread of a state row and its window's decoded messages (``chars`` of JSON).
+
+    A damaged state row raises; None when ``context`` is None or not the window's
+    size (a row holding "m1, m2" joins into two messages).
+    """
     version, log_length, values, _, metadata, incarnation = row
     stamp, state = decode_version(key, version), decode_json_object(key, "values", values)
     data = decode_json_object(key, "metadata", metadata)
-    size = window_size(window)
-    if count != size or (size and joined is None):
-        return None
-    try:
-        context = validate_many(f"[{joined}]", size) if size else []
-    except ValidationError:
-        return None
-    if len(context) != size:  # a row holding "m1, m2" joins into two messages
+    if context is None or len(context) != window_size(window):
         return None
     return StoredThread(
         key=key,
@@ -446,7 +457,7 @@ def decode_joined_thread(
         context=context,
         metadata=data,
         incarnation=incarnation,
-        context_chars=len(joined or "") - max(size - 1, 0),
+        context_chars=chars,
     )
 
 
