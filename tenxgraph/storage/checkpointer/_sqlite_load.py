@@ -125,7 +125,8 @@ def read_chunks(conn: Any, query: str, tid: int, window: Window) -> ChunkDecoder
             if decoder.failed:
                 break
             ranges = ",".join(f"[{start},{end}]" for start, end in piece)
-            decoder.put(conn.execute(query, (f"[{ranges}]", tid)).fetchone())
+            rows = conn.execute(query, (f"[{ranges}]", tid)).fetchall()  # stepped to its end
+            decoder.put(rows[0])
     finally:
         decoder.put(None)
     return decoder
