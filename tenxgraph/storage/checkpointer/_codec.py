@@ -17,9 +17,9 @@ length before any of its seqs is listed).
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from itertools import islice, pairwise
 from os import urandom
 from typing import Any, NamedTuple, TypeVar
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import ValidationError
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.core.state.message import Message, MessagesAdapter, compact_json
+from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import (
     ConflictError,
     CorruptRecordError,
@@ -35,6 +35,7 @@ from tenxgraph.errors import (
     ThreadBusyError,
     ThreadNotFoundError,
 )
+from tenxgraph.storage.checkpointer._bulk_decode import validate_many
 from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
@@ -68,7 +69,7 @@ __all__ = [
     "rewind_conflict",
     "stamp_of",
     "thread_not_found",
-    "validate_many",
+    "thread_of",
     "window_reach",
     "window_seqs",
     "window_size",
@@ -333,25 +334,6 @@ def window_size(window: Window) -> int:
     return sum(end - start for start, end in window)
 
 
-GC_PAUSE_AT = 1_000
-"""Messages decoded at once from which the cyclic garbage collector waits (``validate_many``)."""
-
-
-def validate_many(joined: str | bytes, count: int) -> list[Message]:
-    """``MessagesAdapter.validate_json(joined)``, the collector paused for many messages.
-
-    10,000 messages make some 100,000 objects, all kept: the collections they set off
-    free nothing. Paused only if it was on; turned back on whatever the outcome.
-    """
-    if count < GC_PAUSE_AT or not gc.isenabled():
-        return MessagesAdapter.validate_json(joined)
-    gc.disable()
-    try:
-        return MessagesAdapter.validate_json(joined)
-    finally:
-        gc.enable()
-
-
 def decode_messages(key: ThreadKey, seqs: Sequence[int], bodies: Sequence[Body]) -> list[Message]:
     """Decode message rows in one pydantic call; a bad row raises ``CorruptRecordError``."""
     if not bodies:
@@ -445,17 +427,26 @@ def decode_joined_thread(
     one by one (``decode_thread``), which names the missing or damaged row.
     A damaged state row raises here as there.
     """
+    size = window_size(window)
+    context = None
+    if count == size and (joined is not None or not size):
+        with suppress(ValidationError):
+            context = validate_many(f"[{joined}]", size) if size else []
+    return thread_of(key, row, window, context, len(joined or "") - max(size - 1, 0))
+
+
+def thread_of(
+    key: ThreadKey, row: StateRow, window: Window, context: list[Message] | None, chars: int
+) -> StoredThread | None:
+    """The thread of a state row and its window's decoded messages (``chars`` of JSON).
+
+    A damaged state row raises; None when ``context`` is None or not the window's
+    size (a row holding "m1, m2" joins into two messages).
+    """
     version, log_length, values, _, metadata, incarnation = row
     stamp, state = decode_version(key, version), decode_json_object(key, "values", values)
     data = decode_json_object(key, "metadata", metadata)
-    size = window_size(window)
-    if count != size or (size and joined is None):
-        return None
-    try:
-        context = validate_many(f"[{joined}]", size) if size else []
-    except ValidationError:
-        return None
-    if len(context) != size:  # a row holding "m1, m2" joins into two messages
+    if context is None or len(context) != window_size(window):
         return None
     return StoredThread(
         key=key,
@@ -466,7 +457,7 @@ def decode_joined_thread(
         context=context,
         metadata=data,
         incarnation=incarnation,
-        context_chars=len(joined or "") - max(size - 1, 0),
+        context_chars=chars,
     )
 
 

@@ -42,6 +42,7 @@ from tenxgraph.storage.checkpointer._codec import (
     encode_write,
     stamp_of,
     thread_not_found,
+    window_size,
 )
 from tenxgraph.storage.checkpointer._listing import list_threads
 from tenxgraph.storage.checkpointer._media import (
@@ -50,11 +51,11 @@ from tenxgraph.storage.checkpointer._media import (
     media_policy,
     offload,
 )
+from tenxgraph.storage.checkpointer._sqlite_load import CHUNKED_AT, decode_packed, read_chunks
 from tenxgraph.storage.checkpointer._sqlite_rows import (
     MESSAGE_BODY,
     PACKED_COLUMNS,
     inflate_checkpoint,
-    join_packed,
     message_parts,
     pack_values,
     pack_window,
@@ -182,15 +183,12 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         return await asyncio.to_thread(self._load, key)
 
     def _load(self, key: ThreadKey) -> StoredThread | None:
-        found = self._db.run(_thread_rows, key, _WINDOW_PACKED)
+        found = self._db.run(_thread_rows, key, _WINDOW_PACKED, chunked=True)
         if found is None:
             return None
-        state, window, ((count, *packed),) = found
-        joined = join_packed(count, *packed)
-        if joined is not None:
-            loaded = decode_joined_thread(key, state, window, count, joined)
-            if loaded is not None:
-                return loaded
+        loaded = decode_packed(key, *found)
+        if loaded is not None:
+            return loaded
         # a row in an older form, missing or damaged (or the thread changed since)
         found = self._db.run(_thread_rows, key, _WINDOW_JOINED)
         if found is None:
@@ -458,9 +456,9 @@ def _in_write(
 
 
 def _thread_rows(
-    conn: sqlite3.Connection, key: ThreadKey, query: str
-) -> tuple[Any, Window, list[Any]] | None:
-    """The state row, its window and the window's rows by ``query``, in one read snapshot."""
+    conn: sqlite3.Connection, key: ThreadKey, query: str, *, chunked: bool = False
+) -> tuple[Any, Window, Any] | None:
+    """The state row, its window and its rows by ``query`` in one snapshot (or ``read_chunks``)."""
     with transaction(conn, "DEFERRED"):
         row = conn.execute(
             'SELECT version, log_length, "values", "window", metadata, incarnation, id '
@@ -470,6 +468,8 @@ def _thread_rows(
         if row is None:
             return None
         window = decode_window(key, row[3], row[1])
+        if chunked and window_size(window) >= CHUNKED_AT:
+            return row[:6], window, read_chunks(conn, query, row[6], window)
         rows = conn.execute(query, (row[3], row[6])).fetchall()
     return row[:6], window, rows
 
