@@ -8,6 +8,7 @@ everything else runs as the user the authenticate function returns.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -265,4 +266,24 @@ def app_from_env(environ: dict[str, str] | None = None) -> FastAPI:
     settings = settings_from_env(environ)
     app = create_app(settings.graph, **settings.options)
     settings.attach(app)
+    context: ServerContext = app.state.context
+    context.on_startup.append(_freeze_heap)  # last: after the stores' start-up
+    context.on_shutdown.insert(0, _unfreeze_heap)
     return app
+
+
+async def _freeze_heap() -> None:
+    """Keep what start-up built out of the collector's passes (``gc.freeze``), garbage first.
+
+    A serving process's modules, graph, schemas and pools live as long as it
+    does, yet each full collection walked them all: about 200,000 objects and
+    100 ms a pass in a W10 worker, three passes in 300 runs (a sixth of its CPU
+    with the young generations' passes, which the frozen objects also leave).
+    """
+    gc.collect()
+    gc.freeze()
+
+
+async def _unfreeze_heap() -> None:
+    """Hand the frozen objects back to the collector (a process may build another app)."""
+    gc.unfreeze()
