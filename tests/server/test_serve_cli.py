@@ -157,10 +157,10 @@ def test_bad_options_fail_before_listening(
     assert message in capsys.readouterr().err
 
 
-def test_a_served_app_freezes_what_its_start_up_built_and_hands_it_back_at_shutdown(
+def test_a_served_app_tunes_the_collector_while_it_serves_and_restores_it_at_shutdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``tenxgraph serve``'s app leaves its start-up's objects out of the collector's passes."""
+    """``tenxgraph serve``'s app freezes its start-up's objects, collects the young less often."""
     import gc
 
     from fastapi.testclient import TestClient
@@ -181,8 +181,11 @@ def test_a_served_app_freezes_what_its_start_up_built_and_hands_it_back_at_shutd
         "TENXGRAPH_SERVE_NO_AUTH": "1",
     }
     app = app_from_env(env)
+    before = gc.get_threshold()
     assert gc.get_freeze_count() == 0
     with TestClient(app) as client:
         assert client.get("/ok").status_code == 200
         assert gc.get_freeze_count() > 1000  # the modules, the graph, the app
+        assert gc.get_threshold()[0] >= 7_000
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
