@@ -198,7 +198,8 @@ class RedisEvents:
         return _number(entries[0][0]) if entries else 0
 
     async def add(self, key: str, batch: list[LoggedEvent], max_events: int, expire: bool) -> None:
-        """``XADD`` ``batch`` to stream ``key`` (``EXPIRE`` it if ``expire``); raises as Redis does.
+        """``XADD`` ``batch`` to stream ``key`` (``EXPIRE`` it if ``expire``); raises as Redis does
+        (``StorageUnavailableError`` once ``aclose`` stopped the sending).
 
         The runs' writers share one pipeline: the batches added while one is on
         its way go together in the next (one round trip for many runs, not one
@@ -229,9 +230,11 @@ class RedisEvents:
                     replies = await pipe.execute(raise_on_error=False)
             except Exception as exc:
                 replies = [exc] * count
-            except BaseException:  # cancelled (``aclose``): no writer waits on
+            except BaseException:  # cancelled (``aclose``): the writers hold their batches
+                closed = StorageUnavailableError("Redis (run streams): the client closed")
                 for part in parts + self._outbox:
-                    part.future.cancel()
+                    if not part.future.done():
+                        part.future.set_exception(closed)
                 raise
             start = 0
             for part in parts:
