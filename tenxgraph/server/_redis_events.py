@@ -198,12 +198,12 @@ class RedisEvents:
         return _number(entries[0][0]) if entries else 0
 
     async def add(self, key: str, batch: list[LoggedEvent], max_events: int, expire: bool) -> None:
-        """``XADD`` ``batch`` to stream ``key`` (``EXPIRE`` it if ``expire``); raises as Redis does
-        (``StorageUnavailableError`` once ``aclose`` stopped the sending).
+        """``XADD`` ``batch`` to stream ``key`` (``EXPIRE`` it if ``expire``); raises as Redis does.
 
         The runs' writers share one pipeline: the batches added while one is on
         its way go together in the next (one round trip for many runs, not one
-        each). A writer's commands failing fail only its own call.
+        each). A writer's commands failing fail only its own call; once
+        ``aclose`` stopped the sending, ``StorageUnavailableError``.
         """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._outbox.append(_Part(key, batch, max_events, expire, future))
