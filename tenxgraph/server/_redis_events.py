@@ -2,8 +2,8 @@
 
 The worker running a run writes its events to the run's ``EventLog`` as a
 single worker does (its own readers follow that log in memory), and a
-background task copies them, in order and in batches (one pipeline per
-batch), to the Redis Stream ``<prefix><run_id>`` with the entry id ``0-N``
+background task copies them, in order and in batches (the batches of the
+worker's runs share pipelines), to the Redis Stream ``<prefix><run_id>`` with the entry id ``0-N``
 for event number ``N``. So an SSE ``id`` *is* a Redis entry id: a client
 that reconnects to any worker with ``Last-Event-ID: N`` is answered from
 ``XREAD ... 0-N`` there, every later event once, in order.
@@ -48,7 +48,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from tenxgraph.errors import EventsLostError, StateError, StorageUnavailableError
 from tenxgraph.server._event_log import (
@@ -81,6 +81,16 @@ def _event(entry_id: bytes | str, fields: dict[Any, Any]) -> LoggedEvent:
         return value.decode() if isinstance(value, bytes) else str(value)
 
     return LoggedEvent(_number(entry_id), text(fields[b"e"]), text(fields[b"d"]))
+
+
+class _Part(NamedTuple):
+    """One writer's batch in the shared pipeline, and the future its writer awaits."""
+
+    key: str
+    batch: list[LoggedEvent]
+    max_events: int
+    expire: bool
+    future: asyncio.Future[None]
 
 
 class RedisEvents:
@@ -120,6 +130,9 @@ class RedisEvents:
         self._skip_until = 0.0
         self._failing = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._outbox: list[_Part] = []
+        """Writers' batches waiting for the next shared pipeline (``add``)."""
+        self._sender: asyncio.Task[None] | None = None
 
     def key(self, run_id: str) -> str:
         """The stream of run ``run_id``."""
@@ -183,6 +196,57 @@ class RedisEvents:
         """The number of the newest entry of stream ``key`` (0: none); raises when Redis fails."""
         entries = await self.call(lambda: self.client.xrevrange(key, count=1), probe=probe)
         return _number(entries[0][0]) if entries else 0
+
+    async def add(self, key: str, batch: list[LoggedEvent], max_events: int, expire: bool) -> None:
+        """``XADD`` ``batch`` to stream ``key`` (``EXPIRE`` it if ``expire``); raises as Redis does.
+
+        The runs' writers share one pipeline: the batches added while one is on
+        its way go together in the next (one round trip for many runs, not one
+        each). A writer's commands failing fail only its own call; once
+        ``aclose`` stopped the sending, ``StorageUnavailableError``.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outbox.append(_Part(key, batch, max_events, expire, future))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+            self._tasks.add(self._sender)  # ``aclose`` stops it
+            self._sender.add_done_callback(self._tasks.discard)
+        await future
+
+    async def _send(self) -> None:
+        """Send the queued batches, a pipeline at a time, until none is left."""
+        while self._outbox:
+            parts, self._outbox = self._outbox, []
+            pipe = self.client.pipeline(transaction=False)
+            for key, batch, max_events, expire, _ in parts:
+                for logged in batch:
+                    fields = {"e": logged.event, "d": logged.data}
+                    pipe.xadd(key, fields, id=f"0-{logged.id}", maxlen=max_events, approximate=True)
+                if expire:
+                    pipe.expire(key, self.ttl_seconds)
+            count = len(pipe)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    replies = await pipe.execute(raise_on_error=False)
+            except Exception as exc:
+                replies = [exc] * count
+            except BaseException:  # cancelled (``aclose``): the writers hold their batches
+                closed = StorageUnavailableError("Redis (run streams): the client closed")
+                for part in parts + self._outbox:
+                    if not part.future.done():
+                        part.future.set_exception(closed)
+                raise
+            start = 0
+            for part in parts:
+                end = start + len(part.batch) + part.expire
+                failed = [r for r in replies[start:end] if isinstance(r, Exception)]
+                start = end
+                if part.future.done():  # its writer stopped waiting (its own timeout)
+                    continue
+                if failed:
+                    part.future.set_exception(failed[0])
+                else:
+                    part.future.set_result(None)
 
     def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run a writer's catch-up in the background (``aclose`` stops it)."""
@@ -373,25 +437,14 @@ class RedisStreamWriter(EventLog):
             top = batch[-1].id
 
     async def _write(self, batch: list[LoggedEvent], *, expire: bool = False) -> None:
-        """``XADD`` the batch in one pipeline, with the stream's ``EXPIRE`` when it is due.
+        """``XADD`` the batch (the shared pipeline), with the stream's ``EXPIRE`` when it is due.
 
         Due: ``expire``, a writer's first batch, the run's last (the log is closing), or
         half the TTL after the last one sent.
         """
         now = time.monotonic()
         expire = expire or self._ending or now >= self._expire_at
-        pipe = self._redis.client.pipeline(transaction=False)
-        for logged in batch:
-            pipe.xadd(
-                self._key,
-                {"e": logged.event, "d": logged.data},
-                id=f"0-{logged.id}",
-                maxlen=self.limits.max_events,
-                approximate=True,
-            )
-        if expire:
-            pipe.expire(self._key, self._redis.ttl_seconds)
-        await pipe.execute()
+        await self._redis.add(self._key, batch, self.limits.max_events, expire)
         if expire:
             self._expire_at = now + self._redis.ttl_seconds / 2
 

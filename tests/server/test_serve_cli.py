@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -154,3 +155,37 @@ def test_bad_options_fail_before_listening(
     monkeypatch.delenv("TENXGRAPH_API_KEYS", raising=False)
     assert main(["serve", *args]) == 1  # in process: each fails before uvicorn starts
     assert message in capsys.readouterr().err
+
+
+def test_a_served_app_tunes_the_collector_while_it_serves_and_restores_it_at_shutdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tenxgraph serve``'s app freezes its start-up's objects, collects the young less often."""
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from tenxgraph.server.app import app_from_env
+
+    module = f"frozen_graph_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(
+        "from tenxgraph.core.graph import create_agent\n"
+        "from tenxgraph.core.llm import FunctionModel\n"
+        "graph = create_agent(FunctionModel(lambda request: 'hi'))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = {
+        "TENXGRAPH_SERVE_GRAPH": f"{module}:graph",
+        "TENXGRAPH_SERVE_DB": str(tmp_path / "threads.sqlite"),
+        "TENXGRAPH_SERVE_NO_AUTH": "1",
+    }
+    app = app_from_env(env)
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with TestClient(app) as client:
+        assert client.get("/ok").status_code == 200
+        assert gc.get_freeze_count() > 1000  # the modules, the graph, the app
+        assert gc.get_threshold()[0] >= 7_000
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before

@@ -116,8 +116,8 @@ appended AS (
     INSERT INTO {schema}.messages (user_id, thread_id, seq, message_id, role, usage, body)
     SELECT %(user)s, %(thread)s, claimed.base + t.ord - 1, t.message_id, t.role,
         t.usage::jsonb, t.body::json
-    FROM claimed, unnest(%(message_ids)s::text[], %(roles)s::text[], %(usages)s::text[],
-        %(bodies)s::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
+    FROM claimed, unnest(%(message_ids)b::text[], %(roles)b::text[], %(usages)b::text[],
+        %(bodies)b::text[]) WITH ORDINALITY AS t(message_id, role, usage, body, ord)
 ),
 recorded AS (
     INSERT INTO {schema}.checkpoints (user_id, thread_id, version, node, step, log_length,
@@ -151,6 +151,10 @@ def save_statement(
     schema: str, claim: str, keep_checkpoints: int | None, *, release: bool = False
 ) -> str:
     """The save as one statement: ``claim`` (``CLAIM_NEW`` or ``CLAIM_NEXT``) and its writes.
+
+    The message arrays go in binary (``%b``): in text form psycopg escapes every
+    element in Python (a regular expression over each JSON body's quotes), about
+    20 µs a message, against 1 µs a message sent as is.
 
     ``release``: the statement also drops the write's lease once the save claimed its version.
     """

@@ -100,6 +100,39 @@ async def test_a_stream_expires_from_its_first_batch_and_again_from_its_end(pref
         await events.aclose()
 
 
+async def test_the_runs_share_a_pipeline_and_a_refused_batch_fails_only_its_own_run(
+    prefix: str,
+) -> None:
+    """Batches added in one turn go in one pipeline; one run's refused ``XADD`` holds its own."""
+    events = RedisEvents(REDIS_URL, prefix=prefix)
+    keys = [events.key(run) for run in ("r-clash", "r-ok", "r-ok2")]
+    pipelines = 0
+    make = events.client.pipeline
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal pipelines
+        pipelines += 1
+        return make(*args, **kwargs)
+
+    try:
+        await events.client.xadd(keys[0], {"e": "x", "d": "x"}, id="0-9")  # 0-1 is refused now
+        events.client.pipeline = counted
+        writers = [RedisStreamWriter(events, run) for run in ("r-clash", "r-ok", "r-ok2")]
+        for writer in writers:
+            writer.append("values", "{}")
+            writer.append("updates", "{}")
+            writer.close()
+        for writer in writers:
+            await asyncio.wait_for(writer.flushed(), 5)
+        assert pipelines == 1
+        assert [await events.client.xlen(key) for key in keys] == [1, 2, 2]
+        local = [e.id async for batch in writers[0].follow(0) for e in batch]
+        assert local == [1, 2]  # the refused run's readers here still got its events
+    finally:
+        await events.client.delete(*keys)
+        await events.aclose()
+
+
 async def test_a_run_that_ended_without_events_ends_its_followers(prefix: str) -> None:
     events = RedisEvents(REDIS_URL, prefix=prefix, settle_seconds=0.3)
     ended = asyncio.Event()
