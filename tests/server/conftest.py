@@ -80,6 +80,24 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
         cleanup()
 
 
+@pytest.fixture
+def serve_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The variables ``tenxgraph serve`` sets, for a graph module written in ``tmp_path``."""
+    module = f"served_graph_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(
+        "from tenxgraph.core.graph import create_agent\n"
+        "from tenxgraph.core.llm import FunctionModel\n"
+        "graph = create_agent(FunctionModel(lambda request: 'hi'))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return {
+        "TENXGRAPH_SERVE_GRAPH": f"{module}:graph",
+        "TENXGRAPH_SERVE_DB": str(tmp_path / "threads.sqlite"),
+        "TENXGRAPH_SERVE_NO_AUTH": "1",
+    }
+
+
 def _checkpointer(
     backend: str, tmp_path: Path, name: str, cleanups: list[Callable[[], None]]
 ) -> Checkpointer:

@@ -9,7 +9,6 @@ state class before the run is created. See docs/server.md, "Errors and limits".
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -188,23 +187,8 @@ def test_the_default_limits_refuse_the_flood_a_real_app_never_sends(serve: Serve
         assert client.get("/threads/f1").status_code == 404
 
 
-def test_the_limits_come_from_the_serve_variables(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    module = f"limits_graph_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{module}.py").write_text(
-        "from tenxgraph.core.graph import create_agent\n"
-        "from tenxgraph.core.llm import FunctionModel\n"
-        "graph = create_agent(FunctionModel(lambda request: 'hi'))\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    env = {
-        "TENXGRAPH_SERVE_GRAPH": f"{module}:graph",
-        "TENXGRAPH_SERVE_DB": str(tmp_path / "threads.sqlite"),
-        "TENXGRAPH_SERVE_NO_AUTH": "1",
-        "TENXGRAPH_SERVE_MAX_MESSAGES": "7",
-        "TENXGRAPH_SERVE_MAX_DEPTH": "9",
-    }
+def test_the_limits_come_from_the_serve_variables(serve_env: dict[str, str]) -> None:
+    env = {**serve_env, "TENXGRAPH_SERVE_MAX_MESSAGES": "7", "TENXGRAPH_SERVE_MAX_DEPTH": "9"}
     limits = app_from_env(env).state.context.settings.json_limits
     assert (limits.max_messages, limits.max_depth, limits.max_keys) == (7, 9, 10_000)
     with pytest.raises(ConfigError, match="TENXGRAPH_SERVE_MAX_KEYS"):

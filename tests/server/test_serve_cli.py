@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,7 +157,7 @@ def test_bad_options_fail_before_listening(
 
 
 def test_a_served_app_tunes_the_collector_while_it_serves_and_restores_it_at_shutdown(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serve_env: dict[str, str],
 ) -> None:
     """``tenxgraph serve``'s app freezes its start-up's objects, collects the young less often."""
     import gc
@@ -167,19 +166,7 @@ def test_a_served_app_tunes_the_collector_while_it_serves_and_restores_it_at_shu
 
     from tenxgraph.server.app import app_from_env
 
-    module = f"frozen_graph_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{module}.py").write_text(
-        "from tenxgraph.core.graph import create_agent\n"
-        "from tenxgraph.core.llm import FunctionModel\n"
-        "graph = create_agent(FunctionModel(lambda request: 'hi'))\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    env = {
-        "TENXGRAPH_SERVE_GRAPH": f"{module}:graph",
-        "TENXGRAPH_SERVE_DB": str(tmp_path / "threads.sqlite"),
-        "TENXGRAPH_SERVE_NO_AUTH": "1",
-    }
+    env = serve_env
     app = app_from_env(env)
     before = gc.get_threshold()
     assert gc.get_freeze_count() == 0
