@@ -20,6 +20,7 @@ from tenxgraph.storage.checkpointer._codec import (
     check_stop_request,
     conflict,
     decode_checkpoint,
+    decode_joined_thread,
     decode_json_object,
     decode_message_page,
     decode_messages,
@@ -169,6 +170,13 @@ def test_a_parent_must_be_an_earlier_checkpoint(parent: Any) -> None:
 def test_parent_of_reads_the_stored_column() -> None:
     assert [parent_of(KEY, v, None) for v in (1, 2, 5)] == [None, 1, 4]
     assert (parent_of(KEY, 5, 0), parent_of(KEY, 5, 2)) == (None, 2)
+    for damaged in (5, -1, "2"):
+        with pytest.raises(
+            CorruptRecordError,
+            match=rf"^{re.escape(WHERE)}: column 'parent_version' holds {damaged!r}, expected an "
+            "earlier version$",
+        ):
+            parent_of(KEY, 5, damaged)
 
 
 # --- the errors a backend raises ---------------------------------------------------------
@@ -358,7 +366,35 @@ def test_a_loaded_thread_reports_the_size_of_its_context_rows() -> None:
     assert (stored.version, stored.log_length, stored.incarnation) == (2, 2, "inc")
     assert (stored.values, stored.metadata) == ({"x": 1}, {"tag": "a"})
     assert [m.text() for m in stored.context] == ["m0", "m1"]
+    assert (stored.key, stored.window) == (KEY, [(0, 2)])
     assert decode_thread(KEY, (1, 0, "{}", None, "{}", "i"), [], []).context_chars == 0
+    for column, damaged in (
+        ("version", ("x", 0, "{}", None, "{}", "i")),
+        ("values", (1, 0, "{oops", None, "{}", "i")),
+        ("metadata", (1, 0, "{}", None, "[1]", "i")),
+    ):
+        with pytest.raises(CorruptRecordError, match=rf"^{re.escape(WHERE)}: column '{column}' "):
+            decode_thread(KEY, damaged, [], [])
+
+
+def test_a_joined_window_loads_as_its_rows_do_and_anything_short_is_left_to_them() -> None:
+    """The one-call decode gives the row-by-row thread, size included; None sends a load there."""
+    rows = [(0, body(0)), (1, body(1)), (2, body(2))]
+    row = (3, 3, '{"x": 1}', None, '{"tag": "a"}', "inc")
+    joined = ",".join(text for _, text in rows)
+    assert decode_joined_thread(KEY, row, [(0, 3)], 3, joined) == decode_thread(
+        KEY, row, [(0, 3)], rows
+    )
+    empty = (1, 0, "{}", None, "{}", "i")
+    assert decode_joined_thread(KEY, empty, [], 0, None) == decode_thread(KEY, empty, [], [])
+    assert decode_joined_thread(KEY, row, [(0, 3)], 2, joined) is None  # a row missing
+    assert decode_joined_thread(KEY, empty, [], 1, None) is None  # a count not the window's
+    assert decode_joined_thread(KEY, row, [(0, 3)], 3, None) is None
+    assert decode_joined_thread(KEY, row, [(0, 2)], 2, joined) is None  # a row holding two
+    damaged = joined.replace('"user"', '"nobody"', 1)
+    assert decode_joined_thread(KEY, row, [(0, 3)], 3, damaged) is None
+    with pytest.raises(CorruptRecordError, match="values"):
+        decode_joined_thread(KEY, (3, 3, "{oops", None, "{}", "i"), [(0, 3)], 3, joined)
 
 
 @pytest.mark.parametrize(
