@@ -11,7 +11,7 @@ import pytest
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
 from tenxgraph.errors import CorruptRecordError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite, sqlite
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite, _bulk_decode, sqlite
 from tenxgraph.storage.checkpointer import _sqlite_load as load
 from tenxgraph.storage.checkpointer._sqlite_load import split_window
 from tenxgraph.storage.checkpointer.base import StoredThread
@@ -114,6 +114,6 @@ async def test_an_error_while_decoding_reaches_the_caller(
     def broken(joined: str, count: int) -> list[Message]:
         raise MemoryError("no room")
 
-    monkeypatch.setattr(load, "validate_many", broken)
+    monkeypatch.setattr(_bulk_decode, "validate_many", broken)
     with pytest.raises(MemoryError, match="no room"):
         await loaded(path)

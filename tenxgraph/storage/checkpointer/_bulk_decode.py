@@ -24,9 +24,11 @@ from __future__ import annotations
 import gc
 import threading
 
+from pydantic import ValidationError
+
 from tenxgraph.core.state.message import Message, MessagesAdapter
 
-__all__ = ["GC_PAUSE_AT", "validate_many"]
+__all__ = ["GC_PAUSE_AT", "decode_joined", "validate_many"]
 
 GC_PAUSE_AT = 1_000
 """Messages decoded at once from which the cyclic garbage collector waits (``validate_many``)."""
@@ -53,6 +55,24 @@ def validate_many(joined: str | bytes, count: int) -> list[Message]:
         return messages
     finally:
         gc.enable()
+
+
+def decode_joined(count: int, size: int, joined: str | None) -> tuple[list[Message], int] | None:
+    """``size`` messages from their rows' bodies joined by commas (``count`` rows found).
+
+    The messages and the length of their stored JSON; None when a row is missing or
+    the text does not decode to exactly ``size`` messages (a row holding "m1, m2"
+    joins into two).
+    """
+    if count != size or (size and joined is None):
+        return None
+    if not size:
+        return [], 0
+    try:
+        context = validate_many(f"[{joined}]", size)
+    except ValidationError:
+        return None
+    return (context, len(joined or "") - (size - 1)) if len(context) == size else None
 
 
 def _promote_young() -> None:

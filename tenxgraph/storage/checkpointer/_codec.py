@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
 from itertools import islice, pairwise
 from os import urandom
 from typing import Any, NamedTuple, TypeVar
@@ -35,7 +34,7 @@ from tenxgraph.errors import (
     ThreadBusyError,
     ThreadNotFoundError,
 )
-from tenxgraph.storage.checkpointer._bulk_decode import validate_many
+from tenxgraph.storage.checkpointer._bulk_decode import decode_joined, validate_many
 from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
@@ -427,26 +426,21 @@ def decode_joined_thread(
     one by one (``decode_thread``), which names the missing or damaged row.
     A damaged state row raises here as there.
     """
-    size = window_size(window)
-    context = None
-    if count == size and (joined is not None or not size):
-        with suppress(ValidationError):
-            context = validate_many(f"[{joined}]", size) if size else []
-    return thread_of(key, row, window, context, len(joined or "") - max(size - 1, 0))
+    context, chars = decode_joined(count, window_size(window), joined) or (None, 0)
+    return thread_of(key, row, window, context, chars)
 
 
 def thread_of(
     key: ThreadKey, row: StateRow, window: Window, context: list[Message] | None, chars: int
 ) -> StoredThread | None:
-    """The thread of a state row and its window's decoded messages (``chars`` of JSON).
+    """The thread of a state row and its window's messages (``chars`` of stored JSON).
 
-    A damaged state row raises; None when ``context`` is None or not the window's
-    size (a row holding "m1, m2" joins into two messages).
+    A damaged state row raises; None when ``context`` is None (the window did not decode).
     """
     version, log_length, values, _, metadata, incarnation = row
     stamp, state = decode_version(key, version), decode_json_object(key, "values", values)
     data = decode_json_object(key, "metadata", metadata)
-    if context is None or len(context) != window_size(window):
+    if context is None:
         return None
     return StoredThread(
         key=key,

@@ -23,11 +23,9 @@ from itertools import chain
 from queue import SimpleQueue
 from typing import Any
 
-from pydantic import ValidationError
-
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.storage.checkpointer._bulk_decode import validate_many
+from tenxgraph.storage.checkpointer._bulk_decode import decode_joined
 from tenxgraph.storage.checkpointer._codec import (
     StateRow,
     decode_joined_thread,
@@ -104,16 +102,12 @@ class ChunkDecoder:
 
     def _decode(self, packed: tuple[Any, ...], size: int) -> None:
         count, *columns = packed
-        joined = join_packed(count, *columns) if count == size else None
-        try:
-            messages = None if joined is None else validate_many(f"[{joined}]", size)
-        except ValidationError:
-            messages = None
-        if messages is None or len(messages) != size:
+        decoded = decode_joined(count, size, join_packed(count, *columns))
+        if decoded is None:
             self.failed = True
             return
-        self._parts.append(messages)
-        self._chars += len(joined or "") - (size - 1)
+        self._parts.append(decoded[0])
+        self._chars += decoded[1]
 
 
 def read_chunks(conn: Any, query: str, tid: int, window: Window) -> ChunkDecoder:
