@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 
 from tenxgraph.core.state.ids import ThreadKey
-from tenxgraph.errors import ThreadBusyError
 from tenxgraph.runs._claim_loop import CONSUMERS, ClaimLoop
 from tenxgraph.runs._lease_beat import LeaseBeat
 from tenxgraph.runs._leases import ThreadLease, take_thread
@@ -69,6 +68,7 @@ from tenxgraph.runs._registry import (
     RunRegistry,
     RunSpec,
     RunTarget,
+    busy_error,
 )
 from tenxgraph.runs._transport import RunTransport, settle
 
@@ -300,11 +300,7 @@ class DurableRunManager(RunRegistry):
         if str(config.get("multitask_strategy") or spec.graph.leases.strategy) != "reject":
             return
         if await self.thread_busy(user_id, thread_id):
-            raise ThreadBusyError(
-                thread_id,
-                "a run is pending or running on it; pass multitask_strategy 'enqueue' to wait "
-                "for it, or 'interrupt' or 'rollback' to stop it",
-            )
+            raise busy_error(thread_id, "a run is pending or running on it")
 
     async def submit_tool_results(
         self, record: RunRecord, results: list[dict[str, Any]]
@@ -448,7 +444,7 @@ class DurableRunManager(RunRegistry):
             await self.aforget(record)
         logger.info("run %s ended %s", record.run_id, record.status, extra=self._extra(record))
 
-    def _extra(self, record: RunRecord) -> dict[str, str]:
+    def _extra(self, record: RunRecord | ClaimedRun) -> dict[str, str]:
         """The fields of a log line about ``record`` (see ``_logging``)."""
         return {"run_id": record.run_id, "thread_id": record.thread_id, "worker": self.worker_id}
 
@@ -490,6 +486,8 @@ class DurableRunManager(RunRegistry):
             settle(record, row.status, row.output)
         if wait or action == "rollback":
             await record.done.wait()
+        if action == "rollback":  # its holder discarded the turn and deleted the row: so here
+            await self.aforget(record)
 
     # --- runs of other workers --------------------------------------------------------
 
@@ -588,8 +586,7 @@ class DurableRunManager(RunRegistry):
         if not self.claims.newest(claim.run_id):  # claimed again meanwhile: that claim runs it
             return None
         self._resumes[claim.run_id] = (attempt, start_after)
-        extra = {"run_id": claim.run_id, "thread_id": claim.thread_id, "worker": self.worker_id}
-        logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=extra)
+        logger.info("run %s: taken, attempt %d", claim.run_id, attempt, extra=self._extra(claim))
         record = self.start(
             spec,
             assistant_id=str(claim.record.get("assistant_id", "")),

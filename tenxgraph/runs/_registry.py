@@ -57,6 +57,7 @@ __all__ = [
     "RunStatus",
     "RunTarget",
     "RunWriter",
+    "busy_error",
 ]
 
 logger = logging.getLogger("tenxgraph.server.runs")
@@ -70,6 +71,15 @@ FINISHED = frozenset({"error", "success", "timeout", "interrupted"})
 DRAIN_SECONDS = 5.0
 """Shutdown (SIGTERM) waits this long for open requests, then as long for runs to end
 (``aclose``'s ``grace``): runs still going are then stopped, or handed back on Postgres."""
+
+
+def busy_error(thread_id: str, what: str) -> ThreadBusyError:
+    """``reject``'s refusal (409): ``what`` is on the thread; the strategies that get past it."""
+    return ThreadBusyError(
+        thread_id,
+        f"{what}; pass multitask_strategy 'enqueue' to wait for it, or 'interrupt' or "
+        "'rollback' to stop it",
+    )
 
 
 def _now() -> str:
@@ -298,11 +308,7 @@ class RunRegistry:
         strategy = str(config.get("multitask_strategy") or spec.graph.leases.strategy)
         ahead = [run for run in self._threads.get((user_id, thread_id), []) if not run.finished]
         if ahead and strategy == "reject":
-            raise ThreadBusyError(
-                thread_id,
-                f"run {ahead[-1].run_id} is {ahead[-1].status} on it; pass multitask_strategy "
-                "'enqueue' to wait for it, or 'interrupt' or 'rollback' to stop it",
-            )
+            raise busy_error(thread_id, f"run {ahead[-1].run_id} is {ahead[-1].status} on it")
         run_id = str(config.get("run_id") or uuid.uuid4())
         config["run_id"] = run_id
         record = RunRecord(

@@ -25,7 +25,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
-from tenxgraph.runs import CancelAction, RunRecord, RunRegistry, RunSpec
+from tenxgraph.runs import RunRecord, RunRegistry, RunSpec
 from tenxgraph.server._assistant_presets import merged_run, resolve_assistant
 from tenxgraph.server._context import Context, RunCaller, ServerContext, User, thread_config
 from tenxgraph.server._event_log import EventLog, EventLogLimits
@@ -399,21 +399,8 @@ async def cancel_many(
             continue
         if body.status not in (None, "all") and record.status != body.status:
             continue
-        await _cancel(manager, record, action)
+        await manager.cancel(record, action=action)
     return Response(status_code=204)
-
-
-async def _cancel(
-    manager: RunRegistry, record: RunRecord, action: CancelAction, wait: bool = False
-) -> None:
-    """Stop the run; one rolled back is then forgotten, as LangGraph deletes it.
-
-    Its turn is discarded (the thread as before it), so nothing is left that
-    it did: its record goes too, and its id is a 404 from then on.
-    """
-    await manager.cancel(record, action=action, wait=wait)
-    if action == "rollback":  # ``cancel`` waited for the run to end and the turn to go
-        await manager.aforget(record)
 
 
 # --- runs on a thread ----------------------------------------------------------------------
@@ -501,7 +488,7 @@ async def cancel_run(
     record = await run_or_404(context, user, thread_id, run_id)
     if record.finished:
         bad_request(f"run {run_id!r} already ended ({record.status}); nothing to cancel", 409)
-    await _cancel(manager_of(context), record, action, wait)
+    await manager_of(context).cancel(record, action=action, wait=wait)
     return Response(status_code=204 if wait else 202)
 
 

@@ -169,17 +169,9 @@ class RunTrace:
 
     async def step(self, node: str, running: Awaitable[tuple[T, Outcome]]) -> tuple[T, Outcome]:
         """Await one step of the run loop in its node's span, current while it runs."""
-        span = self._node_span(node, self.context)
-        previous = _attach(span)
-        try:
+        with self._current(node, self.context) as span:
             result = await running
             _ended(span, result[1])
-        except BaseException as exc:
-            _failed(span, exc)
-            raise
-        finally:
-            _restore(previous)
-            self._closed(span)
         return result
 
     async def streamed_step(self, node: str, items: AsyncIterator[T]) -> AsyncIterator[T]:
@@ -198,16 +190,8 @@ class RunTrace:
 
     async def task(self, node: str, running: Awaitable[T]) -> T:
         """Await one task of a parallel step in its node's span, under the step's span."""
-        span = self._node_span(node, otel_context.get_current())
-        previous = _attach(span)
-        try:
+        with self._current(node, otel_context.get_current()):
             return await running
-        except BaseException as exc:
-            _failed(span, exc)
-            raise
-        finally:
-            _restore(previous)
-            self._closed(span)
 
     async def save(
         self, node: str, saving: Awaitable[None], stamp: Callable[[], ThreadStamp]
@@ -245,6 +229,20 @@ class RunTrace:
         span = self.tracer.start_span(label, parent, attributes={"tenxgraph.node": node})
         self.steps.add(span.get_span_context().span_id)
         return span
+
+    @contextmanager
+    def _current(self, node: str, parent: Context) -> Iterator[Span]:
+        """A node's span under ``parent``, current inside the block, failed by what it raises."""
+        span = self._node_span(node, parent)
+        previous = _attach(span)
+        try:
+            yield span
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+        finally:
+            _restore(previous)
+            self._closed(span)
 
     def _closed(self, span: Span) -> None:
         self.steps.discard(span.get_span_context().span_id)
