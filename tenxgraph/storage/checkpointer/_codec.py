@@ -400,18 +400,10 @@ def decode_thread(
     key: ThreadKey, row: StateRow, window: Window, rows: Sequence[tuple[int, Body]]
 ) -> StoredThread:
     """A loaded thread: its state row, its decoded ``window`` and the window's message rows."""
-    version, log_length, values, _, metadata, incarnation = row
-    return StoredThread(
-        key=key,
-        version=decode_version(key, version),
-        log_length=log_length,
-        values=decode_json_object(key, "values", values),
-        window=window,
-        context=decode_window_messages(key, window, rows),
-        metadata=decode_json_object(key, "metadata", metadata),
-        incarnation=incarnation,
-        context_chars=sum(len(body) for _, body in rows),
-    )
+    context = decode_window_messages(key, window, rows)
+    thread = thread_of(key, row, window, context, sum(len(body) for _, body in rows))
+    assert thread is not None  # None only stands for a window that did not decode
+    return thread
 
 
 def decode_joined_thread(
