@@ -188,3 +188,18 @@ def test_a_graph_a_node_invokes_streams_and_shows_under_the_nodes_namespace(
         state = client.get(f"/threads/{thread_id}/state", params={"subgraphs": "true"}).json()
         called = state["tasks"][0]["state"]
         assert called["values"]["query"] == "docs" and called["next"] == ["more"]
+
+
+def test_a_graph_a_node_runs_is_listed_and_its_pause_read_by_namespace(serve: Serve) -> None:
+    with httpx.Client(base_url=serve(delegating), timeout=60) as client:
+        listed = client.get("/assistants/agent/subgraphs").json()
+        assert list(listed) == ["delegate"]
+        assert "findings" in listed["delegate"]["state_schema"]["properties"]
+        thread_id = thread(client)
+        body = {**RUN, "input": {"question": "docs"}}
+        assert client.post(f"/threads/{thread_id}/runs/wait", json=body).status_code == 200
+        url = f"/threads/{thread_id}/state/checkpoint"
+        inner = client.post(url, json={"checkpoint": {"checkpoint_ns": "delegate"}})
+        assert inner.status_code == 200, inner.text
+        assert inner.json()["next"] == ["ask"]
+        assert inner.json()["values"]["query"] == "docs"

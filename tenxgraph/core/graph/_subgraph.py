@@ -454,13 +454,29 @@ async def invoke_nested(
     return result.as_dict()
 
 
-def subgraphs_of(nodes: Mapping[str, Node], recurse: bool, prefix: str = "") -> dict[str, Any]:
-    """The compiled graphs of the ``SubgraphNode``s in ``nodes``, by namespace."""
+def subgraphs_of(
+    nodes: Mapping[str, Node], recurse: bool, prefix: str = "", within: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """The compiled graphs under ``nodes`` by namespace: subgraph nodes' and those functions name.
+
+    A function node that names one graph (``graphs_named_by``) lists it under
+    the node's name, as a subgraph node would be; one that names several lists
+    the next ones as ``node#2``, ``node#3`` in the order it names them.
+    ``within`` holds the ids of the graphs above: a graph a node names that is
+    one of them (its own graph, read for its state, say) is not its subgraph.
+    """
     found: dict[str, Any] = {}
     for name, node in nodes.items():
         if isinstance(node, SubgraphNode):
-            namespace = f"{prefix}|{name}" if prefix else name
-            found[namespace] = node.graph
+            graphs: list[CompiledGraph[Any]] = [node.graph]
+        elif isinstance(node, FunctionNode):
+            graphs = [g for g in graphs_named_by(node.function) if id(g) not in within]
+        else:
+            continue
+        namespace = f"{prefix}|{name}" if prefix else name
+        for count, graph in enumerate(graphs, 1):
+            where = namespace if count == 1 else f"{namespace}#{count}"
+            found[where] = graph
             if recurse:
-                found.update(subgraphs_of(node.graph.nodes, True, namespace))
+                found.update(subgraphs_of(graph.nodes, True, where, (*within, id(graph))))
     return found

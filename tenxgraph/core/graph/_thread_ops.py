@@ -73,18 +73,19 @@ class ThreadOperations(Generic[S]):
     def get_subgraphs(
         self, *, namespace: str | None = None, recurse: bool = False
     ) -> dict[str, Any]:
-        """The graph's subgraph nodes' compiled graphs, by namespace (``research``).
+        """The graph's subgraphs' compiled graphs, by namespace (``research``).
 
-        ``recurse`` adds theirs (``research|search``); ``namespace`` keeps the one
-        named and, with ``recurse``, those under it. Graphs a node calls itself
-        are not known before they run, so they are not listed.
+        Subgraph nodes, and the graphs a function node names (its closure and
+        the globals its code reads: see ``graphs_named_by``), under the node's
+        name. ``recurse`` adds theirs (``research|search``); ``namespace`` keeps
+        the one named and, with ``recurse``, those under it.
         """
         if namespace is None:
-            return subgraphs_of(self.nodes, recurse)
+            return subgraphs_of(self.nodes, recurse, within=(id(self),))
         under = namespace + "|"
         return {
             ns: graph
-            for ns, graph in subgraphs_of(self.nodes, True).items()
+            for ns, graph in subgraphs_of(self.nodes, True, within=(id(self),)).items()
             if ns == namespace or (recurse and ns.startswith(under))
         }
 

@@ -349,6 +349,40 @@ def test_a_node_calling_two_graphs_in_turn_runs_each_once() -> None:
     assert done["state"].execution_meta.subgraphs == {}
 
 
+def test_get_subgraphs_lists_the_graphs_a_node_names_under_its_name() -> None:
+    first, second = inner_asking(), inner_asking()
+    middle = StateGraph(Report)
+    middle.add_node("relay", lambda state: first.invoke({"state": {"query": "q"}}) and {})
+    middle.add_edge(START, "relay")
+    inside = middle.compile()
+
+    def delegate(state: Report) -> dict[str, Any]:
+        first.invoke({"state": {"query": "a"}})
+        second.invoke({"state": {"query": "b"}})
+        return {}
+
+    def look_back(state: Report) -> dict[str, Any]:  # names its own graph: not a subgraph
+        app.get_state({"thread_id": "t"})
+        return {}
+
+    outer = StateGraph(Report)
+    outer.add_node("delegate", delegate)
+    outer.add_node("middle", inside)
+    outer.add_node("look_back", look_back)
+    outer.add_edge(START, "delegate")
+    outer.add_edge("delegate", "middle")
+    outer.add_edge("middle", "look_back")
+    app = outer.compile(InMemoryCheckpointer())
+    assert app.get_subgraphs() == {"delegate": first, "delegate#2": second, "middle": inside}
+    nested = app.get_subgraphs(recurse=True)
+    assert list(nested) == ["delegate", "delegate#2", "middle", "middle|relay"]
+    assert nested["middle|relay"] is first
+    assert app.get_subgraphs(namespace="middle", recurse=True) == {
+        "middle": inside,
+        "middle|relay": first,
+    }
+
+
 @pytest.mark.parametrize("name", ["outer|inner", "task:1", "node#2"])
 def test_node_names_with_namespace_marks_are_refused(name: str) -> None:
     graph = StateGraph(Notes)
