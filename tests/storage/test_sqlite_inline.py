@@ -212,8 +212,13 @@ async def test_a_failing_statement_rolls_the_transaction_back(tmp_path: Path) ->
         with pytest.raises(ValueError, match="not stored"):
             await db.call(begin_and_raise)
         assert await db.call(lambda conn: conn.in_transaction) is False
+        with pytest.raises(ValueError, match="not stored"):  # the same in a worker thread
+            await asyncio.to_thread(db.run, begin_and_raise)
+        assert await db.call(lambda conn: conn.in_transaction) is False
         assert await db.call(add_note, "next") == threading.get_ident()
-        assert await db.call(notes) == ["kept", "next"]
+        await db.call(add_note, body="by keyword")
+        await asyncio.to_thread(db.run, add_note, body="by keyword in a thread")
+        assert await db.call(notes) == ["kept", "next", "by keyword", "by keyword in a thread"]
     finally:
         db.close()
 

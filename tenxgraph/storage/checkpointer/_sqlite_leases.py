@@ -23,6 +23,7 @@ from tenxgraph.storage.checkpointer.base import ThreadStamp
 __all__ = [
     "LEASES_TABLE",
     "TAKE",
+    "TAKE_THREAD",
     "check_lease",
     "delete_log",
     "release",
@@ -49,6 +50,13 @@ TAKE = (
     "WHERE leases.owner = excluded.owner OR leases.expires_at < ?5"
 )
 """Take the lease if free, expired or already the owner's (user, thread, owner, expiry, now)."""
+
+TAKE_THREAD = (
+    TAKE + " RETURNING "
+    "(SELECT incarnation FROM threads WHERE user_id = ?1 AND thread_id = ?2), "
+    "(SELECT version FROM threads WHERE user_id = ?1 AND thread_id = ?2)"
+)
+"""``TAKE`` returning the thread's stamp (no row when the lease is held), in one statement."""
 
 
 def take(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> str | None:

@@ -207,12 +207,15 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         Encoded first, so an inline attempt that meets a lock is retried in a
         worker thread without encoding again.
         """
-        write, offloaded = await offload(self.media, key, write)
+        offloaded = None
+        if self.media is not None:
+            write, offloaded = await offload(self.media, key, write)
         if len(write.new_messages) > INLINE_MESSAGES:  # encoding and inserting them may take long
             stamp = await asyncio.to_thread(self._save, key, write)
         else:
             stamp = await self._db.call(self._write, key, write, _encode(key, write))
-        await after_save(self.media, key, offloaded)
+        if offloaded is not None:
+            await after_save(self.media, key, offloaded)
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
@@ -230,68 +233,69 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
-        with transaction(conn, "IMMEDIATE"):
-            if write.expected_version == 0:
-                fenced = write.lease is not None
-                row = conn.execute(
-                    _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
-                    (
-                        key.user_id,
-                        key.thread_id,
-                        encoded.incarnation,
-                        added,
-                        encoded.values,
-                        encoded.window,
-                        encoded.metadata or "{}",
-                        now,
-                        now,
-                        *((write.lease,) if fenced else ()),
-                    ),
-                ).fetchone()
-            else:
-                fenced = write.lease is not None
-                row = conn.execute(
-                    _UPDATE_THREAD_FENCED if fenced else _UPDATE_THREAD,
-                    (
-                        added,
-                        encoded.values,
-                        encoded.window,
-                        encoded.metadata,
-                        now,
-                        key.user_id,
-                        key.thread_id,
-                        encoded.incarnation,
-                        write.expected_version,
-                        *((key.user_id, key.thread_id, write.lease) if fenced else ()),
-                    ),
-                ).fetchone()
-            if row is None:
-                leases.check_lease(conn, key, write.lease)
-                raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
-            tid, length = row
-            check_window(key, write.window, length)
-            base = length - added
-            conn.executemany(
-                "INSERT INTO messages (tid, seq, mid, ts, body) VALUES (?, ?, ?, ?, ?)",
-                [(tid, base + index, *r.body) for index, r in enumerate(encoded.messages)],
-            )
-            conn.execute(
-                "INSERT INTO checkpoints (tid, version, node, step, log_length, "
-                '"values", "window", created_at, parent_version) '
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        conn.execute("BEGIN IMMEDIATE")  # a failure is rolled back by the database's _run
+        if write.expected_version == 0:
+            fenced = write.lease is not None
+            row = conn.execute(
+                _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
                 (
-                    tid,
-                    version,
-                    write.node,
-                    write.step,
-                    length,
-                    pack_values(encoded.values),
-                    pack_window(encoded.window, write.window, length),
+                    key.user_id,
+                    key.thread_id,
+                    encoded.incarnation,
+                    added,
+                    encoded.values,
+                    encoded.window,
+                    encoded.metadata or "{}",
                     now,
-                    encoded.parent,
+                    now,
+                    *((write.lease,) if fenced else ()),
                 ),
-            )
-            self._after_write(conn, key, write, tid, version)
+            ).fetchone()
+        else:
+            fenced = write.lease is not None
+            row = conn.execute(
+                _UPDATE_THREAD_FENCED if fenced else _UPDATE_THREAD,
+                (
+                    added,
+                    encoded.values,
+                    encoded.window,
+                    encoded.metadata,
+                    now,
+                    key.user_id,
+                    key.thread_id,
+                    encoded.incarnation,
+                    write.expected_version,
+                    *((key.user_id, key.thread_id, write.lease) if fenced else ()),
+                ),
+            ).fetchone()
+        if row is None:
+            leases.check_lease(conn, key, write.lease)
+            raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
+        tid, length = row
+        check_window(key, write.window, length)
+        base = length - added
+        conn.executemany(
+            "INSERT INTO messages (tid, seq, mid, ts, body) VALUES (?, ?, ?, ?, ?)",
+            [(tid, base + index, *r.body) for index, r in enumerate(encoded.messages)],
+        )
+        conn.execute(
+            "INSERT INTO checkpoints (tid, version, node, step, log_length, "
+            '"values", "window", created_at, parent_version) '
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tid,
+                version,
+                write.node,
+                write.step,
+                length,
+                pack_values(encoded.values),
+                pack_window(encoded.window, write.window, length),
+                now,
+                encoded.parent,
+            ),
+        )
+        self._after_write(conn, key, write, tid, version)
+        conn.execute("COMMIT")
         return ThreadStamp(encoded.incarnation, version)
 
     def _after_write(
@@ -559,10 +563,7 @@ def _take_thread(
     """
     now = time.time()
     taken = conn.execute(  # fetchall: the statement runs to its end, so it has committed
-        leases.TAKE + " RETURNING "
-        "(SELECT incarnation FROM threads WHERE user_id = ?1 AND thread_id = ?2), "
-        "(SELECT version FROM threads WHERE user_id = ?1 AND thread_id = ?2)",
-        (key.user_id, key.thread_id, owner, now + seconds, now),
+        leases.TAKE_THREAD, (key.user_id, key.thread_id, owner, now + seconds, now)
     ).fetchall()
     if taken:
         return None, None if taken[0][0] is None else stamp_of(key, taken[0])

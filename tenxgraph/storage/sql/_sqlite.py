@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from tenxgraph.errors import StorageError
 from tenxgraph.storage.sql._migrations import Component, Steps, migrate, prepare, sqlite_dialect
@@ -99,21 +99,17 @@ class SqliteDatabase:
         open and no checkpoint is due; else, or if it met a lock, in a
         worker thread that waits for locks up to ``timeout`` seconds.
         """
-
-        def bound(conn: sqlite3.Connection) -> R:
-            return function(conn, *args, **kwargs)
-
         if not self._waiters and self._lock.acquire(blocking=False):
             try:
                 if self._conn is not None and self._changes_left > 0:
-                    return self._run(self._conn, bound)
+                    return self._run(self._conn, function, args, kwargs)
             except StorageError as exc:
                 if not _is_busy(exc.__cause__):
                     raise
                 # it met another connection's lock: nothing was written; wait in a thread
             finally:
                 self._lock.release()
-        return await asyncio.to_thread(self._run_waiting, bound)
+        return await asyncio.to_thread(self._run_waiting, function, args, kwargs)
 
     def run(
         self,
@@ -126,12 +122,14 @@ class SqliteDatabase:
         Async code calls it through ``asyncio.to_thread`` for work that may
         take long, with the slow part (decoding rows) after it, off the lock.
         """
-        return self._run_waiting(lambda conn: function(conn, *args, **kwargs))
+        return self._run_waiting(function, args, kwargs)
 
-    def _run_waiting(self, function: Callable[[sqlite3.Connection], R]) -> R:
+    def _run_waiting(
+        self, function: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> R:
         """Wait for the lock and run; then fold the WAL in, still holding the lock, if it is due."""
         with self.connection() as conn:
-            result = self._run(conn, function)
+            result = self._run(conn, function, args, kwargs)
             if self._changes_left <= 0:
                 self._checkpoint(conn)
             return result
@@ -195,16 +193,21 @@ class SqliteDatabase:
     def _run(
         self,
         conn: sqlite3.Connection,
-        function: Callable[[sqlite3.Connection], R],
+        function: Callable[..., R],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> R:
-        """Run with the lock held; any open transaction is rolled back if ``function`` fails.
+        """``function(conn, *args, **kwargs)`` with the lock held, rolled back if it fails.
+
+        Any transaction the function left open when it raised is rolled back
+        here, so a function may write ``BEGIN`` ... ``COMMIT`` without a handler.
 
         sqlite3 errors become ``StorageError`` with the original as the cause
         (``SQLITE_BUSY`` there: nothing was written, as the rollback undid it).
         """
         before = conn.total_changes
         try:
-            result = function(conn)
+            result = function(conn, *args, **kwargs)
         except sqlite3.Error as exc:
             _end_transaction(conn)
             raise StorageError(f"sqlite ({self.path}): {exc}") from exc
