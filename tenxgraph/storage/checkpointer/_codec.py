@@ -151,37 +151,30 @@ def encode_write(
                 f"thread {key.thread_id!r}: new_messages[{index}] is a streaming delta; "
                 "only complete messages are stored"
             )
-        usage = (
-            None
-            if not usages or fields["usages"] is None
-            else fields["usages"].model_dump_json(exclude_defaults=True)
-        )
+        usage = fields["usages"] if usages else None
+        if usage is not None:
+            usage = usage.model_dump_json(exclude_defaults=True)
         try:
             body = dump(message)
         except ValueError as exc:  # pydantic's serialization errors derive from ValueError
-            raise _unstorable_message(message, exc) from None
-        rows.append(
-            _NEW_TUPLE(MessageRow, (str(fields["message_id"]), fields["role"], usage, body))
-        )
-    values = write.values
-    parent = write.parent_version
-    return _NEW_TUPLE(
-        EncodedWrite,
-        (
-            rows,
-            str(values) if type(values) is ValuesText else values_json(key, values),
-            window_json(key, write.window),
-            None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
-            incarnation,
-            None if parent is None else _parent(key, write),
-        ),
+            why = f"message {message.message_id!r} cannot be stored as JSON: {exc}"
+            raise StateError(why) from None
+        row = (str(fields["message_id"]), fields["role"], usage, body)
+        rows.append(_NEW_TUPLE(MessageRow, row))
+    values, parent, metadata = write.values, write.parent_version, write.metadata
+    encoded = (
+        rows,
+        str(values) if type(values) is ValuesText else values_json(key, values),
+        window_json(key, write.window),
+        None if metadata is None else encode_json((key, "metadata"), metadata),
+        incarnation,
+        None if parent is None else _parent(key, write),
     )
+    return _NEW_TUPLE(EncodedWrite, encoded)
 
 
 _NEW_TUPLE = tuple.__new__
-"""Makes a named tuple from a tuple of all its fields in one C call: the class's own
-``__new__`` is a Python function, which costs several times more (one row per message
-and one write per save)."""
+"""A named tuple from all its fields in one C call (the class's ``__new__`` is Python)."""
 
 
 def _parent(key: ThreadKey, write: ThreadWrite) -> int | None:
@@ -270,23 +263,15 @@ def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:
     return expected
 
 
-def _unstorable_message(message: Message, exc: ValueError) -> StateError:
-    """The error for a message whose ``dump`` refused it (what JSON cannot hold)."""
-    return StateError(f"message {message.message_id!r} cannot be stored as JSON: {exc}")
-
-
 def check_window(key: ThreadKey, window: Window, log_length: int) -> None:
     """A window to write: see ``window_problem``; a bad one raises ``StateError``.
 
-    A run's usual window, a list of one ``(start, end)`` tuple of ints inside
-    the log, passes in one expression; anything else gets the whole rule.
+    A run's usual window (one ``(start, end)`` tuple in a list) is passed here at once.
     """
-    if type(window) is list and len(window) == 1:
-        pair = window[0]
-        if type(pair) is tuple and len(pair) == 2:
-            start, end = pair
-            if type(start) is int and type(end) is int and 0 <= start <= end <= log_length:
-                return
+    if type(window) is list and len(window) == 1 and type(window[0]) is tuple:
+        start, end = window[0] if len(window[0]) == 2 else (None, None)
+        if type(start) is int and type(end) is int and 0 <= start <= end <= log_length:
+            return
     problem = window_problem(window, log_length)
     if problem is not None:
         raise StateError(f"thread {key.thread_id!r}: {problem}")
