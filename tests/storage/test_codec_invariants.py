@@ -17,7 +17,10 @@ from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import ConflictError, CorruptRecordError, StateError
 from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite
 from tenxgraph.storage.checkpointer._codec import (
+    EncodedWrite,
+    MessageRow,
     check_stop_request,
+    check_window,
     conflict,
     decode_checkpoint,
     decode_joined_thread,
@@ -271,6 +274,61 @@ def test_windows_within_the_log_are_accepted(window: Any, log_length: int) -> No
 def test_window_problems_are_named(window: Any, log_length: int | None, problem: str) -> None:
     found = window_problem(window, log_length)
     assert found is not None and found.startswith(problem), found
+
+
+class _Int(int):
+    """An int that is not a plain ``int``: the one-range short cut must refuse it."""
+
+
+_ENDS: list[Any] = [-1, 0, 1, 2, 3, 4, True, False, 1.0, "1", None, _Int(1)]
+
+
+@pytest.mark.parametrize("log_length", [0, 1, 3])
+def test_check_window_of_one_range_agrees_with_the_whole_rule(log_length: int) -> None:
+    """``check_window``'s one-range short cut passes exactly what ``window_problem`` passes."""
+    shapes: list[Any] = [[(start, end)] for start in _ENDS for end in _ENDS] + [
+        [[0, 1]],
+        [(0, 1, 2)],
+        [(0,)],
+        ((0, 1),),
+        [(0, 1), (1, 1)],
+        [],
+    ]
+    for window in shapes:
+        problem = window_problem(window, log_length)
+        if problem is None:
+            check_window(KEY, window, log_length)
+        else:
+            with pytest.raises(StateError, match=re.escape(problem)):
+                check_window(KEY, window, log_length)
+
+
+def test_the_rows_and_the_write_are_the_named_tuples_backends_read() -> None:
+    """``encode_write`` builds its tuples without their classes' ``__new__``: still theirs."""
+    message = Message.text_message("a", message_id="m1")
+    encoded = encode_write(KEY, write(2, expected_incarnation=_Str("inc"), messages=[message]))
+    assert type(encoded) is EncodedWrite and type(encoded.messages[0]) is MessageRow
+    assert encoded._asdict() == {
+        "messages": encoded.messages,
+        "values": "{}",
+        "window": "[]",
+        "metadata": None,
+        "incarnation": "inc",
+        "parent": None,
+    }
+    assert encoded.messages[0]._asdict() == {
+        "message_id": "m1",
+        "role": "user",
+        "usage": None,
+        "body": compact_json(message),
+    }
+    for incarnation in (None, "", 5):
+        with pytest.raises(StateError, match="needs expected_incarnation"):
+            encode_write(KEY, write(2, expected_incarnation=incarnation))
+
+
+class _Str(str):
+    """A str subclass: an incarnation given as one is kept (any str is an identity)."""
 
 
 def test_decode_window_checks_the_log_length_and_the_shape() -> None:

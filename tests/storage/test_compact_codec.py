@@ -19,7 +19,7 @@ from pydantic_core import to_json
 
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state import message as message_module
-from tenxgraph.core.state.message import Message, TokenUsages, compact_json
+from tenxgraph.core.state.message import Message, TokenUsages, compact_json, compact_json_bytes
 from tenxgraph.core.state.message_block import (
     AnnotationRef,
     ContentBlock,
@@ -106,6 +106,7 @@ def test_plain_text_messages_are_written_as_the_general_dump_writes_them() -> No
     for message in plain + other:
         general = to_json(message_module._compact_data(message), inf_nan_mode="null").decode()
         assert compact_json(message) == general
+        assert compact_json_bytes(message) == general.encode()  # the in-memory log's form
         loaded = Message.model_validate_json(compact_json(message))
         assert loaded.model_dump() == message.model_dump()
 

@@ -410,6 +410,12 @@ def compact_json(message: Message) -> str:
     return to_json(compact_data(message), inf_nan_mode="null").decode()
 
 
+def compact_json_bytes(message: Message) -> bytes:
+    """``compact_json`` as UTF-8 bytes: what a store that keeps bytes holds, no str between."""
+    data = _plain_text_data(message)
+    return to_json(_compact_data(message) if data is None else data, inf_nan_mode="null")
+
+
 def compact_data(message: Message) -> dict[str, Any]:
     """``compact_json``'s data before it becomes text (a new dict, the caller's to change).
 

@@ -35,7 +35,12 @@ from tenxgraph.errors import (
     ThreadNotFoundError,
 )
 from tenxgraph.storage.checkpointer._bulk_decode import decode_joined, validate_many
-from tenxgraph.storage.checkpointer._json_text import encode_json, values_json, window_json
+from tenxgraph.storage.checkpointer._json_text import (
+    ValuesText,
+    encode_json,
+    values_json,
+    window_json,
+)
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
     StoredMessage,
@@ -128,9 +133,11 @@ def encode_write(
     ``dump`` makes each message's ``MessageRow.body``; its ``ValueError`` (what
     JSON cannot hold) becomes ``StateError``.
     """
-    if write.expected_version < 0:
-        raise StateError(f"expected_version must be >= 0, got {write.expected_version}")
-    incarnation = _write_incarnation(key, write)
+    expected, incarnation = write.expected_version, write.expected_incarnation
+    if expected <= 0 or type(incarnation) is not str or not incarnation:  # else kept as it is
+        if expected < 0:
+            raise StateError(f"expected_version must be >= 0, got {expected}")
+        incarnation = _write_incarnation(key, write)
     rows = []
     for index, message in enumerate(write.new_messages):
         if not isinstance(message, Message):
@@ -144,22 +151,30 @@ def encode_write(
                 f"thread {key.thread_id!r}: new_messages[{index}] is a streaming delta; "
                 "only complete messages are stored"
             )
-        usage = (
-            None
-            if not usages or fields["usages"] is None
-            else fields["usages"].model_dump_json(exclude_defaults=True)
-        )
-        rows.append(
-            MessageRow(str(fields["message_id"]), fields["role"], usage, _dump(message, dump))
-        )
-    return EncodedWrite(
+        usage = fields["usages"] if usages else None
+        if usage is not None:
+            usage = usage.model_dump_json(exclude_defaults=True)
+        try:
+            body = dump(message)
+        except ValueError as exc:  # pydantic's serialization errors derive from ValueError
+            why = f"message {message.message_id!r} cannot be stored as JSON: {exc}"
+            raise StateError(why) from None
+        row = (str(fields["message_id"]), fields["role"], usage, body)
+        rows.append(_NEW_TUPLE(MessageRow, row))
+    values, parent, metadata = write.values, write.parent_version, write.metadata
+    encoded = (
         rows,
-        values_json(key, write.values),
+        str(values) if type(values) is ValuesText else values_json(key, values),
         window_json(key, write.window),
-        None if write.metadata is None else encode_json((key, "metadata"), write.metadata),
+        None if metadata is None else encode_json((key, "metadata"), metadata),
         incarnation,
-        _parent(key, write),
+        None if parent is None else _parent(key, write),
     )
+    return _NEW_TUPLE(EncodedWrite, encoded)
+
+
+_NEW_TUPLE = tuple.__new__
+"""A named tuple from all its fields in one C call (the class's ``__new__`` is Python)."""
 
 
 def _parent(key: ThreadKey, write: ThreadWrite) -> int | None:
@@ -248,17 +263,15 @@ def _write_incarnation(key: ThreadKey, write: ThreadWrite) -> str:
     return expected
 
 
-def _dump(message: Message, dump: Callable[[Message], Any]) -> Any:
-    try:
-        return dump(message)
-    except ValueError as exc:  # pydantic's serialization errors derive from ValueError
-        raise StateError(
-            f"message {message.message_id!r} cannot be stored as JSON: {exc}"
-        ) from None
-
-
 def check_window(key: ThreadKey, window: Window, log_length: int) -> None:
-    """A window to write: see ``window_problem``; a bad one raises ``StateError``."""
+    """A window to write: see ``window_problem``; a bad one raises ``StateError``.
+
+    A run's usual window (one ``(start, end)`` tuple in a list) is passed here at once.
+    """
+    if type(window) is list and len(window) == 1 and type(window[0]) is tuple:
+        start, end = window[0] if len(window[0]) == 2 else (None, None)
+        if type(start) is int and type(end) is int and 0 <= start <= end <= log_length:
+            return
     problem = window_problem(window, log_length)
     if problem is not None:
         raise StateError(f"thread {key.thread_id!r}: {problem}")

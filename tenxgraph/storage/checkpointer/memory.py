@@ -19,10 +19,11 @@ import zlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
-from tenxgraph.core.state.message import Message
+from tenxgraph.core.state.message import Message, compact_json_bytes
 from tenxgraph.storage.checkpointer._codec import (
     check_stop_request,
     check_window,
@@ -255,8 +256,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        encoded = encode_write(key, write, usages=False)
-        bodies = [row.body.encode() for row in encoded.messages]
+        encoded = encode_write(key, write, usages=False, dump=compact_json_bytes)
         now = time.time()
         version = write.expected_version + 1
         with self._lock:
@@ -268,7 +268,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 or thread.incarnation != encoded.incarnation
             ):  # compared in place: the stamps are made only to report a conflict
                 _check_stamp(key, write, encoded.incarnation, thread)
-            log_length = (0 if thread is None else len(thread.log)) + len(bodies)
+            log_length = (0 if thread is None else len(thread.log)) + len(encoded.messages)
             check_window(key, write.window, log_length)
             if thread is None:
                 thread = _Thread(encoded.incarnation, 0, "", "", encoded.metadata or "{}", now, now)
@@ -277,8 +277,8 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 thread.metadata = encoded.metadata
             thread.version = version
             thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
-            thread.log += bodies
-            checkpoint = _Checkpoint(
+            thread.log += map(_BODY, encoded.messages)
+            checkpoint = (
                 version,
                 write.node,
                 write.step,
@@ -288,10 +288,10 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 now,
                 encoded.parent,
             )
-            thread.add(checkpoint, self._keep)
+            thread.add(_NEW_TUPLE(_Checkpoint, checkpoint), self._keep)
             if write.release_lease and write.lease is not None:
                 del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
-            return ThreadStamp(thread.incarnation, version)
+            return _NEW_TUPLE(ThreadStamp, (thread.incarnation, version))
 
     async def arewind(
         self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
@@ -495,6 +495,14 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, window, len(thread.log))
             seqs, bodies = _window_rows(thread.log, window)
         return decode_messages(key, seqs, bodies)
+
+
+_BODY = attrgetter("body")
+"""A ``MessageRow``'s body: the message's JSON bytes (``compact_json_bytes``)."""
+
+_NEW_TUPLE = tuple.__new__
+"""Makes a named tuple from a tuple of all its fields in one C call (its ``__new__`` is
+Python): one checkpoint and one stamp per save."""
 
 
 def _check_stamp(
