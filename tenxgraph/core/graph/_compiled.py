@@ -515,7 +515,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             turn_start = 0 if session is None else session.base
             if meta.step or meta.turn_start != turn_start:  # a fresh state has both already
                 meta.step, meta.turn_start = 0, turn_start
-            if goto_tasks or meta.tasks or meta.joins or meta.subgraphs:  # the goto's, or left
+            # a goto's tasks replace what the last turn left behind (a fresh state has neither)
+            if goto_tasks or meta.tasks or meta.joins or meta.subgraphs:
                 meta.tasks, meta.task_writes, meta.joins, meta.subgraphs = goto_tasks, {}, {}, {}
             if state.context:  # it may end in tool calls without results
                 runner, added = answer_pending_calls(state, input_messages, meta.status, self)
