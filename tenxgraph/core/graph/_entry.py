@@ -59,9 +59,13 @@ _AT_REST = frozenset({"idle", "completed"})
 _INPUT_KEYS = frozenset({"messages", "state", "resume", "goto"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
-    """Where a run starts and whether it begins a new turn."""
+    """Where a run starts and whether it begins a new turn.
+
+    Not frozen: a frozen dataclass sets each field through ``object.__setattr__``,
+    three times the cost of a plain one, and every run makes one.
+    """
 
     node: str
     new_turn: bool
@@ -184,6 +188,8 @@ def input_messages_of(
     if raw is None:
         return []
     messages = _converted(raw)
+    if len(messages) < 2:  # the usual input: no later message for a call to be skipped by
+        return messages
     settled = state.message_index() if state is not None else ()
     return answer_skipped_calls(messages, settled=settled, new_id=new_id)
 

@@ -40,10 +40,13 @@ class GraphInterrupt(Exception):
 
 @dataclass(slots=True)
 class InterruptScope:
-    """The answers available to the ``interrupt`` calls of one node execution."""
+    """The answers available to the ``interrupt`` calls of one node execution.
+
+    The run loop builds one per step, by position (``answers`` to ``forward``):
+    keyword arguments cost about twice as much. The two counters start at zero.
+    """
 
     answers: list[Any] = field(default_factory=list)
-    asked: int = 0
     thread: ThreadKey | None = None
     """The thread whose run (or direct tool call) executes the code in this scope."""
     subgraphs: dict[str, Any] | None = None
@@ -51,14 +54,16 @@ class InterruptScope:
     of the graph the node belongs to); None outside a graph's node (a direct call)."""
     namespace: str = ""
     """The running node's namespace: its name, under its graph's (``outer|inner``)."""
-    calls: int = 0
-    """Subgraph runs started so far by this node execution, naming the second one on."""
     writer: Callable[[Any], None] | None = None
     """Where ``get_stream_writer()``'s data goes: the run's stream, or None (nothing reads it)."""
     forward: Callable[[Any], None] | None = None
     """Where code in this scope sends the events of a graph it runs itself (a graph the node
     invokes, an agent tool's agent): ``SubgraphEvent``s whose namespace starts with the node's
     name, into the run's stream when it yields subgraphs' events; else None."""
+    asked: int = 0
+    """``interrupt`` calls made so far by this node execution: the next one's answer's index."""
+    calls: int = 0
+    """Subgraph runs started so far by this node execution, naming the second one on."""
 
 
 _scope: ContextVar[InterruptScope | None] = ContextVar("tenxgraph_interrupt_scope", default=None)

@@ -195,11 +195,11 @@ class RunSteps(Generic[S]):
         sink = run.ctx.custom  # forward_to written out: this is every step
         run.ctx.interrupt_scope = InterruptScope(
             meta.resume_values,
-            thread=control.thread,
-            subgraphs=meta.subgraphs,
-            namespace=f"{run.namespace}|{name}" if run.namespace else name,
-            writer=None if sink is None else sink.writer(name),
-            forward=sink.put if run.forward and sink is not None else None,
+            control.thread,
+            meta.subgraphs,
+            f"{run.namespace}|{name}" if run.namespace else name,
+            None if sink is None else sink.writer(name),  # writer
+            sink.put if run.forward and sink is not None else None,  # forward
         )
         return None
 
