@@ -44,6 +44,7 @@ from tenxgraph.storage.checkpointer._codec import (
     window_size,
 )
 from tenxgraph.storage.checkpointer.base import ThreadStamp
+from tenxgraph.storage.checkpointer.state_codec import values_text
 
 KEY = ThreadKey("t", "u")
 WHERE = "thread 't' (user 'u')"
@@ -55,7 +56,8 @@ def body(seq: int) -> str:
 
 
 def write(version: int = 0, **fields: Any) -> ThreadWrite:
-    return ThreadWrite(version, fields.pop("messages", []), {}, [], "n", 0, **fields)
+    messages, values = fields.pop("messages", []), fields.pop("values", {})
+    return ThreadWrite(version, messages, values, [], "n", 0, **fields)
 
 
 # --- an empty thread, on every backend ----------------------------------------------------
@@ -150,6 +152,24 @@ def test_the_usage_column_is_written_only_when_asked() -> None:
     assert row.usage is not None and TokenUsages.model_validate_json(row.usage) == usages
     [bare] = encode_write(KEY, write(messages=[message]), usages=False).messages
     assert bare.usage is None
+
+
+def test_a_values_text_from_the_runtime_is_stored_as_it_is() -> None:
+    text = values_text({"context_summary": "so far"}, "AgentState")
+    encoded = encode_write(KEY, write(1, expected_incarnation="i", values=text))
+    assert encoded.values == str(text) and type(encoded.values) is str
+    assert encode_write(KEY, write(values={"a": 1})).values == '{"a":1}'
+
+
+def test_a_message_that_cannot_be_dumped_is_named_in_a_state_error() -> None:
+    def refuse(message: Message) -> str:
+        raise ValueError("no JSON for this")
+
+    message = Message.text_message("hi", message_id="m-1")
+    with pytest.raises(
+        StateError, match=re.escape("message 'm-1' cannot be stored as JSON: no JSON for this")
+    ):
+        encode_write(KEY, write(messages=[message]), dump=refuse)
 
 
 @pytest.mark.parametrize(("parent", "stored"), [(None, None), (3, None), (0, 0), (1, 1), (2, 2)])
