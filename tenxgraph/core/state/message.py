@@ -406,14 +406,13 @@ def compact_json(message: Message) -> str:
     ``exclude_defaults`` would call the id, timestamp, metadata and annotation
     default factories only to compare, which cost more than the rest of the dump.
     """
-    # inf_nan_mode="null": as model_dump_json() does with a NaN put in after validation
-    return to_json(compact_data(message), inf_nan_mode="null").decode()
+    return compact_json_bytes(message).decode()
 
 
 def compact_json_bytes(message: Message) -> bytes:
     """``compact_json`` as UTF-8 bytes: what a store that keeps bytes holds, no str between."""
-    data = _plain_text_data(message)
-    return to_json(_compact_data(message) if data is None else data, inf_nan_mode="null")
+    # inf_nan_mode="null": as model_dump_json() does with a NaN put in after validation
+    return to_json(compact_data(message), inf_nan_mode="null")
 
 
 def compact_data(message: Message) -> dict[str, Any]:

@@ -70,6 +70,7 @@ __all__ = [
     "lease_lost",
     "missing_checkpoint",
     "new_incarnation",
+    "new_tuple",
     "rewind_conflict",
     "stamp_of",
     "thread_not_found",
@@ -160,7 +161,7 @@ def encode_write(
             why = f"message {message.message_id!r} cannot be stored as JSON: {exc}"
             raise StateError(why) from None
         row = (str(fields["message_id"]), fields["role"], usage, body)
-        rows.append(_NEW_TUPLE(MessageRow, row))
+        rows.append(new_tuple(MessageRow, row))
     values, parent, metadata = write.values, write.parent_version, write.metadata
     encoded = (
         rows,
@@ -170,10 +171,10 @@ def encode_write(
         incarnation,
         None if parent is None else _parent(key, write),
     )
-    return _NEW_TUPLE(EncodedWrite, encoded)
+    return new_tuple(EncodedWrite, encoded)
 
 
-_NEW_TUPLE = tuple.__new__
+new_tuple = tuple.__new__
 """A named tuple from all its fields in one C call (the class's ``__new__`` is Python)."""
 
 

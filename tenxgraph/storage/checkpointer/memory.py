@@ -36,6 +36,7 @@ from tenxgraph.storage.checkpointer._codec import (
     encode_write,
     lease_lost,
     missing_checkpoint,
+    new_tuple,
     rewind_conflict,
     thread_not_found,
 )
@@ -288,10 +289,10 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 now,
                 encoded.parent,
             )
-            thread.add(_NEW_TUPLE(_Checkpoint, checkpoint), self._keep)
+            thread.add(new_tuple(_Checkpoint, checkpoint), self._keep)
             if write.release_lease and write.lease is not None:
                 del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
-            return _NEW_TUPLE(ThreadStamp, (thread.incarnation, version))
+            return new_tuple(ThreadStamp, (thread.incarnation, version))
 
     async def arewind(
         self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None
@@ -499,10 +500,6 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
 
 _BODY = attrgetter("body")
 """A ``MessageRow``'s body: the message's JSON bytes (``compact_json_bytes``)."""
-
-_NEW_TUPLE = tuple.__new__
-"""Makes a named tuple from a tuple of all its fields in one C call (its ``__new__`` is
-Python): one checkpoint and one stamp per save."""
 
 
 def _check_stamp(
