@@ -233,9 +233,9 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
+        fenced = write.lease is not None
         conn.execute("BEGIN IMMEDIATE")  # a failure is rolled back by the database's _run
         if write.expected_version == 0:
-            fenced = write.lease is not None
             row = conn.execute(
                 _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
                 (
@@ -252,7 +252,6 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
                 ),
             ).fetchone()
         else:
-            fenced = write.lease is not None
             row = conn.execute(
                 _UPDATE_THREAD_FENCED if fenced else _UPDATE_THREAD,
                 (
