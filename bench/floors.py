@@ -12,6 +12,7 @@ Run: ``python -m bench.floors``.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -53,6 +54,35 @@ def w1_plain_calls() -> float:
     question = Message.text_message("hi")
     assert len(three_calls(question)) == 4
     return best_us(lambda: three_calls(question), number=2_000)
+
+
+async def areply(messages: list[Message]) -> Message:
+    return Message.text_message("ok", role="assistant")
+
+
+async def three_awaits(question: Message) -> list[Message]:
+    """``three_calls`` as plain asyncio code: three awaited ``async def`` nodes."""
+    messages = [question]
+    for node in (areply, areply, areply):
+        messages.append(await node(messages))
+    return messages
+
+
+def w1_plain_asyncio() -> float:
+    """Microseconds per ``three_awaits`` run from sync code, as ``invoke`` is.
+
+    DESIGN.md's W1 budget is "the plain-asyncio floor": the same work written as
+    plain asyncio and run from synchronous code the cheapest standard way, one
+    ``loop.run_until_complete`` on an event loop made once and reused (a new loop per
+    call, as ``asyncio.run`` makes, would cost several times more).
+    """
+    question = Message.text_message("hi")
+    loop = asyncio.new_event_loop()
+    try:
+        assert len(loop.run_until_complete(three_awaits(question))) == 4
+        return best_us(lambda: loop.run_until_complete(three_awaits(question)), number=2_000)
+    finally:
+        loop.close()
 
 
 # --- SQLite schema shared by W2, W4 and W6 ----------------------------------------------
@@ -239,6 +269,7 @@ def w6_compact_json() -> dict[str, int]:
 def run() -> dict[str, Any]:
     return {
         "w1_us": w1_plain_calls(),
+        "w1_asyncio_us": w1_plain_asyncio(),
         "w2_turn_ms": w2_sqlite_turn(),
         "w3_copy_us": w3_list_copy(),
         "w4": w4_load_validate(),

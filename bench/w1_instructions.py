@@ -6,13 +6,15 @@ runs twice under ``valgrind --tool=callgrind``, each time in a fresh process wit
 and 1,100 in the other. The difference over 1,000 is the cost of one call, without the
 interpreter's start, the imports and the warm-up.
 
-Run: ``python -m bench.w1_instructions [case ...]`` (cases: ``floor``, ``invoke``,
-``checkpointer``, ``add_messages``; all by default). Needs ``valgrind``. With
-``--child CASE N`` it is the measured process itself.
+Run: ``python -m bench.w1_instructions [case ...]`` (cases: ``floor``, ``floor_asyncio``
+(the same work as plain asyncio, run from sync code), ``invoke``, ``checkpointer``,
+``add_messages``; all by default). Needs ``valgrind``. With ``--child CASE N`` it is the
+measured process itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import os
@@ -22,7 +24,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 
-CASES = ("floor", "invoke", "checkpointer", "add_messages")
+CASES = ("floor", "floor_asyncio", "invoke", "checkpointer", "add_messages")
 WARM_UP, FEW, MANY = 50, 100, 1_100
 
 
@@ -35,6 +37,10 @@ def _workload(case: str) -> Callable[[], object]:
     if case == "floor":
         question = Message.text_message("hi")
         return lambda: floors.three_calls(question)
+    if case == "floor_asyncio":
+        question = Message.text_message("hi")
+        loop = asyncio.new_event_loop()
+        return lambda: loop.run_until_complete(floors.three_awaits(question))
     if case == "add_messages":
         left = w3_add_messages.history(w3_add_messages.SHORT)
         new = Message.text_message("new", role="assistant")

@@ -98,6 +98,24 @@ def test_a_failed_peer_is_named_in_the_notes_and_its_figures_from_other_workload
     assert cell(table, W1, "best peer") == "900 µs (langgraph 1.2.24)"
 
 
+def test_w1_is_judged_against_the_plain_asyncio_floor_with_the_plain_calls_beside_it() -> None:
+    """DESIGN.md's W1 budget names the plain-asyncio floor; an older run has only the calls."""
+    results = measured()
+    memory = "W1 same graph on `InMemoryCheckpointer`, a fresh thread per `invoke`"
+    results["w1_checkpointer"] = {"invoke_us": 70.0}
+    results["floors"]["w1_asyncio_us"] = 20.0
+    table = report.render(results)
+    assert cell(table, W1, "floor") == "20.0 µs (plain asyncio; 10.0 µs as plain calls)"
+    assert cell(table, W1, "ours / floor") == "1.5x"
+    assert cell(table, W1, "verdict") == "met"
+    assert cell(table, memory, "ours / floor") == "3.5x"
+    del results["floors"]["w1_asyncio_us"]
+    older = report.render(results)
+    assert cell(older, W1, "floor") == "10.0 µs"
+    assert cell(older, W1, "ours / floor") == "3.0x"
+    assert cell(older, memory, "verdict") == "**missed**: 1.2x the bound"
+
+
 def test_update_readme_keeps_the_text_around_the_markers(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n", encoding="utf-8")
