@@ -168,6 +168,32 @@ def w1_rows(r: Results) -> list[Row]:
     return [dataclasses.replace(each, floor=each.floor + note) for each in rows]
 
 
+def w9_rows(r: Results) -> list[Row]:
+    """The server against the bare FastAPI + sse-starlette endpoint read in the same run."""
+    overhead = value(r, "w9_server", "overhead_ms_p50")
+    round_trip = value(r, "w9_server", "bare_ms_p50")
+    cpu = value(r, "w9_server", "server_cpu_ms_per_run")
+    bare_cpu = value(r, "w9_server", "bare_server_cpu_ms_per_run")
+    return [
+        row(
+            "W9 server overhead per streamed run, p50 (over HTTP less the same run in process);"
+            " floor: the bare endpoint's whole round trip",
+            overhead,
+            round_trip,
+            "ms",
+            ("≤ 2 ms", overhead, 2),
+        ),
+        row(
+            "W9 server CPU per streamed run; floor: a bare FastAPI + sse-starlette endpoint"
+            " streaming the same 10 events",
+            cpu,
+            bare_cpu,
+            "ms",
+            ("≤ 1.2x floor", over(cpu, bare_cpu), 1.2),
+        ),
+    ]
+
+
 def w11_rows(r: Results) -> list[Row]:
     per_task = value(r, "w11_fanout", "per_task_us")
     floor = value(r, "w11_fanout", "floor_per_task_us")
@@ -506,6 +532,7 @@ def rows(results: Results) -> list[Row]:
         *w6_rows(results),
         *w7_rows(results),
         *w8_rows(results),
+        *w9_rows(results),
         *w11_rows(results),
         *w12_rows(results),
         *startup_rows(results),
@@ -558,6 +585,16 @@ def footnotes(results: Results) -> list[str]:
     store = value(results, "w6_invoke", "store_only_bytes_per_message")
     if store is not None:
         notes.append(f"W6 held with the compiled graph dropped (the store alone): {store:.0f} B.")
+    in_process = value(results, "w9_server", "in_process_cpu_ms_per_run")
+    if in_process is not None:
+        w9 = results["w9_server"]
+        notes.append(
+            f"W9: the same run in process takes {number(in_process, 'ms')} of CPU; "
+            f"{w9.get('concurrent_runs')} streams at once: first event p50 "
+            f"{number(value(results, 'w9_server', 'first_event_ms_p50'), 'ms')}, end p50 "
+            f"{number(value(results, 'w9_server', 'end_ms_p50'), 'ms')}, "
+            f"{w9.get('errors')} errors, {w9.get('lost_event_runs')} runs with lost events."
+        )
     for name, figures in results.items():
         if "error" in figures:
             notes.append(f"`{name}` failed: {figures['error']}")

@@ -15,6 +15,9 @@ run streams ``stream_mode=["updates", "messages-tuple"]``.
   Also the CPU time per run: of this process for the in-process runs (all
   its threads, SQLite's included), of the server process for the HTTP runs
   (from ``/proc``), which a loaded machine stretches less than wall time.
+- The bare endpoint (``bare_app``) in a server process of its own, read by the
+  same client in the same alternating blocks: its CPU per streamed run is the
+  floor of the server's (target: <= 1.2x), its median the HTTP round trip alone.
 - Concurrent: 200 streams opened at once: time to the first event (the run's
   ``metadata``) and to the ``end`` event, p50 and p99; errors (any status but
   200, a broken stream); lost events (ids not 1..n without a gap, a missing
@@ -152,13 +155,13 @@ async def _stream_once(client: httpx.AsyncClient, expected: int) -> tuple[float,
     return first, total, ""
 
 
-def _start_server(path: str) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(path: str, factory: str = "app") -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "uvicorn", "bench.w9_server:app", "--factory"]
+    command = [sys.executable, "-m", "uvicorn", f"bench.w9_server:{factory}", "--factory"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     env = {**os.environ, DB_ENV: path}
     server = subprocess.Popen(command, env=env, cwd=Path(__file__).parents[1])
@@ -185,23 +188,32 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _measure(url: str, local_path: str, server_pid: int) -> dict[str, Any]:
-    """Sequential runs in process and over HTTP in alternating blocks, then the 200 at once.
+async def _measure(
+    url: str, local_path: str, server_pid: int, bare: tuple[str, int]
+) -> dict[str, Any]:
+    """Sequential runs in process, over HTTP and on the bare endpoint in alternating
+    blocks, then the 200 at once.
 
-    Alternating keeps both sides under the same load when other processes
-    share the machine: the overhead is the difference of the two medians.
+    Alternating keeps all three under the same load when other processes
+    share the machine: the overhead is the difference of the first two medians.
     """
     graph = make_graph(local_path)
     limits = httpx.Limits(max_connections=CONCURRENT + 10, max_keepalive_connections=CONCURRENT)
     local: list[float] = []
     sequential: list[tuple[float, float, str]] = []
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    bare_runs: list[tuple[float, float, str]] = []
+    bare_url, bare_pid = bare
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client,
+        httpx.AsyncClient(base_url=bare_url, timeout=120) as bare_client,
+    ):
         _, count = await _local_run(graph, -1)
         expected = count + 1  # metadata + the run's events + end, less the RunResult
         for index in range(WARMUP):
             await _local_run(graph, -2 - index)
             await _stream_once(client, expected)
-        local_cpu = server_cpu = 0.0
+            await _stream_once(bare_client, expected)
+        local_cpu = server_cpu = bare_cpu = 0.0
         for block in range(BLOCKS):
             cpu = time.process_time()
             for index in range(SEQUENTIAL // BLOCKS):
@@ -211,6 +223,10 @@ async def _measure(url: str, local_path: str, server_pid: int) -> dict[str, Any]
             for _ in range(SEQUENTIAL // BLOCKS):
                 sequential.append(await _stream_once(client, expected))
             server_cpu += _cpu_seconds(server_pid) - cpu
+            cpu = _cpu_seconds(bare_pid)
+            for _ in range(SEQUENTIAL // BLOCKS):
+                bare_runs.append(await _stream_once(bare_client, expected))
+            bare_cpu += _cpu_seconds(bare_pid) - cpu
         started, cpu = time.perf_counter(), _cpu_seconds(server_pid)
         concurrent = await asyncio.gather(
             *(_stream_once(client, expected) for _ in range(CONCURRENT)), return_exceptions=True
@@ -221,7 +237,7 @@ async def _measure(url: str, local_path: str, server_pid: int) -> dict[str, Any]
     await graph.checkpointer.aclose()
     done = [item for item in concurrent if isinstance(item, tuple)]
     errors = [item for item in concurrent if not isinstance(item, tuple)]
-    problems = [problem for *_, problem in done + sequential if problem]
+    problems = [problem for *_, problem in done + sequential + bare_runs if problem]
     firsts = [first * 1e3 for first, _, problem in done if not problem]
     totals = [total * 1e3 for _, total, problem in done if not problem]
     in_process = statistics.median(local) * 1e3
@@ -232,6 +248,8 @@ async def _measure(url: str, local_path: str, server_pid: int) -> dict[str, Any]
         "overhead_ms_p50": over_http - in_process,
         "in_process_cpu_ms_per_run": local_cpu / SEQUENTIAL * 1e3,
         "server_cpu_ms_per_run": server_cpu / SEQUENTIAL * 1e3,
+        "bare_ms_p50": statistics.median(total * 1e3 for _, total, _ in bare_runs),
+        "bare_server_cpu_ms_per_run": bare_cpu / SEQUENTIAL * 1e3,
         "concurrent_runs": CONCURRENT,
         "concurrent_server_cpu_ms_per_run": concurrent_cpu / CONCURRENT * 1e3,
         "concurrent_wall_s": wall,
@@ -251,10 +269,18 @@ def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         server, url = _start_server(str(Path(folder) / "served.sqlite"))
         try:
-            return asyncio.run(_measure(url, str(Path(folder) / "local.sqlite"), server.pid))
-        finally:
+            bare, bare_url = _start_server(str(Path(folder) / "unused.sqlite"), "bare_app")
+        except BaseException:
             server.terminate()
             server.wait(10)
+            raise
+        try:
+            local = str(Path(folder) / "local.sqlite")
+            return asyncio.run(_measure(url, local, server.pid, (bare_url, bare.pid)))
+        finally:
+            for process in (server, bare):
+                process.terminate()
+                process.wait(10)
 
 
 if __name__ == "__main__":

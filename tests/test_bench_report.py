@@ -116,6 +116,37 @@ def test_w1_is_judged_against_the_plain_asyncio_floor_with_the_plain_calls_besid
     assert cell(older, memory, "verdict") == "**missed**: 1.2x the bound"
 
 
+def test_w9_rows_judge_the_server_against_the_bare_endpoint_of_the_same_run() -> None:
+    results = measured()
+    results["w9_server"] = {
+        "overhead_ms_p50": 2.5,
+        "bare_ms_p50": 1.9,
+        "server_cpu_ms_per_run": 3.0,
+        "bare_server_cpu_ms_per_run": 1.0,
+        "in_process_cpu_ms_per_run": 1.1,
+        "concurrent_runs": 200,
+        "first_event_ms_p50": 300.0,
+        "end_ms_p50": 900.0,
+        "errors": 0,
+        "lost_event_runs": 1,
+    }
+    table = report.render(results)
+    overhead = next(r for r in report.rows(results) if r.workload.startswith("W9 server overhead"))
+    cpu = next(r for r in report.rows(results) if r.workload.startswith("W9 server CPU"))
+    assert (overhead.ours, overhead.floor, overhead.verdict) == (
+        "2.50 ms",
+        "1.90 ms",
+        "**missed**: 1.2x the bound",
+    )
+    assert (cpu.ratio, cpu.verdict) == ("3.0x", "**missed**: 2.5x the bound")
+    assert "0 errors, 1 runs with lost events" in table
+    results["w9_server"]["server_cpu_ms_per_run"] = 1.2
+    cpu = next(r for r in report.rows(results) if r.workload.startswith("W9 server CPU"))
+    assert cpu.verdict == "met"
+    del results["w9_server"]
+    assert all(r.verdict == "not measured" for r in report.rows(results) if "W9" in r.workload)
+
+
 def test_update_readme_keeps_the_text_around_the_markers(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n", encoding="utf-8")
