@@ -39,6 +39,7 @@ WORKLOADS = (
     "w7_media",
     "w8_memory_recall",
     "w9_server",
+    "w10_scale",
     "w11_fanout",
     "w12_tracing",
     "startup",

@@ -16,8 +16,8 @@ Each worker runs up to ``TENXGRAPH_SERVE_CONSUMERS`` queued runs at once
 enough runs in flight for at least 60 of these I/O-bound runs/s.
 
 Run: ``python -m bench.w10_scale [--workers 1,2,4] [--runs 120] [--lease 2]`` (127.0.0.1
-only; nothing is left behind). The workers run the code on ``PYTHONPATH``,
-so two checkouts are compared by running it once with each.
+only; nothing is left behind); ``make bench`` runs ``run()``, one worker. The workers run
+the code on ``PYTHONPATH``, so two checkouts are compared by running it once with each.
 """
 
 from __future__ import annotations
@@ -105,6 +105,15 @@ def measure(workers: int, runs: int = RUNS, lease: float = 2.0) -> dict[str, flo
         "peak_running": peak,
         "worker_cpu_ms_per_run": 1000 * cpu / runs,
     }
+
+
+def run() -> dict[str, Any]:
+    """``make bench``'s W10 row: one worker, 300 runs, 15 s leases (as bench/README's pairs).
+
+    A lease long enough that a busy machine's stalls do not expire it measures
+    the worker, not lease takeovers.
+    """
+    return measure(1, 300, 15.0)
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -147,6 +147,17 @@ def test_w9_rows_judge_the_server_against_the_bare_endpoint_of_the_same_run() ->
     assert all(r.verdict == "not measured" for r in report.rows(results) if "W9" in r.workload)
 
 
+def test_w10_is_a_rate_to_reach() -> None:
+    results = measured()
+    results["w10_scale"] = {"runs_per_s": 61.0, "peak_running": 240, "worker_cpu_ms_per_run": 9.5}
+    w10 = next(r for r in report.rows(results) if r.workload.startswith("W10"))
+    assert (w10.ours, w10.verdict) == ("61.0 /s, 240, 9.50 ms", "met")
+    results["w10_scale"]["runs_per_s"] = 59.0
+    assert next(r for r in report.rows(results) if r.workload.startswith("W10")).verdict == (
+        "**missed**"
+    )
+
+
 def test_update_readme_keeps_the_text_around_the_markers(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n", encoding="utf-8")
