@@ -152,8 +152,9 @@ class _Thread:
         newest = self.newest
         newest += checkpoint
         self.count += 1
-        if len(newest) >= _BATCH * _WIDTH:
-            self.sealed += (_Sealed.of(_rows(newest)),)
+        if len(newest) >= _BATCH * _WIDTH:  # sealed from the fields: no tuple made per row
+            rows = [newest[start : start + _WIDTH] for start in range(0, len(newest), _WIDTH)]
+            self.sealed += (_Sealed.of(rows),)
             self.newest = []
         if keep is not None and self.count > keep:
             self._drop(self.count - keep)
