@@ -66,3 +66,16 @@ async def test_retention_inside_a_sealed_batch_reads_only_the_kept(keep: int) ->
     after = await checkpointer.alist_checkpoints(key)
     assert [c.version for c in after] == [41, kept[-1]]  # the rollback's, then its target
     assert after[0].values == after[1].values
+
+
+async def test_sealing_a_batch_does_not_copy_the_earlier_ones() -> None:
+    """A save costs the same at any history length: the batches are appended to in place."""
+    checkpointer = InMemoryCheckpointer()
+    key = ThreadKey("t", "alice")
+    for n in range(48):
+        await save(checkpointer, key, write(n, [msg(f"m{n}")], [(0, n + 1)], {"n": n}, step=n))
+        if n == 15:
+            batches = checkpointer._tenants["alice"]["t"].sealed
+    thread = checkpointer._tenants["alice"]["t"]
+    assert thread.sealed is batches and len(batches) == 3
+    assert [c.version for c in await checkpointer.alist_checkpoints(key)] == list(range(48, 0, -1))

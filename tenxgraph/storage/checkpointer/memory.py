@@ -140,8 +140,9 @@ class _Thread:
     newest: list[Any]
     """The checkpoints not sealed yet (fewer than ``_BATCH``), oldest first, as one flat
     list of their fields, ``_WIDTH`` items each (see the class's docstring)."""
-    sealed: tuple[_Sealed, ...] = ()
-    """The older checkpoints, oldest first."""
+    sealed: list[_Sealed] | None = None
+    """The older checkpoints, oldest first (None until a batch is sealed: W1's threads
+    never have one)."""
     dropped: int = 0
     """How many of the first sealed batch's checkpoints retention dropped (still in it)."""
     count: int = 0
@@ -154,7 +155,9 @@ class _Thread:
         self.count += 1
         if len(newest) >= _BATCH * _WIDTH:  # sealed from the fields: no tuple made per row
             rows = [newest[start : start + _WIDTH] for start in range(0, len(newest), _WIDTH)]
-            self.sealed += (_Sealed.of(rows),)
+            if self.sealed is None:
+                self.sealed = []
+            self.sealed.append(_Sealed.of(rows))
             self.newest = []
         if keep is not None and self.count > keep:
             self._drop(self.count - keep)
@@ -162,19 +165,21 @@ class _Thread:
     def _drop(self, n: int) -> None:
         """Forget the ``n`` oldest checkpoints (a batch is dropped once all of it is)."""
         self.count -= n
-        while n and self.sealed:
-            left = self.sealed[0].count - self.dropped
+        sealed = self.sealed or []
+        while n and sealed:
+            left = sealed[0].count - self.dropped
             if n < left:
                 self.dropped += n
                 return
             n -= left
-            self.sealed, self.dropped = self.sealed[1:], 0
+            del sealed[0]
+            self.dropped = 0
         del self.newest[: n * _WIDTH]
 
     def checkpoints(self) -> list[_Checkpoint]:
         """Every checkpoint, oldest first (sealed ones opened)."""
         opened: list[_Checkpoint] = []
-        for batch in self.sealed:
+        for batch in self.sealed or ():
             opened += batch.open()
         del opened[: self.dropped]
         return opened + _rows(self.newest)
@@ -182,9 +187,9 @@ class _Thread:
     def replace(self, checkpoints: list[_Checkpoint]) -> None:
         """Hold ``checkpoints`` (oldest first) in batches again."""
         sealed = len(checkpoints) - len(checkpoints) % _BATCH
-        self.sealed = tuple(
+        self.sealed = [
             _Sealed.of(checkpoints[start : start + _BATCH]) for start in range(0, sealed, _BATCH)
-        )
+        ] or None
         self.newest = [item for checkpoint in checkpoints[sealed:] for item in checkpoint]
         self.dropped, self.count = 0, len(checkpoints)
 
@@ -488,7 +493,7 @@ def _held(thread: _Thread | None) -> tuple[tuple[_Sealed, ...], int, list[_Check
     """A thread's checkpoints as ``_newest_first`` takes them (call under the lock)."""
     if thread is None:
         return (), 0, []
-    return thread.sealed, thread.dropped, _rows(thread.newest)
+    return tuple(thread.sealed or ()), thread.dropped, _rows(thread.newest)
 
 
 def _newest_first(
