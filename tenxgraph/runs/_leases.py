@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.core.state.message import new_message_id
 from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
 from tenxgraph.runs import _turns as turns
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
@@ -236,7 +236,7 @@ def lease_owner(run_id: str) -> str:
     Whoever reads a lease row can tell which run holds it (the owner starts
     with ``run_id + "/"``), and two attempts at one run never share a lease.
     """
-    return f"{run_id}/{secrets.token_hex(4)}"
+    return f"{run_id}/{new_message_id()[:8]}"  # random without a system call (new_incarnation)
 
 
 async def take_thread(

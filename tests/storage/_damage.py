@@ -63,9 +63,7 @@ class Damage:
         """Set a column of every checkpoint of the thread."""
         if isinstance(self.checkpointer, InMemoryCheckpointer):
             thread = self.checkpointer._tenants[key.user_id][key.thread_id]
-            thread.checkpoints = type(thread.checkpoints)(
-                _replace(cp, **{column: value}) for cp in thread.checkpoints
-            )
+            thread.replace([_replace(cp, **{column: value}) for cp in thread.checkpoints()])
             return
         where = "user_id = ? AND thread_id = ?"
         if self.backend == "sqlite":  # keyed by the thread row's id

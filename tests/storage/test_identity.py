@@ -8,7 +8,11 @@ to the same version (ABA) must lose its compare-and-swap and write nothing.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -16,6 +20,7 @@ import pytest
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message, compact_json
 from tenxgraph.errors import ConflictError, StateError
+from tenxgraph.runs import lease_owner
 from tenxgraph.storage.checkpointer import (
     Checkpointer,
     InMemoryCheckpointer,
@@ -24,6 +29,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadStamp,
     ThreadWrite,
 )
+from tenxgraph.storage.checkpointer._codec import new_incarnation
 from tenxgraph.storage.checkpointer._sqlite_schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tenxgraph.storage.sql._migrations import LEGACY_TOMBSTONE
 from tests.storage.conftest import PG_DSN, MakeCheckpointer, drop_schema
@@ -235,3 +241,30 @@ async def continue_a_legacy_thread(checkpointer: Checkpointer) -> None:
     assert reborn.incarnation != "legacy"
     with pytest.raises(ConflictError, match="deleted and re-created"):
         await checkpointer.asave(KEY, turn(ThreadStamp("legacy", 1), "stale", 1))
+
+
+FORKING_CHILD = r"""
+import os
+from tenxgraph.runs import lease_owner
+from tenxgraph.storage.checkpointer._codec import new_incarnation
+pid = os.fork()
+os.write(1, f"{new_incarnation()} {lease_owner('run')}\n".encode())  # one write: no interleaving
+if pid:
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_incarnations_and_lease_owners_are_hex_and_never_shared_with_a_forked_child() -> None:
+    """Both come from the message ids' generator, which a forked child seeds anew."""
+    ids = [new_incarnation() for _ in range(10_000)]
+    assert all(re.fullmatch(r"[0-9a-f]{16}", incarnation) for incarnation in ids)
+    assert len(set(ids)) == len(ids)
+    assert re.fullmatch(r"r1/[0-9a-f]{8}", lease_owner("r1"))
+    # a fresh interpreter: forking this multi-threaded test process would be unsafe
+    done = subprocess.run(
+        [sys.executable, "-c", FORKING_CHILD], capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.split("\n")[:2]
+    parent, child = (line.split() for line in lines)
+    assert parent[0] != child[0] and parent[1] != child[1]

@@ -30,7 +30,8 @@ class WarmThreads:
     def __init__(self, max_threads: int = 128, max_bytes: int = 8 * 2**20) -> None:
         self.max_threads = max_threads
         self.max_bytes = max_bytes
-        self._sessions: OrderedDict[ThreadKey, tuple[ThreadSession, int]] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, str], tuple[ThreadSession, int]] = OrderedDict()
+        """By (user_id, thread_id): a tuple of two strs hashes in C, a ``ThreadKey`` in Python."""
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -67,7 +68,7 @@ class WarmThreads:
 
     def take(self, key: ThreadKey) -> ThreadSession | None:
         """Remove and return the thread's session (a run takes it while it runs)."""
-        kept = self._sessions.pop(key, None)
+        kept = self._sessions.pop((key.user_id, key.thread_id), None)
         if kept is None:
             return None
         self._bytes -= kept[1]
@@ -81,11 +82,15 @@ class WarmThreads:
         the one a reload would cost most. It goes as soon as another thread
         finishes while the cache is over its bounds.
         """
-        self.take(session.key)
+        key = session.key
+        held = (key.user_id, key.thread_id)
+        kept = self._sessions.pop(held, None)
+        if kept is not None:
+            self._bytes -= kept[1]
         if self.max_threads <= 0:
             return
         size = session.approx_bytes
-        self._sessions[session.key] = (session, size)
+        self._sessions[held] = (session, size)
         self._bytes += size
         while len(self._sessions) > 1 and (
             len(self._sessions) > self.max_threads or self._bytes > self.max_bytes

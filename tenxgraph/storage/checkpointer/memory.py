@@ -16,11 +16,11 @@ import json
 import threading
 import time
 import zlib
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tenxgraph.core.state.ids import DEFAULT_USER, ThreadKey, check_id
 from tenxgraph.core.state.message import Message, compact_json_bytes
@@ -69,7 +69,7 @@ __all__ = ["InMemoryCheckpointer"]
 
 
 class _Checkpoint(NamedTuple):
-    """One checkpoint's row (a named tuple: one is made per save)."""
+    """One checkpoint's row, as read (a thread holds its fields flat: ``_Thread.newest``)."""
 
     version: int
     node: str
@@ -85,6 +85,9 @@ class _Checkpoint(NamedTuple):
 _BATCH = 16
 """Checkpoints sealed together; a thread's newest ones (fewer than this) stay open."""
 
+_WIDTH = len(_Checkpoint._fields)
+"""Items a checkpoint takes in ``_Thread.newest``."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Sealed:
@@ -94,20 +97,8 @@ class _Sealed:
     blob: bytes
 
     @classmethod
-    def of(cls, checkpoints: Sequence[_Checkpoint]) -> _Sealed:
-        rows = [
-            [
-                cp.version,
-                cp.node,
-                cp.step,
-                cp.log_length,
-                cp.values,
-                cp.window,
-                cp.created_at,
-                cp.parent,
-            ]
-            for cp in checkpoints
-        ]
+    def of(cls, rows: Sequence[Sequence[Any]]) -> _Sealed:
+        """Seal ``rows``: each a checkpoint's fields in ``_Checkpoint``'s order."""
         text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
         return cls(len(rows), zlib.compress(text.encode(), 1))
 
@@ -115,15 +106,9 @@ class _Sealed:
         return [_Checkpoint(*row) for row in json.loads(zlib.decompress(self.blob))]
 
 
-def _opened(items: Iterable[_Checkpoint | _Sealed]) -> list[_Checkpoint]:
-    """The checkpoints of ``items`` (oldest first), sealed ones opened."""
-    checkpoints: list[_Checkpoint] = []
-    for item in items:
-        if isinstance(item, _Sealed):
-            checkpoints.extend(item.open())
-        else:
-            checkpoints.append(item)
-    return checkpoints
+def _rows(flat: Sequence[Any]) -> list[_Checkpoint]:
+    """The checkpoints of ``_Thread.newest``'s flat fields, oldest first."""
+    return [_Checkpoint(*flat[start : start + _WIDTH]) for start in range(0, len(flat), _WIDTH)]
 
 
 @dataclass(slots=True)
@@ -136,6 +121,14 @@ class _Lease:
 
 @dataclass(slots=True)
 class _Thread:
+    """A thread's row, log and checkpoints.
+
+    A store holds many threads for a long time, and every container object it
+    keeps counts toward the cyclic GC's next collection, which then walks all
+    the young objects of the process (a run's, a warm thread's): so a thread
+    keeps a few containers whatever its number of checkpoints, not one per save.
+    """
+
     incarnation: str
     version: int
     values: str
@@ -143,55 +136,62 @@ class _Thread:
     metadata: str
     created_at: float
     updated_at: float
-    log: list[bytes] = field(default_factory=list)
-    checkpoints: deque[_Checkpoint | _Sealed] = field(default_factory=deque)
-    """Oldest first, so retention pops from the left; the newest are open."""
+    log: list[bytes]
+    newest: list[Any]
+    """The checkpoints not sealed yet (fewer than ``_BATCH``), oldest first, as one flat
+    list of their fields, ``_WIDTH`` items each (see the class's docstring)."""
+    sealed: list[_Sealed] | None = None
+    """The older checkpoints, oldest first (None until a batch is sealed: W1's threads
+    never have one)."""
+    dropped: int = 0
+    """How many of the first sealed batch's checkpoints retention dropped (still in it)."""
     count: int = 0
-    """How many checkpoints ``checkpoints`` holds, sealed ones included."""
-    unsealed: int = 0
-    """How many of them, at the end (after the last sealed batch), are not sealed."""
+    """How many checkpoints the thread has: sealed (less ``dropped``) and newest."""
 
-    def add(self, checkpoint: _Checkpoint, keep: int | None) -> None:
-        """Append a checkpoint, seal a full batch of open ones, drop the oldest over ``keep``."""
-        checkpoints = self.checkpoints
-        checkpoints.append(checkpoint)
+    def add(self, checkpoint: tuple[Any, ...], keep: int | None) -> None:
+        """Append a checkpoint's fields, seal a full batch, drop the oldest over ``keep``."""
+        newest = self.newest
+        newest += checkpoint
         self.count += 1
-        self.unsealed += 1
-        if self.unsealed >= _BATCH:
-            batch = cast("list[_Checkpoint]", [checkpoints.pop() for _ in range(_BATCH)])
-            batch.reverse()  # the open ones are the last _BATCH or more
-            checkpoints.append(_Sealed.of(batch))
-            self.unsealed = 0  # open ones left nearer the start (a cut batch) are not at the end
-        while keep is not None and self.count > keep:
-            first = checkpoints.popleft()
-            if isinstance(first, _Sealed):
-                if self.count - first.count < keep:  # keep part of it: open it
-                    checkpoints.extendleft(reversed(first.open()))
-                    self.unsealed = _trailing_open(checkpoints)
-                    continue
-                self.count -= first.count
-            else:
-                self.count -= 1
-                self.unsealed = min(self.unsealed, self.count)
+        if len(newest) >= _BATCH * _WIDTH:  # sealed from the fields: no tuple made per row
+            rows = [newest[start : start + _WIDTH] for start in range(0, len(newest), _WIDTH)]
+            if self.sealed is None:
+                self.sealed = []
+            self.sealed.append(_Sealed.of(rows))
+            self.newest = []
+        if keep is not None and self.count > keep:
+            self._drop(self.count - keep)
+
+    def _drop(self, n: int) -> None:
+        """Forget the ``n`` oldest checkpoints (a batch is dropped once all of it is)."""
+        self.count -= n
+        sealed = self.sealed or []
+        while n and sealed:
+            left = sealed[0].count - self.dropped
+            if n < left:
+                self.dropped += n
+                return
+            n -= left
+            del sealed[0]
+            self.dropped = 0
+        del self.newest[: n * _WIDTH]
+
+    def checkpoints(self) -> list[_Checkpoint]:
+        """Every checkpoint, oldest first (sealed ones opened)."""
+        opened: list[_Checkpoint] = []
+        for batch in self.sealed or ():
+            opened += batch.open()
+        del opened[: self.dropped]
+        return opened + _rows(self.newest)
 
     def replace(self, checkpoints: list[_Checkpoint]) -> None:
-        """Hold ``checkpoints`` (oldest first, all open) in batches again."""
+        """Hold ``checkpoints`` (oldest first) in batches again."""
         sealed = len(checkpoints) - len(checkpoints) % _BATCH
-        items: deque[_Checkpoint | _Sealed] = deque(
+        self.sealed = [
             _Sealed.of(checkpoints[start : start + _BATCH]) for start in range(0, sealed, _BATCH)
-        )
-        items.extend(checkpoints[sealed:])
-        self.checkpoints, self.count = items, len(checkpoints)
-        self.unsealed = len(checkpoints) - sealed
-
-
-def _trailing_open(checkpoints: deque[_Checkpoint | _Sealed]) -> int:
-    count = 0
-    for item in reversed(checkpoints):
-        if isinstance(item, _Sealed):
-            break
-        count += 1
-    return count
+        ] or None
+        self.newest = [item for checkpoint in checkpoints[sealed:] for item in checkpoint]
+        self.dropped, self.count = 0, len(checkpoints)
 
 
 class InMemoryCheckpointer(Checkpointer, ThreadLeases):
@@ -272,7 +272,8 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             log_length = (0 if thread is None else len(thread.log)) + len(encoded.messages)
             check_window(key, write.window, log_length)
             if thread is None:
-                thread = _Thread(encoded.incarnation, 0, "", "", encoded.metadata or "{}", now, now)
+                metadata = encoded.metadata or "{}"
+                thread = _Thread(encoded.incarnation, 0, "", "", metadata, now, now, [], [])
                 self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
             elif encoded.metadata is not None:
                 thread.metadata = encoded.metadata
@@ -289,7 +290,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 now,
                 encoded.parent,
             )
-            thread.add(new_tuple(_Checkpoint, checkpoint), self._keep)
+            thread.add(checkpoint, self._keep)
             if write.release_lease and write.lease is not None:
                 del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
             return new_tuple(ThreadStamp, (thread.incarnation, version))
@@ -307,7 +308,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             if to_version == 0:
                 del self._tenants[key.user_id][key.thread_id]
                 return None
-            checkpoints = _opened(thread.checkpoints)
+            checkpoints = thread.checkpoints()
             target = next((cp for cp in checkpoints if cp.version == to_version), None)
             if target is None:
                 raise missing_checkpoint(key, to_version)
@@ -454,13 +455,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         """The thread's checkpoints, newest first."""
         check_page(0, limit)
         with self._lock:
-            thread = self._get(key)
-            items = [] if thread is None else list(thread.checkpoints)
-        stored: list[_Checkpoint] = []
-        for item in reversed(items):  # newest first, opening only what the limit reaches
-            if limit is not None and len(stored) >= limit:
-                break
-            stored.extend(reversed(item.open()) if isinstance(item, _Sealed) else [item])
+            held = _held(self._get(key))
         return [
             decode_checkpoint(
                 key,
@@ -473,19 +468,15 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 cp.created_at,
                 cp.parent,
             )
-            for cp in (stored if limit is None else stored[:limit])
+            for cp in islice(_newest_first(*held), limit)
         ]
 
     async def aget_checkpoint(self, key: ThreadKey, version: int) -> Checkpoint | None:
         """Checkpoint ``version``, opening only the sealed batch that holds it."""
         with self._lock:
-            thread = self._get(key)
-            items = [] if thread is None else list(thread.checkpoints)
-        for item in reversed(items):
-            for cp in _opened([item]):
-                if cp.version == version:
-                    return decode_checkpoint(key, *cp)
-        return None
+            held = _held(self._get(key))
+        found = next((cp for cp in _newest_first(*held) if cp.version == version), None)
+        return None if found is None else decode_checkpoint(key, *found)
 
     async def aload_messages(self, key: ThreadKey, window: Window) -> list[Message]:
         """The log messages of ``window``, in window order."""
@@ -496,6 +487,23 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, window, len(thread.log))
             seqs, bodies = _window_rows(thread.log, window)
         return decode_messages(key, seqs, bodies)
+
+
+def _held(thread: _Thread | None) -> tuple[tuple[_Sealed, ...], int, list[_Checkpoint]]:
+    """A thread's checkpoints as ``_newest_first`` takes them (call under the lock)."""
+    if thread is None:
+        return (), 0, []
+    return tuple(thread.sealed or ()), thread.dropped, _rows(thread.newest)
+
+
+def _newest_first(
+    sealed: tuple[_Sealed, ...], dropped: int, newest: list[_Checkpoint]
+) -> Iterator[_Checkpoint]:
+    """Checkpoints newest first, each sealed batch opened only when it is reached."""
+    yield from reversed(newest)
+    for index in range(len(sealed) - 1, -1, -1):
+        opened = sealed[index].open()
+        yield from reversed(opened[dropped:] if index == 0 else opened)
 
 
 _BODY = attrgetter("body")
