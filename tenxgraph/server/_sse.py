@@ -97,11 +97,11 @@ async def _streamed(
                 await send({"type": "http.response.body", "body": frame, "more_body": True})
     except asyncio.CancelledError:
         if not watch.stop():
-            raise
-        watch.task.uncancel()  # this cancellation was the watch's, not the server's
-        return None
-    if watch.stop():  # gone, and the generator swallowed the watch's cancellation
-        watch.task.uncancel()
+            raise  # the server's, not the watch's
+    finally:
+        gone = watch.stop()
+    if gone:  # the watch cancelled the stream (or the generator swallowed that)
+        watch.task.uncancel()  # so the request's task carries no cancellation of it
         return None
     return bytes(held)
 

@@ -156,6 +156,25 @@ def test_a_server_cancellation_is_not_taken_for_a_disconnect() -> None:
     assert asyncio.run(main())
 
 
+def test_a_failing_stream_raises_and_leaves_no_watch_behind() -> None:
+    async def frames() -> AsyncGenerator[bytes, None]:
+        yield b"first"
+        raise ValueError("the stream broke")
+
+    async def main() -> tuple[str, set[asyncio.Task[Any]]]:
+        client = Client()
+        before = asyncio.all_tasks()
+        try:
+            await EventStreamResponse(frames())(scope("POST"), client.receive, client.send)
+        except ValueError as exc:
+            error = str(exc)
+        await asyncio.sleep(0)
+        return error, asyncio.all_tasks() - before
+
+    error, left = asyncio.run(main())
+    assert error == "the stream broke" and not left
+
+
 def test_a_client_leaving_a_running_runs_stream_stops_its_reader(tmp_path: Path) -> None:
     """Over uvicorn: the reader of a run still going leaves the run's log when its client goes."""
     from tenxgraph.server.app import create_app
