@@ -9,7 +9,7 @@ response only writes bytes. It answers with the headers sse-starlette sends
 Decision: this response rather than sse-starlette's ``EventSourceResponse``.
 That one starts an anyio task group per response (the stream, a disconnect
 listener, a shutdown listener) and takes a lock and a cancel scope for each
-write: about a tenth of the server's work per streamed run, for features
+write: an eighth of the server's instructions per streamed run, for features
 these routes do not use (its pings, encoding, send timeouts). What they
 need is kept:
 
