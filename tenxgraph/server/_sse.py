@@ -20,13 +20,19 @@ need is kept:
   The frames' generator is closed either way, so its ``finally`` runs (a
   run started with ``on_disconnect="cancel"`` is cancelled there).
 - **HEAD** answers the headers and an empty body; the stream never starts.
-- **Shutdown**: uvicorn gives open streams its graceful-shutdown time, then
-  cancels them (the client reconnects with ``Last-Event-ID``).
+- **Shutdown**: when uvicorn begins to stop (SIGTERM, Ctrl-C), every open
+  stream ends cleanly within ``EXIT_POLL_SECONDS`` (the client reconnects,
+  with ``Last-Event-ID``, to a server that runs), as sse-starlette's did:
+  a thread's stream never ends by itself, and would otherwise hold every
+  stop and every ``--reload`` for the whole graceful-shutdown time. One
+  task per event loop, only while streams are open, looks for that.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from datetime import UTC, datetime
 
@@ -34,6 +40,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 __all__ = ["EventStreamResponse", "LastFrame", "comment"]
+
+EXIT_POLL_SECONDS = 0.5
+"""How often open streams look whether the server began to stop."""
 
 _HEADERS = {"Cache-Control": "no-store", "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 
@@ -99,31 +108,92 @@ async def _streamed(
         if not watch.stop():
             raise  # the server's, not the watch's
     finally:
-        gone = watch.stop()
-    if gone:  # the watch cancelled the stream (or the generator swallowed that)
+        cause = watch.stop()
+    if cause:  # the watch cancelled the stream (or the generator swallowed that)
         watch.task.uncancel()  # so the request's task carries no cancellation of it
-        return None
+        return None if cause == "gone" else bytes(held)
     return bytes(held)
 
 
 class _DisconnectWatch:
-    """A task that cancels the streaming task when the client disconnects."""
+    """A task that cancels the streaming task when the client disconnects.
+
+    The loop's ``_OpenStreams`` cancels it too when the server begins to stop.
+    """
 
     def __init__(self, receive: Receive) -> None:
         task = asyncio.current_task()
         assert task is not None  # an ASGI app runs in a task
-        self.task, self.gone, self._stopped = task, False, False
-        self._watcher = asyncio.get_running_loop().create_task(self._watch(receive))
+        self.task, self.cause, self._stopped = task, "", False
+        loop = asyncio.get_running_loop()
+        self._watcher = loop.create_task(self._watch(receive))
+        self._streams = _OpenStreams.of(loop)
+        self._streams.add(self)
 
     async def _watch(self, receive: Receive) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
-        if not self._stopped:
-            self.gone = True
+        self.end("gone")
+
+    def end(self, cause: str) -> None:
+        """Cancel the stream: its client is ``"gone"``, or the server is ``"stopping"``."""
+        if not self._stopped and not self.cause:
+            self.cause = cause
             self.task.cancel()
 
-    def stop(self) -> bool:
-        """Stop watching; True if the client went away (the stream was cancelled for it)."""
-        self._stopped = True
-        self._watcher.cancel()
-        return self.gone
+    def stop(self) -> str:
+        """Stop watching; why the stream was cancelled (``"gone"``, ``"stopping"``), or ``""``."""
+        if not self._stopped:
+            self._stopped = True
+            self._watcher.cancel()
+            self._streams.discard(self)
+        return self.cause
+
+
+class _OpenStreams:
+    """One event loop's open streams, ended when the uvicorn server running them begins to stop."""
+
+    _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _OpenStreams]
+    _LOOPS = weakref.WeakKeyDictionary()
+
+    def __init__(self) -> None:
+        self.open: set[_DisconnectWatch] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> _OpenStreams:
+        streams = cls._LOOPS.get(loop)
+        if streams is None:
+            streams = cls._LOOPS[loop] = cls()
+        return streams
+
+    def add(self, watch: _DisconnectWatch) -> None:
+        self.open.add(watch)
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._end_at_exit())
+
+    def discard(self, watch: _DisconnectWatch) -> None:
+        self.open.discard(watch)
+
+    async def _end_at_exit(self) -> None:
+        """Until no stream is open: end them all once the server began to stop."""
+        try:
+            while self.open:
+                await asyncio.sleep(EXIT_POLL_SECONDS)
+                if _server_stopping():
+                    for watch in list(self.open):
+                        watch.end("stopping")
+        finally:
+            self.task = None
+
+
+def _server_stopping() -> bool:
+    """True once uvicorn's server began to stop.
+
+    uvicorn installs its server's ``handle_exit`` as the SIGTERM handler
+    and sets the server's public ``should_exit`` in it (sse-starlette finds
+    it the same way). Without such a server (another ASGI server, a server
+    in a thread) streams end with their requests, as the server decides.
+    """
+    server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    return getattr(server, "should_exit", False) is True

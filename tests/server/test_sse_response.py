@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tenxgraph.server._sse import EventStreamResponse, LastFrame, comment
+from tenxgraph.server._sse import EXIT_POLL_SECONDS, EventStreamResponse, LastFrame, comment
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
-from tenxgraph.testing.server import served
+from tenxgraph.testing.server import free_port, served
+from tests.server.test_run_settling import SLOW_MODULE, _wait_ok
 from tests.server.test_runs import AGENT, slow_graph, user_input
 
 HEADERS = [
@@ -125,7 +132,7 @@ def test_a_client_gone_stops_a_waiting_stream_and_its_generator_cleans_up() -> N
         await asyncio.sleep(0.01)
         client.gone.set()
         cancelling = await asyncio.wait_for(task, 5)
-        await asyncio.sleep(0)
+        await asyncio.sleep(EXIT_POLL_SECONDS * 1.5)  # the loop's stop watch ends too
         return client.sent, cancelling, asyncio.all_tasks() - before
 
     sent, cancelling, left = asyncio.run(main())
@@ -168,7 +175,7 @@ def test_a_failing_stream_raises_and_leaves_no_watch_behind() -> None:
             await EventStreamResponse(frames())(scope("POST"), client.receive, client.send)
         except ValueError as exc:
             error = str(exc)
-        await asyncio.sleep(0)
+        await asyncio.sleep(EXIT_POLL_SECONDS * 1.5)
         return error, asyncio.all_tasks() - before
 
     error, left = asyncio.run(main())
@@ -198,3 +205,51 @@ def test_a_client_leaving_a_running_runs_stream_stops_its_reader(tmp_path: Path)
             time.sleep(0.01)
         assert not log._waiters  # gone with its client, long before the run's next step
         assert registry.get("default", run_id).status == "running"
+
+
+@pytest.mark.slow
+def test_sigterm_ends_open_streams_cleanly_at_once(tmp_path: Path) -> None:
+    """A thread's stream never ends by itself: it must not hold the server's stop (or a reload)."""
+    (tmp_path / "slow_app.py").write_text(SLOW_MODULE)
+    port = free_port()
+    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "slow_app:graph", "--port"]
+    process = subprocess.Popen(
+        [*command, str(port), "--db", str(tmp_path / "t.sqlite")],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TENXGRAPH_API_KEYS": ""},
+    )
+    url = f"http://127.0.0.1:{port}"
+    ended: dict[str, str] = {}
+
+    def follow(name: str, path: str) -> None:
+        try:
+            with httpx.stream("GET", url + path, timeout=30) as response:
+                for _ in response.iter_lines():
+                    pass
+            ended[name] = "clean"
+        except httpx.HTTPError as exc:
+            ended[name] = type(exc).__name__
+
+    try:
+        _wait_ok(url, process)
+        body = {"assistant_id": AGENT, "input": user_input("x"), "if_not_exists": "create"}
+        run = httpx.post(f"{url}/threads/q/runs", json=body, timeout=10).json()
+        paths = {"run": f"/threads/q/runs/{run['run_id']}/stream", "thread": "/threads/q/stream"}
+        readers = [threading.Thread(target=follow, args=item) for item in paths.items()]
+        for reader in readers:
+            reader.start()
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        process.wait(30)
+        took = time.monotonic() - sent
+        for reader in readers:
+            reader.join(5)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert ended == {"run": "clean", "thread": "clean"}
+    assert took < 3.0, took  # not the 5 s uvicorn gives requests that go on
