@@ -99,19 +99,95 @@ class StreamTranslator:
     def __init__(self, encode: MessageEncoder) -> None:
         self.encode = encode
         self._streamed: set[str] = set()
+        self._chunk: _ChunkForm | None = None
+        self._whole: tuple[Any, dict[str, Any]] | None = None
+        """The last whole message's JSON and its translation: ``updates`` and ``values``
+        carry it again after ``messages-tuple`` did."""
 
     def data(self, event: str, data: str) -> str:
         """``data`` of the logged ``event``, for this reader."""
         if event != "messages" or self.encode is tenxgraph_json:
-            return translate_event(event, data, self.encode)
-        message, *rest = from_json(data)
+            return translate_event(event, data, self.encode, self._message)
+        parsed = from_json(data)
+        message, *rest = parsed
+        if message.get("delta") is True and self._chunk is not None:
+            text = self._chunk.text_of(parsed)
+            if text is not None:
+                return self._chunk.write(text)
         out = langchain_from_json(message)
         if message.get("delta"):
             self._streamed.add(out["id"])
-        elif out["id"] in self._streamed and out["type"] == "ai":
+            self._chunk = _ChunkForm.of(parsed, out)
+            return to_json([out, *rest], inf_nan_mode="null").decode()
+        self._whole = (message, out)
+        if out["id"] in self._streamed and out["type"] == "ai":
             self._streamed.discard(out["id"])
             out = _last_chunk(out)
         return to_json([out, *rest], inf_nan_mode="null").decode()
+
+    def _message(self, message: Any) -> dict[str, Any]:
+        """``langchain_from_json(message)``, the last whole message's kept (the same JSON)."""
+        whole = self._whole
+        if whole is not None and whole[0] == message:
+            return whole[1]
+        return langchain_from_json(message)
+
+
+class _ChunkForm:
+    """A streamed chunk's event and its translation's JSON after the text: the next ones'.
+
+    The chunks of one message differ in their text and time alone, and a
+    chunk's time is not in LangChain's format (a whole message's is). So a
+    chunk equal to the last one but for those two is written as the last
+    one's JSON with its own text, not parsed into LangChain's dict and
+    written whole again: the same bytes, without the translation's work.
+    Only a chunk of one plain text block whose text the translation wrote
+    as its ``content`` is a form: nothing else in it can depend on the text.
+    """
+
+    __slots__ = ("parsed", "tail")
+
+    def __init__(self, parsed: list[Any], tail: str) -> None:
+        self.parsed, self.tail = parsed, tail
+
+    @classmethod
+    def of(cls, parsed: list[Any], out: dict[str, Any]) -> _ChunkForm | None:
+        """The form of a chunk's event ``parsed`` translated as ``out``, or None."""
+        message = parsed[0]
+        text = _chunk_text(message)
+        if text is None or message.get("metadata") or out.get("content") != text:
+            return None
+        rest = {key: value for key, value in out.items() if key != "content"}
+        if not rest or next(iter(out)) != "content":
+            return None
+        return cls(parsed, to_json([rest, *parsed[1:]], inf_nan_mode="null").decode()[2:])
+
+    def text_of(self, parsed: Any) -> str | None:
+        """The text of ``parsed``, a chunk's event, if it is this one but for its text and time."""
+        message = parsed[0]
+        text = _chunk_text(message)
+        if text is None:
+            return None
+        block, last = message["content"][0], self.parsed[0]
+        when = message["timestamp"]
+        block["text"], message["timestamp"] = last["content"][0]["text"], last["timestamp"]
+        same = parsed == self.parsed
+        block["text"], message["timestamp"] = text, when
+        return text if same else None
+
+    def write(self, text: str) -> str:
+        """The JSON of this chunk's translation with ``text`` as its content."""
+        return f'[{{"content":{to_json(text).decode()},{self.tail}'
+
+
+def _chunk_text(message: Any) -> str | None:
+    """The text of a chunk's JSON of one non-empty text block (and a time), else None."""
+    content = message.get("content") if type(message) is dict else None
+    if type(content) is not list or len(content) != 1 or "timestamp" not in message:
+        return None
+    block = content[0]
+    text = block.get("text") if type(block) is dict else None
+    return text if type(text) is str and text and block.get("type") == "text" else None
 
 
 def _last_chunk(message: dict[str, Any]) -> dict[str, Any]:
@@ -127,20 +203,25 @@ def _last_chunk(message: dict[str, Any]) -> dict[str, Any]:
     return last
 
 
-def translate_event(event: str, data: str, encode: MessageEncoder) -> str:
+def translate_event(
+    event: str,
+    data: str,
+    encode: MessageEncoder,
+    message: Callable[[Any], dict[str, Any]] = langchain_from_json,
+) -> str:
     """One logged stream event's data (tenxgraph's JSON) with its messages in ``encode``'s.
 
     Only LangChain's format differs from what the log holds; each message is
-    translated from its JSON (``langchain_from_json``: plain text ones without
-    being validated again).
+    translated from its JSON by ``message`` (``langchain_from_json``: plain
+    text ones without being validated again) in ``values`` and ``updates``.
     """
     if encode is tenxgraph_json or event not in _MESSAGE_EVENTS:
         return data
     parsed = from_json(data)
     if event == "values":
-        translated: Any = _values(parsed)
+        translated: Any = _values(parsed, message)
     elif event == "updates":
-        translated = {node: _values(update) for node, update in parsed.items()}
+        translated = {node: _values(update, message) for node, update in parsed.items()}
     elif event == "messages":
         translated = [langchain_from_json(parsed[0]), *parsed[1:]]
     elif event in _TRANSLATED:
@@ -197,8 +278,8 @@ _MESSAGE_EVENTS = frozenset(
 )
 
 
-def _values(values: Any) -> Any:
+def _values(values: Any, message: Callable[[Any], dict[str, Any]] = langchain_from_json) -> Any:
     """State values (or a node's update) with the messages under ``messages`` translated."""
     if not isinstance(values, dict) or not isinstance(values.get("messages"), list):
         return values
-    return {**values, "messages": [langchain_from_json(m) for m in values["messages"]]}
+    return {**values, "messages": [message(m) for m in values["messages"]]}

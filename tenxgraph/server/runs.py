@@ -13,15 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, model_validator
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import ConfigError, EventsLostError, StateError, ThreadBusyError
@@ -45,6 +43,7 @@ from tenxgraph.server._run_request import (
     run_config_of,
 )
 from tenxgraph.server._run_stream import STREAM_MODES, StreamEncoder
+from tenxgraph.server._sse import EventStreamResponse, LastFrame, comment
 from tenxgraph.server._tracing import TRACE_KEY, incoming
 from tenxgraph.server.http_errors import bad_request, not_found
 
@@ -221,7 +220,7 @@ def _stream(
     modes: frozenset[str] | None = None,
     cancel_on_disconnect: bool = False,
     encode: MessageEncoder = tenxgraph_json,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """The run's log from event ``after`` on, as SSE (``modes`` filters by stream mode).
 
     The log holds tenxgraph's message JSON; ``encode`` is the reader's format.
@@ -234,11 +233,11 @@ def _stream(
 
     reader = StreamTranslator(encode)
 
-    async def events() -> AsyncIterator[bytes | ServerSentEvent]:
+    async def events() -> AsyncGenerator[bytes, None]:
         try:
             async for batch in log.follow(after, heartbeat=PING_SECONDS):
-                if not batch:  # the heartbeat: sse-starlette's own ping comment
-                    yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
+                if not batch:  # the heartbeat: a ping comment
+                    yield comment("ping")
                     continue
                 chunk = "".join(
                     f"id: {logged.id}\r\nevent: {logged.event}\r\n"
@@ -246,7 +245,9 @@ def _stream(
                     for logged in batch
                     if modes is None or _wanted(logged.event, modes)
                 )
-                if chunk:
+                if batch[-1].event == "end":  # the log's last: the stream ends with it
+                    yield LastFrame(chunk.encode())
+                elif chunk:
                     yield chunk.encode()
         except EventsLostError as exc:  # the reader fell behind the bound: say so, then stop
             text = StreamEncoder.dumps({"error": "EventsLostError", "message": str(exc)})
@@ -255,10 +256,7 @@ def _stream(
             if cancel_on_disconnect and not record.finished:
                 await manager_of(request.app.state.context).cancel(record)
 
-    # ping=0: the pings come from the log's heartbeat, in the stream, at sse-starlette's
-    # cadence; its own ping is a task per response (4 % of the server's work per streamed run).
-    # sse-starlette before 3.4.9 loops without pause on ping=0: the server extra requires 3.4.9.
-    return EventSourceResponse(events(), headers=_locations(record), ping=0)
+    return EventStreamResponse(events(), headers=_locations(record))
 
 
 _ALWAYS = frozenset({"metadata", "error", "end", "remote_tool_call"})
@@ -297,7 +295,7 @@ async def _wait(
 @router.post("/runs/stream")
 async def stream_stateless(
     body: RunRequest, request: Request, caller: RunCaller
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Run on a new thread and stream it."""
     record = await _start(caller.context, caller.user, body, None, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
@@ -409,7 +407,7 @@ async def cancel_many(
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(
     thread_id: str, body: RunRequest, request: Request, caller: RunCaller
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
     record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
     cancel = body.on_disconnect == "cancel"
@@ -513,7 +511,7 @@ async def join_stream(
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
     cancel_on_disconnect: bool = False,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """The run's stream from its start, or after ``Last-Event-ID``, until it ends.
 
     ``stream_mode`` narrows the events to those modes (of the ones the run

@@ -23,13 +23,11 @@ connection.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from collections.abc import AsyncGenerator
 from typing import Any, cast
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.errors import EventsLostError, StateError, TenxGraphError
@@ -43,6 +41,7 @@ from tenxgraph.server._message_format import langchain_json
 from tenxgraph.server._protocol_events import CHANNELS, RunTranslator, channel_of
 from tenxgraph.server._run_request import RunRequest
 from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.server._sse import EventStreamResponse, comment
 from tenxgraph.server.http_errors import bad_request, error_detail
 from tenxgraph.server.runs import PING_SECONDS, _start, manager_of
 from tenxgraph.server.thread_stream import follow_runs
@@ -321,7 +320,7 @@ _HANDLERS = {
 @router.post("/threads/{thread_id}/stream/events")
 async def event_stream(
     thread_id: str, body: EventStreamRequest, context: Context, user: User
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """The thread's runs as protocol events that pass the filter, until the client closes it."""
     unknown = [c for c in body.channels if c not in CHANNELS and c.split(":")[0] != "custom"]
     if unknown:
@@ -329,7 +328,7 @@ async def event_stream(
     await thread_info_or_404(context, thread_id, user)
     runs = await manager_of(context).locate_runs(user, thread_id, limit=_KEPT_RUNS)
     done = {run["run_id"] for run in runs[1:]}  # every run but the newest
-    return EventSourceResponse(_events(context, user, thread_id, body, done), ping=0)
+    return EventStreamResponse(_events(context, user, thread_id, body, done))
 
 
 class _Connection:
@@ -365,12 +364,12 @@ async def _next_run(
 
 async def _events(
     context: ServerContext, user: str, thread_id: str, body: EventStreamRequest, done: set[str]
-) -> AsyncIterator[bytes | ServerSentEvent]:
+) -> AsyncGenerator[bytes, None]:
     manager, connection = manager_of(context), _Connection(body)
     runs = follow_runs(manager, user, thread_id, done, _next_run, "heartbeat")
     async with contextlib.aclosing(runs):
         async for record in runs:
-            if isinstance(record, ServerSentEvent):
+            if isinstance(record, bytes):
                 yield record
                 continue
             async for chunk in _run_events(manager, record, context.graph_id, connection):
@@ -379,13 +378,13 @@ async def _events(
 
 async def _run_events(
     manager: RunRegistry, record: RunRecord, graph_name: str, connection: _Connection
-) -> AsyncIterator[bytes | ServerSentEvent]:
+) -> AsyncGenerator[bytes, None]:
     translator, last = RunTranslator(record.run_id, graph_name), 0
     log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
     try:
         async for batch in log.follow(0, heartbeat=PING_SECONDS):
             if not batch:
-                yield ServerSentEvent(comment=f"heartbeat - {datetime.now(UTC)}")
+                yield comment("heartbeat")
                 continue
             events: list[dict[str, Any]] = []
             for logged in batch:

@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tenxgraph.errors import EventsLostError
 from tenxgraph.runs import FINISHED, RunRecord, RunRegistry
 from tenxgraph.server._context import Context, ServerContext, User
 from tenxgraph.server._event_log import EventLog
 from tenxgraph.server._run_stream import StreamEncoder
+from tenxgraph.server._sse import EventStreamResponse, comment
 from tenxgraph.server.http_errors import bad_request
 from tenxgraph.server.runs import PING_SECONDS, manager_of
 from tenxgraph.server.threads import thread_info_or_404
@@ -123,7 +122,7 @@ NextRun = Callable[[RunRegistry, str, str, set[str]], Awaitable[RunRecord | None
 
 async def follow_runs(
     manager: RunRegistry, user: str, thread_id: str, done: set[str], next_run: NextRun, ping: str
-) -> AsyncGenerator[RunRecord | ServerSentEvent, None]:
+) -> AsyncGenerator[RunRecord | bytes, None]:
     """The thread's runs as ``next_run`` picks them, then each new one as it comes.
 
     While none comes, a ``ping`` comment every ``PING_SECONDS`` keeps the
@@ -140,7 +139,7 @@ async def follow_runs(
         idle += POLL_SECONDS
         if idle >= PING_SECONDS:
             idle = 0.0
-            yield ServerSentEvent(comment=f"{ping} - {datetime.now(UTC)}")
+            yield comment(ping)
 
 
 def _frame(run_id: str, number: int | str, event: str, data: str) -> str:
@@ -154,11 +153,11 @@ async def _events(
     modes: frozenset[str],
     done: set[str],
     resume: tuple[str | None, int],
-) -> AsyncIterator[bytes | ServerSentEvent]:
+) -> AsyncGenerator[bytes, None]:
     runs = follow_runs(manager_of(context), user, thread_id, done, _next_run, "ping")
     async with contextlib.aclosing(runs):
         async for record in runs:
-            if isinstance(record, ServerSentEvent):
+            if isinstance(record, bytes):
                 yield record
                 continue
             after = resume[1] if record.run_id == resume[0] else 0
@@ -167,7 +166,7 @@ async def _events(
                 log = cast(EventLog, record.log)  # the server's parts made it (``_run_parts``)
                 async for batch in log.follow(after, heartbeat=PING_SECONDS):
                     if not batch:
-                        yield ServerSentEvent(comment=f"ping - {datetime.now(UTC)}")
+                        yield comment("ping")
                         continue
                     last = batch[-1].id
                     chunk = "".join(
@@ -195,10 +194,10 @@ async def join_thread_stream(
     last_event_id: Annotated[str | None, Header()] = None,
     stream_mode: Annotated[list[str] | None, Query()] = None,
     stream_modes: Annotated[list[str] | None, Query()] = None,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Follow the thread's runs, one after the other, until the client closes the stream."""
     modes = _modes(stream_mode, stream_modes)
     resume = _parse_last_event_id(last_event_id)
     await thread_info_or_404(context, thread_id, user)
     done = await _start_point(manager_of(context), user, thread_id, resume[0])
-    return EventSourceResponse(_events(context, user, thread_id, modes, done, resume), ping=0)
+    return EventStreamResponse(_events(context, user, thread_id, modes, done, resume))

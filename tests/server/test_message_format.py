@@ -212,3 +212,38 @@ def test_a_streamed_message_is_completed_by_a_last_chunk_not_sent_again() -> Non
     own = StreamTranslator(tenxgraph_json)
     data = json.dumps([whole.model_dump(mode="json"), meta])
     assert own.data("messages", data) == data  # tenxgraph's readers get the log as it is
+
+
+def test_a_readers_shortcuts_write_what_each_event_translated_alone_would() -> None:
+    """Chunks written from the last one's form, a whole message's translation kept: same bytes."""
+    meta = {"langgraph_node": "agent", "run_id": "r"}
+
+    def chunk(text: str, message_id: str = "m", **fields: Any) -> Message:
+        content = [TextBlock(text=text)] if text else []
+        return Message(
+            role="assistant", message_id=message_id, delta=True, content=content, **fields
+        )
+
+    chunks = [
+        chunk("Hello"),
+        chunk(' "quoted" \\ é\n😀\u2028'),
+        chunk(""),
+        chunk("x", metadata={"k": 1}),
+        chunk("other message", message_id="n"),
+        chunk("y", reasoning="thinking"),
+        chunk("z"),
+    ]
+    whole = Message(role="assistant", message_id="m", content=[TextBlock(text="Hello x y z")])
+    reader = StreamTranslator(langchain_json)
+    for message in chunks:
+        data = json.dumps([message.model_dump(mode="json"), meta])
+        alone = [langchain_json(message), meta]
+        assert json.loads(reader.data("messages", data)) == alone
+        assert reader.data("messages", data) == StreamTranslator(langchain_json).data(
+            "messages", data
+        )
+    reader.data("messages", json.dumps([whole.model_dump(mode="json"), meta]))
+    update = json.dumps({"agent": {"messages": [whole.model_dump(mode="json")]}})
+    fresh = StreamTranslator(langchain_json)
+    assert reader.data("updates", update) == fresh.data("updates", update)
+    assert json.loads(fresh.data("updates", update))["agent"]["messages"] == [langchain_json(whole)]
