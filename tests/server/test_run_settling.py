@@ -141,17 +141,7 @@ def test_sigterm_with_runs_going_and_callers_waiting_exits_within_the_drain_time
     tmp_path: Path,
 ) -> None:
     """SQLite, one process: a 30 s run, a run queued behind it and a caller in ``/runs/wait``."""
-    (tmp_path / "slow_app.py").write_text(SLOW_MODULE)
-    port = free_port()
-    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "slow_app:graph", "--port"]
-    process = subprocess.Popen(
-        [*command, str(port), "--db", str(tmp_path / "t.sqlite")],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "TENXGRAPH_API_KEYS": ""},
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = serve_slow_app(tmp_path)
     try:
         _wait_ok(url, process)
         body = {"assistant_id": AGENT, "input": user_input("x"), "if_not_exists": "create"}
@@ -178,6 +168,21 @@ def test_sigterm_with_runs_going_and_callers_waiting_exits_within_the_drain_time
             process.wait()
     assert took < DRAIN_BOUND, took
     assert not waiter.is_alive()
+
+
+def serve_slow_app(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``tenxgraph serve`` of ``SLOW_MODULE``'s graph on SQLite, in a process: it and its URL."""
+    (tmp_path / "slow_app.py").write_text(SLOW_MODULE)
+    port = free_port()
+    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "slow_app:graph", "--port"]
+    process = subprocess.Popen(
+        [*command, str(port), "--db", str(tmp_path / "t.sqlite")],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TENXGRAPH_API_KEYS": ""},
+    )
+    return process, f"http://127.0.0.1:{port}"
 
 
 def _wait_ok(url: str, process: subprocess.Popen[bytes]) -> None:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncGenerator
@@ -18,8 +15,8 @@ import pytest
 
 from tenxgraph.server._sse import EXIT_POLL_SECONDS, EventStreamResponse, LastFrame, comment
 from tenxgraph.storage.checkpointer import SqliteCheckpointer
-from tenxgraph.testing.server import free_port, served
-from tests.server.test_run_settling import SLOW_MODULE, _wait_ok
+from tenxgraph.testing.server import served
+from tests.server.test_run_settling import _wait_ok, serve_slow_app
 from tests.server.test_runs import AGENT, slow_graph, user_input
 
 HEADERS = [
@@ -210,17 +207,7 @@ def test_a_client_leaving_a_running_runs_stream_stops_its_reader(tmp_path: Path)
 @pytest.mark.slow
 def test_sigterm_ends_open_streams_cleanly_at_once(tmp_path: Path) -> None:
     """A thread's stream never ends by itself: it must not hold the server's stop (or a reload)."""
-    (tmp_path / "slow_app.py").write_text(SLOW_MODULE)
-    port = free_port()
-    command = [sys.executable, "-m", "tenxgraph.cli", "serve", "slow_app:graph", "--port"]
-    process = subprocess.Popen(
-        [*command, str(port), "--db", str(tmp_path / "t.sqlite")],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "TENXGRAPH_API_KEYS": ""},
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = serve_slow_app(tmp_path)
     ended: dict[str, str] = {}
 
     def follow(name: str, path: str) -> None:
