@@ -129,7 +129,7 @@ def test_a_slow_run_streams_pings_between_its_events(
     pings = [block for block in blocks if block.startswith(": ping - ")]
     events = [line[7:] for block in blocks for line in block.splitlines() if line[:7] == "event: "]
     assert len(pings) >= 2  # 0.6 s of run or more, a ping due every 0.1 s
-    # and no more than that cadence allows over the run however long it took (an
-    # sse-starlette that busy-loops on ping=0 sends thousands)
+    # and no more than that cadence allows over the run however long it took (a ping
+    # source that loops without waiting sends thousands)
     assert len(pings) <= run_seconds / runs.PING_SECONDS + 2
     assert events == ["metadata", "updates", "updates", "end"]
