@@ -29,6 +29,7 @@ Run: ``python -m bench.w9_server`` (the server is started and stopped here).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +157,18 @@ async def _stream_once(client: httpx.AsyncClient, expected: int) -> tuple[float,
     return first, total, ""
 
 
-def _start_server(path: str, factory: str = "app") -> tuple[subprocess.Popen[bytes], str]:
+@contextlib.contextmanager
+def _serving(path: str, factory: str) -> Iterator[tuple[int, str]]:
+    """``bench.w9_server:<factory>`` served by uvicorn in a process: its pid and URL."""
+    server, url = _start_server(path, factory)
+    try:
+        yield server.pid, url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _start_server(path: str, factory: str) -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
     with socket.socket() as sock:
@@ -188,8 +201,18 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def _block(
+    client: httpx.AsyncClient, pid: int, expected: int, into: list[tuple[float, float, str]]
+) -> float:
+    """One block of sequential streamed runs into ``into``: the server ``pid``'s CPU seconds."""
+    cpu = _cpu_seconds(pid)
+    for _ in range(SEQUENTIAL // BLOCKS):
+        into.append(await _stream_once(client, expected))
+    return _cpu_seconds(pid) - cpu
+
+
 async def _measure(
-    url: str, local_path: str, server_pid: int, bare: tuple[str, int]
+    url: str, local_path: str, server_pid: int, bare: tuple[int, str]
 ) -> dict[str, Any]:
     """Sequential runs in process, over HTTP and on the bare endpoint in alternating
     blocks, then the 200 at once.
@@ -202,7 +225,7 @@ async def _measure(
     local: list[float] = []
     sequential: list[tuple[float, float, str]] = []
     bare_runs: list[tuple[float, float, str]] = []
-    bare_url, bare_pid = bare
+    bare_pid, bare_url = bare
     async with (
         httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client,
         httpx.AsyncClient(base_url=bare_url, timeout=120) as bare_client,
@@ -219,14 +242,8 @@ async def _measure(
             for index in range(SEQUENTIAL // BLOCKS):
                 local.append((await _local_run(graph, block * 1000 + index))[0])
             local_cpu += time.process_time() - cpu
-            cpu = _cpu_seconds(server_pid)
-            for _ in range(SEQUENTIAL // BLOCKS):
-                sequential.append(await _stream_once(client, expected))
-            server_cpu += _cpu_seconds(server_pid) - cpu
-            cpu = _cpu_seconds(bare_pid)
-            for _ in range(SEQUENTIAL // BLOCKS):
-                bare_runs.append(await _stream_once(bare_client, expected))
-            bare_cpu += _cpu_seconds(bare_pid) - cpu
+            server_cpu += await _block(client, server_pid, expected, sequential)
+            bare_cpu += await _block(bare_client, bare_pid, expected, bare_runs)
         started, cpu = time.perf_counter(), _cpu_seconds(server_pid)
         concurrent = await asyncio.gather(
             *(_stream_once(client, expected) for _ in range(CONCURRENT)), return_exceptions=True
@@ -265,22 +282,14 @@ async def _measure(
 
 
 def run() -> dict[str, Any]:
-    """Measure in process and over HTTP against a server process."""
-    with tempfile.TemporaryDirectory() as folder:
-        server, url = _start_server(str(Path(folder) / "served.sqlite"))
-        try:
-            bare, bare_url = _start_server(str(Path(folder) / "unused.sqlite"), "bare_app")
-        except BaseException:
-            server.terminate()
-            server.wait(10)
-            raise
-        try:
-            local = str(Path(folder) / "local.sqlite")
-            return asyncio.run(_measure(url, local, server.pid, (bare_url, bare.pid)))
-        finally:
-            for process in (server, bare):
-                process.terminate()
-                process.wait(10)
+    """Measure in process, over HTTP against a server process and on the bare endpoint."""
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        _serving(str(Path(folder) / "served.sqlite"), "app") as (server_pid, url),
+        _serving(str(Path(folder) / "unused.sqlite"), "bare_app") as bare,
+    ):
+        local = str(Path(folder) / "local.sqlite")
+        return asyncio.run(_measure(url, local, server_pid, bare))
 
 
 if __name__ == "__main__":
