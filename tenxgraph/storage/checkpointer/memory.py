@@ -106,9 +106,14 @@ class _Sealed:
         return [_Checkpoint(*row) for row in json.loads(zlib.decompress(self.blob))]
 
 
-def _rows(flat: Sequence[Any]) -> list[_Checkpoint]:
+def _split(flat: list[Any]) -> list[list[Any]]:
+    """``_Thread.newest``'s flat fields cut into one list per checkpoint, oldest first."""
+    return [flat[start : start + _WIDTH] for start in range(0, len(flat), _WIDTH)]
+
+
+def _rows(flat: list[Any]) -> list[_Checkpoint]:
     """The checkpoints of ``_Thread.newest``'s flat fields, oldest first."""
-    return [_Checkpoint(*flat[start : start + _WIDTH]) for start in range(0, len(flat), _WIDTH)]
+    return [_Checkpoint(*row) for row in _split(flat)]
 
 
 @dataclass(slots=True)
@@ -154,10 +159,9 @@ class _Thread:
         newest += checkpoint
         self.count += 1
         if len(newest) >= _BATCH * _WIDTH:  # sealed from the fields: no tuple made per row
-            rows = [newest[start : start + _WIDTH] for start in range(0, len(newest), _WIDTH)]
             if self.sealed is None:
                 self.sealed = []
-            self.sealed.append(_Sealed.of(rows))
+            self.sealed.append(_Sealed.of(_split(newest)))
             self.newest = []
         if keep is not None and self.count > keep:
             self._drop(self.count - keep)
