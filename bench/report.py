@@ -92,6 +92,16 @@ def verdict(checked: float | None, bound: float) -> str:
     return f"**missed**: {checked / bound:.1f}x the bound"
 
 
+def reached(figure: float | None, floor: float, *, show: bool = False) -> str:
+    """The verdict of a figure that must reach ``floor`` (a rate, a recall); ``show``
+    names the figure in a miss."""
+    if figure is None:
+        return "not measured"
+    if figure >= floor:
+        return "met"
+    return f"**missed**: {figure:.2f}" if show else "**missed**"
+
+
 def best_peer(results: Results, key: str) -> Peer | None:
     """The lowest peer figure named ``key``: those measured in this run and any typed in."""
     found = [TYPED_IN[key]] if key in TYPED_IN else []
@@ -199,7 +209,7 @@ def w10_row(r: Results) -> Row:
     rate = value(r, "w10_scale", "runs_per_s")
     peak = value(r, "w10_scale", "peak_running")
     cpu = value(r, "w10_scale", "worker_cpu_ms_per_run")
-    met = "not measured" if rate is None else "met" if rate >= 60 else "**missed**"
+    met = reached(rate, 60)
     return Row(
         "W10 one server worker (Postgres + Redis), 300 background runs that each wait on I/O"
         " (2 x 0.2 s): runs/s, the most in flight at once, the worker's CPU per run",
@@ -507,7 +517,7 @@ def recall_row(r: Results, mode: str, label: str) -> Row:
     """Paraphrased recall@5, a floor to reach (>= 0.8), next to lexical search's."""
     ours = value(r, "w8_memory_recall", f"{mode}_minilm", "paraphrased")
     lexical = value(r, "w8_memory_recall", "lexical", "paraphrased")
-    met = "not measured" if ours is None else "met" if ours >= 0.8 else f"**missed**: {ours:.2f}"
+    met = reached(ours, 0.8, show=True)
     return Row(label, number(ours), number(lexical), "—", "≥ 0.8", met)
 
 

@@ -158,6 +158,24 @@ def test_w10_is_a_rate_to_reach() -> None:
     )
 
 
+def test_recall_is_a_floor_to_reach_and_a_miss_names_it() -> None:
+    results = measured()
+    recall = {"vector_minilm": {"paraphrased": 0.8}, "lexical": {"paraphrased": 0.32}}
+    results["w8_memory_recall"] = recall
+
+    def vector() -> report.Row:
+        rows = report.rows(results)
+        return next(
+            r for r in rows if r.workload.startswith("W8 recall@5") and "vector" in r.workload
+        )
+
+    assert vector().verdict == "met"
+    recall["vector_minilm"]["paraphrased"] = 0.76
+    assert vector().verdict == "**missed**: 0.76"
+    del recall["vector_minilm"]
+    assert vector().verdict == "not measured"
+
+
 def test_update_readme_keeps_the_text_around_the_markers(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n", encoding="utf-8")
