@@ -289,7 +289,30 @@ async def _wait(
     return output_json(record.output, encode)
 
 
-# --- stateless runs ------------------------------------------------------------------------
+# --- runs a client waits on -----------------------------------------------------------------
+# FastAPI tries a router's routes in order, at a cost per route tried (its path's pattern and
+# FastAPI's bookkeeping, twice per request): nearly every run comes through these four, so
+# they come first; no other route's path and method match theirs.
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(
+    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
+) -> EventStreamResponse:
+    """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
+    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
+    cancel = body.on_disconnect == "cancel"
+    return _stream(request, record, cancel_on_disconnect=cancel, encode=caller.encode)
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(
+    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
+) -> JSONResponse:
+    """Run on the thread; answer with its final values (``__error__`` when it failed)."""
+    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
+    output = await _wait(request, record, body.on_disconnect == "cancel", caller.encode)
+    return JSONResponse(output, headers=_locations(record))
 
 
 @router.post("/runs/stream")
@@ -308,6 +331,9 @@ async def wait_stateless(body: RunRequest, request: Request, caller: RunCaller) 
     record = await _start(caller.context, caller.user, body, None, headers=request.headers)
     output = await _wait(request, record, body.on_disconnect == "cancel", caller.encode)
     return JSONResponse(output, headers=_locations(record))
+
+
+# --- stateless runs ------------------------------------------------------------------------
 
 
 @router.post("/runs")
@@ -402,26 +428,6 @@ async def cancel_many(
 
 
 # --- runs on a thread ----------------------------------------------------------------------
-
-
-@router.post("/threads/{thread_id}/runs/stream")
-async def stream_run(
-    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
-) -> EventStreamResponse:
-    """Run on the thread and stream it (``multitask_strategy`` when the thread is busy)."""
-    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
-    cancel = body.on_disconnect == "cancel"
-    return _stream(request, record, cancel_on_disconnect=cancel, encode=caller.encode)
-
-
-@router.post("/threads/{thread_id}/runs/wait")
-async def wait_run(
-    thread_id: str, body: RunRequest, request: Request, caller: RunCaller
-) -> JSONResponse:
-    """Run on the thread; answer with its final values (``__error__`` when it failed)."""
-    record = await _start(caller.context, caller.user, body, thread_id, headers=request.headers)
-    output = await _wait(request, record, body.on_disconnect == "cancel", caller.encode)
-    return JSONResponse(output, headers=_locations(record))
 
 
 @router.post("/threads/{thread_id}/runs")

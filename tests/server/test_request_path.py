@@ -61,3 +61,16 @@ def test_no_dependency_of_the_app_runs_in_the_thread_pool() -> None:
 def test_a_streamed_run_solves_one_dependency(path: str) -> None:
     (route,) = [r for r in _routes() if r.path == path and "POST" in r.methods]
     assert [d.call.__name__ for d in route.dependant.dependencies if d.call] == ["_caller"]
+
+
+def test_the_run_routes_a_client_waits_on_are_tried_first() -> None:
+    """FastAPI tries routes in order, each at a cost: the streamed and waited runs come first."""
+    from tenxgraph.server.runs import router
+
+    first = [(route.path, *sorted(route.methods)) for route in router.routes[:4]]
+    assert first == [
+        ("/threads/{thread_id}/runs/stream", "POST"),
+        ("/threads/{thread_id}/runs/wait", "POST"),
+        ("/runs/stream", "POST"),
+        ("/runs/wait", "POST"),
+    ]
