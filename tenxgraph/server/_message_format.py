@@ -16,6 +16,7 @@ formats can follow the same run.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -108,16 +109,21 @@ class StreamTranslator:
         """``data`` of the logged ``event``, for this reader."""
         if event != "messages" or self.encode is tenxgraph_json:
             return translate_event(event, data, self.encode, self._message)
+        chunk = self._chunk
+        if chunk is not None:
+            text = chunk.text_in(data)
+            if text is not None:
+                return chunk.write(text)
         parsed = from_json(data)
         message, *rest = parsed
-        if message.get("delta") is True and self._chunk is not None:
-            text = self._chunk.text_of(parsed)
+        if message.get("delta") is True and chunk is not None:
+            text = chunk.text_of(parsed)
             if text is not None:
-                return self._chunk.write(text)
+                return chunk.write(text)
         out = langchain_from_json(message)
         if message.get("delta"):
             self._streamed.add(out["id"])
-            self._chunk = _ChunkForm.of(parsed, out)
+            self._chunk = _ChunkForm.of(parsed, out, data)
             return to_json([out, *rest], inf_nan_mode="null").decode()
         self._whole = (message, out)
         if out["id"] in self._streamed and out["type"] == "ai":
@@ -143,16 +149,22 @@ class _ChunkForm:
     written whole again: the same bytes, without the translation's work.
     Only a chunk of one plain text block whose text the translation wrote
     as its ``content`` is a form: nothing else in it can depend on the text.
+
+    Most such chunks are recognised in their logged text, not parsed: it is
+    the form's text but for the text's JSON string and the time's number
+    (``text_in``), where the form's own text had them (a probe parsed once
+    per form shows which values those two places hold).
     """
 
-    __slots__ = ("parsed", "tail")
+    __slots__ = ("head", "middle", "parsed", "rest", "tail")
 
-    def __init__(self, parsed: list[Any], tail: str) -> None:
+    def __init__(self, parsed: list[Any], tail: str, data: str) -> None:
         self.parsed, self.tail = parsed, tail
+        self.head, self.middle, self.rest = _text_places(parsed, data)
 
     @classmethod
-    def of(cls, parsed: list[Any], out: dict[str, Any]) -> _ChunkForm | None:
-        """The form of a chunk's event ``parsed`` translated as ``out``, or None."""
+    def of(cls, parsed: list[Any], out: dict[str, Any], data: str) -> _ChunkForm | None:
+        """The form of a chunk's event ``parsed`` (logged as ``data``) translated as ``out``."""
         message = parsed[0]
         text = _chunk_text(message)
         if text is None or message.get("metadata") or out.get("content") != text:
@@ -160,7 +172,24 @@ class _ChunkForm:
         rest = {key: value for key, value in out.items() if key != "content"}
         if not rest or next(iter(out)) != "content":
             return None
-        return cls(parsed, to_json([rest, *parsed[1:]], inf_nan_mode="null").decode()[2:])
+        tail = to_json([rest, *parsed[1:]], inf_nan_mode="null").decode()[2:]
+        return cls(parsed, tail, data)
+
+    def text_in(self, data: str) -> str | None:
+        """The text of ``data``, a logged chunk's event, if it is this one's but for its text.
+
+        Compared as text, with no parse: None when that is not plain.
+        """
+        head = self.head
+        if head is None or not data.startswith(head):
+            return None
+        found = _string_at(data, len(head))
+        if found is None or not found[0] or not data.startswith(self.middle, found[1]):
+            return None
+        number = _NUMBER.match(data, found[1] + len(self.middle))
+        if number is None or len(data) - number.end() != len(self.rest):
+            return None
+        return found[0] if data.endswith(self.rest) else None
 
     def text_of(self, parsed: Any) -> str | None:
         """The text of ``parsed``, a chunk's event, if it is this one but for its text and time."""
@@ -178,6 +207,59 @@ class _ChunkForm:
     def write(self, text: str) -> str:
         """The JSON of this chunk's translation with ``text`` as its content."""
         return f'[{{"content":{to_json(text).decode()},{self.tail}'
+
+
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""The standard library's JSON string reader (its C one): the text of a string token."""
+_TEXT_KEY = re.compile(r'"text"\s*:\s*')
+_TIME_KEY = re.compile(r'"timestamp"\s*:\s*')
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _string_at(data: str, start: int) -> tuple[str, int] | None:
+    """The JSON string starting at ``start`` of ``data``: its text and where it ends, or None.
+
+    One with a unicode escape is None: the parse decides what it holds.
+    """
+    if data[start : start + 1] != '"':
+        return None
+    end = data.find('"', start + 1)
+    if end < 0:
+        return None
+    if "\\" not in data[start:end]:
+        return data[start + 1 : end], end + 1
+    try:
+        text, after = _scanstring(data, start + 1)
+    except ValueError:
+        return None
+    return None if "\\u" in data[start:after] else (text, after)
+
+
+def _text_places(parsed: list[Any], data: str) -> tuple[str | None, str, str]:
+    """``data`` (a chunk's logged event, ``parsed``) cut around its text's string and its time.
+
+    The text before the string, between it and the time's number, after the
+    number; a head of None when they cannot be found. A probe (another
+    string and number put in those places) is parsed once to prove that
+    they hold the message's text and time and nothing else.
+    """
+    key = _TEXT_KEY.search(data)
+    found = None if key is None else _string_at(data, key.end())
+    time = None if found is None else _TIME_KEY.search(data, found[1])
+    number = None if time is None else _NUMBER.match(data, time.end())
+    if key is None or found is None or number is None:
+        return None, "", ""
+    head, middle, rest = data[: key.end()], data[found[1] : number.start()], data[number.end() :]
+    message = parsed[0]
+    try:
+        probe = from_json(f'{head}"\\u0000"{middle}-1{rest}')
+        probed, block = probe[0], probe[0]["content"][0]
+        if block["text"] != "\x00" or probed["timestamp"] != -1:
+            return None, "", ""
+        block["text"], probed["timestamp"] = message["content"][0]["text"], message["timestamp"]
+    except (ValueError, LookupError, TypeError):  # not where the message's text and time are
+        return None, "", ""
+    return (head, middle, rest) if probe == parsed else (None, "", "")
 
 
 def _chunk_text(message: Any) -> str | None:

@@ -247,3 +247,35 @@ def test_a_readers_shortcuts_write_what_each_event_translated_alone_would() -> N
     fresh = StreamTranslator(langchain_json)
     assert reader.data("updates", update) == fresh.data("updates", update)
     assert json.loads(fresh.data("updates", update))["agent"]["messages"] == [langchain_json(whole)]
+
+
+def test_chunks_like_the_last_but_their_text_are_read_without_a_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A streamed answer's chunks after the first are matched as text: one probe, no parses."""
+    from tenxgraph.server import _message_format
+    from tenxgraph.server._run_stream import StreamEncoder
+
+    meta = StreamEncoder.dumps({"langgraph_node": "agent", "run_id": "r"})
+    texts = ["Hello", ", ", 'a "quote"', " and\na line", " é😀", "\\", "!"] * 3
+    events = []
+    for text in texts:
+        message = Message(
+            role="assistant", message_id="m", delta=True, content=[TextBlock(text=text)]
+        )
+        data = f"[{StreamEncoder.message_json(message)},{meta}]"
+        events.append((data, StreamTranslator(langchain_json).data("messages", data)))
+    parsed: list[str] = []
+    parse = _message_format.from_json
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(data)
+        return parse(data, *args, **kwargs)
+
+    monkeypatch.setattr(_message_format, "from_json", counted)
+    reader = StreamTranslator(langchain_json)
+    for (data, alone), text in zip(events, texts, strict=True):
+        sent = reader.data("messages", data)
+        assert sent == alone
+        assert json.loads(sent)[0]["content"] == text
+    assert len(parsed) == 2  # the first chunk, and the probe that places its text and time
