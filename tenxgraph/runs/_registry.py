@@ -311,6 +311,7 @@ class RunRegistry:
             raise busy_error(thread_id, f"run {ahead[-1].run_id} is {ahead[-1].status} on it")
         run_id = str(config.get("run_id") or uuid.uuid4())
         config["run_id"] = run_id
+        now = _now()
         record = RunRecord(
             run_id=run_id,
             thread_id=thread_id,
@@ -323,6 +324,8 @@ class RunRegistry:
             graph=spec.graph,
             control=self.parts.new_handle(run_id),
             remote=self.parts.new_remote(),
+            created_at=now,
+            updated_at=now,
         )
         attempt = self._attempt(run_id)
         record.log.append("metadata", spec.encoder.dumps({"run_id": run_id, "attempt": attempt}))

@@ -46,7 +46,12 @@ class _GraphWriter:
     async def run(self, record: RunRecord, spec: RunSpec) -> RunStatus:
         graph = cast("CompiledGraph[Any]", spec.graph)
         control = cast(RunControl, record.control)
-        with continued(record.kwargs.get(TRACE_KEY)):
+        carrier = record.kwargs.get(TRACE_KEY)
+        if carrier is None:  # no caller's trace to continue
+            return await self._writer.run(
+                graph, spec.input, spec.config, spec.invocation_state, control
+            )
+        with continued(carrier):
             return await self._writer.run(
                 graph, spec.input, spec.config, spec.invocation_state, control
             )
