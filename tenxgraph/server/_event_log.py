@@ -154,30 +154,31 @@ class EventLog:
         self.check_resume(after)
         beat = Heartbeat(heartbeat)
         cursor = after
-        while True:
-            if beat.due():
-                yield []
-                continue
-            if cursor < self._last:
-                self.check_resume(cursor)
-                start = cursor + 1 - self.first_kept
-                batch = [self._events[i] for i in range(start, len(self._events))]
-                yield batch
-                cursor = batch[-1].id
-                continue
-            if self._closed:
-                return
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            timer = beat.wake(self._beat, waiter)
-            try:
-                await waiter
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                if waiter.cancelled():  # the follower left (its client went): so does its wait
-                    self._forget(waiter)
-            await asyncio.sleep(0)  # let the run add what it has ready: one write, not several
+        try:
+            while True:
+                if beat.due():
+                    yield []
+                    continue
+                if cursor < self._last:
+                    self.check_resume(cursor)
+                    start = cursor + 1 - self.first_kept
+                    batch = [self._events[i] for i in range(start, len(self._events))]
+                    yield batch
+                    cursor = batch[-1].id
+                    continue
+                if self._closed:
+                    return
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                beat.wake(self._beat, waiter)
+                try:
+                    await waiter
+                finally:
+                    if waiter.cancelled():  # the follower left (its client went): so its wait
+                        self._forget(waiter)
+                await asyncio.sleep(0)  # let the run add what it has ready: one write
+        finally:
+            beat.close()
 
     def _beat(self, waiter: asyncio.Future[None]) -> None:
         """A follower's heartbeat is due: wake it alone, its wait leaving the list with it.
@@ -198,7 +199,8 @@ class Heartbeat:
     """When a follower's next empty batch is due (``follow(heartbeat=seconds)``).
 
     Kept by the follower itself, not by a task of its own: the timer runs
-    only while the follower waits for events.
+    only while the follower waits for events, and one timer serves all the
+    waits until the beat it is set for (a follower waits once per batch).
     """
 
     def __init__(self, seconds: float | None) -> None:
@@ -209,6 +211,8 @@ class Heartbeat:
         self._loop = asyncio.get_running_loop()
         self.seconds = seconds
         self._next = self._loop.time() + seconds if seconds else math.inf
+        self._timer: asyncio.TimerHandle | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
     def due(self) -> bool:
         """True once a beat is due (the next one is then ``seconds`` from now)."""
@@ -222,8 +226,28 @@ class Heartbeat:
 
     def wake(
         self, beat: Callable[[asyncio.Future[None]], None], waiter: asyncio.Future[None]
-    ) -> asyncio.TimerHandle | None:
-        """Call ``beat(waiter)`` when the next beat is due (None without a heartbeat)."""
+    ) -> None:
+        """Call ``beat(waiter)`` when the next beat is due, unless ``waiter`` is done by then.
+
+        The timer set for an earlier wait is kept for this one when it is
+        still to come (it wakes the latest waiter); a beat that comes while
+        the follower is busy wakes nobody: ``due`` tells the follower next.
+        """
         if self.seconds is None:
-            return None
-        return self._loop.call_at(self._next, beat, waiter)
+            return
+        self._waiter = waiter
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._next, self._fire, beat)
+
+    def _fire(self, beat: Callable[[asyncio.Future[None]], None]) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            beat(waiter)
+
+    def close(self) -> None:
+        """The follower is done: its timer goes."""
+        self._waiter = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

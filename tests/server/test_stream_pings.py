@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -79,6 +80,45 @@ def test_idle_followers_with_a_short_heartbeat_keep_one_wait_each() -> None:
     kept, left = asyncio.run(asyncio.wait_for(main(), 30))
     assert kept <= 3  # one wait per follower at most, not one per beat
     assert left == 0  # a follower that leaves takes its wait with it
+
+
+def test_a_busy_follower_sets_one_heartbeat_timer_for_all_its_waits() -> None:
+    """A follower waits once per batch; one timer for its beat serves the waits, then goes."""
+
+    async def main() -> tuple[int, int, list[asyncio.TimerHandle]]:
+        loop = asyncio.get_running_loop()
+        timers: list[asyncio.TimerHandle] = []
+        call_at = loop.call_at
+
+        def counted(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+            timers.append(call_at(when, callback, *args, **kwargs))
+            return timers[-1]
+
+        loop.call_at = counted  # type: ignore[method-assign]
+        log = EventLog()
+        got = 0
+
+        async def read() -> None:
+            nonlocal got
+            async for batch in log.follow(0, heartbeat=15):
+                got += len(batch)
+
+        reader = asyncio.create_task(read())
+        waits = 0
+        for _ in range(50):
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            waits += len(log._waiters)
+            log.append("updates", "{}")
+        log.close()
+        await reader
+        return got, waits, timers
+
+    got, waits, timers = asyncio.run(asyncio.wait_for(main(), 30))
+    assert got == 50
+    assert waits >= 40  # the follower waited for most events one by one
+    assert len(timers) == 1
+    assert timers[0].cancelled()  # the follower is done: so is its timer
 
 
 def test_without_a_heartbeat_a_follower_only_gets_events() -> None:
