@@ -73,21 +73,26 @@ def is_langchain_message(value: Any) -> bool:
     )
 
 
-def _usage_metadata(usages: TokenUsages) -> dict[str, Any]:
+def _usage_metadata(usages: TokenUsages | Mapping[str, Any]) -> dict[str, Any]:
+    """LangChain's ``usage_metadata`` of a ``TokenUsages``, or of its fields as a dict.
+
+    A stored message's JSON passes its dict: no model is built only to read six numbers.
+    """
+    fields = usages.__dict__ if isinstance(usages, TokenUsages) else usages
     out: dict[str, Any] = {
-        "input_tokens": usages.prompt_tokens,
-        "output_tokens": usages.completion_tokens,
-        "total_tokens": usages.total_tokens,
+        "input_tokens": fields["prompt_tokens"],
+        "output_tokens": fields["completion_tokens"],
+        "total_tokens": fields["total_tokens"],
     }
     inputs = {
-        "cache_creation": usages.cache_creation_input_tokens,
-        "cache_read": usages.cache_read_input_tokens,
+        "cache_creation": fields["cache_creation_input_tokens"],
+        "cache_read": fields["cache_read_input_tokens"],
     }
     inputs = {k: v for k, v in inputs.items() if v}
     if inputs:
         out["input_token_details"] = inputs
-    if usages.reasoning_tokens:
-        out["output_token_details"] = {"reasoning": usages.reasoning_tokens}
+    if fields["reasoning_tokens"]:
+        out["output_token_details"] = {"reasoning": fields["reasoning_tokens"]}
     return out
 
 

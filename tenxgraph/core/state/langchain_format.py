@@ -188,7 +188,7 @@ def _plain_usage(usages: Any) -> dict[str, Any] | None:
         return None
     if usages["image_tokens"] or usages["audio_tokens"]:
         return None
-    return _usage_metadata(TokenUsages.model_construct(**usages))
+    return _usage_metadata(usages)
 
 
 def _plain_texts(content: Any) -> list[str] | None:
