@@ -94,8 +94,7 @@ about 4 ms each: too long to hold the event loop."""
 _WINDOW_RANGES = """json_each(?) AS w CROSS JOIN messages AS m
     WHERE m.tid = ?
       AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')"""
-"""The window's rows: CROSS JOIN makes the ranges the outer loop and each range an index
-scan, so rows come in window order without a sort."""
+"""The window's rows in window order, unsorted: CROSS JOIN scans each range in turn."""
 
 _WINDOW_QUERY = f"SELECT m.seq, {MESSAGE_BODY} FROM {_WINDOW_RANGES}"
 """The window's rows one by one (``decode_window_messages`` checks their order)."""
@@ -123,8 +122,7 @@ _INSERT_THREAD_FENCED = (
     "(SELECT 1 FROM leases WHERE user_id = ?1 AND thread_id = ?2 AND owner = ?10) "
     "ON CONFLICT DO NOTHING RETURNING id, log_length"
 )
-"""Create the thread if the lease is still the write's: as the fenced update, one statement
-(the WHERE clause also keeps SQLite from reading ``ON CONFLICT`` as a join constraint)."""
+"""Create the thread if the lease is still the write's (WHERE: not a join's ON CONFLICT)."""
 
 _TID = "SELECT id FROM threads WHERE user_id = ? AND thread_id = ?"
 """The thread's row id, the key of its messages and checkpoints."""
@@ -144,6 +142,8 @@ _UPDATE_THREAD_FENCED = (
 
 class SqliteCheckpointer(Checkpointer, ThreadLeases):
     """Durable threads and their leases in one SQLite file, safe across threads and processes."""
+
+    saves_take_leases = True  # a warm thread's turn commits twice (its input, its end)
 
     def __init__(
         self,
@@ -226,15 +226,17 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
     ) -> ThreadStamp:
         """CAS the state row (the lease check folded into it), append, record the checkpoint.
 
-        Three statements between ``BEGIN`` and ``COMMIT`` for a save (four when
-        it gives the lease up), whether it creates the thread or updates it; the
-        lease and the stamp are read apart only when the write fails, to say why.
+        Three statements between ``BEGIN`` and ``COMMIT`` (one more to take the lease,
+        one to give it up), whether it creates the thread or updates it; the lease
+        and the stamp are read apart only when the write fails, to say why.
         """
         added = len(encoded.messages)
         version = write.expected_version + 1
         now = time.time()
         fenced = write.lease is not None
         conn.execute("BEGIN IMMEDIATE")  # a failure is rolled back by the database's _run
+        if write.lease is not None and write.take_lease is not None:
+            leases.take_for_write(conn, key, write.lease, write.take_lease)
         if write.expected_version == 0:
             row = conn.execute(
                 _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
