@@ -1,7 +1,9 @@
 """One run per thread: the lease a run holds on its thread, and what a second run does.
 
 A run takes its thread's lease before it reads the thread and gives it up
-when it ends. While it runs, a heartbeat extends the lease every third of its
+when it ends (a run on a thread its graph keeps warm reads nothing: its lease
+is ``ThreadLease.deferred``, taken by its first save where the backend's
+saves can take leases). While it runs, a heartbeat extends the lease every third of its
 duration (at least once a second, which is also how soon it sees a stop request
 made from another process), so a run that dies (kill -9, a lost machine) blocks the thread for
 at most ``lease_seconds``. Every save of the run is fenced by the lease, so a
@@ -139,6 +141,9 @@ class ThreadLease:
         """A stop request already on a ``kept`` lease when the run took it over."""
         self.taker: Take = self.thread_leases.atake_thread
         """How ``take_thread`` takes (and retakes, while it waits) this lease."""
+        self.pending: LeasePolicy | None = None
+        """Set on a lease not taken yet (``deferred``): the run's first save takes it
+        (``ThreadWrite.take_lease``), or ``take_pending`` does with this policy."""
         self._heartbeat: asyncio.Task[None] | None = None
         self._first_beat: asyncio.TimerHandle | None = None
 
@@ -190,6 +195,39 @@ class ThreadLease:
         if task is not None:
             task.cancel()
             await asyncio.wait((task,))
+
+    @classmethod
+    def deferred(
+        cls,
+        checkpointer: Checkpointer,
+        key: ThreadKey,
+        run_id: str,
+        policy: LeasePolicy,
+        stamp: ThreadStamp,
+    ) -> ThreadLease:
+        """A lease of ``key`` for run ``run_id`` that the run's first save takes (``pending``).
+
+        For a thread the caller holds a copy of as ``stamp`` (a warm thread) on a
+        backend whose saves take leases (``saves_take_leases``): the first save
+        takes the lease and checks the stamp in one transaction, so the turn
+        commits once less. Nothing may be read from storage or run of the
+        user's before that save; if it finds the thread held or changed, it
+        wrote nothing, and the caller takes the lease with ``take_pending``.
+        """
+        lease = cls(checkpointer, key, lease_owner(run_id), policy.lease_seconds)
+        lease.pending, lease.stamp = policy, stamp
+        return lease
+
+    async def take_pending(self) -> None:
+        """Take a ``deferred`` lease now, acting on its policy's strategy as ``take_thread``."""
+        policy, self.pending = self.pending, None
+        if policy is None:
+            return
+        try:
+            await _take(self, policy)
+        except BaseException:
+            self.released = True  # refused or timed out: not held (a rollback's failure gave it up)
+            raise
 
     async def release_with(self, give_up: Callable[[str | None], Awaitable[bool]]) -> None:
         """Give the lease up in a caller's own statement: ``give_up(owner)`` drops it there.
@@ -281,20 +319,25 @@ async def take_thread(
         lease.requested = await lease.thread_leases.arenew_lease(key, owner, policy.lease_seconds)
         lease.stamp = await checkpointer.aversion(key)
         return lease
-    owner = lease.owner
     lease.taker = take or lease.thread_leases.atake_thread
+    await _take(lease, policy)
+    return lease
+
+
+async def _take(lease: ThreadLease, policy: LeasePolicy) -> None:
+    """Take the lease, waiting for (or stopping) its holder as the strategy says."""
+    key, owner = lease.key, lease.owner
     holder, lease.stamp = await lease.taker(key, owner, policy.lease_seconds)
     if holder is None:
-        return lease
+        return
     await _wait_for(lease, holder, policy)
     if policy.strategy == "rollback":  # the holder died before it could discard its turn
         try:
-            if await turns.discard_unfinished(checkpointer, key, owner, turns.DIED):
-                lease.stamp = await checkpointer.aversion(key)
+            if await turns.discard_unfinished(lease.checkpointer, key, owner, turns.DIED):
+                lease.stamp = await lease.checkpointer.aversion(key)
         except BaseException:
             await lease.release()
             raise
-    return lease
 
 
 async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> None:

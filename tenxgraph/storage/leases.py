@@ -18,8 +18,9 @@ does not). Every backend tenxgraph ships does, and keeps the lease rows in
 the same database as the threads: that is what makes a save's fence whole.
 A save made under a lease (``ThreadWrite.lease``, ``arewind(lease=...)``)
 is refused in the save's own transaction unless that lease is still its
-owner's, so a run that lost its lease (it stalled past the expiry and
-another run took the thread) writes nothing more. A backend that is not a
+owner's (or, with ``ThreadWrite.take_lease``, the save takes it there), so a
+run that lost its lease (it stalled past the expiry and another run took the
+thread) writes nothing more. A backend that is not a
 ``ThreadLeases`` cannot check that and ignores the field.
 
 ``tenxgraph.testing.ThreadLeasesContract`` is the conformance suite of this
@@ -30,6 +31,7 @@ of what it checks).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.storage.checkpointer.base import ThreadStamp
@@ -48,6 +50,11 @@ class ThreadLeases(ABC):
     Backends implement the abstract methods; ``atake_thread`` has a default
     in two calls that a backend overrides to answer in one round trip.
     """
+
+    saves_take_leases: ClassVar[bool] = False
+    """True when this backend's saves honour ``ThreadWrite.take_lease`` (the lease taken in
+    the save's own transaction). A graph then takes the lease of a thread it holds warm with
+    the run's first save, one transaction fewer a turn; otherwise it takes it on its own."""
 
     @abstractmethod
     async def atake_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:

@@ -36,6 +36,8 @@ EXPIRED = 0.5
 LOST_A = r"is busy: another run holds it: this run's lease \(run-a\) expired and another run took"
 """What a call made under run-a's lost lease says (it names the lease, for the logs)."""
 LOST_B = LOST_A.replace("run-a", "run-b")
+HELD_B = r"is busy: another run holds it: run run-b; this save, to take it, wrote nothing"
+"""What a save that was to take the lease says when run-b holds it."""
 
 
 def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | None) -> ThreadWrite:
@@ -50,6 +52,12 @@ def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | Non
         expected_incarnation=None if stamp is None else stamp.incarnation,
         lease=lease,
     )
+
+
+def taking(write: ThreadWrite) -> ThreadWrite:
+    """``write`` taking its lease for ``LONG`` seconds in its own transaction."""
+    write.take_lease = LONG
+    return write
 
 
 async def snapshot(checkpointer: Checkpointer, key: ThreadKey = KEY) -> tuple[Any, ...]:
@@ -403,3 +411,56 @@ class ThreadLeasesContract(ContractBase):
             await checkpointer.arewind(REWOUND, rewound, 0, lease="run-a")
         assert await rewound_snapshot(checkpointer) == before
         assert await checkpointer.arewind(REWOUND, rewound, 0) is None  # unfenced
+
+    @pytest.fixture
+    def takes_with_save(self, thread_leases: ThreadLeases) -> ThreadLeases:
+        """The backend, when its saves take leases (``saves_take_leases``); else the test skips."""
+        if not thread_leases.saves_take_leases:
+            pytest.skip(f"{type(thread_leases).__name__} takes no lease in a save")
+        return thread_leases
+
+    async def test_a_save_that_takes_a_free_lease_holds_it(
+        self, checkpointer: Checkpointer, takes_with_save: ThreadLeases
+    ) -> None:
+        stamp = await checkpointer.asave(KEY, taking(turn(None, "a1", 0, "run-a")))
+        assert await takes_with_save.atake_lease(KEY, "run-b", LONG) == "run-a"
+        again = await checkpointer.asave(KEY, taking(turn(stamp, "a2", 1, "run-a")))  # its own
+        assert again == (stamp.incarnation, 2)
+        last = taking(turn(again, "a3", 2, "run-a"))
+        last.release_lease = True  # taken and given up in one save
+        third = await checkpointer.asave(KEY, last)
+        assert await takes_with_save.atake_thread(KEY, "run-b", LONG) == (None, third)
+
+    async def test_a_save_that_takes_a_held_lease_writes_and_takes_nothing(
+        self, checkpointer: Checkpointer, takes_with_save: ThreadLeases
+    ) -> None:
+        assert await takes_with_save.atake_lease(KEY, "run-b", LONG) is None
+        with pytest.raises(ThreadBusyError, match=HELD_B):  # creating
+            await checkpointer.asave(KEY, taking(turn(None, "a1", 0, "run-a")))
+        assert await checkpointer.aload(KEY) is None
+        stamp = await checkpointer.asave(KEY, turn(None, "b1", 0, "run-b"))
+        before = await snapshot(checkpointer)
+        with pytest.raises(ThreadBusyError, match=HELD_B):  # updating
+            await checkpointer.asave(KEY, taking(turn(stamp, "a2", 1, "run-a")))
+        assert await snapshot(checkpointer) == before
+        assert await takes_with_save.arenew_lease(KEY, "run-b", LONG) is None  # still run-b's
+
+    async def test_a_save_takes_an_expired_lease(
+        self, checkpointer: Checkpointer, takes_with_save: ThreadLeases
+    ) -> None:
+        assert await takes_with_save.atake_lease(KEY, "run-b", SHORT) is None
+        await asyncio.sleep(EXPIRED)
+        await checkpointer.asave(KEY, taking(turn(None, "a1", 0, "run-a")))
+        assert await takes_with_save.atake_lease(KEY, "run-b", LONG) == "run-a"
+        with pytest.raises(ThreadBusyError, match=LOST_B):
+            await takes_with_save.arenew_lease(KEY, "run-b", LONG)
+
+    async def test_a_save_that_takes_the_lease_and_conflicts_takes_nothing(
+        self, checkpointer: Checkpointer, takes_with_save: ThreadLeases
+    ) -> None:
+        stamp = await checkpointer.asave(KEY, turn(None, "one", 0, None))
+        stale = taking(turn(ThreadStamp(stamp.incarnation, stamp.version + 5), "a2", 1, "run-a"))
+        with pytest.raises(ConflictError) as raised:
+            await checkpointer.asave(KEY, stale)
+        assert type(raised.value) is ConflictError
+        assert await takes_with_save.atake_lease(KEY, "run-b", LONG) is None  # still free

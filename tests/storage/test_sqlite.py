@@ -10,8 +10,8 @@ import pytest
 from tenxgraph._sync import run_sync
 from tenxgraph.core.state import ThreadKey
 from tenxgraph.core.state.message import Message
-from tenxgraph.errors import StorageError
-from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadWrite
+from tenxgraph.errors import ConflictError, StorageError
+from tenxgraph.storage.checkpointer import SqliteCheckpointer, ThreadStamp, ThreadWrite
 
 KEY = ThreadKey("t", "alice")
 
@@ -63,3 +63,42 @@ async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     checkpointer = SqliteCheckpointer(path)
     with pytest.raises(StorageError, match="schema version 99"):
         await checkpointer.aload(KEY)
+
+
+def next_write(stamp: ThreadStamp, text: str, log_length: int) -> ThreadWrite:
+    return ThreadWrite(
+        stamp.version,
+        [Message.text_message(text)],
+        {"n": log_length + 1},
+        [(0, log_length + 1)],
+        node="n",
+        step=log_length,
+        expected_incarnation=stamp.incarnation,
+    )
+
+
+async def test_an_instance_saving_again_sees_what_others_wrote_since(tmp_path: Path) -> None:
+    """Its next save of a thread updates the row by the id it remembers, still as a CAS."""
+    path = tmp_path / "threads.db"
+    here, elsewhere = SqliteCheckpointer(path), SqliteCheckpointer(path)
+    try:
+        first = await here.asave(KEY, first_write())
+        second = await here.asave(KEY, next_write(first, "two", 1))
+        third = await elsewhere.asave(KEY, next_write(second, "three", 2))
+        with pytest.raises(ConflictError) as raised:  # here is one save behind
+            await here.asave(KEY, next_write(second, "stale", 2))
+        assert (raised.value.expected, raised.value.actual) == (2, 3)
+        fourth = await here.asave(KEY, next_write(third, "four", 3))
+        rewound = await elsewhere.arewind(KEY, fourth, 2)
+        assert rewound is not None
+        with pytest.raises(ConflictError):  # made from the state before the rewind
+            await here.asave(KEY, next_write(fourth, "after the rewind", 4))
+        await here.asave(KEY, next_write(rewound, "three again", 2))
+        assert await elsewhere.aversion(KEY) == (first.incarnation, 6)
+        stored = await elsewhere.aload(KEY)
+        assert stored is not None
+        assert [m.text() for m in stored.context] == ["hi", "two", "three again"]
+        assert [m.seq for m in await elsewhere.alist_messages(KEY)] == [0, 1, 2]
+    finally:
+        await here.aclose()
+        await elsewhere.aclose()

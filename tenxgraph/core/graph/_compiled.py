@@ -28,6 +28,7 @@ from tenxgraph.core.graph._events import (
 )
 from tenxgraph.core.graph._hooks import HookCaller, RunHooks
 from tenxgraph.core.graph._interrupt import InterruptKind, InterruptScope
+from tenxgraph.core.graph._lease_start import start_held, warm_lease
 from tenxgraph.core.graph._node import Node, RunContext
 from tenxgraph.core.graph._parallel import ParallelSteps
 from tenxgraph.core.graph._remote_tools import REMOTE_CALLS_KIND, settle_remote_input
@@ -317,8 +318,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run: Run[S] | None = None
         error: BaseException | None = None
         try:
-            run = await self._start(
-                input or {}, config, invocation_state, inline_sync, lease, control, nested
+            run = await start_held(
+                self, input or {}, config, invocation_state, inline_sync, lease, control, nested
             )
             run.forward |= subgraphs
             run.trace = trace
@@ -445,6 +446,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
             raise StateError("this graph has a checkpointer: pass config={'thread_id': ...}")
         policy = self.leases.for_run(config)
         owner, stamp, control.lease_stamp = control.lease_owner, control.lease_stamp, None
+        if owner is None and (deferred := warm_lease(self, key, run_id, policy, config)):
+            return deferred  # taken by the input's save (see start_held)
         return await take_thread(self.checkpointer, key, run_id, policy, owner=owner, stamp=stamp)
 
     async def _begin_turn(self, run: Run[S]) -> Outcome:

@@ -220,10 +220,12 @@ class ThreadSession:
         *,
         release: bool = False,
         metadata: dict[str, Any] | None = None,
+        take: float | None = None,
     ) -> None:
         """Write the queued messages and the state row as one compare-and-swap step.
 
         ``release`` gives the session's lease up with the write (the run's last save);
+        ``take`` takes it for that many seconds with the write (``ThreadWrite.take_lease``);
         ``metadata``, when given, replaces the thread's (else changes asked by
         ``merge_metadata`` are merged into it).
         """
@@ -262,6 +264,7 @@ class ThreadSession:
                 self.lease,  # lease
                 release and self.lease is not None,  # release_lease
                 self.branch_from,  # parent_version
+                take,  # take_lease
             ),
         )
         self.branch_from = None

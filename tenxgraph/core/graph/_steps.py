@@ -370,11 +370,15 @@ class RunSteps(Generic[S]):
             await lease.stop_heartbeat()
         watch, step = run.control.on_save, run.state.execution_meta.step
         parent = (session.base or None) if watch is not None else None  # as _codec.parent_of
-        saving = session.save(run.state, node, step, release=release)
+        taking = run.lease if run.lease is not None and run.lease.pending is not None else None
+        take = None if taking is None else taking.seconds  # a deferred lease: this save takes it
+        saving = session.save(run.state, node, step, release=release, take=take)
         if run.trace is None:
             await saving
         else:
             await run.trace.save(node, saving, lambda: session.stamp)
+        if taking is not None:
+            taking.pending = None
         if lease is not None and release:
             lease.released = True
         if watch is not None:

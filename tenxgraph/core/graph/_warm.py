@@ -66,6 +66,11 @@ class WarmThreads:
         session = ThreadSession(checkpointer, key)
         return session, await session.load(state_class)
 
+    def stamp(self, key: ThreadKey) -> ThreadStamp | None:
+        """The stamp of the thread's kept session (None: not kept), leaving it in the cache."""
+        kept = self._sessions.get((key.user_id, key.thread_id))
+        return None if kept is None else kept[0].stamp
+
     def take(self, key: ThreadKey) -> ThreadSession | None:
         """Remove and return the thread's session (a run takes it while it runs)."""
         kept = self._sessions.pop((key.user_id, key.thread_id), None)

@@ -11,6 +11,7 @@ import sqlite3
 import time
 
 from tenxgraph.core.state.ids import ThreadKey
+from tenxgraph.errors import ThreadBusyError
 from tenxgraph.storage.checkpointer._codec import (
     lease_lost,
     missing_checkpoint,
@@ -31,6 +32,7 @@ __all__ = [
     "request_stop",
     "rewind",
     "take",
+    "take_for_write",
 ]
 
 LEASES_TABLE = """CREATE TABLE leases (
@@ -70,6 +72,13 @@ def take(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -
         (key.user_id, key.thread_id),
     ).fetchone()
     return str(row[0])
+
+
+def take_for_write(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> None:
+    """Take the lease inside a save's transaction; ``ThreadBusyError`` if another run holds it."""
+    holder = take(conn, key, owner, seconds)
+    if holder is not None:
+        raise ThreadBusyError(key.thread_id, f"run {holder}; this save, to take it, wrote nothing")
 
 
 def renew(conn: sqlite3.Connection, key: ThreadKey, owner: str, seconds: float) -> str | None:

@@ -18,8 +18,8 @@ reached. Stored data is JSON only (invariant 3).
 
 Who runs on a thread is not part of this contract: leases are the
 ``ThreadLeases`` contract (``tenxgraph.storage.leases``), a capability a
-backend may add. The fields of a save that name a lease (``ThreadWrite.lease``
-and ``release_lease``, ``arewind``'s ``lease``) are honoured by backends that
+backend may add. The fields of a save that name a lease (``ThreadWrite.lease``,
+``release_lease`` and ``take_lease``, ``arewind``'s ``lease``) are honoured by backends that
 are also ``ThreadLeases``, in the save's own transaction, and ignored by
 those that are not.
 
@@ -148,6 +148,13 @@ class ThreadWrite:
     one: a branch inside the thread (its state row goes back to that checkpoint's values and
     window; the log keeps every message). None: ``expected_version``, a linear save. 0: no
     parent (a new root). Recorded as the new checkpoint's ``parent_version``."""
+    take_lease: float | None = None
+    """With ``lease``: take that lease for this many seconds in the write's own transaction
+    (as ``ThreadLeases.atake_lease``: when it is free, expired or already the owner's)
+    instead of finding it held; when another run holds it, ``ThreadBusyError`` and nothing
+    is written or taken. Only a backend whose ``ThreadLeases.saves_take_leases`` is True
+    does this; others ignore it, and their fence then refuses the write unless the lease is
+    held already."""
 
 
 @dataclass(frozen=True, slots=True)

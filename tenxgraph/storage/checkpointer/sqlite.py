@@ -31,7 +31,6 @@ from tenxgraph.storage.checkpointer._codec import (
     EncodedWrite,
     check_stop_request,
     check_window,
-    conflict,
     decode_checkpoint,
     decode_joined_thread,
     decode_message_page,
@@ -57,9 +56,8 @@ from tenxgraph.storage.checkpointer._sqlite_rows import (
     PACKED_COLUMNS,
     inflate_checkpoint,
     message_parts,
-    pack_values,
-    pack_window,
 )
+from tenxgraph.storage.checkpointer._sqlite_save import SqliteSaves, stored_stamp
 from tenxgraph.storage.checkpointer._sqlite_schema import THREADS
 from tenxgraph.storage.checkpointer.base import (
     Checkpoint,
@@ -94,8 +92,7 @@ about 4 ms each: too long to hold the event loop."""
 _WINDOW_RANGES = """json_each(?) AS w CROSS JOIN messages AS m
     WHERE m.tid = ?
       AND m.seq >= json_extract(w.value, '$[0]') AND m.seq < json_extract(w.value, '$[1]')"""
-"""The window's rows: CROSS JOIN makes the ranges the outer loop and each range an index
-scan, so rows come in window order without a sort."""
+"""The window's rows in window order, unsorted: CROSS JOIN scans each range in turn."""
 
 _WINDOW_QUERY = f"SELECT m.seq, {MESSAGE_BODY} FROM {_WINDOW_RANGES}"
 """The window's rows one by one (``decode_window_messages`` checks their order)."""
@@ -110,40 +107,14 @@ _WINDOW_PACKED = f"SELECT {PACKED_COLUMNS} FROM {_WINDOW_RANGES}"
 values instead of a tuple and a string per row, and no string function run per row."""
 
 
-_INSERT_THREAD = (
-    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
-    '"values", "window", metadata, created_at, updated_at) '
-    "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id, log_length"
-)
-
-_INSERT_THREAD_FENCED = (
-    "INSERT INTO threads (user_id, thread_id, incarnation, version, log_length, "
-    '"values", "window", metadata, created_at, updated_at) '
-    "SELECT ?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9 WHERE EXISTS "
-    "(SELECT 1 FROM leases WHERE user_id = ?1 AND thread_id = ?2 AND owner = ?10) "
-    "ON CONFLICT DO NOTHING RETURNING id, log_length"
-)
-"""Create the thread if the lease is still the write's: as the fenced update, one statement
-(the WHERE clause also keeps SQLite from reading ``ON CONFLICT`` as a join constraint)."""
-
 _TID = "SELECT id FROM threads WHERE user_id = ? AND thread_id = ?"
 """The thread's row id, the key of its messages and checkpoints."""
-
-_CAS = (
-    "UPDATE threads SET version = version + 1, log_length = log_length + ?, "
-    '"values" = ?, "window" = ?, metadata = coalesce(?, metadata), updated_at = ? '
-    "WHERE user_id = ? AND thread_id = ? AND incarnation = ? AND version = ? "
-)
-_UPDATE_THREAD = _CAS + "RETURNING id, log_length"
-_UPDATE_THREAD_FENCED = (
-    _CAS + "AND EXISTS (SELECT 1 FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?) "
-    "RETURNING id, log_length"
-)
-"""The save's CAS when a lease fences it: a lost lease fails it as a lost race does."""
 
 
 class SqliteCheckpointer(Checkpointer, ThreadLeases):
     """Durable threads and their leases in one SQLite file, safe across threads and processes."""
+
+    saves_take_leases = True  # a warm thread's turn commits twice (its input, its end)
 
     def __init__(
         self,
@@ -164,7 +135,7 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         check_keep(keep_checkpoints)
         self._db = SqliteDatabase(path, components=[THREADS], timeout=timeout)
         self.path = self._db.path
-        self._keep = keep_checkpoints
+        self._saves = SqliteSaves(keep_checkpoints)
         if media is True:
             from tenxgraph.storage.media.filesystem import FilesystemMediaStore
 
@@ -173,7 +144,7 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
         """The thread's incarnation and version: one indexed one-row query."""
-        return await self._db.call(_stamp, key)
+        return await self._db.call(stored_stamp, key)
 
     async def aload(self, key: ThreadKey) -> StoredThread | None:
         """One query for the state row, one for the window's messages (one read snapshot).
@@ -213,101 +184,13 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         if len(write.new_messages) > INLINE_MESSAGES:  # encoding and inserting them may take long
             stamp = await asyncio.to_thread(self._save, key, write)
         else:
-            stamp = await self._db.call(self._write, key, write, _encode(key, write))
+            stamp = await self._db.call(self._saves.write, key, write, _encode(key, write))
         if offloaded is not None:
             await after_save(self.media, key, offloaded)
         return stamp
 
     def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        return self._db.run(self._write, key, write, _encode(key, write))
-
-    def _write(
-        self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, encoded: EncodedWrite
-    ) -> ThreadStamp:
-        """CAS the state row (the lease check folded into it), append, record the checkpoint.
-
-        Three statements between ``BEGIN`` and ``COMMIT`` for a save (four when
-        it gives the lease up), whether it creates the thread or updates it; the
-        lease and the stamp are read apart only when the write fails, to say why.
-        """
-        added = len(encoded.messages)
-        version = write.expected_version + 1
-        now = time.time()
-        fenced = write.lease is not None
-        conn.execute("BEGIN IMMEDIATE")  # a failure is rolled back by the database's _run
-        if write.expected_version == 0:
-            row = conn.execute(
-                _INSERT_THREAD_FENCED if fenced else _INSERT_THREAD,
-                (
-                    key.user_id,
-                    key.thread_id,
-                    encoded.incarnation,
-                    added,
-                    encoded.values,
-                    encoded.window,
-                    encoded.metadata or "{}",
-                    now,
-                    now,
-                    *((write.lease,) if fenced else ()),
-                ),
-            ).fetchone()
-        else:
-            row = conn.execute(
-                _UPDATE_THREAD_FENCED if fenced else _UPDATE_THREAD,
-                (
-                    added,
-                    encoded.values,
-                    encoded.window,
-                    encoded.metadata,
-                    now,
-                    key.user_id,
-                    key.thread_id,
-                    encoded.incarnation,
-                    write.expected_version,
-                    *((key.user_id, key.thread_id, write.lease) if fenced else ()),
-                ),
-            ).fetchone()
-        if row is None:
-            leases.check_lease(conn, key, write.lease)
-            raise conflict(key, write, encoded.incarnation, _stamp(conn, key))
-        tid, length = row
-        check_window(key, write.window, length)
-        base = length - added
-        conn.executemany(
-            "INSERT INTO messages (tid, seq, mid, ts, body) VALUES (?, ?, ?, ?, ?)",
-            [(tid, base + index, *r.body) for index, r in enumerate(encoded.messages)],
-        )
-        conn.execute(
-            "INSERT INTO checkpoints (tid, version, node, step, log_length, "
-            '"values", "window", created_at, parent_version) '
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                tid,
-                version,
-                write.node,
-                write.step,
-                length,
-                pack_values(encoded.values),
-                pack_window(encoded.window, write.window, length),
-                now,
-                encoded.parent,
-            ),
-        )
-        self._after_write(conn, key, write, tid, version)
-        conn.execute("COMMIT")
-        return ThreadStamp(encoded.incarnation, version)
-
-    def _after_write(
-        self, conn: sqlite3.Connection, key: ThreadKey, write: ThreadWrite, tid: int, version: int
-    ) -> None:
-        """In the save's transaction: drop checkpoints past retention, give the lease up."""
-        if self._keep is not None:
-            conn.execute(
-                "DELETE FROM checkpoints WHERE tid = ? AND version <= ?",
-                (tid, version - self._keep),
-            )
-        if write.release_lease and write.lease is not None:
-            leases.release(conn, key, write.lease)
+        return self._db.run(self._saves.write, key, write, _encode(key, write))
 
     async def alist_messages(
         self, key: ThreadKey, *, offset: int = 0, limit: int | None = None
@@ -568,23 +451,13 @@ def _take_thread(
         return None, None if taken[0][0] is None else stamp_of(key, taken[0])
     with transaction(conn, "IMMEDIATE"):
         holder = leases.take(conn, key, owner, seconds)
-        return holder, None if holder is not None else _stamp(conn, key)
+        return holder, None if holder is not None else stored_stamp(conn, key)
 
 
 def _tenant_rows(conn: sqlite3.Connection) -> list[Any]:
     return conn.execute(
         "SELECT user_id, COUNT(*) FROM threads GROUP BY user_id ORDER BY user_id"
     ).fetchall()
-
-
-def _stamp(conn: sqlite3.Connection, key: ThreadKey) -> ThreadStamp | None:
-    return stamp_of(
-        key,
-        conn.execute(
-            "SELECT incarnation, version FROM threads WHERE user_id = ? AND thread_id = ?",
-            (key.user_id, key.thread_id),
-        ).fetchone(),
-    )
 
 
 def _log_length(conn: sqlite3.Connection, key: ThreadKey) -> tuple[int, int]:
