@@ -17,6 +17,7 @@ every save unchanged, so a graph never erases another graph's fields.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TypeVar
 
@@ -82,6 +83,10 @@ class ThreadSession:
         self._window_size = 0
         self._window_last: Message | None = None
         self._values: dict[str, Any] | None = None
+        """The stored values of the state held, as data (None: see ``_values_text``)."""
+        self._values_text: str | None = None
+        """The last save's values as text, when the save did not need them as data (the
+        usual, plain row): decoded only if they are read (``_saved_values``)."""
         self._undeclared: dict[str, Any] = {}
         self.approx_bytes = 0
         """An estimate of the bytes the context messages hold (kept up to date per save)."""
@@ -172,7 +177,7 @@ class ThreadSession:
         and the index moves over whole, so a turn costs the same at 100,000
         messages as at 10.
         """
-        context, values, index = self._window_list, self._values, self._index
+        context, values, index = self._window_list, self._saved_values(), self._index
         if context is None or values is None or len(context) != self._window_size:
             return None
         if context and context[-1] is not self._window_last:
@@ -194,8 +199,9 @@ class ThreadSession:
         """
         declared = type(state).model_fields
         saved = None
-        if self._values is not None:
-            stored = {k: v for k, v in self._values.items() if k in declared}
+        values = self._saved_values()
+        if values is not None:
+            stored = {k: v for k, v in values.items() if k in declared}
             saved = type(state).model_validate({**stored, "context": []})
         for name in fields:
             if saved is not None:
@@ -238,6 +244,7 @@ class ThreadSession:
             window = self._full_window(context, new, base)
         else:
             self._assign_seqs(new, base)
+        values: dict[str, Any] | None
         try:
             if self._undeclared:
                 values = {**self._undeclared, **encode_values(state)}
@@ -269,7 +276,7 @@ class ThreadSession:
             self.metadata, self._metadata_changes = metadata, None
         if new != sent:  # identical objects compare equal without a field compare
             _hold_stored(context, sent, new)
-        self._values = values
+        self._values, self._values_text = values, text
         self._index = state.message_index()
         if extended:
             self.approx_bytes += sum(map(approx_bytes, new))
@@ -278,6 +285,12 @@ class ThreadSession:
         self.log_length = base + len(new)
         self._pending = []
         self._remember_window(context, window)
+
+    def _saved_values(self) -> dict[str, Any] | None:
+        """The held state's stored values as data (None before any load or save)."""
+        if self._values is None and self._values_text is not None:
+            self._values = json.loads(self._values_text)  # the text of JSON data: an equal copy
+        return self._values
 
     def _assign_seqs(self, new: list[Message], base: int) -> None:
         seq_of = self._seq_of
