@@ -155,22 +155,12 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
 def encode_row(state: AgentState) -> tuple[dict[str, Any] | None, ValuesText]:
     """``encode_values`` and ``values_text`` of ``state`` in one: the row's data and its text.
 
-    What every save makes. A plain state (``_plain_row``) is written by
-    formatting its few scalars into the row's text, the same bytes as pydantic
-    writes, for a fraction of its generic serializer's cost, and its data is
-    None: the text holds it all (``json.loads(text)`` is ``encode_values(state)``),
-    so a save that never needs the data does not build it. Any other state goes
-    the general way.
-    """
-    text = _plain_row(state)
-    if text is not None:
-        return None, text
-    values = encode_values(state)
-    return values, values_text(values, type(state).__name__)
-
-
-def _plain_row(state: AgentState) -> ValuesText | None:
-    """``encode_row``'s text for a state whose row is only scalars, else None.
+    What every save makes. A plain state is written by formatting its few
+    scalars into the row's text, the same bytes as pydantic writes, for a
+    fraction of its generic serializer's cost, and its data is None: the text
+    holds it all (``json.loads(text)`` is ``encode_values(state)``), so a save
+    that never needs the data does not build it. Any other state goes the
+    general way.
 
     Plain: a plain ``AgentState`` (``_plain_values``) without a summary, and
     bookkeeping whose JSON-valued fields are empty, with no error, stop
@@ -188,7 +178,7 @@ def _plain_row(state: AgentState) -> ValuesText | None:
         or app_state.root
         or type(meta) is not ExecMeta
     ):
-        return None
+        return _dumped_row(state)
     m = meta.__dict__
     node, step, status, turn_start, error, stop, next_node, kind = _meta_plain(m)
     if (
@@ -203,14 +193,20 @@ def _plain_row(state: AgentState) -> ValuesText | None:
         or type(status) is not str
         or (next_node is not None and type(next_node) is not str)
     ):
-        return None
+        return _dumped_row(state)
     parts = _row_parts.get((node, status, next_node))
     if parts is None:
         parts = _new_row_parts(node, status, next_node)
         if parts is None:
-            return None
+            return _dumped_row(state)
     head, middle, tail = parts
-    return ValuesText(f"{head}{step}{middle}{turn_start}{tail}")
+    return None, ValuesText(f"{head}{step}{middle}{turn_start}{tail}")
+
+
+def _dumped_row(state: AgentState) -> tuple[dict[str, Any], ValuesText]:
+    """``encode_row`` of a state that is not plain: pydantic's dump, then its text."""
+    values = encode_values(state)
+    return values, values_text(values, type(state).__name__)
 
 
 _json_valued = itemgetter(
