@@ -177,7 +177,8 @@ class ThreadKey:
         a shared tenant by accident. An int id (not a bool) is read as its
         decimal text (``5`` and ``"5"`` name the same thread).
         """
-        config = run_config(config)
+        if "configurable" in config:  # else it is flat already (a run's config is)
+            config = run_config(config)
         thread_id = config.get("thread_id")
         if thread_id is None:
             raise InvalidIdError("the run config has no 'thread_id'")
