@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 import pytest
 
 from tenxgraph.core.state import ThreadKey
+from tenxgraph.errors import ThreadBusyError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.testing._checkpointer_base import msg, save
 from tenxgraph.testing._checkpointer_threads import write
@@ -79,3 +81,27 @@ async def test_sealing_a_batch_does_not_copy_the_earlier_ones() -> None:
     thread = checkpointer._tenants["alice"]["t"]
     assert thread.sealed is batches and len(batches) == 3
     assert [c.version for c in await checkpointer.alist_checkpoints(key)] == list(range(48, 0, -1))
+
+
+async def test_a_save_is_fenced_by_its_tenants_lease_and_can_give_it_up() -> None:
+    """The lease ``asave`` checks (and releases) is the one of the write's user and thread."""
+    checkpointer = InMemoryCheckpointer()
+    alice, bob = ThreadKey("t", "alice"), ThreadKey("alice", "t")  # the ids swapped
+    assert await checkpointer.atake_lease(alice, "run-a", 30) is None
+    assert await checkpointer.atake_lease(bob, "run-b", 30) is None
+    first = dataclasses.replace(write(0, [msg("m0")], [(0, 1)]), lease="run-a")
+    stamp = await checkpointer.asave(alice, first)  # alice's lease is run-a's
+    with pytest.raises(ThreadBusyError):
+        await checkpointer.asave(bob, dataclasses.replace(first, lease="run-a"))
+    assert await checkpointer.aversion(bob) is None  # refused: nothing written
+    last = dataclasses.replace(
+        write(1, [msg("m1")], [(0, 2)]),
+        expected_incarnation=stamp.incarnation,
+        lease="run-a",
+        release_lease=True,
+    )
+    await checkpointer.asave(alice, last)
+    assert await checkpointer.atake_lease(alice, "run-c", 30) is None  # given up with the save
+    assert await checkpointer.atake_lease(bob, "run-c", 30) == "run-b"  # bob's still held
+    with pytest.raises(ThreadBusyError):  # run-a's lease is gone: its saves are refused
+        await checkpointer.asave(alice, dataclasses.replace(last, expected_version=2))

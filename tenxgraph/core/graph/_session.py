@@ -17,6 +17,7 @@ every save unchanged, so a graph never erases another graph's fields.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, TypeVar
 
@@ -82,12 +83,20 @@ class ThreadSession:
         self._window_size = 0
         self._window_last: Message | None = None
         self._values: dict[str, Any] | None = None
+        """The stored values of the state held, as data (None: see ``_values_text``)."""
+        self._values_text: str | None = None
+        """The last save's values as text, when the save did not need them as data (the
+        usual, plain row): decoded only if they are read (``_saved_values``)."""
         self._undeclared: dict[str, Any] = {}
-        self.approx_bytes = 0
-        """An estimate of the bytes the context messages hold (kept up to date per save)."""
+        self._bytes = 0
+        """``approx_bytes`` of the context messages sized so far."""
+        self._unsized: list[Message] = []
+        """Context messages saved since, sized only when ``approx_bytes`` is read (once a run)."""
         self.lease: str | None = None
         """The owner of the thread lease the saves are made under (fences every save)."""
-        self._index: MessageIndex | None = None
+        self._private: dict[str, Any] | None = None
+        """The private data of the state last loaded, saved or revived, which holds the index
+        of its context (``AgentState.message_index``): read only by ``revive``."""
         self.branch_from: int | None = None
         """The older checkpoint the loaded state is, until the next save records it as
         that save's parent (a branch inside the thread); None for the current state."""
@@ -98,6 +107,14 @@ class ThreadSession:
     def stamp(self) -> ThreadStamp:
         """The incarnation and version this session holds (compare with ``aversion``)."""
         return ThreadStamp(self.incarnation, self.version)
+
+    @property
+    def approx_bytes(self) -> int:
+        """An estimate of the bytes the context messages hold (``approx_bytes`` of each)."""
+        if self._unsized:
+            self._bytes += sum(map(approx_bytes, self._unsized))
+            self._unsized = []
+        return self._bytes
 
     @property
     def base(self) -> int:
@@ -132,11 +149,11 @@ class ThreadSession:
         fields = state_class.model_fields
         self._undeclared = {k: v for k, v in stored.values.items() if k not in fields}
         self._remember_window(state.context, [(start, end) for start, end in stored.window])
-        self._index = state.message_index()
+        self._private = state.__pydantic_private__  # decode_state indexed the context
         if stored.context_chars is None:
-            self.approx_bytes = sum(map(approx_bytes, state.context))
+            self._bytes = sum(map(approx_bytes, state.context))
         else:
-            self.approx_bytes = stored.context_chars + len(state.context) * _STORED_EXTRA_BYTES
+            self._bytes = stored.context_chars + len(state.context) * _STORED_EXTRA_BYTES
         return state
 
     async def _branched(self, current: StoredThread, at: int) -> StoredThread:
@@ -172,19 +189,28 @@ class ThreadSession:
         and the index moves over whole, so a turn costs the same at 100,000
         messages as at 10.
         """
-        context, values, index = self._window_list, self._values, self._index
+        context, values = self._window_list, self._saved_values()
         if context is None or values is None or len(context) != self._window_size:
             return None
         if context and context[-1] is not self._window_last:
             return None
-        self._window_list = self._index = None  # not counted as holders below
+        index = self._held_index()
+        self._window_list = self._private = None  # not counted as holders below
         state = state_class.model_validate(values)
         if _shared(context, index):
             context = list(context)
         moved = index.hand_over(context) if index is not None and not index.retired else None
         state.set_context(context, moved)
-        self._window_list, self._index = context, moved
+        self._window_list, self._private = context, state.__pydantic_private__
         return state
+
+    def _held_index(self) -> MessageIndex | None:
+        """The index of the held context list, or None (then rebuilt when first used)."""
+        private, context = self._private, self._window_list
+        index: MessageIndex | None = private.get("_index") if private else None
+        if index is None or context is None or not index.covers(context):
+            return None
+        return index
 
     def _restore(self, state: AgentState, fields: list[str]) -> None:
         """Put ``fields`` back to their last saved values (defaults before the first save).
@@ -194,8 +220,9 @@ class ThreadSession:
         """
         declared = type(state).model_fields
         saved = None
-        if self._values is not None:
-            stored = {k: v for k, v in self._values.items() if k in declared}
+        values = self._saved_values()
+        if values is not None:
+            stored = {k: v for k, v in values.items() if k in declared}
             saved = type(state).model_validate({**stored, "context": []})
         for name in fields:
             if saved is not None:
@@ -238,8 +265,7 @@ class ThreadSession:
         extended = window is not None
         if window is None:
             window = self._full_window(context, new, base)
-        else:
-            self._assign_seqs(new, base)
+        values: dict[str, Any] | None
         try:
             if self._undeclared:
                 values = {**self._undeclared, **encode_values(state)}
@@ -272,15 +298,22 @@ class ThreadSession:
             self.metadata, self._metadata_changes = metadata, None
         if new != sent:  # identical objects compare equal without a field compare
             _hold_stored(context, sent, new)
-        self._values = values
-        self._index = state.message_index()
+        self._values, self._values_text = values, text
+        self._private = state.__pydantic_private__  # its index, looked up only by revive
         if extended:
-            self.approx_bytes += sum(map(approx_bytes, new))
+            self._unsized += new
         else:
-            self.approx_bytes = sum(map(approx_bytes, context))
+            self._bytes, self._unsized = 0, list(context)
         self.log_length = base + len(new)
         self._pending = []
-        self._remember_window(context, window)
+        self._window, self._window_list = window, context  # _remember_window, inline
+        self._window_size, self._window_last = len(context), context[-1] if context else None
+
+    def _saved_values(self) -> dict[str, Any] | None:
+        """The held state's stored values as data (None before any load or save)."""
+        if self._values is None and self._values_text is not None:
+            self._values = json.loads(self._values_text)  # the text of JSON data: an equal copy
+        return self._values
 
     def _assign_seqs(self, new: list[Message], base: int) -> None:
         seq_of = self._seq_of
@@ -290,7 +323,10 @@ class ThreadSession:
     def _extended_window(
         self, context: list[Message], new: list[Message], base: int
     ) -> Window | None:
-        """O(len(new)): the window when ``context`` only grew by ``new`` since the last save."""
+        """O(len(new)): the window when ``context`` only grew by ``new`` since the last save.
+
+        With it, the seqs of ``new`` are assigned (``_assign_seqs``, inline: every save).
+        """
         if context is not self._window_list or len(context) != self._window_size + len(new):
             return None
         if new and context[-1] is not new[-1]:
@@ -298,6 +334,9 @@ class ThreadSession:
         window = list(self._window)
         if not new:
             return window
+        seq_of = self._seq_of
+        for offset, message in enumerate(new):
+            seq_of[message.message_id] = base + offset
         if window and window[-1][1] == base:
             window[-1] = (window[-1][0], base + len(new))
         else:

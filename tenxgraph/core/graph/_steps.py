@@ -255,7 +255,7 @@ class RunSteps(Generic[S]):
         session = run.session
         assert session is not None  # only runs with a thread save
         run.state.execution_meta.set_next_node(next_node)
-        if self._ends_next(name, next_node, progress):
+        if next_node == END and self._ends_next(name, progress):
             session.record(applied.messages)  # saved with the end, just after
             return None
         try:
@@ -264,14 +264,13 @@ class RunSteps(Generic[S]):
             return Fail(name, exc, resume_at=next_node)
         return None
 
-    def _ends_next(self, node: str, next_node: str, progress: bool) -> bool:
-        """True when the end's save follows this step's at once, so one save does both.
+    def _ends_next(self, node: str, progress: bool) -> bool:
+        """True when the end's save follows this END-bound step's at once, so one save does both.
 
         Not with a stream consumer (it sees the step's events first), a pause
         after the node, or a context manager (it may call a model) before the end.
         """
-        ends = next_node == END and node not in self.interrupt_after
-        return ends and not progress and self.context_manager is None
+        return node not in self.interrupt_after and not progress and self.context_manager is None
 
     async def _broke(self, run: Run[S], name: str, exc: BaseException) -> Outcome:
         """How a step that raised ends: paused (``interrupt``), stopped, or failed.

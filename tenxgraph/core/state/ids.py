@@ -144,11 +144,12 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
-def _config_id(name: str, value: object) -> str:
-    """A config's id as a str: ints (not bools) become their decimal text, as in LangGraph."""
-    if type(value) is int:
-        return str(value)
-    return check_id(name, value)
+def _config_id(value: Any) -> Any:
+    """A config's id as a str: ints (not bools) become their decimal text, as in LangGraph.
+
+    Anything else is left as it is, for ``ThreadKey`` to check (once).
+    """
+    return str(value) if type(value) is int else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +165,8 @@ class ThreadKey:
 
     def __post_init__(self) -> None:
         check_id("thread_id", self.thread_id)
-        check_id("user_id", self.user_id)
+        if self.user_id is not DEFAULT_USER:  # the default tenant's id is known to be good
+            check_id("user_id", self.user_id)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ThreadKey:
@@ -175,12 +177,10 @@ class ThreadKey:
         a shared tenant by accident. An int id (not a bool) is read as its
         decimal text (``5`` and ``"5"`` name the same thread).
         """
-        config = run_config(config)
+        if "configurable" in config:  # else it is flat already (a run's config is)
+            config = run_config(config)
         thread_id = config.get("thread_id")
         if thread_id is None:
             raise InvalidIdError("the run config has no 'thread_id'")
         user_id = config.get("user_id")
-        return cls(
-            _config_id("thread_id", thread_id),
-            DEFAULT_USER if user_id is None else _config_id("user_id", user_id),
-        )
+        return cls(_config_id(thread_id), DEFAULT_USER if user_id is None else _config_id(user_id))

@@ -252,21 +252,24 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         )
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        """Append the new messages and replace the state row, if incarnation and version match."""
-        if self.media is None:
-            return self._save(key, write)
-        write, offloaded = await offload(self.media, key, write)
-        stamp = self._save(key, write)
-        await after_save(self.media, key, offloaded)
-        return stamp
+        """Append the new messages and replace the state row, if incarnation and version match.
 
-    def _save(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
+        One function, the lease check and the thread's look-up written in: this is every save.
+        """
+        offloaded = None
+        if self.media is not None:
+            write, offloaded = await offload(self.media, key, write)
         encoded = encode_write(key, write, usages=False, dump=compact_json_bytes)
         now = time.time()
-        version = write.expected_version + 1
+        version, lease = write.expected_version + 1, write.lease
+        held_as = (key.user_id, key.thread_id)
         with self._lock:
-            self._check_lease(key, write.lease)
-            thread = self._get(key)
+            if lease is not None:  # as _check_lease: the lease fences the write
+                held = self._leases.get(held_as)
+                if held is None or held.owner != lease:
+                    raise lease_lost(key, lease)
+            tenant = self._tenants.get(key.user_id)
+            thread = None if tenant is None else tenant.get(key.thread_id)
             if (
                 thread is None
                 or thread.version != write.expected_version
@@ -295,9 +298,11 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
                 encoded.parent,
             )
             thread.add(checkpoint, self._keep)
-            if write.release_lease and write.lease is not None:
-                del self._leases[key.user_id, key.thread_id]  # held: _check_lease passed
-            return new_tuple(ThreadStamp, (thread.incarnation, version))
+            if write.release_lease and lease is not None:
+                del self._leases[held_as]  # held: checked above
+        if offloaded is not None:
+            await after_save(self.media, key, offloaded)
+        return new_tuple(ThreadStamp, (thread.incarnation, version))
 
     async def arewind(
         self, key: ThreadKey, stamp: ThreadStamp, to_version: int, *, lease: str | None = None

@@ -152,23 +152,15 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
     return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
 
 
-def encode_row(state: AgentState) -> tuple[dict[str, Any], ValuesText]:
+def encode_row(state: AgentState) -> tuple[dict[str, Any] | None, ValuesText]:
     """``encode_values`` and ``values_text`` of ``state`` in one: the row's data and its text.
 
-    What every save makes. A plain state (``_plain_row``) is written by
-    formatting its few scalars into the row's text, the same bytes as pydantic
-    writes, for a fraction of its generic serializer's cost; any other goes
-    the general way.
-    """
-    row = _plain_row(state)
-    if row is not None:
-        return row
-    values = encode_values(state)
-    return values, values_text(values, type(state).__name__)
-
-
-def _plain_row(state: AgentState) -> tuple[dict[str, Any], ValuesText] | None:
-    """``encode_row`` of a state whose row is only scalars, else None.
+    What every save makes. A plain state is written by formatting its few
+    scalars into the row's text, the same bytes as pydantic writes, for a
+    fraction of its generic serializer's cost, and its data is None: the text
+    holds it all (``json.loads(text)`` is ``encode_values(state)``), so a save
+    that never needs the data does not build it. Any other state goes the
+    general way.
 
     Plain: a plain ``AgentState`` (``_plain_values``) without a summary, and
     bookkeeping whose JSON-valued fields are empty, with no error, stop
@@ -186,7 +178,7 @@ def _plain_row(state: AgentState) -> tuple[dict[str, Any], ValuesText] | None:
         or app_state.root
         or type(meta) is not ExecMeta
     ):
-        return None
+        return _dumped_row(state)
     m = meta.__dict__
     node, step, status, turn_start, error, stop, next_node, kind = _meta_plain(m)
     if (
@@ -196,42 +188,58 @@ def _plain_row(state: AgentState) -> tuple[dict[str, Any], ValuesText] | None:
         or type(step) is not int
         or type(turn_start) is not int
         or m["interrupt_value"] is not None
-        or m["resume_values"]
-        or m["tool_ledger"]
-        or m["tool_starts"]
-        or m["tasks"]
-        or m["task_writes"]
-        or m["joins"]
-        or m["subgraphs"]
+        or any(_json_valued(m))  # one C call for the truth of each (all empty: plain)
+        or type(node) is not str  # an object, or a str subclass equal to a key below
+        or type(status) is not str
+        or (next_node is not None and type(next_node) is not str)
     ):
-        return None
+        return _dumped_row(state)
+    parts = _row_parts.get((node, status, next_node))
+    if parts is None:
+        parts = _new_row_parts(node, status, next_node)
+        if parts is None:
+            return _dumped_row(state)
+    head, middle, tail = parts
+    return None, ValuesText(f"{head}{step}{middle}{turn_start}{tail}")
+
+
+def _dumped_row(state: AgentState) -> tuple[dict[str, Any], ValuesText]:
+    """``encode_row`` of a state that is not plain: pydantic's dump, then its text."""
+    values = encode_values(state)
+    return values, values_text(values, type(state).__name__)
+
+
+_json_valued = itemgetter(
+    "resume_values", "tool_ledger", "tool_starts", "tasks", "task_writes", "joins", "subgraphs"
+)
+"""``ExecMeta``'s JSON-valued fields but ``interrupt_value`` (None, not empty, when unset)."""
+
+_row_parts: dict[tuple[str, str, str | None], tuple[str, str, str]] = {}
+"""A plain row's text around its step and turn start, by (node, status, next node): a
+graph's few combinations, each made once (``_new_row_parts``)."""
+
+
+def _new_row_parts(node: str, status: str, next_node: str | None) -> tuple[str, str, str] | None:
+    """The text of a plain row around its two ints, or None when a name must not be in one."""
     node_text, status_text = _name_json(node), _name_json(status)
     next_text = "" if next_node is None else _name_json(next_node)
     if node_text is None or status_text is None or next_text is None:
         return None
-    data = {"current_node": node, "step": step, "status": status, "turn_start": turn_start}
     if next_node is not None:
-        data["next_node"] = next_node
         next_text = f',"next_node":{next_text}'
-    values = {
-        "context_summary": None,
-        "app_state": {},
-        "structured_response": None,
-        "execution_meta": data,
-    }
-    text = (
+    parts = (
         '{"context_summary":null,"app_state":{},"structured_response":null,"execution_meta":'
-        f'{{"current_node":{node_text},"step":{step},"status":{status_text},'
-        f'"turn_start":{turn_start}{next_text}}}}}'
+        f'{{"current_node":{node_text},"step":',
+        f',"status":{status_text},"turn_start":',
+        f"{next_text}}}}}",
     )
-    return values, ValuesText(text)
+    if len(_row_parts) < _MAX_ROWS:
+        _row_parts[node, status, next_node] = parts
+    return parts
 
 
-_names: dict[str, str] = {}
-"""Node names and statuses as JSON text (``_name_json``), made once each."""
-
-_MAX_NAMES = 1_000
-"""``_names`` stops growing here: a graph has a few names, not thousands."""
+_MAX_ROWS = 1_000
+"""``_row_parts`` stops growing here: a graph has a few names, not thousands."""
 
 
 def _name_json(name: object) -> str | None:
@@ -242,18 +250,11 @@ def _name_json(name: object) -> str | None:
     """
     if type(name) is not str:
         return None
-    text = _names.get(name)
-    if text is not None:
-        return text
     try:
         text = to_json(name).decode()
     except PydanticSerializationError:
         return None
-    if "\\u0000" in text:
-        return None
-    if len(_names) < _MAX_NAMES:
-        _names[name] = text
-    return text
+    return None if "\\u0000" in text else text
 
 
 _APART: Any = {"context", "execution_meta"}

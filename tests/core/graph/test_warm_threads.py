@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.graph._session import approx_bytes
 from tenxgraph.core.state import AgentState, Message, ThreadKey
+from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 
 MB = 2**20
@@ -118,3 +121,39 @@ def test_reading_a_thread_then_running_it_loads_it_once() -> None:
     again = reader.get_state(config)
     assert again is not None and checkpointer.loads == 3
     assert [m.text() for m in again.context][-2:] == ["three", "ok"]
+
+
+def test_a_warm_run_starts_from_the_row_its_last_save_wrote() -> None:
+    """A plain step's row is kept as its text only; the next run on the thread reads it back."""
+    checkpointer = CountingLoads()
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "t"}
+    app.invoke({"messages": [("user", "one")]}, config)
+    second = app.invoke({"messages": [("user", "two")]}, config)["state"]
+    assert checkpointer.loads == 0  # the warm session, not a reload
+    stored = graph.compile(checkpointer).get_state(config)
+    assert stored is not None and checkpointer.loads == 1
+    assert second.execution_meta == stored.execution_meta
+    assert second.execution_meta.turn_start == 2  # the second turn began after the first's save
+    assert [m.text() for m in second.context] == ["one", "ok", "two", "ok"]
+
+
+def test_a_warm_run_takes_the_last_runs_index_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The revived state gets the index its thread's last save held, not one rebuilt in O(n)."""
+    app = app_with()
+    config = {"thread_id": "t"}
+    app.invoke({"messages": [("user", "one")]}, config)
+    built: list[int] = []
+    reset = MessageIndex._reset
+
+    def counted(index: MessageIndex, messages: list[Message]) -> None:
+        built.append(len(messages))
+        reset(index, messages)
+
+    monkeypatch.setattr(MessageIndex, "_reset", counted)
+    state = app.invoke({"messages": [("user", "two")]}, config)["state"]
+    assert [m.text() for m in state.context] == ["one", "ok", "two", "ok"]
+    assert not any(built)  # fresh empty indexes only: the thread's was handed over
