@@ -36,8 +36,8 @@ EXPIRED = 0.5
 LOST_A = r"is busy: another run holds it: this run's lease \(run-a\) expired and another run took"
 """What a call made under run-a's lost lease says (it names the lease, for the logs)."""
 LOST_B = LOST_A.replace("run-a", "run-b")
-HELD_B = r"is busy: another run holds it: run run-b; this save, to take it, wrote nothing"
-"""What a save that was to take the lease says when run-b holds it."""
+HELD_B = r"^thread 'leased' is busy: another run holds it: run run-b; this save, to take it, wrote"
+"""What a save that was to take ``KEY``'s lease says when run-b holds it (naming the thread)."""
 
 
 def turn(stamp: ThreadStamp | None, text: str, log_length: int, lease: str | None) -> ThreadWrite:
