@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph._sync import iterate_sync, run_sync
@@ -318,9 +319,8 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
         run: Run[S] | None = None
         error: BaseException | None = None
         try:
-            run = await start_held(
-                self, input or {}, config, invocation_state, inline_sync, lease, control, nested
-            )
+            args = (input or {}, config, invocation_state, inline_sync, lease, control, nested)
+            run = await start_held(self, lease, partial(self._start, *args))
             run.forward |= subgraphs
             run.trace = trace
             self._track(control, lease, nested)

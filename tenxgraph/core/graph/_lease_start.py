@@ -20,7 +20,7 @@ unless the warm copy is still current.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenxgraph.core.graph._tracing import tracer
@@ -32,9 +32,7 @@ from tenxgraph.utils.constants import START
 
 if TYPE_CHECKING:
     from tenxgraph.core.graph._compiled import CompiledGraph
-    from tenxgraph.core.graph._run_control import RunControl
     from tenxgraph.core.graph._steps import Run
-    from tenxgraph.core.graph._subgraph import Nested
 
 __all__ = ["start_held", "warm_lease"]
 
@@ -59,22 +57,17 @@ def warm_lease(
 
 
 async def start_held(
-    graph: CompiledGraph[S],
-    input: Mapping[str, Any],
-    config: dict[str, Any],
-    invocation_state: dict[str, Any] | None,
-    inline_sync: bool,
-    lease: ThreadLease | None,
-    control: RunControl,
-    nested: Nested | None,
+    graph: CompiledGraph[S], lease: ThreadLease | None, start: Callable[[], Awaitable[Run[S]]]
 ) -> Run[S]:
-    """``graph._start``, with a deferred lease taken by the input's save (or else on its own)."""
-    args = (input, config, invocation_state, inline_sync, lease, control, nested)
+    """``start()``, the run's ``graph._start``, with a deferred lease taken by the input's save.
+
+    Failing that, the lease is taken on its own and ``start`` called again.
+    """
     if lease is None or lease.pending is None:
-        return await graph._start(*args)
+        return await start()
     run: Run[S] | None = None
     try:  # the input is values and lists (``as_messages``), so a second start reads the same
-        run = await graph._start(*args)
+        run = await start()
     except Exception:  # raised again, if it still holds, once the lease is held
         run = None
     if run is not None and run.new_input and run.next_node != START:
@@ -89,4 +82,4 @@ async def start_held(
     await lease.take_pending()
     if run is not None and run.session is not None and run.session.stamp == lease.stamp:
         return run  # the warm copy is current: its input is saved at the entry, as usual
-    return await graph._start(*args)
+    return await start()
