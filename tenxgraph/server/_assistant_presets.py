@@ -89,8 +89,6 @@ def assistant_json(assistant: Assistant) -> Json:
 
 async def merged_run(context: ServerContext, user: str, body: RunRequest) -> RunRequest:
     """``body`` with its assistant's config and context under its own (404: no such assistant)."""
-    if body.assistant_id == context.graph_id:  # the graph's own assistant sets neither
-        return body
     assistant = await resolve_assistant(context, user, body.assistant_id)
     if not (assistant.config or assistant.context):
         return body

@@ -46,12 +46,7 @@ class _GraphWriter:
     async def run(self, record: RunRecord, spec: RunSpec) -> RunStatus:
         graph = cast("CompiledGraph[Any]", spec.graph)
         control = cast(RunControl, record.control)
-        carrier = record.kwargs.get(TRACE_KEY)
-        if carrier is None:  # no caller's trace to continue
-            return await self._writer.run(
-                graph, spec.input, spec.config, spec.invocation_state, control
-            )
-        with continued(carrier):
+        with continued(record.kwargs.get(TRACE_KEY)):
             return await self._writer.run(
                 graph, spec.input, spec.config, spec.invocation_state, control
             )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 __all__ = ["TRACE_KEY", "continued", "incoming"]
@@ -42,17 +42,24 @@ def incoming(headers: Mapping[str, str]) -> dict[str, str] | None:
     return carrier
 
 
-@contextmanager
-def continued(carrier: Any) -> Iterator[None]:
+def continued(carrier: Any) -> AbstractContextManager[None]:
     """Make the trace context ``carrier`` names current (when tracing is set up), then restore.
 
     A span of the same trace already current (an ASGI instrumentation's
     server span, itself the child of the header) is kept: it is the nearer parent.
+    Without tracing or a carrier (most runs), a shared context that does nothing.
     """
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None or not isinstance(carrier, dict) or "traceparent" not in carrier:
-        yield
-        return
+        return _NOTHING
+    return _continued(trace, carrier)
+
+
+_NOTHING = nullcontext()
+
+
+@contextmanager
+def _continued(trace: Any, carrier: dict[str, Any]) -> Iterator[None]:
     from opentelemetry import context
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
