@@ -252,24 +252,16 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         )
 
     async def asave(self, key: ThreadKey, write: ThreadWrite) -> ThreadStamp:
-        """Append the new messages and replace the state row, if incarnation and version match.
-
-        One function, the lease check and the thread's look-up written in: this is every save.
-        """
+        """Append the new messages and replace the state row, if incarnation and version match."""
         offloaded = None
         if self.media is not None:
             write, offloaded = await offload(self.media, key, write)
         encoded = encode_write(key, write, usages=False, dump=compact_json_bytes)
         now = time.time()
         version, lease = write.expected_version + 1, write.lease
-        held_as = (key.user_id, key.thread_id)
         with self._lock:
-            if lease is not None:  # as _check_lease: the lease fences the write
-                held = self._leases.get(held_as)
-                if held is None or held.owner != lease:
-                    raise lease_lost(key, lease)
-            tenant = self._tenants.get(key.user_id)
-            thread = None if tenant is None else tenant.get(key.thread_id)
+            self._check_lease(key, lease)  # the lease fences the write
+            thread = self._get(key)
             if (
                 thread is None
                 or thread.version != write.expected_version
@@ -299,7 +291,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             )
             thread.add(checkpoint, self._keep)
             if write.release_lease and lease is not None:
-                del self._leases[held_as]  # held: checked above
+                del self._leases[key.user_id, key.thread_id]  # held: checked above
         if offloaded is not None:
             await after_save(self.media, key, offloaded)
         return new_tuple(ThreadStamp, (thread.incarnation, version))
