@@ -411,11 +411,8 @@ def compact_json(message: Message) -> str:
 
 def compact_json_bytes(message: Message) -> bytes:
     """``compact_json`` as UTF-8 bytes: what a store that keeps bytes holds, no str between."""
-    data = _plain_text_data(message)  # compact_data, inline: this is every stored message
-    if data is None:
-        data = _compact_data(message)
     # inf_nan_mode="null": as model_dump_json() does with a NaN put in after validation
-    return to_json(data, inf_nan_mode="null")
+    return to_json(compact_data(message), inf_nan_mode="null")
 
 
 def compact_data(message: Message) -> dict[str, Any]:
