@@ -306,8 +306,7 @@ class ThreadSession:
             self._bytes, self._unsized = 0, list(context)
         self.log_length = base + len(new)
         self._pending = []
-        self._window, self._window_list = window, context  # _remember_window, inline
-        self._window_size, self._window_last = len(context), context[-1] if context else None
+        self._remember_window(context, window)
 
     def _saved_values(self) -> dict[str, Any] | None:
         """The held state's stored values as data (None before any load or save)."""
@@ -325,7 +324,7 @@ class ThreadSession:
     ) -> Window | None:
         """O(len(new)): the window when ``context`` only grew by ``new`` since the last save.
 
-        With it, the seqs of ``new`` are assigned (``_assign_seqs``, inline: every save).
+        With it, the seqs of ``new`` are assigned (``_assign_seqs``).
         """
         if context is not self._window_list or len(context) != self._window_size + len(new):
             return None
@@ -334,9 +333,7 @@ class ThreadSession:
         window = list(self._window)
         if not new:
             return window
-        seq_of = self._seq_of
-        for offset, message in enumerate(new):
-            seq_of[message.message_id] = base + offset
+        self._assign_seqs(new, base)
         if window and window[-1][1] == base:
             window[-1] = (window[-1][0], base + len(new))
         else:
