@@ -73,6 +73,18 @@ MODULES: dict[str, list[str]] = {
         "-k",
         "sqlite",
     ],
+    # The save's compare-and-swap by remembered row id, and the lease a save takes: SQLite's
+    # own tests, the conformance and lease suites run against it, and the runtime's warm turn.
+    "tenxgraph/storage/checkpointer/_sqlite_save.py": [
+        "tests/storage/test_sqlite.py",
+        "tests/storage/test_sqlite_inline.py",
+        "tests/storage/test_leases.py",
+        "tests/storage/test_conformance.py",
+        "tests/storage/test_identity.py",
+        "tests/core/graph/test_lease_with_input.py",
+        "-k",
+        "sqlite or lease_with_input",
+    ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
         "tests/core/graph/test_parallel_invariants.py",
