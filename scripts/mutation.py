@@ -76,8 +76,10 @@ MODULES: dict[str, list[str]] = {
     # The save's compare-and-swap by remembered row id, and the lease a save takes: SQLite's
     # own tests, the conformance and lease suites run against it, and the runtime's warm turn.
     "tenxgraph/storage/checkpointer/_sqlite_save.py": [
+        "tests/storage/test_sqlite_saves.py",
         "tests/storage/test_sqlite.py",
         "tests/storage/test_sqlite_inline.py",
+        "tests/storage/test_sqlite_rows.py",
         "tests/storage/test_leases.py",
         "tests/storage/test_conformance.py",
         "tests/storage/test_identity.py",
