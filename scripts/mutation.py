@@ -87,6 +87,32 @@ MODULES: dict[str, list[str]] = {
         "-k",
         "sqlite or lease_with_input",
     ],
+    # The reference backend: its compare-and-swap, lease fence, retention and reads.
+    "tenxgraph/storage/checkpointer/memory.py": [
+        "tests/storage/test_memory_store.py",
+        "tests/storage/test_conformance.py",
+        "tests/storage/test_leases.py",
+        "tests/storage/test_threads.py",
+        "tests/storage/test_identity.py",
+        "tests/storage/test_timeline.py",
+        "-k",
+        "memory",
+    ],
+    # The state row: every stored value comes back as it was, or the save refuses it.
+    "tenxgraph/storage/checkpointer/state_codec.py": [
+        "tests/storage/test_compact_values.py",
+        "tests/storage/test_codec.py",
+        "tests/storage/test_codec_invariants.py",
+        "tests/storage/test_compact_codec.py",
+        "tests/storage/test_unstorable_text.py",
+        "-k",
+        "not postgres",
+    ],
+    # A warm thread's lease taken by its input's save: held by one run, or nothing written.
+    "tenxgraph/core/graph/_lease_start.py": [
+        "tests/core/graph/test_lease_with_input.py",
+        "tests/core/graph/test_one_run_per_thread.py",
+    ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
         "tests/core/graph/test_parallel_invariants.py",
