@@ -92,6 +92,7 @@ class RewindContract(ContractBase):
         assert (kept.version, first.version) == (2, 1)
         assert (newest.version, newest.node, newest.step) == (4, "__rollback__", 20)
         assert (newest.log_length, newest.values, newest.window) == (2, {"by": "b"}, [(1, 2)])
+        assert isinstance(newest.created_at, float) and newest.created_at >= kept.created_at
         (info,) = await checkpointer.alist_threads("alice")
         assert (info.version, info.log_length) == (4, 2)
 

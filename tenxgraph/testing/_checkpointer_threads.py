@@ -9,6 +9,7 @@ checkpoints.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -219,6 +220,27 @@ class ThreadContract(ContractBase):
         assert await checkpointer.alist_messages(KEY, limit=0) == []
         with pytest.raises(ValueError, match="offset"):
             await checkpointer.alist_messages(KEY, offset=-1)
+
+    async def test_a_negative_offset_or_limit_is_refused_by_every_listing(
+        self, checkpointer: Checkpointer
+    ) -> None:
+        await grow(checkpointer, 2)
+        offsets: list[Callable[[], Awaitable[object]]] = [
+            lambda: checkpointer.alist_messages(KEY, offset=-1),
+            lambda: checkpointer.alist_threads("alice", offset=-1),
+        ]
+        for listing in offsets:
+            with pytest.raises(ValueError, match=r"^offset must be >= 0, got -1$"):
+                await listing()
+        limits: list[Callable[[], Awaitable[object]]] = [
+            lambda: checkpointer.alist_messages(KEY, limit=-1),
+            lambda: checkpointer.alist_threads("alice", limit=-1),
+            lambda: checkpointer.alist_checkpoints(KEY, limit=-1),
+        ]
+        for listing in limits:
+            with pytest.raises(ValueError, match=r"^limit must be >= 0 or None, got -1$"):
+                await listing()
+        assert len(await checkpointer.alist_checkpoints(KEY, limit=0)) == 0
 
     async def test_list_threads_by_user_and_metadata(self, checkpointer: Checkpointer) -> None:
         async def create(key: ThreadKey, metadata: dict[str, Any] | None) -> None:

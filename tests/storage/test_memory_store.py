@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import time
 
 import pytest
 
 from tenxgraph.core.state import ThreadKey
-from tenxgraph.errors import ThreadBusyError
+from tenxgraph.errors import CorruptRecordError, ThreadBusyError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.testing._checkpointer_base import msg, save
 from tenxgraph.testing._checkpointer_threads import write
@@ -105,3 +106,30 @@ async def test_a_save_is_fenced_by_its_tenants_lease_and_can_give_it_up() -> Non
     assert await checkpointer.atake_lease(bob, "run-c", 30) == "run-b"  # bob's still held
     with pytest.raises(ThreadBusyError):  # run-a's lease is gone: its saves are refused
         await checkpointer.asave(alice, dataclasses.replace(last, expected_version=2))
+
+
+async def test_threads_saved_at_one_instant_are_listed_by_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ties in ``updated_at`` go by thread id, as the SQL backends' ``ORDER BY`` has them."""
+    checkpointer = InMemoryCheckpointer()
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    for name in ["b", "c", "a"]:
+        await save(checkpointer, ThreadKey(name, "alice"), write(0, [msg(name)], [(0, 1)]))
+    listed = await checkpointer.alist_threads("alice")
+    assert [info.key.thread_id for info in listed] == ["a", "b", "c"]
+
+
+async def test_a_damaged_message_is_named_by_its_seq_in_a_later_window() -> None:
+    """A load names the first bad row by its seq, wherever the window starts in the log."""
+    checkpointer = InMemoryCheckpointer()
+    key = ThreadKey("t", "alice")
+    messages = [msg(f"m{n}") for n in range(6)]
+    await save(checkpointer, key, write(0, messages, [(3, 6)]))
+    checkpointer._tenants["alice"]["t"].log[4] = b'{"role": "nobody"}'
+    with pytest.raises(CorruptRecordError, match=r"'t' \(user 'alice'\): message seq 4\b"):
+        await checkpointer.aload(key)
+    with pytest.raises(CorruptRecordError, match=r"message seq 4\b"):
+        await checkpointer.aload_messages(key, [(3, 6)])
+    with pytest.raises(CorruptRecordError, match=r"message seq 4\b"):
+        await checkpointer.alist_messages(key, offset=2)

@@ -52,6 +52,7 @@ __all__ = [
     "ThreadWrite",
     "Window",
     "check_keep",
+    "check_limit",
     "check_page",
 ]
 
@@ -343,5 +344,10 @@ def check_page(offset: int, limit: int | None) -> None:
     """Reject a negative ``offset`` or ``limit`` of a listing, with a clear message."""
     if offset < 0:
         raise ConfigError(f"offset must be >= 0, got {offset}")
+    check_limit(limit)
+
+
+def check_limit(limit: int | None) -> None:
+    """Reject a negative ``limit`` of a listing that takes no offset (the checkpoints')."""
     if limit is not None and limit < 0:
         raise ConfigError(f"limit must be >= 0 or None, got {limit}")

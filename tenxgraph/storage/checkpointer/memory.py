@@ -57,6 +57,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
     check_keep,
+    check_limit,
     check_page,
 )
 from tenxgraph.storage.leases import ThreadLeases
@@ -99,8 +100,10 @@ class _Sealed:
     @classmethod
     def of(cls, rows: Sequence[Sequence[Any]]) -> _Sealed:
         """Seal ``rows``: each a checkpoint's fields in ``_Checkpoint``'s order."""
-        text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
-        return cls(len(rows), zlib.compress(text.encode(), 1))
+        # no mutate: any spacing, escaping or compression level reads back the same
+        text = json.dumps(rows, separators=(",", ":"), ensure_ascii=False)  # pragma: no mutate
+        blob = zlib.compress(text.encode(), 1)  # pragma: no mutate
+        return cls(len(rows), blob)
 
     def open(self) -> list[_Checkpoint]:
         return [_Checkpoint(*row) for row in json.loads(zlib.decompress(self.blob))]
@@ -163,7 +166,8 @@ class _Thread:
                 self.sealed = []
             self.sealed.append(_Sealed.of(_split(newest)))
             self.newest = []
-        if keep is not None and self.count > keep:
+        # no mutate: at ``keep`` exactly, ``_drop(0)`` drops nothing (> and >= keep the same)
+        if keep is not None and self.count > keep:  # pragma: no mutate
             self._drop(self.count - keep)
 
     def _drop(self, n: int) -> None:
@@ -172,7 +176,8 @@ class _Thread:
         sealed = self.sealed or []
         while n and sealed:
             left = sealed[0].count - self.dropped
-            if n < left:
+            # no mutate: with n == left, a batch kept wholly dropped reads as none, goes next
+            if n < left:  # pragma: no mutate
                 self.dropped += n
                 return
             n -= left
@@ -190,7 +195,8 @@ class _Thread:
 
     def replace(self, checkpoints: list[_Checkpoint]) -> None:
         """Hold ``checkpoints`` (oldest first) in batches again."""
-        sealed = len(checkpoints) - len(checkpoints) % _BATCH
+        # no mutate: a short batch sealed at the end reads the same as the open rows
+        sealed = len(checkpoints) - len(checkpoints) % _BATCH  # pragma: no mutate
         self.sealed = [
             _Sealed.of(checkpoints[start : start + _BATCH]) for start in range(0, sealed, _BATCH)
         ] or None
@@ -262,30 +268,37 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         with self._lock:
             self._check_lease(key, lease)  # the lease fences the write
             thread = self._get(key)
-            if (
-                thread is None
-                or thread.version != write.expected_version
+            if thread is None:  # compared in place: a stamp is made only to report a conflict
+                if write.expected_version != 0:
+                    raise conflict(key, write, encoded.incarnation, None)
+                log_length = len(encoded.messages)
+            elif (
+                thread.version != write.expected_version
                 or thread.incarnation != encoded.incarnation
-            ):  # compared in place: the stamps are made only to report a conflict
-                _check_stamp(key, write, encoded.incarnation, thread)
-            log_length = (0 if thread is None else len(thread.log)) + len(encoded.messages)
+            ):
+                found = ThreadStamp(thread.incarnation, thread.version)
+                raise conflict(key, write, encoded.incarnation, found)
+            else:
+                log_length = len(thread.log) + len(encoded.messages)
             check_window(key, write.window, log_length)
+            values, window = encoded.values, encoded.window
             if thread is None:
-                metadata = encoded.metadata or "{}"
-                thread = _Thread(encoded.incarnation, 0, "", "", metadata, now, now, [], [])
+                row = (encoded.incarnation, version, values, window, encoded.metadata or "{}")
+                thread = _Thread(*row, now, now, [], [])
                 self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
-            elif encoded.metadata is not None:
-                thread.metadata = encoded.metadata
-            thread.version = version
-            thread.values, thread.window, thread.updated_at = encoded.values, encoded.window, now
+            else:
+                if encoded.metadata is not None:
+                    thread.metadata = encoded.metadata
+                thread.version = version
+                thread.values, thread.window, thread.updated_at = values, window, now
             thread.log += map(_BODY, encoded.messages)
             checkpoint = (
                 version,
                 write.node,
                 write.step,
                 log_length,
-                encoded.values,
-                encoded.window,
+                values,
+                window,
                 now,
                 encoded.parent,
             )
@@ -401,7 +414,8 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             bodies = log[offset:end]
         seqs = range(offset, offset + len(bodies))
         messages = decode_messages(key, seqs, bodies)
-        return [StoredMessage(seq, message) for seq, message in zip(seqs, messages, strict=True)]
+        pairs = zip(seqs, messages, strict=True)  # pragma: no mutate (one seq a body)
+        return [StoredMessage(seq, message) for seq, message in pairs]
 
     async def alist_threads(
         self,
@@ -454,7 +468,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
         self, key: ThreadKey, *, limit: int | None = None
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
-        check_page(0, limit)
+        check_limit(limit)
         with self._lock:
             held = _held(self._get(key))
         return [
@@ -493,7 +507,7 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
 def _held(thread: _Thread | None) -> tuple[tuple[_Sealed, ...], int, list[_Checkpoint]]:
     """A thread's checkpoints as ``_newest_first`` takes them (call under the lock)."""
     if thread is None:
-        return (), 0, []
+        return (), 0, []  # pragma: no mutate (no sealed batch: ``dropped`` is not read)
     return tuple(thread.sealed or ()), thread.dropped, _rows(thread.newest)
 
 
@@ -509,18 +523,6 @@ def _newest_first(
 
 _BODY = attrgetter("body")
 """A ``MessageRow``'s body: the message's JSON bytes (``compact_json_bytes``)."""
-
-
-def _check_stamp(
-    key: ThreadKey, write: ThreadWrite, incarnation: str, thread: _Thread | None
-) -> None:
-    """Raise ``ConflictError`` unless ``thread`` is at the write's incarnation and version."""
-    found = None if thread is None else ThreadStamp(thread.incarnation, thread.version)
-    expected = (
-        None if write.expected_version == 0 else ThreadStamp(incarnation, write.expected_version)
-    )
-    if found != expected:
-        raise conflict(key, write, incarnation, found)
 
 
 def _window_rows(log: list[bytes], window: Window) -> tuple[list[int], list[bytes]]:

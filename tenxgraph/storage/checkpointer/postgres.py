@@ -77,6 +77,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
     check_keep,
+    check_limit,
     check_page,
 )
 from tenxgraph.storage.checkpointer.redis_cache import CachedThread, RedisThreadCache
@@ -547,7 +548,7 @@ class PgCheckpointer(Checkpointer, ThreadLeases):
         self, key: ThreadKey, *, limit: int | None = None
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
-        check_page(0, limit)
+        check_limit(limit)
         async with self._db.connection() as conn:
             cursor = await conn.execute(
                 f"SELECT {_CHECKPOINT_ROW} FROM {self._s}.checkpoints "

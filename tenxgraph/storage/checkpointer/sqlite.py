@@ -69,6 +69,7 @@ from tenxgraph.storage.checkpointer.base import (
     ThreadWrite,
     Window,
     check_keep,
+    check_limit,
     check_page,
 )
 from tenxgraph.storage.leases import ThreadLeases
@@ -296,7 +297,7 @@ class SqliteCheckpointer(Checkpointer, ThreadLeases):
         self, key: ThreadKey, *, limit: int | None = None
     ) -> Sequence[Checkpoint]:
         """The thread's checkpoints, newest first."""
-        check_page(0, limit)
+        check_limit(limit)
         if _small(limit):
             rows = await self._db.call(_checkpoint_rows, key, limit)
             return [decode_checkpoint(key, *inflate_checkpoint(key, row)) for row in rows]
