@@ -19,8 +19,13 @@ from tenxgraph.core.graph import StateGraph
 from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.core.state.agent_state import ExecMeta
 from tenxgraph.core.state.reducers import append_items
-from tenxgraph.errors import UnstorableStateError
-from tenxgraph.storage.checkpointer import Checkpointer, ThreadWrite, state_codec
+from tenxgraph.errors import CorruptRecordError, UnstorableStateError
+from tenxgraph.storage.checkpointer import (
+    Checkpointer,
+    InMemoryCheckpointer,
+    ThreadWrite,
+    state_codec,
+)
 from tenxgraph.storage.checkpointer.state_codec import encode_values
 from tenxgraph.utils import END, START
 
@@ -246,3 +251,110 @@ def test_a_save_row_shares_nothing_with_the_state() -> None:
     state.execution_meta.step = 5
     state.app_state.set("k", 2)
     assert values["execution_meta"]["step"] == 0 and values["app_state"] == {"k": 1}
+
+
+def _meta(**fields: Any) -> AgentState:
+    state = AgentState()
+    state.execution_meta.current_node, state.execution_meta.step = "answer", 3
+    state.execution_meta.status, state.execution_meta.turn_start = "running", 2
+    for name, value in fields.items():
+        setattr(state.execution_meta, name, value)
+    return state
+
+
+def _with(**fields: Any) -> AgentState:
+    state = _meta()
+    for name, value in fields.items():
+        setattr(state, name, value)
+    return state
+
+
+ROW_STATES = {
+    "plain": _meta(),
+    "next node": _meta(next_node="tools"),
+    "error": _meta(error="boom"),
+    "stop requested": _meta(stop_requested=True),
+    "interrupt kind": _meta(interrupt_kind="before"),
+    "interrupt value": _meta(interrupt_value={"ask": "ok?"}),
+    "resume values": _meta(resume_values=["yes"]),
+    "tool ledger": _meta(tool_ledger={"call-1": {"output": "done"}}),
+    "tool starts": _meta(tool_starts={"call-1": 1}),
+    "tasks": _meta(tasks=[{"node": "a"}]),
+    "task writes": _meta(task_writes={"a": {"x": 1}}),
+    "joins": _meta(joins={"j": ["a"]}),
+    "subgraphs": _meta(subgraphs={"inner": {"step": 1}}),
+    "quoted node": _meta(current_node='say "hi"\n'),
+    "accented status and next": _meta(status="running", next_node="réponse"),
+    "a str subclass as node": _meta(current_node=type("Name", (str,), {})("answer")),
+    "summary": _with(context_summary="earlier: hello"),
+    "structured response": _with(structured_response={"city": "Porto"}),
+    "app state": AgentState.model_validate({"app_state": {"k": 1}}),
+    "a subclass": Notes(notes=["n"], city="Porto"),
+}
+
+
+@pytest.mark.parametrize("state", ROW_STATES.values(), ids=ROW_STATES.keys())
+def test_the_row_text_is_the_stored_values_of_every_kind_of_state(state: AgentState) -> None:
+    """The plain row's short cut writes what the general dump writes, and only for plain rows."""
+    data, text = state_codec.encode_row(state)
+    values = encode_values(state)
+    assert json.loads(text) == values
+    assert data is None or data == values
+    assert type(state).model_validate({**values, "context": []}) == state
+
+
+def test_objects_in_fields_are_refused_naming_each_field_and_only_those() -> None:
+    state = Notes(context=[Message.text_message("hi")])
+    state.context_summary = object()  # type: ignore[assignment]  # set directly: unvalidated
+    state.score = object()  # type: ignore[assignment]
+    expected = (
+        r"^state field\(s\) 'context_summary', 'score' of Notes cannot be stored: "
+        r"a stored value must be JSON data \("
+    )
+    with pytest.raises(UnstorableStateError, match=expected) as raised:
+        encode_values(state)
+    assert raised.value.fields == ["context_summary", "score"]
+    for plain, field in [
+        (_meta(error=object()), "execution_meta"),
+        (_with(context_summary=object()), "context_summary"),
+    ]:  # the short cuts copy no object: the dump refuses it, naming its field
+        with pytest.raises(UnstorableStateError, match=rf"^state field\(s\) '{field}' of"):
+            encode_values(plain)
+
+
+def test_a_nul_in_a_node_name_is_refused_before_anything_is_written() -> None:
+    with pytest.raises(UnstorableStateError, match=r"^state field\(s\) 'execution_meta' of"):
+        state_codec.encode_row(_meta(current_node="a\x00b"))
+
+
+def test_text_json_cannot_hold_is_refused_naming_the_field_and_why() -> None:
+    state = Notes(city="\ud800")
+    with pytest.raises(UnstorableStateError) as raised:
+        state_codec.encode_row(state)
+    assert str(raised.value) == (
+        "state field(s) 'city' of Notes cannot be stored: a stored value must be JSON data "
+        "(NaN, infinity, a lone surrogate or a NUL character)"
+    )
+    assert raised.value.fields == ["city"]
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"city": 5}, "'city': Input should be a valid string"),
+        ({"execution_meta": {"step": "three"}}, "'execution_meta.step': Input should be a valid"),
+    ],
+)
+async def test_a_stored_state_that_does_not_fit_its_class_names_the_field(
+    values: dict[str, Any], where: str
+) -> None:
+    checkpointer = InMemoryCheckpointer()
+    key = ThreadKey("t", "alice")
+    write = ThreadWrite(0, [Message.text_message("hi")], values, [(0, 1)], "n", 0)
+    await checkpointer.asave(key, write)
+    stored = await checkpointer.aload(key)
+    assert stored is not None
+    expected = f"thread 't' (user 'alice'): stored state does not fit Notes: field {where}"
+    with pytest.raises(CorruptRecordError) as raised:
+        state_codec.decode_state(Notes, stored)
+    assert str(raised.value).startswith(expected)

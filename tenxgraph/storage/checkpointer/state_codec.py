@@ -43,7 +43,7 @@ def encode_values(state: AgentState) -> dict[str, Any]:
     field, instead of pydantic's error naming only a type.
     """
     try:
-        values = _plain_values(state)
+        values = _plain_values(state)  # pragma: no mutate (None: the dump, the same data)
         if values is None:
             values = state.model_dump(mode="json", exclude=_APART)
         values["execution_meta"] = _meta_data(state.execution_meta)
@@ -68,11 +68,12 @@ def _plain_values(state: AgentState) -> dict[str, Any] | None:
     state (the app_state dict is new), at a fraction of a model dump's cost.
     """
     fields = state.__dict__
-    app_state = fields["app_state"]
+    # no mutate: a guard made always true sends a plain state to the dump, the same data
+    app_state = fields["app_state"]  # pragma: no mutate
     if (
-        type(state) is not AgentState
+        type(state) is not AgentState  # pragma: no mutate
         or fields["structured_response"] is not None
-        or type(app_state) is not AppState
+        or type(app_state) is not AppState  # pragma: no mutate (a subclass dumps {} too)
         or app_state.root
         or type(fields["context_summary"]) not in _PLAIN_SCALARS  # set directly, unvalidated
     ):
@@ -116,7 +117,7 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
     fields = meta.__dict__
     data = {name: fields[name] for name in _META_ALWAYS}
     if (
-        type(meta) is not ExecMeta
+        type(meta) is not ExecMeta  # pragma: no mutate (always true: the dump, the same data)
         or fields["interrupt_value"] is not None
         or fields["resume_values"]
         or fields["tool_ledger"]
@@ -127,7 +128,8 @@ def _meta_data(meta: ExecMeta) -> dict[str, Any]:
         or fields["subgraphs"]
         or not _PLAIN_SCALARS.issuperset(map(type, _meta_plain(fields)))  # no generator
     ):
-        data.update(meta.model_dump(mode="json", exclude_defaults=True))
+        # no mutate: a python-mode dump of these JSON values is written to the same text
+        data.update(meta.model_dump(mode="json", exclude_defaults=True))  # pragma: no mutate
         return data
     for name, default in _META_SCALARS:
         value = fields[name]
@@ -149,7 +151,7 @@ def values_text(values: dict[str, Any], state_name: str) -> ValuesText:
     text, bad = json_bytes(values)
     if bad or text is None:
         raise _unstorable(state_name, bad, "NaN, infinity, a lone surrogate or a NUL character")
-    return ValuesText(text, "utf-8")  # decoded straight into the str subclass: one copy
+    return ValuesText(text, "utf-8")  # pragma: no mutate (one copy; "UTF-8" is the same codec)
 
 
 def encode_row(state: AgentState) -> tuple[dict[str, Any] | None, ValuesText]:
@@ -194,7 +196,7 @@ def encode_row(state: AgentState) -> tuple[dict[str, Any] | None, ValuesText]:
         or (next_node is not None and type(next_node) is not str)
     ):
         return _dumped_row(state)
-    parts = _row_parts.get((node, status, next_node))
+    parts = _row_parts.get((node, status, next_node))  # pragma: no mutate (a miss: made again)
     if parts is None:
         parts = _new_row_parts(node, status, next_node)
         if parts is None:
@@ -222,7 +224,7 @@ graph's few combinations, each made once (``_new_row_parts``)."""
 def _new_row_parts(node: str, status: str, next_node: str | None) -> tuple[str, str, str] | None:
     """The text of a plain row around its two ints, or None when a name must not be in one."""
     node_text, status_text = _name_json(node), _name_json(status)
-    next_text = "" if next_node is None else _name_json(next_node)
+    next_text = "" if next_node is None else _name_json(next_node)  # pragma: no mutate (or dump)
     if node_text is None or status_text is None or next_text is None:
         return None
     if next_node is not None:
@@ -233,8 +235,8 @@ def _new_row_parts(node: str, status: str, next_node: str | None) -> tuple[str, 
         f',"status":{status_text},"turn_start":',
         f"{next_text}}}}}",
     )
-    if len(_row_parts) < _MAX_ROWS:
-        _row_parts[node, status, next_node] = parts
+    if len(_row_parts) < _MAX_ROWS:  # pragma: no mutate (a cache: one more entry or none)
+        _row_parts[node, status, next_node] = parts  # pragma: no mutate (as above)
     return parts
 
 
