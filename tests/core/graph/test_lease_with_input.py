@@ -9,6 +9,7 @@ which then writes nothing, and the run goes the usual way.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,60 @@ async def test_a_warm_thread_with_run_hooks_takes_its_lease_first(tmp_path: Path
     for text in ("one", "two"):
         await app.ainvoke(said(text), CONFIG)
     assert checkpointer.calls == ["take", "save", "save"] * 2
+
+
+async def test_a_warm_run_holds_its_thread_as_itself_from_its_input_on(tmp_path: Path) -> None:
+    """What another process sees while a warm run's node runs: the run's lease, and the
+    input's row naming the node to go on from (a crashed run continues there)."""
+    path = tmp_path / "t.db"
+    seen: list[tuple[list[tuple[str]], str | None]] = []
+
+    def watched(state: AgentState) -> Message:
+        with sqlite3.connect(path) as conn:
+            owners = conn.execute("SELECT owner FROM leases").fetchall()
+            (values,) = conn.execute('SELECT "values" FROM threads').fetchone()
+        seen.append((owners, json.loads(values)["execution_meta"].get("next_node")))
+        return reply(state)
+
+    graph = StateGraph(AgentState)
+    graph.add_node("reply", watched)
+    graph.set_entry_point("reply")
+    checkpointer = Recording(path)
+    app = graph.compile(checkpointer)
+    await app.ainvoke(said("one"), {**CONFIG, "run_id": "run-1"})
+    await app.ainvoke(said("two"), {**CONFIG, "run_id": "run-2"})
+    assert checkpointer.calls == ["take", "save", "save", "save taking", "save"]
+    owners, next_node = seen[1]
+    assert [owner.split("/")[0] for (owner,) in owners] == ["run-2"]
+    assert next_node == "reply"
+    assert await log(checkpointer) == ["one", "reply to one", "two", "reply to two"]
+
+
+async def test_a_warm_run_from_a_checkpoint_takes_its_lease_first(tmp_path: Path) -> None:
+    checkpointer = Recording(tmp_path / "t.db")
+    app = app_on(checkpointer)
+    await app.ainvoke(said("one"), CONFIG)
+    await app.ainvoke(said("two"), CONFIG)
+    checkpointer.calls.clear()
+    await app.ainvoke(said("again"), {**CONFIG, "checkpoint_id": 2})
+    assert checkpointer.calls[0] == "take"
+
+
+async def test_a_routed_entry_on_a_warm_copy_another_process_changed_reads_it_again(
+    tmp_path: Path,
+) -> None:
+    def build(checkpointer: SqliteCheckpointer) -> Any:
+        graph = StateGraph(AgentState)
+        graph.add_node("reply", reply)
+        graph.add_conditional_edges("__start__", lambda state: "reply", ["reply"])
+        return graph.compile(checkpointer)
+
+    here = build(SqliteCheckpointer(tmp_path / "t.db"))
+    elsewhere_checkpointer = SqliteCheckpointer(tmp_path / "t.db")
+    elsewhere = build(elsewhere_checkpointer)
+    await here.ainvoke(said("one"), CONFIG)
+    await elsewhere.ainvoke(said("two"), CONFIG)
+    result = await here.ainvoke(said("three"), CONFIG)  # its warm copy is one turn behind
+    expected = ["one", "reply to one", "two", "reply to two", "three", "reply to three"]
+    assert [m.text() for m in result["state"].context] == expected
+    assert await log(elsewhere_checkpointer) == expected
