@@ -304,7 +304,9 @@ def test_the_row_text_is_the_stored_values_of_every_kind_of_state(state: AgentSt
 
 
 def test_objects_in_fields_are_refused_naming_each_field_and_only_those() -> None:
-    state = Notes(context=[Message.text_message("hi")])
+    unsent = Message.text_message("hi")
+    unsent.metadata["handle"] = object()  # messages go to the log: not a field named here
+    state = Notes(context=[unsent])
     state.context_summary = object()  # type: ignore[assignment]  # set directly: unvalidated
     state.score = object()  # type: ignore[assignment]
     expected = (

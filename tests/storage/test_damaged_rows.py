@@ -83,6 +83,7 @@ async def test_a_damaged_row_is_left_out_of_the_listing_and_logged(
     assert record.levelno == logging.WARNING
     assert "'t2'" in record.getMessage()
     assert reason in record.getMessage()
+    assert await checkpointer.athread_info(t2) is None  # its own listing line: left out too
 
 
 async def test_a_listing_page_keeps_the_damaged_rows_place(
@@ -120,7 +121,13 @@ async def test_a_stored_id_over_the_limit_is_skipped_by_the_listing(
     assert "thread_id is 300 characters long, over the limit of 256" in record.getMessage()
 
 
-@pytest.mark.parametrize(("column", "value", "reason"), DAMAGED_ROWS)
+@pytest.mark.parametrize(
+    ("column", "value", "reason"),
+    [
+        *DAMAGED_ROWS,
+        pytest.param("values", "[1, 2]", "'values' holds a list", id="values-not-an-object"),
+    ],
+)
 async def test_loading_a_damaged_thread_still_raises(
     checkpointer: Checkpointer, damage: Damage, column: str, value: str, reason: str
 ) -> None:
