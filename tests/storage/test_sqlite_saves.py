@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from tenxgraph.core.state import ThreadKey
-from tenxgraph.core.state.message import Message
 from tenxgraph.errors import ConflictError, CorruptRecordError
 from tenxgraph.storage.checkpointer import (
     SqliteCheckpointer,
@@ -24,6 +23,7 @@ from tenxgraph.storage.checkpointer import (
     ThreadWrite,
     _sqlite_save,
 )
+from tenxgraph.testing._thread_leases import turn as leased_turn
 
 KEY = ThreadKey("saves", "alice")
 BY_ID = "WHERE id = "
@@ -31,16 +31,8 @@ BY_ID = "WHERE id = "
 
 
 def turn(stamp: ThreadStamp | None, text: str, log_length: int) -> ThreadWrite:
-    """A write adding one message after ``stamp`` (None: creating the thread)."""
-    return ThreadWrite(
-        expected_version=0 if stamp is None else stamp.version,
-        new_messages=[Message.text_message(text)],
-        values={"said": text},
-        window=[(0, log_length + 1)],
-        node="n",
-        step=log_length,
-        expected_incarnation=None if stamp is None else stamp.incarnation,
-    )
+    """A write adding one message after ``stamp`` (None: creating the thread), no lease."""
+    return leased_turn(stamp, text, log_length, None)
 
 
 def updates(statements: list[str]) -> list[str]:
@@ -57,6 +49,20 @@ def checkpointer(tmp_path: Path) -> Iterator[SqliteCheckpointer]:
     made = SqliteCheckpointer(tmp_path / "saves.db")
     yield made
     made._db.close()
+
+
+@pytest.fixture
+def other(checkpointer: SqliteCheckpointer) -> Iterator[SqliteCheckpointer]:
+    """Another instance on the same file (as another process): its own connection."""
+    made = SqliteCheckpointer(checkpointer.path)
+    yield made
+    made._db.close()
+
+
+async def two_turns(checkpointer: SqliteCheckpointer) -> ThreadStamp:
+    """The thread made and saved once more by ``checkpointer``: the stamp it remembers."""
+    first = await checkpointer.asave(KEY, turn(None, "one", 0))
+    return await checkpointer.asave(KEY, turn(first, "two", 1))
 
 
 def traced(checkpointer: SqliteCheckpointer) -> list[str]:
@@ -82,47 +88,37 @@ async def test_a_save_from_the_last_stamp_updates_the_row_by_its_id(
     assert stamp.version == 4
     assert await texts(checkpointer) == ["one", "two", "three", "four"]
     stored = await checkpointer.aload(KEY)
-    assert stored is not None and stored.stamp == stamp and stored.values == {"said": "four"}
+    assert stored is not None and stored.stamp == stamp and stored.values == {"by": "four"}
 
 
 async def test_a_thread_another_instance_changed_is_saved_by_key_and_conflicts(
-    checkpointer: SqliteCheckpointer,
+    checkpointer: SqliteCheckpointer, other: SqliteCheckpointer
 ) -> None:
-    other = SqliteCheckpointer(checkpointer.path)
-    try:
-        first = await checkpointer.asave(KEY, turn(None, "one", 0))
-        mine = await checkpointer.asave(KEY, turn(first, "two", 1))
-        theirs = await other.asave(KEY, turn(mine, "theirs", 2))
-        statements = traced(checkpointer)
-        with pytest.raises(ConflictError) as raised:  # remembered, but stale: by id, then keyed
-            await checkpointer.asave(KEY, turn(mine, "lost", 2))
-        assert (raised.value.expected, raised.value.actual) == (2, 3)
-        assert updates(statements) == ["by id", "keyed"]
-        statements.clear()
-        again = await checkpointer.asave(KEY, turn(theirs, "three", 3))  # forgotten: keyed
-        await checkpointer.asave(KEY, turn(again, "four", 4))  # remembered again: by id
-        assert updates(statements) == ["keyed", "by id"]
-        assert await texts(checkpointer) == ["one", "two", "theirs", "three", "four"]
-    finally:
-        other._db.close()
+    mine = await two_turns(checkpointer)
+    theirs = await other.asave(KEY, turn(mine, "theirs", 2))
+    statements = traced(checkpointer)
+    with pytest.raises(ConflictError) as raised:  # remembered, but stale: by id, then keyed
+        await checkpointer.asave(KEY, turn(mine, "lost", 2))
+    assert (raised.value.expected, raised.value.actual) == (2, 3)
+    assert updates(statements) == ["by id", "keyed"]
+    statements.clear()
+    again = await checkpointer.asave(KEY, turn(theirs, "three", 3))  # forgotten: keyed
+    await checkpointer.asave(KEY, turn(again, "four", 4))  # remembered again: by id
+    assert updates(statements) == ["keyed", "by id"]
+    assert await texts(checkpointer) == ["one", "two", "theirs", "three", "four"]
 
 
 async def test_a_thread_deleted_and_made_again_elsewhere_is_not_updated_by_its_old_id(
-    checkpointer: SqliteCheckpointer,
+    checkpointer: SqliteCheckpointer, other: SqliteCheckpointer
 ) -> None:
-    other = SqliteCheckpointer(checkpointer.path)
-    try:
-        first = await checkpointer.asave(KEY, turn(None, "one", 0))
-        mine = await checkpointer.asave(KEY, turn(first, "two", 1))
-        await other.adelete_thread(KEY)
-        remade = await other.asave(KEY, turn(None, "new", 0))
-        await other.asave(KEY, turn(remade, "new two", 1))
-        with pytest.raises(ConflictError) as raised:
-            await checkpointer.asave(KEY, turn(mine, "lost", 2))
-        assert raised.value.recreated
-        assert await texts(checkpointer) == ["new", "new two"]
-    finally:
-        other._db.close()
+    mine = await two_turns(checkpointer)
+    await other.adelete_thread(KEY)
+    remade = await other.asave(KEY, turn(None, "new", 0))
+    await other.asave(KEY, turn(remade, "new two", 1))
+    with pytest.raises(ConflictError) as raised:
+        await checkpointer.asave(KEY, turn(mine, "lost", 2))
+    assert raised.value.recreated
+    assert await texts(checkpointer) == ["new", "new two"]
 
 
 async def test_an_instance_remembers_the_threads_it_saved_last(

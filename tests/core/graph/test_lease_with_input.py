@@ -47,10 +47,14 @@ def reply(state: AgentState) -> Message:
     return Message.text_message(f"reply to {state.context[-1].text()}", role="assistant")
 
 
-def app_on(checkpointer: SqliteCheckpointer, **options: Any) -> Any:
+def app_on(checkpointer: SqliteCheckpointer, *, routed: bool = False, **options: Any) -> Any:
+    """One node, ``reply``, entered directly or (``routed``) through a router from START."""
     graph = StateGraph(AgentState)
     graph.add_node("reply", reply)
-    graph.set_entry_point("reply")
+    if routed:
+        graph.add_conditional_edges("__start__", lambda state: "reply", ["reply"])
+    else:
+        graph.set_entry_point("reply")
     return graph.compile(checkpointer, **options)
 
 
@@ -113,10 +117,13 @@ async def test_a_warm_thread_another_run_holds_is_refused_or_waited_for(tmp_path
         await app.ainvoke({"messages": 42}, CONFIG)
 
 
-async def test_a_warm_copy_another_process_changed_is_read_again(tmp_path: Path) -> None:
-    here = app_on(SqliteCheckpointer(tmp_path / "t.db"))
+@pytest.mark.parametrize("routed", [False, True], ids=["entry point", "routed entry"])
+async def test_a_warm_copy_another_process_changed_is_read_again(
+    tmp_path: Path, routed: bool
+) -> None:
+    here = app_on(SqliteCheckpointer(tmp_path / "t.db"), routed=routed)
     elsewhere_checkpointer = SqliteCheckpointer(tmp_path / "t.db")  # its own connection
-    elsewhere = app_on(elsewhere_checkpointer)
+    elsewhere = app_on(elsewhere_checkpointer, routed=routed)
     await here.ainvoke(said("one"), CONFIG)
     await elsewhere.ainvoke(said("two"), CONFIG)
     result = await here.ainvoke(said("three"), CONFIG)  # its warm copy is one turn behind
@@ -196,23 +203,3 @@ async def test_a_warm_run_from_a_checkpoint_takes_its_lease_first(tmp_path: Path
     checkpointer.calls.clear()
     await app.ainvoke(said("again"), {**CONFIG, "checkpoint_id": 2})
     assert checkpointer.calls[0] == "take"
-
-
-async def test_a_routed_entry_on_a_warm_copy_another_process_changed_reads_it_again(
-    tmp_path: Path,
-) -> None:
-    def build(checkpointer: SqliteCheckpointer) -> Any:
-        graph = StateGraph(AgentState)
-        graph.add_node("reply", reply)
-        graph.add_conditional_edges("__start__", lambda state: "reply", ["reply"])
-        return graph.compile(checkpointer)
-
-    here = build(SqliteCheckpointer(tmp_path / "t.db"))
-    elsewhere_checkpointer = SqliteCheckpointer(tmp_path / "t.db")
-    elsewhere = build(elsewhere_checkpointer)
-    await here.ainvoke(said("one"), CONFIG)
-    await elsewhere.ainvoke(said("two"), CONFIG)
-    result = await here.ainvoke(said("three"), CONFIG)  # its warm copy is one turn behind
-    expected = ["one", "reply to one", "two", "reply to two", "three", "reply to three"]
-    assert [m.text() for m in result["state"].context] == expected
-    assert await log(elsewhere_checkpointer) == expected
