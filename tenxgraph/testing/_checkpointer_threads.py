@@ -230,7 +230,7 @@ class ThreadContract(ContractBase):
             lambda: checkpointer.alist_threads("alice", offset=-1),
         ]
         for listing in offsets:
-            with pytest.raises(ValueError, match=r"^offset must be >= 0, got -1$"):
+            with pytest.raises(ValueError, match="offset"):
                 await listing()
         limits: list[Callable[[], Awaitable[object]]] = [
             lambda: checkpointer.alist_messages(KEY, limit=-1),
@@ -238,7 +238,7 @@ class ThreadContract(ContractBase):
             lambda: checkpointer.alist_checkpoints(KEY, limit=-1),
         ]
         for listing in limits:
-            with pytest.raises(ValueError, match=r"^limit must be >= 0 or None, got -1$"):
+            with pytest.raises(ValueError, match="limit"):
                 await listing()
         assert len(await checkpointer.alist_checkpoints(KEY, limit=0)) == 0
 
