@@ -16,8 +16,8 @@ from tenxgraph.core.graph._compiled import CompiledGraph
 from tenxgraph.core.graph._tool_node import INTERRUPTED_CALL_TEXT
 from tenxgraph.core.state import AgentState, Message, ThreadKey, ToolCallBlock
 from tenxgraph.core.state.pairing import is_paired
-from tenxgraph.errors import GraphBuildError, NodeError, StateError, ThreadBusyError
-from tenxgraph.runs import ThreadLease
+from tenxgraph.errors import ConfigError, GraphBuildError, NodeError, StateError, ThreadBusyError
+from tenxgraph.runs import LeasePolicy, ThreadLease
 from tenxgraph.storage.checkpointer import Checkpointer, InMemoryCheckpointer
 from tests.storage.conftest import MakeCheckpointer
 
@@ -432,3 +432,26 @@ async def test_a_stop_asked_before_the_run_took_its_callers_lease_is_not_lost(
         control = RunControl("r1", None)
         control.lease_owner = "r1/gone"
         await _drain(app, control)
+
+
+def test_a_runs_config_overrides_its_graphs_lease_policy() -> None:
+    policy = LeasePolicy(20.0, "enqueue", 5.0)
+    assert LeasePolicy() == LeasePolicy(30.0, "reject", 60.0)
+    assert policy.for_run({}) is policy
+    same = {"multitask_strategy": "enqueue", "busy_timeout": 5.0, "lease_seconds": 20.0}
+    assert policy.for_run(same) is policy
+    assert policy.for_run({"multitask_strategy": "rollback"}) == LeasePolicy(20.0, "rollback", 5.0)
+    assert policy.for_run({"busy_timeout": 0}) == LeasePolicy(20.0, "enqueue", 0)
+    assert policy.for_run({"lease_seconds": 3.0}) == LeasePolicy(3.0, "enqueue", 5.0)
+    strategies = "['reject', 'enqueue', 'interrupt', 'rollback']"
+    for config, why in [
+        ({"multitask_strategy": "queue"}, f"must be one of {strategies}, got 'queue'"),
+        ({"busy_timeout": -1}, "busy_timeout must be >= 0 seconds, got -1"),
+        ({"busy_timeout": float("nan")}, "busy_timeout must be >= 0 seconds, got nan"),
+        ({"lease_seconds": 0}, "lease_seconds must be > 0, got 0"),
+        ({"lease_seconds": float("nan")}, "lease_seconds must be > 0, got nan"),
+    ]:
+        with pytest.raises(ConfigError) as raised:
+            policy.for_run(config)
+        assert str(raised.value).endswith(why)
+        assert str(raised.value).startswith(next(iter(config)))
