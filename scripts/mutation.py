@@ -117,14 +117,6 @@ MODULES: dict[str, list[str]] = {
         "tests/core/graph/test_lease_with_input.py",
         "tests/core/graph/test_one_run_per_thread.py",
     ],
-    # A run's lease: taken by its strategy, kept alive, deferred to the input's save, released.
-    "tenxgraph/runs/_leases.py": [
-        "tests/core/graph/test_one_run_per_thread.py",
-        "tests/core/graph/test_lease_with_input.py",
-        "tests/core/graph/test_compile_isolation.py",
-        "tests/server/test_runs_manager.py",
-        "tests/server/test_run_settling.py",
-    ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
         "tests/core/graph/test_parallel_invariants.py",

@@ -42,6 +42,10 @@ class Recording(SqliteCheckpointer):
         self.calls.append("save taking" if getattr(write, "take_lease", None) else "save")
         return await super().asave(key, write)
 
+    async def arelease_lease(self, key: ThreadKey, owner: str) -> None:
+        self.calls.append("release")
+        await super().arelease_lease(key, owner)
+
 
 def reply(state: AgentState) -> Message:
     return Message.text_message(f"reply to {state.context[-1].text()}", role="assistant")
@@ -98,8 +102,10 @@ async def test_a_warm_thread_another_run_holds_is_refused_or_waited_for(tmp_path
     await app.ainvoke(said("one"), CONFIG)
     assert await checkpointer.atake_lease(KEY, "other", 30) is None
     before = await checkpointer.aload(KEY)
+    checkpointer.calls.clear()
     with pytest.raises(ThreadBusyError, match="multitask_strategy 'enqueue'"):
         await app.ainvoke(said("refused"), CONFIG)
+    assert checkpointer.calls == ["save taking", "take"]  # refused: nothing to give up
     with pytest.raises(ThreadBusyError, match="multitask_strategy"):  # the lease decides first
         await app.ainvoke({"messages": 42}, CONFIG)
     after = await checkpointer.aload(KEY)
