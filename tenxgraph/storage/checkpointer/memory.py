@@ -287,8 +287,10 @@ class InMemoryCheckpointer(Checkpointer, ThreadLeases):
             check_window(key, write.window, log_length)
             values, window = encoded.values, encoded.window
             if thread is None:
-                row = (encoded.incarnation, version, values, window, encoded.metadata or "{}")
-                thread = _Thread(*row, now, now, [], [])
+                metadata = encoded.metadata or "{}"
+                thread = _Thread(
+                    encoded.incarnation, version, values, window, metadata, now, now, [], []
+                )
                 self._tenants.setdefault(key.user_id, {})[key.thread_id] = thread
             else:
                 if encoded.metadata is not None:
