@@ -117,6 +117,13 @@ MODULES: dict[str, list[str]] = {
         "tests/core/graph/test_lease_with_input.py",
         "tests/core/graph/test_one_run_per_thread.py",
     ],
+    # A run's lease: the heartbeat, the strategies' waits, the deferred take and the releases,
+    # first on a virtual clock (tests/runs), then through whole graphs.
+    "tenxgraph/runs/_leases.py": [
+        "tests/runs/test_leases.py",
+        "tests/core/graph/test_lease_with_input.py",
+        "tests/core/graph/test_one_run_per_thread.py",
+    ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
         "tests/core/graph/test_parallel_invariants.py",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -351,16 +350,17 @@ async def _wait_for(lease: ThreadLease, holder: str, policy: LeasePolicy) -> Non
         )
     if policy.strategy in ("interrupt", "rollback"):
         await lease.thread_leases.arequest_stop(key, policy.strategy)
-    deadline = time.monotonic() + policy.busy_timeout
+    clock = asyncio.get_running_loop().time  # the clock the sleeps below are timed on
+    deadline = clock() + policy.busy_timeout
     delay = _FIRST_POLL
     waiting_for: str | None = holder
     while waiting_for is not None:
-        if time.monotonic() >= deadline:
+        if clock() >= deadline:
             raise ThreadBusyError(
                 key.thread_id,
                 f"run {waiting_for} still held it after a wait of {policy.busy_timeout} s "
                 "(busy_timeout)",
             )
-        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        await asyncio.sleep(min(delay, max(0.0, deadline - clock())))
         delay = min(delay * 2, _LAST_POLL)
         waiting_for, lease.stamp = await lease.taker(key, lease.owner, lease.seconds)
