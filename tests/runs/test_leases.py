@@ -39,12 +39,17 @@ STAMP = ThreadStamp("incarnation", 3)
 def run_on_virtual_clock(main: Coroutine[Any, Any, Any]) -> Any:
     """Run ``main`` on a loop whose clock jumps to the next timer instead of sleeping.
 
-    A loop with nothing ready and no timer would wait forever: that raises here.
+    A loop with nothing ready and no timer would wait forever, and one that turns
+    10,000 times is spinning (timers ever closer, say): both raise here.
     """
     now = [0.0]
+    turns = [0]
 
     class Selector(selectors.DefaultSelector):
         def select(self, timeout: float | None = None) -> list[Any]:
+            turns[0] += 1
+            if turns[0] > 10_000:
+                raise RuntimeError("the loop turned 10,000 times: a wait that never ends")
             ready = super().select(0)
             if not ready and timeout is None:
                 raise RuntimeError("the loop would wait forever: nothing is scheduled")
