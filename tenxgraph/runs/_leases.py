@@ -240,7 +240,8 @@ class ThreadLease:
         owner = None if self.released or self.kept else self.owner
         self.released = self.released or owner is not None
         if not await give_up(owner) and owner is not None:
-            self.released = False
+            # no mutate: release() reads only whether it is true (None is as False)
+            self.released = False  # pragma: no mutate
             await self.release()
 
     async def release(self) -> None:

@@ -24,11 +24,12 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.state import ThreadKey
-from tenxgraph.errors import StorageError, ThreadBusyError
+from tenxgraph.errors import ConfigError, StorageError, ThreadBusyError
 from tenxgraph.runs import LeasePolicy, ThreadLease, _turns
-from tenxgraph.runs._leases import lease_owner, take_thread
+from tenxgraph.runs._leases import lease_owner, lease_table, missing_leases, take_thread
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
 from tenxgraph.storage.checkpointer.base import ThreadStamp
+from tests.storage.test_threads_without_leases import ThreadsOnly
 
 KEY = ThreadKey("leased")
 OWNER = "run-1/abcd1234"
@@ -80,6 +81,11 @@ class Leases(InMemoryCheckpointer):
         self.releases: list[tuple[ThreadKey, str]] = []
         self.release_error: BaseException | None = None
         self.stops: list[tuple[float, ThreadKey, str]] = []
+        self.stamp: ThreadStamp | None = None
+        """What ``aversion`` reports, when set (the store's own stamp otherwise)."""
+
+    async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
+        return self.stamp or await super().aversion(key)
 
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         self.renewals.append((clock(), key, owner, seconds))
@@ -129,6 +135,30 @@ async def beat_for(lease: ThreadLease, seconds: float) -> None:
     lease.start_heartbeat()
     await asyncio.sleep(seconds)
     await lease.stop_heartbeat()
+
+
+def test_a_lease_made_holds_nothing_yet() -> None:
+    lease = ThreadLease(Leases(), KEY, OWNER, 30.0)
+    assert (lease.stamp, lease.pending, lease.requested, lease.on_stop) == (None,) * 4
+    assert (lease.released, lease.kept) == (False, False)
+
+
+def test_a_checkpointer_without_leases_is_refused_naming_what_it_lacks() -> None:
+    store = Leases()
+    assert missing_leases(store) is None
+    assert lease_table(store) is store
+    without = ThreadsOnly(store)
+    with pytest.raises(ConfigError) as raised:
+        lease_table(without)
+    assert str(raised.value) == missing_leases(without)
+    for part in (
+        "the checkpointer ThreadsOnly does not implement ThreadLeases",
+        "(tenxgraph.storage.ThreadLeases: atake_lease, arenew_lease, arelease_lease, "
+        "arequest_stop, aversion), and a graph's runs hold their thread through its leases;",
+        "(tenxgraph.testing.ThreadLeasesContract checks it), or use the graph without a "
+        "checkpointer",
+    ):
+        assert part in str(raised.value)
 
 
 # --- the heartbeat
@@ -238,8 +268,9 @@ def test_a_wait_ends_at_busy_timeout_naming_the_last_holder() -> None:
     async def main() -> float:
         with pytest.raises(ThreadBusyError) as raised:
             await take_thread(store, KEY, "run-1", policy, take=take)
-        assert "run second/2 still held it after a wait of 0.5 s (busy_timeout)" in str(
-            raised.value
+        assert raised.value.thread_id == "leased"
+        assert str(raised.value).endswith(
+            ": run second/2 still held it after a wait of 0.5 s (busy_timeout)"
         )
         return clock()
 
@@ -260,8 +291,14 @@ def test_a_wait_of_no_time_takes_once() -> None:
 def test_reject_refuses_at_once_naming_the_holder() -> None:
     store = Leases()
     take = Holders(forever="other/1")
-    with pytest.raises(ThreadBusyError, match="run other/1 holds it; pass multitask_strategy"):
+    with pytest.raises(ThreadBusyError) as raised:
         run_on_virtual_clock(take_thread(store, KEY, "run-1", LeasePolicy(), take=take))
+    assert raised.value.thread_id == "leased"
+    assert str(raised.value) == (
+        "thread 'leased' is busy: another run holds it: run other/1 holds it; pass "
+        "multitask_strategy 'enqueue' in the config to wait for it, or 'interrupt' or "
+        "'rollback' to stop it"
+    )
     assert len(take.calls) == 1
     assert store.stops == []
 
@@ -288,12 +325,17 @@ def test_a_free_thread_is_taken_at_once_with_its_stamp() -> None:
 # --- rollback of a holder that died
 
 
-@pytest.mark.parametrize(("discarded", "stamp"), [(True, None), (False, STAMP)])
+AFTER = ThreadStamp("incarnation", 1)
+"""The stamp the store reports after a discard rewound the thread."""
+
+
+@pytest.mark.parametrize(("discarded", "stamp"), [(True, AFTER), (False, STAMP)])
 def test_rollback_discards_a_dead_holders_turn_and_reads_the_thread_again(
-    monkeypatch: pytest.MonkeyPatch, discarded: bool, stamp: ThreadStamp | None
+    monkeypatch: pytest.MonkeyPatch, discarded: bool, stamp: ThreadStamp
 ) -> None:
-    """After a discard the stamp is the store's (no thread here: None), else the take's."""
+    """After a discard the stamp is the store's, else the one the take read."""
     store = Leases()
+    store.stamp = AFTER
     calls: list[tuple[Any, ...]] = []
 
     async def discard(*args: Any) -> bool:
