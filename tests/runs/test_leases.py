@@ -81,11 +81,11 @@ class Leases(InMemoryCheckpointer):
         self.releases: list[tuple[ThreadKey, str]] = []
         self.release_error: BaseException | None = None
         self.stops: list[tuple[float, ThreadKey, str]] = []
-        self.stamp: ThreadStamp | None = None
-        """What ``aversion`` reports, when set (the store's own stamp otherwise)."""
+        self.stamps: dict[ThreadKey, ThreadStamp] = {}
+        """What ``aversion`` reports for these threads (the store's own stamp for others)."""
 
     async def aversion(self, key: ThreadKey) -> ThreadStamp | None:
-        return self.stamp or await super().aversion(key)
+        return self.stamps.get(key) or await super().aversion(key)
 
     async def arenew_lease(self, key: ThreadKey, owner: str, seconds: float) -> str | None:
         self.renewals.append((clock(), key, owner, seconds))
@@ -335,7 +335,7 @@ def test_rollback_discards_a_dead_holders_turn_and_reads_the_thread_again(
 ) -> None:
     """After a discard the stamp is the store's, else the one the take read."""
     store = Leases()
-    store.stamp = AFTER
+    store.stamps[KEY] = AFTER
     calls: list[tuple[Any, ...]] = []
 
     async def discard(*args: Any) -> bool:
