@@ -4,7 +4,8 @@ microseconds per ``invoke``. Target: <= 6x the W1 floor (2x the 3x budget withou
 Each ``invoke`` starts a fresh thread (``thread_id`` w1-0, w1-1, ...), so the figure is
 the cost of a durable run (take the thread, save its input and each step, give it up)
 and does not depend on how long one thread has grown; ``w2_scaling`` measures that.
-The warm-thread cache fills up and evicts as it would in a server with many users.
+A run that creates its thread does not keep it warm (docs/persistence-and-threads.md),
+so the warm-thread cache stays empty here.
 
 Run: ``python -m bench.w1_checkpointer``.
 """

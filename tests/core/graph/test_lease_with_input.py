@@ -100,6 +100,7 @@ async def test_a_warm_thread_another_run_holds_is_refused_or_waited_for(tmp_path
     checkpointer = Recording(tmp_path / "t.db")
     app = app_on(checkpointer)
     await app.ainvoke(said("one"), CONFIG)
+    await app.aget_state(CONFIG)  # kept warm from this read (its first run created it)
     assert await checkpointer.atake_lease(KEY, "other", 30) is None
     before = await checkpointer.aload(KEY)
     checkpointer.calls.clear()
@@ -193,6 +194,7 @@ async def test_a_warm_run_holds_its_thread_as_itself_from_its_input_on(tmp_path:
     checkpointer = Recording(path)
     app = graph.compile(checkpointer)
     await app.ainvoke(said("one"), {**CONFIG, "run_id": "run-1"})
+    await app.aget_state(CONFIG)  # kept warm from this read (its first run created it)
     await app.ainvoke(said("two"), {**CONFIG, "run_id": "run-2"})
     assert checkpointer.calls == ["take", "save", "save", "save taking", "save"]
     owners, next_node = seen[1]

@@ -402,6 +402,7 @@ async def test_a_run_starts_from_the_stamp_its_caller_read_with_the_lease_once(
     node.gate.set()
     other_node.gate.set()
     await _drain(app, RunControl("r0", None), "first")
+    await app.aget_state(CONFIG)  # kept warm from this read (its first run created it)
     stale = await checkpointer.aversion(KEY)  # what app's warm copy holds
     await _drain(other, RunControl("r1", None), "elsewhere")
     assert await checkpointer.atake_lease(KEY, "r2/caller", 30) is None

@@ -72,11 +72,13 @@ async def test_a_warm_thread_recreated_to_the_same_version_is_reloaded(
     a = Writer("A", checkpointer)
     b = Writer("B", second_worker(checkpointer, make_checkpointer))
     await a.turn("a1")
+    await a.app.aget_state(CONFIG)  # read: kept warm (the run that created it did not keep it)
     held = a.app.warm.take(KEY)
     assert held is not None  # A keeps the thread warm...
     a.app.warm.keep(held)
     await b.app.checkpointer.adelete_thread(KEY)
     await b.turn("b1")
+    await b.app.aget_state(CONFIG)
     stamp = await checkpointer.aversion(KEY)
     assert stamp is not None and stamp.version == held.version  # ...at the version B reached
     assert stamp.incarnation != held.incarnation

@@ -30,10 +30,17 @@ def app_with(**options: Any) -> Any:
     return graph.compile(InMemoryCheckpointer(), **options)
 
 
+def existing(app: Any, thread_id: str) -> dict[str, str]:
+    """The config of a thread created empty: its runs keep it warm from the first on."""
+    config = {"thread_id": thread_id}
+    app.create_thread(config, [])
+    return config
+
+
 def test_large_threads_are_bounded_by_bytes() -> None:
     app = app_with(warm_threads=100, warm_bytes=10 * MB)
     for turn in range(30):
-        app.invoke({"messages": [("user", "x" * MB)]}, {"thread_id": f"t{turn}"})
+        app.invoke({"messages": [("user", "x" * MB)]}, existing(app, f"t{turn}"))
         assert app.warm.bytes <= 10 * MB
     assert 5 <= len(app.warm) <= 10  # the newest threads fill the budget, no more
     assert app.warm.take(ThreadKey("t29")) is not None  # the newest is kept
@@ -41,9 +48,9 @@ def test_large_threads_are_bounded_by_bytes() -> None:
 
 def test_a_thread_larger_than_the_budget_stays_only_while_it_is_the_newest() -> None:
     app = app_with(warm_bytes=MB)
-    app.invoke({"messages": [("user", "x" * 2 * MB)]}, {"thread_id": "big"})
+    app.invoke({"messages": [("user", "x" * 2 * MB)]}, existing(app, "big"))
     assert len(app.warm) == 1  # the thread being talked to now keeps its warm copy
-    app.invoke({"messages": [("user", "small")]}, {"thread_id": "small"})
+    app.invoke({"messages": [("user", "small")]}, existing(app, "small"))
     assert len(app.warm) == 1
     assert app.warm.take(ThreadKey("big")) is None
     assert app.warm.bytes < MB
@@ -51,8 +58,28 @@ def test_a_thread_larger_than_the_budget_stays_only_while_it_is_the_newest() -> 
 
 def test_warm_threads_zero_keeps_nothing() -> None:
     app = app_with(warm_threads=0)
-    app.invoke({"messages": [("user", "hi")]}, {"thread_id": "t"})
+    app.invoke({"messages": [("user", "hi")]}, existing(app, "t"))
     assert len(app.warm) == 0
+
+
+def test_a_thread_is_kept_warm_from_its_second_run() -> None:
+    """One-off threads (a new thread per call) would push the conversations out."""
+    checkpointer = CountingLoads()
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    app = graph.compile(checkpointer, warm_threads=2)
+    app.invoke({"messages": [("user", "one")]}, {"thread_id": "chat"})
+    assert len(app.warm) == 0  # the run that created it
+    app.invoke({"messages": [("user", "two")]}, {"thread_id": "chat"})
+    assert (len(app.warm), checkpointer.loads) == (1, 1)  # loaded once, kept from now on
+    for n in range(5):
+        app.invoke({"messages": [("user", "task")]}, {"thread_id": f"one-off-{n}"})
+    app.invoke({"messages": [("user", "three")]}, {"thread_id": "chat"})
+    assert (len(app.warm), checkpointer.loads) == (1, 1)  # still warm: not pushed out
+    state = app.get_state({"thread_id": "chat"})
+    assert state is not None
+    assert [m.text() for m in state.context] == ["one", "ok", "two", "ok", "three", "ok"]
 
 
 def test_the_estimate_follows_the_payload() -> None:
@@ -79,7 +106,7 @@ def test_a_held_result_keeps_its_messages_when_the_thread_runs_on() -> None:
 
 def test_a_dropped_result_lends_its_list_to_the_next_run() -> None:
     app = app_with()
-    config = {"thread_id": "dropped"}
+    config = existing(app, "dropped")
     list_id = id(app.invoke({"messages": [("user", "one")]}, config)["state"].context)
     # the session still holds that list, so its id cannot have been reused
     second = app.invoke({"messages": [("user", "two")]}, config)
@@ -132,19 +159,20 @@ def test_a_warm_run_starts_from_the_row_its_last_save_wrote() -> None:
     app = graph.compile(checkpointer)
     config = {"thread_id": "t"}
     app.invoke({"messages": [("user", "one")]}, config)
-    second = app.invoke({"messages": [("user", "two")]}, config)["state"]
-    assert checkpointer.loads == 0  # the warm session, not a reload
+    app.invoke({"messages": [("user", "two")]}, config)  # loads the new thread once
+    third = app.invoke({"messages": [("user", "three")]}, config)["state"]
+    assert checkpointer.loads == 1  # the warm session, not a reload
     stored = graph.compile(checkpointer).get_state(config)
-    assert stored is not None and checkpointer.loads == 1
-    assert second.execution_meta == stored.execution_meta
-    assert second.execution_meta.turn_start == 2  # the second turn began after the first's save
-    assert [m.text() for m in second.context] == ["one", "ok", "two", "ok"]
+    assert stored is not None and checkpointer.loads == 2
+    assert third.execution_meta == stored.execution_meta
+    assert third.execution_meta.turn_start == 4  # the third turn began after the second's save
+    assert [m.text() for m in third.context] == ["one", "ok", "two", "ok", "three", "ok"]
 
 
 def test_a_warm_run_takes_the_last_runs_index_over(monkeypatch: pytest.MonkeyPatch) -> None:
     """The revived state gets the index its thread's last save held, not one rebuilt in O(n)."""
     app = app_with()
-    config = {"thread_id": "t"}
+    config = existing(app, "t")
     app.invoke({"messages": [("user", "one")]}, config)
     built: list[int] = []
     reset = MessageIndex._reset

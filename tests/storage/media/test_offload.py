@@ -257,6 +257,7 @@ async def test_the_warm_thread_holds_the_stored_refs_not_the_bytes(
     picture = png(300_000)
     sent = Message.image_message(inline(picture, filename="cat.png"), "What is this?")
     config = {"thread_id": "cat", "user_id": "acme"}
+    await app.acreate_thread(config, [])  # a run keeps a thread warm unless it created it
 
     result = await app.ainvoke({"messages": [sent]}, config)
 
