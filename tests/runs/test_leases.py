@@ -200,14 +200,23 @@ def test_a_run_that_ends_before_its_first_beat_renews_nothing() -> None:
     assert store.renewals == []
 
 
-def test_a_stop_request_reaches_the_run_and_the_heartbeat_goes_on() -> None:
-    store = Leases(None, "interrupt", None, None)
+@pytest.mark.parametrize(
+    ("answer", "heard", "renewals"),
+    [
+        ("interrupt", "interrupt", 4),  # the run stops at its next step; the beats go on
+        (ThreadBusyError(KEY.thread_id, "taken by another run"), "lost", 2),  # and end
+    ],
+)
+def test_what_a_renewal_brings_reaches_the_run_once(
+    answer: str | BaseException, heard: str, renewals: int
+) -> None:
+    store = Leases(None, answer, None, None)
     lease = ThreadLease(store, KEY, OWNER, 30.0)
-    heard: list[tuple[float, str]] = []
-    lease.on_stop = lambda request: heard.append((clock(), request))
+    told: list[tuple[float, str]] = []
+    lease.on_stop = lambda request: told.append((clock(), request))
     run_on_virtual_clock(beat_for(lease, 4.5))
-    assert heard == [(pytest.approx(2.0), "interrupt")]
-    assert len(store.renewals) == 4
+    assert told == [(pytest.approx(2.0), heard)]
+    assert len(store.renewals) == renewals
 
 
 def test_a_request_without_a_listener_changes_nothing() -> None:
@@ -215,16 +224,6 @@ def test_a_request_without_a_listener_changes_nothing() -> None:
     lease = ThreadLease(store, KEY, OWNER, 30.0)
     run_on_virtual_clock(beat_for(lease, 3.5))
     assert len(store.renewals) == 3
-
-
-def test_a_lost_lease_is_reported_once_and_the_heartbeat_ends() -> None:
-    store = Leases(None, ThreadBusyError(KEY.thread_id, "taken by another run"))
-    lease = ThreadLease(store, KEY, OWNER, 30.0)
-    heard: list[tuple[float, str]] = []
-    lease.on_stop = lambda request: heard.append((clock(), request))
-    run_on_virtual_clock(beat_for(lease, 6.5))
-    assert heard == [(pytest.approx(2.0), "lost")]
-    assert len(store.renewals) == 2
 
 
 def test_a_failing_renewal_is_logged_and_the_heartbeat_goes_on(
