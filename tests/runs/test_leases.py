@@ -176,28 +176,20 @@ def test_the_heartbeat_renews_every_third_of_the_lease_at_most_a_second_apart(
     assert {tuple(call[1:]) for call in store.renewals} == {(KEY, OWNER, seconds)}
 
 
-def test_a_stopped_heartbeat_renews_no_more() -> None:
+@pytest.mark.parametrize(
+    ("stopped_at", "renewals"),
+    [(2.5, 2), (0.9, 0)],  # after two beats; before the first (most runs end so)
+)
+def test_a_stopped_heartbeat_renews_no_more(stopped_at: float, renewals: int) -> None:
     store = Leases(*[None] * 10)
     lease = ThreadLease(store, KEY, OWNER, 30.0)
 
     async def main() -> None:
-        await beat_for(lease, 2.5)
+        await beat_for(lease, stopped_at)
         await asyncio.sleep(5)
 
     run_on_virtual_clock(main())
-    assert len(store.renewals) == 2
-
-
-def test_a_run_that_ends_before_its_first_beat_renews_nothing() -> None:
-    store = Leases()
-    lease = ThreadLease(store, KEY, OWNER, 30.0)
-
-    async def main() -> None:
-        await beat_for(lease, 0.9)
-        await asyncio.sleep(5)
-
-    run_on_virtual_clock(main())
-    assert store.renewals == []
+    assert len(store.renewals) == renewals
 
 
 @pytest.mark.parametrize(

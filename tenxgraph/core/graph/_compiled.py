@@ -483,8 +483,7 @@ class CompiledGraph(ParallelSteps[S], ThreadOperations[S]):
                 outcome = Fail(run.state.execution_meta.current_node, exc, resume_at=END)
             else:
                 if outcome.status == "completed" and run.session is not None:
-                    created = run.lease is not None and run.lease.stamp is None
-                    self.warm.keep(run.session, created=created)
+                    self.warm.keep(run.session)
                 return [result], None
         if isinstance(outcome, Fail):
             return [await self._fail(run, outcome)], outcome.raised()

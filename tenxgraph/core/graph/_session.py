@@ -92,6 +92,8 @@ class ThreadSession:
         """``approx_bytes`` of the context messages sized so far."""
         self._unsized: list[Message] = []
         """Context messages saved since, sized only when ``approx_bytes`` is read (once a run)."""
+        self.created = False
+        """Opened for a thread that did not exist yet (``WarmThreads.open``): not kept warm."""
         self.lease: str | None = None
         """The owner of the thread lease the saves are made under (fences every save)."""
         self._private: dict[str, Any] | None = None

@@ -58,7 +58,9 @@ class WarmThreads:
         """
         session = self.take(key)
         if stamp is None:
-            return ThreadSession(checkpointer, key), None
+            session = ThreadSession(checkpointer, key)
+            session.created = True
+            return session, None
         if session is not None and session.stamp == stamp:
             state = session.revive(state_class)
             if state is not None:
@@ -79,7 +81,7 @@ class WarmThreads:
         self._bytes -= kept[1]
         return kept[0]
 
-    def keep(self, session: ThreadSession, *, created: bool = False) -> None:
+    def keep(self, session: ThreadSession) -> None:
         """Keep ``session`` as the newest; evict the oldest others while over a bound.
 
         The newest session stays whatever its size: its run just held it in
@@ -87,18 +89,18 @@ class WarmThreads:
         the one a reload would cost most. It goes as soon as another thread
         finishes while the cache is over its bounds.
 
-        A session whose run ``created`` its thread is not kept: a thread run
-        once, as a stateless run's, a batch's or an evaluation's, would push
-        the conversations out and leave its objects to be freed cold, and the
-        second run of a conversation loads one short turn. From then on the
-        thread stays warm.
+        A session ``open`` made for a thread that did not exist yet
+        (``created``) is not kept: a thread run once, as a stateless run's, a
+        batch's or an evaluation's, would push the conversations out and leave
+        its objects to be freed cold, and the second run of a conversation
+        loads one short turn. From then on the thread stays warm.
         """
         key = session.key
         held = (key.user_id, key.thread_id)
         kept = self._sessions.pop(held, None)
         if kept is not None:
             self._bytes -= kept[1]
-        if created or self.max_threads <= 0:
+        if session.created or self.max_threads <= 0:
             return
         size = session.approx_bytes
         self._sessions[held] = (session, size)

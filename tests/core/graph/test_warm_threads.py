@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from tenxgraph.core.graph import StateGraph
+from tenxgraph.core.graph import StateGraph, create_agent
 from tenxgraph.core.graph._session import approx_bytes
+from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
@@ -80,6 +81,18 @@ def test_a_thread_is_kept_warm_from_its_second_run() -> None:
     state = app.get_state({"thread_id": "chat"})
     assert state is not None
     assert [m.text() for m in state.context] == ["one", "ok", "two", "ok", "three", "ok"]
+
+
+def test_a_direct_tool_call_that_creates_its_thread_does_not_keep_it() -> None:
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    app = create_agent(ScriptedModel([]), [shout], checkpointer=InMemoryCheckpointer())
+    app.call_tool("shout", {"text": "new"}, {"thread_id": "direct"})
+    assert len(app.warm) == 0
+    app.call_tool("shout", {"text": "again"}, {"thread_id": "direct"})
+    assert len(app.warm) == 1
 
 
 def test_the_estimate_follows_the_payload() -> None:
