@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tenxgraph.cli.errors import CliError
+from tenxgraph.server import KEEP_ALIVE_SECONDS
 
 if TYPE_CHECKING:
     from tenxgraph.cli.render import Console
@@ -68,6 +69,13 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     serve.add_argument(
         "--run-lease", type=float, metavar="SECONDS", help="with --postgres: run lease (15)"
     )
+    serve.add_argument(
+        "--keep-alive",
+        type=int,
+        default=KEEP_ALIVE_SECONDS,
+        metavar="SECONDS",
+        help=f"how long an idle connection stays open ({KEEP_ALIVE_SECONDS})",
+    )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON with run ids")
     serve.add_argument(
         "--traces",
@@ -99,7 +107,8 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         raise CliError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
     if args.traces is not None and args.traces < 0:
         raise CliError(f"--traces must be 0 or more, got {args.traces}")
-    for flag, value in (("--consumers", args.consumers), ("--run-lease", args.run_lease)):
+    positive = [("--consumers", args.consumers), ("--run-lease", args.run_lease)]
+    for flag, value in [*positive, ("--keep-alive", args.keep_alive)]:
         if value is not None and not value > 0:
             raise CliError(f"{flag} must be positive, got {value}")
     env = {
@@ -200,6 +209,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
             port=args.port,
             log_level="info",
             timeout_graceful_shutdown=int(DRAIN_SECONDS),
+            timeout_keep_alive=args.keep_alive,
         )
         return 0
     if args.workers == 1:
@@ -209,6 +219,7 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
             port=args.port,
             log_level="info",
             timeout_graceful_shutdown=int(DRAIN_SECONDS),
+            timeout_keep_alive=args.keep_alive,
         )
         return 0
     os.environ.update(env)
@@ -220,5 +231,6 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         workers=args.workers,
         log_level="info",
         timeout_graceful_shutdown=int(DRAIN_SECONDS),
+        timeout_keep_alive=args.keep_alive,
     )
     return 0

@@ -15,7 +15,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["KEEP_ALIVE_SECONDS", "ServerSettings", "create_app"]
+
+KEEP_ALIVE_SECONDS = 75
+"""How long the server keeps an idle connection open (``tenxgraph serve --keep-alive``).
+
+Longer than clients keep idle connections for reuse (httpx 5 s, Node's fetch 4 s,
+aiohttp 15 s, a proxy's upstream pool often 60 s). A server that closes first
+(uvicorn's own default is 5 s, as is httpx's) races a client that sends its next
+request on the closing connection: the request fails with a read error though the
+server did nothing wrong, and a POST is not retried.
+"""
 
 if TYPE_CHECKING:
     from tenxgraph.server._context import ServerSettings

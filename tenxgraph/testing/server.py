@@ -45,6 +45,7 @@ def served(
     import uvicorn
 
     from tenxgraph.core.graph import CompiledGraph
+    from tenxgraph.server import KEEP_ALIVE_SECONDS
 
     if isinstance(app, CompiledGraph):
         from tenxgraph.server.app import create_app
@@ -53,7 +54,14 @@ def served(
     elif app_options:
         raise ConfigError("app options are for a graph; this is an app already")
     port = free_port(host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,  # as `tenxgraph serve`: clients' pools close first
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn:{port}", daemon=True)
     thread.start()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -139,6 +140,7 @@ def test_reload_serves_the_changed_module(project: Path) -> None:
         (("served_app:graph", "--workers", "0"), "--workers must be at least 1"),
         (("served_app:graph", "--api-key", "nonsense"), "not KEY=USER"),
         (("served_app:graph", "--reload", "--workers", "2"), "--reload runs one worker"),
+        (("served_app:graph", "--keep-alive", "0"), "--keep-alive must be positive, got 0"),
     ],
 )
 def test_bad_options_fail_before_listening(
@@ -176,3 +178,40 @@ def test_a_served_app_tunes_the_collector_while_it_serves_and_restores_it_at_shu
         assert gc.get_threshold()[0] >= 7_000
     assert gc.get_freeze_count() == 0
     assert gc.get_threshold() == before
+
+
+def request_ok(connection: http.client.HTTPConnection) -> int:
+    """``GET /ok`` on ``connection`` as it is: no new connection is opened for it."""
+    connection.request("GET", "/ok")
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+def test_an_idle_connection_outlives_the_clients_own_idle_limit(project: Path) -> None:
+    """httpx keeps an idle connection 5 s, as uvicorn did: a request sent as the server
+    closed it failed with a read error. The server keeps it longer, so a client reusing
+    it after its own limit's worth of quiet is answered."""
+    with running(project, "served_app:graph", "--db", str(project / "t.sqlite")) as url:
+        connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+        assert request_ok(connection) == 200
+        opened = connection.sock
+        time.sleep(5.5)
+        assert request_ok(connection) == 200
+        assert connection.sock is opened  # the same connection answered, not a new one
+        connection.close()
+
+
+def test_keep_alive_sets_how_long_an_idle_connection_stays_open(project: Path) -> None:
+    args = ("served_app:graph", "--db", str(project / "t.sqlite"), "--keep-alive", "1")
+    with running(project, *args) as url:
+        connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+        assert request_ok(connection) == 200
+        time.sleep(0.3)
+        assert request_ok(connection) == 200  # within the second: kept
+        assert connection.sock is not None
+        connection.sock.settimeout(5)
+        started = time.monotonic()
+        assert connection.sock.recv(1) == b""  # the server closes it after a quiet second
+        assert time.monotonic() - started < 3
+        connection.close()
