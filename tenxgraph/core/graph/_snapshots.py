@@ -98,7 +98,7 @@ async def create_thread(
     *,
     metadata: dict[str, Any] | None = None,
     node: str = "initial_messages",
-) -> int:
+) -> ThreadSession:
     """Start the thread ``lease`` holds from an existing conversation, checked for call pairing.
 
     Only the last assistant message's calls may lack results: continuing the
@@ -107,6 +107,7 @@ async def create_thread(
     says whether the thread exists (no read here), and the save, made under
     the lease, gives it up (no release after); a thread that appeared
     meanwhile fails the save's compare-and-swap on version 0, writing nothing.
+    Returns the session that saved it, holding the state as saved.
     """
     problems = pairing_violations(messages, allow_pending_tail=True)
     if problems:
@@ -120,4 +121,4 @@ async def create_thread(
     session.record(state.append_messages(messages))
     await session.save(state, node, 0, metadata=metadata, release=True)
     lease.released = True
-    return session.version
+    return session

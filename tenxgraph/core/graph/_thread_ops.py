@@ -403,9 +403,11 @@ class ThreadOperations(Generic[S]):
         if state:
             self.schema.apply_input(initial, state)
         async with self._holding(config) as lease:
-            return await snapshots.create_thread(
+            session = await snapshots.create_thread(
                 lease, messages, initial, metadata=None if metadata is None else dict(metadata)
             )
+        self.warm.keep(session)  # created to be run: its first run needs no load
+        return session.version
 
     def create_thread(
         self,
@@ -431,13 +433,14 @@ class ThreadOperations(Generic[S]):
         async with self._holding(config) as lease:
             if lease.stamp is not None:  # read with the lease: it exists
                 return False
-            await snapshots.create_thread(
+            session = await snapshots.create_thread(
                 lease,
                 (),
                 self._fresh_state(),
                 metadata=dict(metadata or {}),
                 node=snapshots.CREATE_NODE,
             )
+        self.warm.keep(session)  # created to be run: its first run needs no load
         return True
 
     def ensure_thread(

@@ -83,6 +83,29 @@ def test_a_thread_is_kept_warm_from_its_second_run() -> None:
     assert [m.text() for m in state.context] == ["one", "ok", "two", "ok", "three", "ok"]
 
 
+@pytest.mark.parametrize("create", ["create_thread", "ensure_thread"])
+def test_a_thread_created_before_its_first_run_is_kept_by_the_creation(create: str) -> None:
+    """A server creates a background run's thread when the run is posted: the worker that
+    starts the run then reads nothing back (the stamp check aside)."""
+    checkpointer = CountingLoads()
+    graph: StateGraph[AgentState] = StateGraph(AgentState)
+    graph.add_node("reply", reply)
+    graph.set_entry_point("reply")
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "posted"}
+    if create == "create_thread":
+        app.create_thread(config, [Message.text_message("before")])
+    else:
+        app.ensure_thread(config)
+    assert len(app.warm) == 1
+    app.invoke({"messages": [("user", "go")]}, config)
+    assert checkpointer.loads == 0
+    state = app.get_state(config)
+    assert state is not None
+    expected = ["before", "go", "ok"] if create == "create_thread" else ["go", "ok"]
+    assert [m.text() for m in state.context] == expected
+
+
 def test_a_direct_tool_call_that_creates_its_thread_does_not_keep_it() -> None:
     def shout(text: str) -> str:
         """Upper-case a text."""
