@@ -136,7 +136,7 @@ def row(
         number(floor, unit),
         f"{ratio:.1f}x" if ratio is not None else "—",
         target[0] if target else "—",
-        verdict(target[1], target[2]) if target else "info",
+        verdict(target[1], target[2]) if target else "info" if ours is not None else "not measured",
         f"{number(peer.figure, unit)} ({peer.label})" if peer else "—",
         times(over(ours, peer.figure if peer else None)),
     )
@@ -184,6 +184,8 @@ def w9_rows(r: Results) -> list[Row]:
     round_trip = value(r, "w9_server", "bare_ms_p50")
     cpu = value(r, "w9_server", "server_cpu_ms_per_run")
     bare_cpu = value(r, "w9_server", "bare_server_cpu_ms_per_run")
+    in_process = value(r, "w9_server", "in_process_cpu_ms_per_run")
+    own = None if cpu is None or in_process is None else round(cpu - in_process, 3)
     return [
         row(
             "W9 server overhead per streamed run, p50 (over HTTP less the same run in process);"
@@ -200,6 +202,14 @@ def w9_rows(r: Results) -> list[Row]:
             bare_cpu,
             "ms",
             ("≤ 1.2x floor", over(cpu, bare_cpu), 1.2),
+        ),
+        row(
+            "W9 the server's own CPU per streamed run (the row above less the same run's CPU"
+            " in process); floor: the bare endpoint",
+            own,
+            bare_cpu,
+            "ms",
+            None,
         ),
     ]
 

@@ -140,6 +140,8 @@ def test_w9_rows_judge_the_server_against_the_bare_endpoint_of_the_same_run() ->
     )
     assert (cpu.ratio, cpu.verdict) == ("3.0x", "**missed**: 2.5x the bound")
     assert "0 errors, 1 runs with lost events" in table
+    own = next(r for r in report.rows(results) if r.workload.startswith("W9 the server's own"))
+    assert (own.ours, own.floor, own.ratio, own.verdict) == ("1.90 ms", "1.00 ms", "1.9x", "info")
     results["w9_server"]["server_cpu_ms_per_run"] = 1.2
     cpu = next(r for r in report.rows(results) if r.workload.startswith("W9 server CPU"))
     assert cpu.verdict == "met"
