@@ -203,15 +203,15 @@ def test_an_idle_connection_outlives_the_clients_own_idle_limit(project: Path) -
 
 
 def test_keep_alive_sets_how_long_an_idle_connection_stays_open(project: Path) -> None:
-    args = ("served_app:graph", "--db", str(project / "t.sqlite"), "--keep-alive", "1")
+    args = ("served_app:graph", "--db", str(project / "t.sqlite"), "--keep-alive", "2")
     with running(project, *args) as url:
         connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
         assert request_ok(connection) == 200
-        time.sleep(0.3)
-        assert request_ok(connection) == 200  # within the second: kept
+        time.sleep(0.2)
+        assert request_ok(connection) == 200  # well within the two seconds: kept
         assert connection.sock is not None
-        connection.sock.settimeout(5)
+        connection.sock.settimeout(30)
         started = time.monotonic()
-        assert connection.sock.recv(1) == b""  # the server closes it after a quiet second
-        assert time.monotonic() - started < 3
+        assert connection.sock.recv(1) == b""  # then closed by the server, not by this end
+        assert time.monotonic() - started < 20  # after its two quiet seconds, not 75
         connection.close()
