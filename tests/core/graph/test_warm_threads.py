@@ -24,11 +24,16 @@ def reply(state: AgentState) -> dict[str, Any]:
     return {"context": [Message.text_message("ok", role="assistant")]}
 
 
-def app_with(**options: Any) -> Any:
+def reply_graph() -> StateGraph[AgentState]:
+    """One node that answers "ok"."""
     graph: StateGraph[AgentState] = StateGraph(AgentState)
     graph.add_node("reply", reply)
     graph.set_entry_point("reply")
-    return graph.compile(InMemoryCheckpointer(), **options)
+    return graph
+
+
+def app_with(**options: Any) -> Any:
+    return reply_graph().compile(InMemoryCheckpointer(), **options)
 
 
 def existing(app: Any, thread_id: str) -> dict[str, str]:
@@ -66,10 +71,7 @@ def test_warm_threads_zero_keeps_nothing() -> None:
 def test_a_thread_is_kept_warm_from_its_second_run() -> None:
     """One-off threads (a new thread per call) would push the conversations out."""
     checkpointer = CountingLoads()
-    graph: StateGraph[AgentState] = StateGraph(AgentState)
-    graph.add_node("reply", reply)
-    graph.set_entry_point("reply")
-    app = graph.compile(checkpointer, warm_threads=2)
+    app = reply_graph().compile(checkpointer, warm_threads=2)
     app.invoke({"messages": [("user", "one")]}, {"thread_id": "chat"})
     assert len(app.warm) == 0  # the run that created it
     app.invoke({"messages": [("user", "two")]}, {"thread_id": "chat"})
@@ -88,10 +90,7 @@ def test_a_thread_created_before_its_first_run_is_kept_by_the_creation(create: s
     """A server creates a background run's thread when the run is posted: the worker that
     starts the run then reads nothing back (the stamp check aside)."""
     checkpointer = CountingLoads()
-    graph: StateGraph[AgentState] = StateGraph(AgentState)
-    graph.add_node("reply", reply)
-    graph.set_entry_point("reply")
-    app = graph.compile(checkpointer)
+    app = reply_graph().compile(checkpointer)
     config = {"thread_id": "posted"}
     if create == "create_thread":
         app.create_thread(config, [Message.text_message("before")])
@@ -167,9 +166,7 @@ class CountingLoads(InMemoryCheckpointer):
 
 def test_reading_a_thread_then_running_it_loads_it_once() -> None:
     checkpointer = CountingLoads()
-    graph: StateGraph[AgentState] = StateGraph(AgentState)
-    graph.add_node("reply", reply)
-    graph.set_entry_point("reply")
+    graph = reply_graph()
     writer, reader = graph.compile(checkpointer), graph.compile(checkpointer)
     config = {"thread_id": "t"}
     writer.invoke({"messages": [("user", "one")]}, config)
@@ -189,16 +186,13 @@ def test_reading_a_thread_then_running_it_loads_it_once() -> None:
 def test_a_warm_run_starts_from_the_row_its_last_save_wrote() -> None:
     """A plain step's row is kept as its text only; the next run on the thread reads it back."""
     checkpointer = CountingLoads()
-    graph: StateGraph[AgentState] = StateGraph(AgentState)
-    graph.add_node("reply", reply)
-    graph.set_entry_point("reply")
-    app = graph.compile(checkpointer)
+    app = reply_graph().compile(checkpointer)
     config = {"thread_id": "t"}
     app.invoke({"messages": [("user", "one")]}, config)
     app.invoke({"messages": [("user", "two")]}, config)  # loads the new thread once
     third = app.invoke({"messages": [("user", "three")]}, config)["state"]
     assert checkpointer.loads == 1  # the warm session, not a reload
-    stored = graph.compile(checkpointer).get_state(config)
+    stored = reply_graph().compile(checkpointer).get_state(config)
     assert stored is not None and checkpointer.loads == 2
     assert third.execution_meta == stored.execution_meta
     assert third.execution_meta.turn_start == 4  # the third turn began after the second's save
