@@ -107,8 +107,11 @@ def serve_environ(args: argparse.Namespace) -> dict[str, str]:
         raise CliError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
     if args.traces is not None and args.traces < 0:
         raise CliError(f"--traces must be 0 or more, got {args.traces}")
-    positive = [("--consumers", args.consumers), ("--run-lease", args.run_lease)]
-    for flag, value in [*positive, ("--keep-alive", args.keep_alive)]:
+    for flag, value in (
+        ("--consumers", args.consumers),
+        ("--run-lease", args.run_lease),
+        ("--keep-alive", args.keep_alive),
+    ):
         if value is not None and not value > 0:
             raise CliError(f"{flag} must be positive, got {value}")
     env = {
@@ -198,6 +201,13 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         f" (auth: {auth}; {args.workers} worker(s))",
         "bold",
     )
+    served = {  # every way of running shares these
+        "host": args.host,
+        "port": args.port,
+        "log_level": "info",
+        "timeout_graceful_shutdown": int(DRAIN_SECONDS),
+        "timeout_keep_alive": args.keep_alive,
+    }
     if args.reload:
         os.environ.update(env)
         uvicorn.run(
@@ -205,32 +215,12 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
             factory=True,
             reload=True,
             reload_dirs=reload_dirs(args.target),
-            host=args.host,
-            port=args.port,
-            log_level="info",
-            timeout_graceful_shutdown=int(DRAIN_SECONDS),
-            timeout_keep_alive=args.keep_alive,
+            **served,
         )
         return 0
     if args.workers == 1:
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level="info",
-            timeout_graceful_shutdown=int(DRAIN_SECONDS),
-            timeout_keep_alive=args.keep_alive,
-        )
+        uvicorn.run(app, **served)
         return 0
     os.environ.update(env)
-    uvicorn.run(
-        "tenxgraph.server.app:app_from_env",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level="info",
-        timeout_graceful_shutdown=int(DRAIN_SECONDS),
-        timeout_keep_alive=args.keep_alive,
-    )
+    uvicorn.run("tenxgraph.server.app:app_from_env", factory=True, workers=args.workers, **served)
     return 0
