@@ -6,7 +6,8 @@ mutmut changes one thing at a time in a module (``<`` to ``<=``, ``and`` to
 test fails *survives*. The modules below hold the promises of
 docs/architecture.md (a call never separated from its result, context cuts,
 the reducers, the row codec and its windows, the lease fence, the parallel
-step's merge), each with the tests that cover it, so a run stays bounded.
+step's merge, the warm-thread cache), each with the tests that cover it, so a
+run stays bounded.
 
 Each module runs in its own directory, ``.mutation/<name>/`` (``tenxgraph``
 and ``tests`` linked in, a ``pyproject.toml`` with the module's
@@ -123,6 +124,14 @@ MODULES: dict[str, list[str]] = {
         "tests/runs/test_leases.py",
         "tests/core/graph/test_lease_with_input.py",
         "tests/core/graph/test_one_run_per_thread.py",
+    ],
+    # Warm threads: a kept copy is used only at its stored stamp; the cache stays within bounds.
+    "tenxgraph/core/graph/_warm.py": [
+        "tests/core/graph/test_warm_threads.py",
+        "tests/core/graph/test_runtime.py",
+        "tests/core/graph/test_loaded_sessions.py",
+        "tests/core/graph/test_compile_isolation.py",
+        "tests/core/graph/test_thread_identity.py",
     ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",

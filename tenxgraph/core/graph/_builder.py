@@ -18,7 +18,7 @@ from tenxgraph.core.graph._node import FunctionNode, Node
 from tenxgraph.core.graph._remote_tools import check_remote_tools_resumable
 from tenxgraph.core.graph._subgraph import NAMESPACE_MARKS, SubgraphNode, graphs_named_by
 from tenxgraph.core.graph._updates import StateSchema
-from tenxgraph.core.graph._warm import WarmThreads
+from tenxgraph.core.graph._warm import WARM_BYTES, WARM_THREADS, WarmThreads
 from tenxgraph.core.graph._workers import WorkerPool
 from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.message import IdGenerator, new_message_id
@@ -263,8 +263,8 @@ class StateGraph(Generic[S]):
         interrupt_before: Iterable[str] = (),
         interrupt_after: Iterable[str] = (),
         recursion_limit: int = 25,
-        warm_threads: int = 128,
-        warm_bytes: int = 8 * 2**20,
+        warm_threads: int = WARM_THREADS,
+        warm_bytes: int = WARM_BYTES,
         tool_threads: int = 16,
         lease_seconds: float = 30.0,
         multitask_strategy: MultitaskStrategy = "reject",

@@ -19,15 +19,20 @@ from tenxgraph.core.state.agent_state import AgentState
 from tenxgraph.core.state.ids import ThreadKey
 from tenxgraph.storage.checkpointer.base import Checkpointer, ThreadStamp
 
-__all__ = ["WarmThreads"]
+__all__ = ["WARM_BYTES", "WARM_THREADS", "WarmThreads"]
 
 S = TypeVar("S", bound=AgentState)
+
+WARM_THREADS = 128
+"""How many threads a compiled graph keeps warm by default (``compile(warm_threads=...)``)."""
+WARM_BYTES = 8 * 2**20
+"""The estimated bytes of messages a compiled graph keeps warm by default (``warm_bytes``)."""
 
 
 class WarmThreads:
     """An LRU of ``ThreadSession`` by key, at most ``max_threads`` and ``max_bytes``."""
 
-    def __init__(self, max_threads: int = 128, max_bytes: int = 8 * 2**20) -> None:
+    def __init__(self, max_threads: int = WARM_THREADS, max_bytes: int = WARM_BYTES) -> None:
         self.max_threads = max_threads
         self.max_bytes = max_bytes
         self._sessions: OrderedDict[tuple[str, str], tuple[ThreadSession, int]] = OrderedDict()

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from tenxgraph.core.graph import StateGraph, create_agent
-from tenxgraph.core.graph._session import approx_bytes
+from tenxgraph.core.graph._session import ThreadSession, approx_bytes
+from tenxgraph.core.graph._warm import WarmThreads
 from tenxgraph.core.llm import ScriptedModel
 from tenxgraph.core.state import AgentState, Message, ThreadKey
 from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer
+from tenxgraph.storage.checkpointer.base import ThreadStamp
 
 MB = 2**20
 
@@ -215,3 +217,88 @@ def test_a_warm_run_takes_the_last_runs_index_over(monkeypatch: pytest.MonkeyPat
     state = app.invoke({"messages": [("user", "two")]}, config)["state"]
     assert [m.text() for m in state.context] == ["one", "ok", "two", "ok"]
     assert not any(built)  # fresh empty indexes only: the thread's was handed over
+
+
+# --- The cache itself: its bounds and its byte count ----------------------------------------
+
+
+class Sized(ThreadSession):
+    """A session whose messages are estimated at ``size`` bytes, at version ``version``."""
+
+    def __init__(self, thread_id: str, size: int, version: int = 1) -> None:
+        super().__init__(InMemoryCheckpointer(), ThreadKey(thread_id))
+        self.size = size
+        self.version = version
+
+    @property
+    def approx_bytes(self) -> int:
+        return self.size
+
+
+def test_a_cache_at_exactly_its_bounds_keeps_everything() -> None:
+    warm = WarmThreads(max_threads=3, max_bytes=300)
+    for name in "abc":
+        warm.keep(Sized(name, 100))
+    assert (len(warm), warm.bytes) == (3, 300)  # both bounds reached, neither passed
+    warm.keep(Sized("d", 100))
+    assert (len(warm), warm.bytes) == (3, 300)
+    assert warm.stamp(ThreadKey("a")) is None  # the oldest went
+    assert all(warm.stamp(ThreadKey(name)) is not None for name in "bcd")
+
+
+def test_a_cache_over_its_bytes_drops_the_oldest_first() -> None:
+    warm = WarmThreads(max_threads=10, max_bytes=250)
+    for name in "abc":
+        warm.keep(Sized(name, 100))
+    assert (len(warm), warm.bytes) == (2, 200)
+    assert warm.take(ThreadKey("a")) is None
+    assert warm.take(ThreadKey("b")) is not None
+
+
+def test_a_cache_of_one_thread_keeps_the_newest() -> None:
+    warm = WarmThreads(max_threads=1)
+    warm.keep(Sized("a", 100))
+    warm.keep(Sized("b", 100))
+    assert (len(warm), warm.bytes) == (1, 100)
+    assert warm.take(ThreadKey("b")) is not None
+
+
+def test_a_thread_kept_again_is_counted_once() -> None:
+    warm = WarmThreads(max_threads=2, max_bytes=1_000)
+    warm.keep(Sized("a", 300))
+    warm.keep(Sized("b", 100))
+    warm.keep(Sized("a", 400, version=2))  # its next run: the newer session replaces it
+    assert (len(warm), warm.bytes) == (2, 500)
+    assert warm.stamp(ThreadKey("a")) == ThreadStamp("", 2)
+    warm.keep(Sized("c", 100))  # over the count: "b" is now the oldest
+    assert warm.stamp(ThreadKey("b")) is None
+    assert (len(warm), warm.bytes) == (2, 500)
+
+
+def test_taking_a_thread_out_gives_back_its_bytes() -> None:
+    warm = WarmThreads()
+    assert warm.bytes == 0
+    warm.keep(Sized("a", 300))
+    warm.keep(Sized("b", 100))
+    taken = warm.take(ThreadKey("a"))
+    assert taken is not None and taken.key == ThreadKey("a")
+    assert (len(warm), warm.bytes) == (1, 100)
+    assert warm.take(ThreadKey("a")) is None  # taken once: a run holds it now
+    assert warm.take(ThreadKey("b")) is not None
+    assert (len(warm), warm.bytes) == (0, 0)
+
+
+def test_reading_a_stamp_leaves_the_thread_kept() -> None:
+    warm = WarmThreads()
+    assert warm.stamp(ThreadKey("a")) is None
+    warm.keep(Sized("a", 100, version=7))
+    assert warm.stamp(ThreadKey("a")) == ThreadStamp("", 7)
+    assert warm.stamp(ThreadKey("a", user_id="someone else")) is None  # keyed by user too
+    assert (len(warm), warm.bytes) == (1, 100)
+
+
+def test_compile_keeps_128_threads_and_8_mib_by_default() -> None:
+    """The defaults docs/persistence-and-threads.md states."""
+    app = reply_graph().compile(InMemoryCheckpointer())
+    assert (app.warm.max_threads, app.warm.max_bytes) == (128, 8 * MB)
+    assert (WarmThreads().max_threads, WarmThreads().max_bytes) == (128, 8 * MB)
