@@ -111,10 +111,12 @@ class MessageIndex:
     With it, merging one message into a long history costs O(1), and a context
     manager finds the system messages and the last question without scanning. The runtime keeps one
     per state (``AgentState.message_index``); it notices when the list was
-    replaced or changed length behind its back and rebuilds itself then.
+    replaced, or changed length or its last message behind its back, and
+    rebuilds itself then. It checks in O(1), so a message replaced in place
+    in the middle of the list goes unseen (``ReplaceMessage`` is the way).
     """
 
-    __slots__ = ("_ids", "_list", "_size", "system_positions", "user_positions")
+    __slots__ = ("_ids", "_last", "_list", "_size", "system_positions", "user_positions")
 
     def __init__(self, messages: list[Message]) -> None:
         self._reset(messages)
@@ -122,6 +124,7 @@ class MessageIndex:
     def _reset(self, messages: list[Message]) -> None:
         self._list = messages
         self._size = len(messages)
+        self._last = messages[-1] if messages else None
         if not messages:  # every fresh state's: three comprehensions cost more than the rest
             self._ids, self.system_positions, self.user_positions = set(), [], []
             return
@@ -140,16 +143,21 @@ class MessageIndex:
         if len(messages) != self._size or self._size < 0:
             raise ConfigError("hand_over needs a list with the same messages")
         twin = MessageIndex.__new__(MessageIndex)
-        twin._list, twin._size = messages, self._size
+        twin._list, twin._size, twin._last = messages, self._size, self._last
         twin._ids, twin.system_positions = self._ids, self.system_positions
         twin.user_positions = self.user_positions
         self._list, self._size, self._ids, self.system_positions = [], -1, set(), []
+        self._last = None
         self.user_positions = []  # pragma: no mutate (a retired index rebuilds before a read)
         return twin
 
     def covers(self, messages: list[Message]) -> bool:
-        """True when this index describes ``messages`` as it is now."""
-        return messages is self._list and len(messages) == self._size
+        """True when this index describes ``messages`` as it is now (see the class)."""
+        return (
+            messages is self._list
+            and len(messages) == self._size
+            and (not messages or messages[-1] is self._last)
+        )
 
     @property
     def retired(self) -> bool:
@@ -160,8 +168,10 @@ class MessageIndex:
         """Messages in ``messages`` that were added without this index (e.g. ``list.append``)."""
         if self.covers(messages) or self.retired:
             return []
-        if messages is self._list and len(messages) > self._size:
-            return messages[self._size :]
+        size = self._size
+        grown = messages is self._list and len(messages) > size
+        if grown and (size == 0 or messages[size - 1] is self._last):
+            return messages[size:]  # only appended to
         return [m for m in messages if m.message_id not in self._ids]
 
     def __contains__(self, message_id: object) -> bool:
@@ -174,7 +184,7 @@ class MessageIndex:
         since) and ``new`` holds only ``Message`` objects (no edits, no
         message-like values, no subclasses): the general merge handles those.
         """
-        if messages is not self._list or len(messages) != self._size:
+        if not self.covers(messages):
             return None
         for message in new:
             if type(message) is not Message:
@@ -183,7 +193,7 @@ class MessageIndex:
 
     def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
         """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
-        if messages is not self._list or len(messages) != self._size:  # ``covers``, inline
+        if not self.covers(messages):
             self._reset(messages)
         ids = self._ids
         added: list[Message] = []
@@ -198,4 +208,6 @@ class MessageIndex:
             messages.append(message)
             added.append(message)
         self._size = len(messages)
+        if added:
+            self._last = added[-1]
         return added

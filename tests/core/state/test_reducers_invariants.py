@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenxgraph.core.state import Message, TextBlock, ToolCallBlock, ToolResultBlock
+from tenxgraph.core.state import AgentState, Message, TextBlock, ToolCallBlock, ToolResultBlock
 from tenxgraph.core.state.reducers import (
     MessageIndex,
     add_messages,
@@ -177,3 +177,28 @@ def test_hand_over_moves_the_tables_and_retires_the_old_index() -> None:
         index.hand_over(messages)
     again = index.extend(messages, [text("more")])  # a retired index rebuilds when used
     assert [m.text() for m in again] == ["more"] and index.user_positions == [1, 2]
+
+
+@pytest.mark.parametrize(("deleted", "appended"), [(1, 1), (1, 2), (2, 3), (0, 1)])
+def test_direct_edits_that_keep_or_grow_the_length_are_seen(deleted: int, appended: int) -> None:
+    """A node that deletes in place and appends as many or more: the appended messages are
+    what the run stores, and the next merge knows the list as it is."""
+    state = AgentState()
+    history = [text(f"m{n}", message_id=f"m{n}") for n in range(4)]
+    state.append_messages(history)
+    del state.context[:deleted]
+    added = [text(f"added {n}", "assistant") for n in range(appended)]
+    state.context.extend(added)
+    assert state.take_direct_additions() == added
+    more = text("more")
+    assert state.append_messages([more, history[-1]]) == [more]  # a known id stays out
+    assert state.context == [*history[deleted:], *added, more]
+
+
+def test_a_last_message_replaced_in_place_is_not_taken_for_the_indexed_one() -> None:
+    index = MessageIndex(messages := [text("a", message_id="a"), text("b", message_id="b")])
+    assert index.covers(messages)
+    messages[-1] = text("c", message_id="c")
+    assert not index.covers(messages)
+    assert index.direct_additions(messages) == [messages[-1]]
+    assert index.extend_covered(messages, [text("d")]) is None  # the general merge, then
