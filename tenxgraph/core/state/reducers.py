@@ -184,7 +184,12 @@ class MessageIndex:
         since) and ``new`` holds only ``Message`` objects (no edits, no
         message-like values, no subclasses): the general merge handles those.
         """
-        if not self.covers(messages):
+        size = self._size  # ``covers``, inline: this runs on every merge
+        if (
+            messages is not self._list
+            or len(messages) != size
+            or (size and messages[-1] is not self._last)
+        ):
             return None
         for message in new:
             if type(message) is not Message:
@@ -193,7 +198,12 @@ class MessageIndex:
 
     def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
         """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
-        if not self.covers(messages):
+        size = self._size  # ``covers``, inline
+        if (
+            messages is not self._list
+            or len(messages) != size
+            or (size and messages[-1] is not self._last)
+        ):
             self._reset(messages)
         ids = self._ids
         added: list[Message] = []

@@ -179,7 +179,7 @@ def test_hand_over_moves_the_tables_and_retires_the_old_index() -> None:
     assert [m.text() for m in again] == ["more"] and index.user_positions == [1, 2]
 
 
-@pytest.mark.parametrize(("deleted", "appended"), [(1, 1), (1, 2), (2, 3), (0, 1)])
+@pytest.mark.parametrize(("deleted", "appended"), [(2, 0), (1, 1), (1, 2), (2, 3), (0, 1)])
 def test_direct_edits_that_keep_or_grow_the_length_are_seen(deleted: int, appended: int) -> None:
     """A node that deletes in place and appends as many or more: the appended messages are
     what the run stores, and the next merge knows the list as it is."""
@@ -202,3 +202,10 @@ def test_a_last_message_replaced_in_place_is_not_taken_for_the_indexed_one() -> 
     assert not index.covers(messages)
     assert index.direct_additions(messages) == [messages[-1]]
     assert index.extend_covered(messages, [text("d")]) is None  # the general merge, then
+
+
+def test_the_only_message_replaced_in_place_and_one_appended_are_both_seen() -> None:
+    index = MessageIndex(messages := [text("a", message_id="a")])
+    messages[0] = text("b", message_id="b")
+    messages.append(text("c", message_id="c"))
+    assert index.direct_additions(messages) == messages
