@@ -124,6 +124,20 @@ def test_extend_skips_known_ids_deltas_and_rebuilds_after_direct_edits() -> None
     assert index.covers(messages)
 
 
+@pytest.mark.parametrize("edit", ["replace the last", "delete the first"])
+def test_extend_after_an_edit_in_place_knows_the_list_as_it_is(edit: str) -> None:
+    """A message edited out of the list behind the index's back can be merged again."""
+    messages = [text("a", message_id="a"), text("b", message_id="b")]
+    index = MessageIndex(messages)
+    gone = messages[-1] if edit == "replace the last" else messages[0]
+    if edit == "replace the last":
+        messages[-1] = text("c", message_id="c")
+    else:
+        del messages[0]
+    assert index.extend(messages, [gone]) == [gone]
+    assert index.covers(messages) and gone.message_id in index
+
+
 def test_direct_additions_are_what_was_appended_without_the_index() -> None:
     messages = [text("q", message_id="m1")]
     index = MessageIndex(messages)
