@@ -20,7 +20,6 @@ from tenxgraph.core.state.message_block import (
     ReasoningBlock,
     VideoBlock,
 )
-from tenxgraph.core.state.reducers import MessageIndex
 from tenxgraph.errors import ThreadNotFoundError, UnstorableStateError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
 
@@ -207,26 +206,6 @@ def test_a_trim_gives_the_warm_cache_the_bytes_back() -> None:
     assert trimming.warm.bytes < 10_000
     trimming.invoke({"messages": [Message.text_message("x" * 2**20)]}, config)
     assert trimming.warm.bytes < 10_000  # the large input went with the step that took it
-
-
-def test_a_thread_read_then_run_keeps_the_index_its_load_built(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    app = one_node(reply, InMemoryCheckpointer())
-    config = {"thread_id": "read"}
-    app.invoke({"messages": [Message.text_message("one")]}, config)
-    assert app.get_state(config) is not None  # loaded, and kept warm from now on
-    built: list[int] = []
-    reset = MessageIndex._reset
-
-    def counted(index: MessageIndex, messages: list[Message]) -> None:
-        built.append(len(messages))
-        reset(index, messages)
-
-    monkeypatch.setattr(MessageIndex, "_reset", counted)
-    state = app.invoke({"messages": [Message.text_message("two")]}, config)["state"]
-    assert texts(state) == ["one", "reply 1", "two", "reply 3"]
-    assert not any(built)  # the load's index was handed over, not rebuilt
 
 
 def test_the_estimate_counts_every_payload_of_a_block() -> None:

@@ -201,11 +201,20 @@ def test_a_warm_run_starts_from_the_row_its_last_save_wrote() -> None:
     assert [m.text() for m in third.context] == ["one", "ok", "two", "ok", "three", "ok"]
 
 
-def test_a_warm_run_takes_the_last_runs_index_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The revived state gets the index its thread's last save held, not one rebuilt in O(n)."""
+@pytest.mark.parametrize("kept_by", ["its last save", "a read"])
+def test_a_warm_run_takes_the_index_its_thread_was_kept_with(
+    monkeypatch: pytest.MonkeyPatch, kept_by: str
+) -> None:
+    """The revived state gets the index the last save (or the load of a read) held, not one
+    rebuilt in O(n)."""
     app = app_with()
-    config = existing(app, "t")
-    app.invoke({"messages": [("user", "one")]}, config)
+    config = {"thread_id": "t"}
+    if kept_by == "its last save":
+        app.create_thread(config, [])
+        app.invoke({"messages": [("user", "one")]}, config)
+    else:
+        app.invoke({"messages": [("user", "one")]}, config)  # creates it: not kept
+        assert app.get_state(config) is not None  # loaded, and kept from now on
     built: list[int] = []
     reset = MessageIndex._reset
 
@@ -216,7 +225,7 @@ def test_a_warm_run_takes_the_last_runs_index_over(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(MessageIndex, "_reset", counted)
     state = app.invoke({"messages": [("user", "two")]}, config)["state"]
     assert [m.text() for m in state.context] == ["one", "ok", "two", "ok"]
-    assert not any(built)  # fresh empty indexes only: the thread's was handed over
+    assert not any(built)  # fresh empty indexes only: the kept one was handed over
 
 
 # --- The cache itself: its bounds and its byte count ----------------------------------------
