@@ -20,7 +20,7 @@ from tenxgraph.core.state.message_block import (
     ReasoningBlock,
     VideoBlock,
 )
-from tenxgraph.errors import ThreadNotFoundError, UnstorableStateError
+from tenxgraph.errors import NodeError, ThreadNotFoundError, UnstorableStateError
 from tenxgraph.storage.checkpointer import InMemoryCheckpointer, SqliteCheckpointer
 
 
@@ -228,3 +228,27 @@ def test_the_estimate_counts_every_payload_of_a_block() -> None:
     usages = TokenUsages(prompt_tokens=3, completion_tokens=1, total_tokens=4)
     counted = plain.model_copy(update={"usages": usages})
     assert approx_bytes(counted) > approx_bytes(plain) + 100  # the usage record is an object
+
+
+def test_a_failed_route_stores_every_message_of_the_step_before_it(checkpointer: Any) -> None:
+    """The step's messages reach the save that records the failure, each once, in order."""
+
+    def answer_thrice(state: AgentState) -> list[Message]:
+        return [Message.text_message(t, role="assistant") for t in ("one", "two", "three")]
+
+    def lost(state: AgentState) -> str:
+        raise KeyError("nowhere")
+
+    graph = StateGraph(AgentState)
+    graph.add_node("answer", answer_thrice)
+    graph.set_entry_point("answer")
+    graph.add_conditional_edges("answer", lost)
+    app = graph.compile(checkpointer)
+    config = {"thread_id": "lost"}
+    with pytest.raises(NodeError, match="nowhere"):
+        app.invoke({"messages": [Message.text_message("hi")]}, config)
+    stored = one_node(reply, checkpointer).get_state(config)
+    assert stored is not None and stored.execution_meta.status == "error"
+    assert texts(stored) == ["hi", "one", "two", "three"]
+    lines = one_node(reply, checkpointer).list_messages(config)
+    assert [line.message.text() for line in lines] == ["hi", "one", "two", "three"]
