@@ -154,6 +154,11 @@ MODULES: dict[str, list[str]] = {
         "tests/core/graph/test_warm_threads.py::test_a_dropped_result_lends_its_list_to_the_next_run",
         "tests/storage/media/test_offload.py",  # the stored form of offloaded media held
     ],
+    # A thread's reads, creation, forks and metadata, and a run's first load.
+    "tenxgraph/core/graph/_thread_ops.py": [
+        "tests/core/graph",
+        *[f"--ignore=tests/core/graph/{name}.py" for name in SUBPROCESS_GRAPH_TESTS],
+    ],
     "tenxgraph/core/graph/_parallel.py": [
         "tests/core/graph/test_parallel.py",
         "tests/core/graph/test_parallel_invariants.py",
