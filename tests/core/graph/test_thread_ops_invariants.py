@@ -36,7 +36,11 @@ def texts(state: AgentState | None) -> list[str]:
 def test_the_sync_thread_api_passes_every_argument_on() -> None:
     app = app_over()
     config = {"thread_id": "t", "user_id": "alice"}
-    first = [Message.text_message("one"), Message.text_message("two", role="assistant")]
+    first = [
+        Message.text_message("one"),
+        Message.text_message("two", role="assistant"),
+        Message.text_message("three"),
+    ]
     app.create_thread(config, first, {"topic": "cats"}, metadata={"team": "red"})
     info = app.thread_info(config)
     assert info is not None and info.metadata == {"team": "red"}
@@ -46,6 +50,7 @@ def test_the_sync_thread_api_passes_every_argument_on() -> None:
     app.update_state(config, {"topic": "dogs"}, as_node="editor")
     assert app.get_state(config).topic == "dogs"
     assert app.get_state(config, version=1).topic == "cats"
+    assert app.get_state(config, version=1, subgraphs=True).state.topic == "cats"
 
     history = app.get_state_history(config)
     assert [s.node for s in history][:2] == ["editor", "update_metadata"]
@@ -59,6 +64,8 @@ def test_the_sync_thread_api_passes_every_argument_on() -> None:
     ]
     other = {"thread_id": "u", "user_id": "alice"}
     assert app.ensure_thread(other, metadata={"team": "blue"}) is True
+    info = app.thread_info(other)
+    assert info is not None and info.metadata == {"team": "blue"}
     assert [i.key.thread_id for i in app.list_threads("alice", metadata={"team": "red"})] == ["t"]
     assert len(app.list_threads("alice", offset=1)) == 1
     assert len(app.list_threads("alice", limit=1)) == 1
