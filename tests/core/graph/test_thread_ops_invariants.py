@@ -59,9 +59,7 @@ def test_the_sync_thread_api_passes_every_argument_on() -> None:
     edited = app.get_state_history(config, where=lambda info: info.node == "editor")
     assert [s.version for s in edited] == [3]
 
-    assert [line.message.text() for line in app.list_messages(config, offset=1, limit=1)] == [
-        "two"
-    ]
+    assert [line.message.text() for line in app.list_messages(config, offset=1, limit=1)] == ["two"]
     other = {"thread_id": "u", "user_id": "alice"}
     assert app.ensure_thread(other, metadata={"team": "blue"}) is True
     info = app.thread_info(other)
