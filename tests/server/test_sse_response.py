@@ -184,7 +184,9 @@ def test_a_client_leaving_a_running_runs_stream_stops_its_reader(tmp_path: Path)
     """Over uvicorn: the reader of a run still going leaves the run's log when its client goes."""
     from tenxgraph.server.app import create_app
 
-    graph = slow_graph(0.5, 6)(SqliteCheckpointer(str(tmp_path / "t.sqlite")))
+    # 12 s of run: a loaded machine must not end it before its reader waits (the test itself
+    # takes a second: the server's stop cancels the run)
+    graph = slow_graph(2.0, 6)(SqliteCheckpointer(str(tmp_path / "t.sqlite")))
     app = create_app(graph)
     registry = app.state.context.state["runs"]
     with served(app) as url, httpx.Client(base_url=url, timeout=30) as client:
