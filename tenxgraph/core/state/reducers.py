@@ -184,27 +184,21 @@ class MessageIndex:
         since) and ``new`` holds only ``Message`` objects (no edits, no
         message-like values, no subclasses): the general merge handles those.
         """
-        size = self._size  # ``covers``, inline: this runs on every merge
-        if (
-            messages is not self._list
-            or len(messages) != size
-            or (size and messages[-1] is not self._last)
-        ):
+        if not self.covers(messages):
             return None
         for message in new:
             if type(message) is not Message:
                 return None
-        return self.extend(messages, new)
+        return self._append(messages, new)
 
     def extend(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
         """Append the ``new`` messages ``add_messages`` would keep; return those appended."""
-        size = self._size  # ``covers``, inline
-        if (
-            messages is not self._list
-            or len(messages) != size
-            or (size and messages[-1] is not self._last)
-        ):
+        if not self.covers(messages):
             self._reset(messages)
+        return self._append(messages, new)
+
+    def _append(self, messages: list[Message], new: Sequence[Message]) -> list[Message]:
+        """``extend`` on the list this index covers."""
         ids = self._ids
         added: list[Message] = []
         for message in new:
